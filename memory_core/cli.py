@@ -1,0 +1,321 @@
+"""memctl: the command line of Memory Console. A thin layer over MemoryBank."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .bank import MemoryBank
+from .errors import ImportFormatError, MemoryCoreError
+from .models import CATEGORIES, KINDS, humanize_age, parse_time
+from .scoring import ScoringParams
+from .store import utcnow
+
+DEFAULT_BANK = "data/memory.duckdb"
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+
+class _Context:
+    def __init__(self, bank_path: str):
+        self.bank_path = bank_path
+
+    def open(self, **kwargs: Any) -> MemoryBank:
+        return MemoryBank.open(self.bank_path, actor="cli", **kwargs)
+
+
+def _fail(exc: Exception) -> None:
+    raise click.ClickException(str(exc))
+
+
+class _Group(click.Group):
+    """Turns memory_core's typed errors into one clear line and exit code 1, not a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ImportFormatError as exc:
+            for line, msg in exc.problems[:20]:
+                click.echo(f"line {line}: {msg}", err=True)
+            _fail(exc)
+        except MemoryCoreError as exc:
+            _fail(exc)
+
+
+@click.group(cls=_Group)
+@click.option("--bank", "bank_path", envvar="MEMCTL_BANK", default=DEFAULT_BANK, show_default=True,
+              help="The bank file (created if missing). Also MEMCTL_BANK.")
+@click.version_option(package_name="memory-console")
+@click.pass_context
+def cli(ctx: click.Context, bank_path: str) -> None:
+    """Memory Console: long-term memory for LLM agents."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    ctx.obj = _Context(bank_path)
+
+
+@cli.command()
+@click.option("--model", default=None, help="sentence-transformers model (default: the bundled all-MiniLM-L6-v2).")
+@click.pass_obj
+def init(obj: _Context, model: str | None) -> None:
+    """Create an empty bank (opening an existing one just checks it)."""
+    with obj.open(model=model) as bank:
+        click.echo(f"bank {bank.path} ready: model {bank.model}, {bank.count(status=None)} memories")
+
+
+@cli.command()
+@click.argument("text")
+@click.option("-n", "--namespace", default="default", show_default=True)
+@click.option("-i", "--importance", type=float, default=0.5, show_default=True)
+@click.option("--kind", type=click.Choice(KINDS), default="explicit", show_default=True)
+@click.option("-c", "--category", type=click.Choice(CATEGORIES), default="other", show_default=True)
+@click.option("--created-at", default=None, help="ISO 8601 date or time (default: now).")
+@click.option("--source", default=None)
+@click.pass_obj
+def add(obj: _Context, text: str, namespace: str, importance: float, kind: str, category: str,
+        created_at: str | None, source: str | None) -> None:
+    """Store one memory; prints its id."""
+    with obj.open() as bank:
+        mid = bank.add(text, namespace=namespace, importance=importance, kind=kind, category=category,
+                       created_at=created_at, source=source)
+    click.echo(mid)
+
+
+@cli.command(name="import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--skip-errors", is_flag=True, help="Import the good lines and report the bad ones "
+              "(default: refuse the whole file when any line is malformed).")
+@click.option("-n", "--namespace", default=None, help="Put every memory in this namespace.")
+@click.pass_obj
+def import_(obj: _Context, file: str, skip_errors: bool, namespace: str | None) -> None:
+    """Import memories from a JSON-lines FILE (as `export` writes), keeping their dates."""
+    total = sum(1 for line in open(file, encoding="utf-8", errors="replace") if line.strip())
+    with obj.open() as bank, click.progressbar(length=total, label="importing", file=sys.stderr) as bar:
+        report = bank.import_jsonl(file, on_error="skip" if skip_errors else "refuse",
+                                   progress=bar.update, namespace=namespace)
+    for line, msg in report.errors:
+        click.echo(f"skipped line {line}: {msg}", err=True)
+    click.echo(f"imported {report.added}, already present {report.skipped_existing}, "
+               f"skipped {len(report.errors)} malformed line(s)")
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True), default="-")
+@click.option("-n", "--namespace", default=None)
+@click.option("--embeddings", is_flag=True, help="Include the vectors (importing them skips embedding).")
+@click.pass_obj
+def export(obj: _Context, file: str, namespace: str | None, embeddings: bool) -> None:
+    """Write the bank's memories as JSON lines to FILE (default: standard output)."""
+    with obj.open() as bank:
+        if file == "-":
+            n = bank.export_jsonl(sys.stdout, namespace=namespace, include_embeddings=embeddings)
+        else:
+            n = bank.export_jsonl(file, namespace=namespace, include_embeddings=embeddings)
+    click.echo(f"exported {n} memories", err=True)
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-n", "--namespace", default="default", show_default=True)
+@click.option("--preset", default=None, help="A preset name (default: the bank's active preset).")
+@click.option("--now", default=None, help="Recall as of this ISO date/time (default: now).")
+@click.option("-k", "--k", "k", type=int, default=None, help="How many at most.")
+@click.option("--threshold", type=float, default=None, help="The score a memory must reach.")
+@click.option("--gate", is_flag=True, help="Ask the recall gate first; recall nothing if it says no.")
+@click.option("--dry-run", is_flag=True, help="Change nothing: no access counts, no log entry.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_obj
+def recall(obj: _Context, query: str, namespace: str, preset: str | None, now: str | None, k: int | None,
+           threshold: float | None, gate: bool, dry_run: bool, as_json: bool) -> None:
+    """Recall the memories worth putting in the prompt for QUERY."""
+    with obj.open() as bank:
+        hits = bank.recall(query, namespace=namespace, params=preset, now=now, k=k, threshold=threshold,
+                           gate=gate, record=not dry_run)
+    if as_json:
+        click.echo(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
+        return
+    if not hits:
+        click.echo("no memory clears the threshold (an empty result is a correct answer)")
+        return
+    now_dt = parse_time(now) or utcnow()
+    click.echo(f"{'#':>2} {'score':>5} {'rel':>5} {'rec':>5} {'imp':>4} {'id':>6}  {'age':<13} text")
+    for h in hits:
+        c = h.components
+        click.echo(f"{h.rank:>2} {h.score:5.3f} {c['relevance']:5.2f} {c['recency']:5.2f} {c['importance']:4.2f} "
+                   f"{h.memory.id:>6}  {humanize_age(h.memory.created_at, now_dt):<13} {h.memory.text}")
+
+
+@cli.command()
+@click.argument("memory_id", type=int)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def show(obj: _Context, memory_id: int, as_json: bool) -> None:
+    """Show one memory with its history."""
+    with obj.open() as bank:
+        memory = bank.get(memory_id)
+        events = bank.history(memory_id)
+    if as_json:
+        click.echo(json.dumps({"memory": memory.to_dict(), "history": [
+            {"id": e.id, "at": e.at.isoformat(), "actor": e.actor, "action": e.action,
+             "before": e.before, "after": e.after, "note": e.note} for e in events]},
+            ensure_ascii=False, indent=2))
+        return
+    for key, value in memory.to_dict().items():
+        click.echo(f"{key:>17}: {value}")
+    click.echo("history:")
+    for e in events:
+        change = "" if e.action in ("add", "hard_delete") else f" {e.before} -> {e.after}"
+        click.echo(f"  #{e.id} {e.at:%Y-%m-%d %H:%M} {e.actor}: {e.action}{change}{' (' + e.note + ')' if e.note else ''}")
+
+
+@cli.command()
+@click.argument("memory_id", type=int)
+@click.option("--hard", is_flag=True, help="Erase the text for good (cannot be undone).")
+@click.option("--yes", is_flag=True, help="Do not ask before a hard delete.")
+@click.option("--reason", default=None)
+@click.pass_obj
+def forget(obj: _Context, memory_id: int, hard: bool, yes: bool, reason: str | None) -> None:
+    """Soft-delete a memory (restorable), or hard-delete it with --hard."""
+    with obj.open() as bank:
+        memory = bank.get(memory_id)
+        if hard and not yes:
+            click.confirm(f"Erase memory {memory_id} for good ({memory.text!r})? This cannot be undone",
+                          abort=True, err=True)
+        bank.forget(memory_id, hard=hard, reason=reason)
+    click.echo(f"memory {memory_id} {'erased' if hard else 'archived (restore it with: memctl restore ' + str(memory_id) + ')'}")
+
+
+@cli.command()
+@click.argument("memory_id", type=int)
+@click.pass_obj
+def restore(obj: _Context, memory_id: int) -> None:
+    """Bring a soft-deleted memory back."""
+    with obj.open() as bank:
+        bank.restore(memory_id)
+    click.echo(f"memory {memory_id} restored")
+
+
+@cli.command()
+@click.option("-n", "--namespace", default=None)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def stats(obj: _Context, namespace: str | None, as_json: bool) -> None:
+    """Counts by status, kind, category, tier and namespace."""
+    with obj.open() as bank:
+        s = bank.stats(namespace=namespace)
+        namespaces = bank.namespaces() if namespace is None else []
+    if as_json:
+        click.echo(json.dumps({**s, "by_namespace": dict(namespaces)}, indent=2))
+        return
+    click.echo(f"bank {s['path']} ({s['file_bytes'] / 1e6:.1f} MB), model {s['model']}, "
+               f"active preset {s['active_preset']}")
+    click.echo(f"memories: {s['total']} ({s['active']} active)")
+    for title in ("by_status", "by_kind", "by_category", "by_tier"):
+        click.echo(f"  {title[3:]:<9} " + ", ".join(f"{k} {v}" for k, v in s[title].items()))
+    if namespaces:
+        click.echo("  namespace " + ", ".join(f"{k} {v}" for k, v in namespaces))
+    click.echo(f"retrievals: {s['retrievals']} ({s['empty_retrievals']} empty)")
+
+
+@cli.command()
+@click.option("--memories", "memories_file", type=click.Path(exists=True, dir_okay=False),
+              default=None, help="Default: data/demo_memories.jsonl of this project.")
+@click.option("--queries", "queries_file", type=click.Path(exists=True, dir_okay=False),
+              default=None, help="Default: data/demo_queries.jsonl of this project.")
+@click.option("--force", is_flag=True, help="Rebuild even if the bank already has memories.")
+@click.pass_obj
+def demo(obj: _Context, memories_file: str | None, queries_file: str | None, force: bool) -> None:
+    """Build the demo bank: import the demo memories, then replay the demo recall history."""
+    memories_file = memories_file or str(DATA_DIR / "demo_memories.jsonl")
+    queries_file = queries_file or str(DATA_DIR / "demo_queries.jsonl")
+    for f in (memories_file, queries_file):
+        if not Path(f).exists():
+            raise click.ClickException(f"demo data {f} is missing; pass --memories and --queries")
+    with obj.open() as bank:
+        if bank.count(status=None) and not force:
+            raise click.ClickException(f"{bank.path} already has memories; use --force or another --bank")
+        total = sum(1 for line in open(memories_file, encoding="utf-8") if line.strip())
+        with click.progressbar(length=total, label="importing demo memories", file=sys.stderr) as bar:
+            report = bank.import_jsonl(memories_file, progress=bar.update)
+        queries = [json.loads(line) for line in open(queries_file, encoding="utf-8") if line.strip()]
+        with click.progressbar(queries, label="replaying recall history", file=sys.stderr) as bar:
+            for q in bar:
+                bank.recall(q["query"], namespace=q["namespace"], now=q["at"], gate=bool(q.get("gate", False)))
+        s = bank.stats()
+    click.echo(f"demo bank {obj.bank_path}: {report.added} memories in {s['namespaces']} namespaces, "
+               f"{len(queries)} recalls replayed")
+
+
+@cli.command()
+@click.option("--model", default=None, help="The model to move to (default: the bank's own).")
+@click.pass_obj
+def reembed(obj: _Context, model: str | None) -> None:
+    """Embed every memory again, with another model if given."""
+    with MemoryBank.open(obj.bank_path, actor="cli") as bank:
+        total = bank.count(status=None)
+        with click.progressbar(length=total, label="embedding", file=sys.stderr) as bar:
+            n = bank.reembed(model=model, progress=bar.update)
+        click.echo(f"re-embedded {n} memories with {bank.model}")
+
+
+@cli.group()
+def preset() -> None:
+    """List, save and activate scoring presets."""
+
+
+@preset.command(name="list")
+@click.pass_obj
+def preset_list(obj: _Context) -> None:
+    """Every preset, the active one marked."""
+    with obj.open() as bank:
+        active, _ = bank.active_preset()
+        for name, p in bank.presets().items():
+            mark = "*" if name == active else " "
+            click.echo(f"{mark} {name:<20} α={p.alpha:g} β={p.beta:g} γ={p.gamma:g} δ={p.delta:g} "
+                       f"lexical={p.lexical_weight:g} half-life={p.half_life_days:g}d k={p.k} threshold={p.threshold:g}")
+
+
+@preset.command(name="save")
+@click.argument("name")
+@click.option("--from", "base", default="default", show_default=True, help="The preset to start from.")
+@click.option("--set", "changes", multiple=True, metavar="FIELD=VALUE", help="e.g. --set alpha=0.8 --set k=3")
+@click.pass_obj
+def preset_save(obj: _Context, name: str, base: str, changes: tuple[str, ...]) -> None:
+    """Save a preset made from another with some fields changed."""
+    with obj.open() as bank:
+        params = bank.preset(base)
+        updates: dict[str, Any] = {}
+        for item in changes:
+            if "=" not in item:
+                raise click.BadParameter(f"{item!r} is not FIELD=VALUE", param_hint="--set")
+            key, value = item.split("=", 1)
+            current = getattr(ScoringParams(), key, None)
+            if current is None:
+                raise click.BadParameter(f"unknown field {key!r}", param_hint="--set")
+            try:
+                updates[key] = type(current)(value)
+            except ValueError:
+                raise click.BadParameter(f"{key} takes a {type(current).__name__}", param_hint="--set") from None
+        bank.save_preset(name, params.replace(**updates))
+    click.echo(f"saved preset {name}")
+
+
+@preset.command(name="activate")
+@click.argument("name")
+@click.pass_obj
+def preset_activate(obj: _Context, name: str) -> None:
+    """Make NAME the preset agents get by default."""
+    with obj.open() as bank:
+        bank.set_active_preset(name)
+    click.echo(f"active preset: {name}")
+
+
+def main() -> None:
+    cli(prog_name="memctl")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""The records memory_core hands out (Memory, Hit, Event, ImportReport), input validation, and
+rendering recalled memories for a prompt."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime, timezone
+from typing import Any, Iterable
+
+from .errors import ValidationError
+
+KINDS = ("explicit", "inferred")
+CATEGORIES = ("preference", "goal", "decision", "difficulty", "fact", "profile", "other")
+STATUSES = ("active", "archived", "merged", "superseded", "deleted")
+MAX_TEXT = 1_000_000  # characters; memories are meant to be short, but nothing valid is refused
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One stored memory. ``text`` is None once the memory has been hard-deleted."""
+
+    id: int
+    text: str | None
+    namespace: str
+    kind: str
+    category: str
+    importance: float
+    created_at: datetime
+    updated_at: datetime
+    last_accessed_at: datetime | None
+    access_count: int
+    status: str
+    pinned: bool = False
+    source: str | None = None
+    content_hash: str = ""
+    embedding_model: str | None = None
+    superseded_by: int | None = None
+    merged_into: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields, dates as ISO 8601 strings."""
+        out = asdict(self)
+        for key in ("created_at", "updated_at", "last_accessed_at"):
+            if out[key] is not None:
+                out[key] = out[key].isoformat()
+        return out
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A recalled memory with the score that let it through and the parts of that score."""
+
+    memory: Memory
+    score: float
+    components: dict[str, float]
+    rank: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rank": self.rank, "score": self.score, "components": dict(self.components),
+                "memory": self.memory.to_dict()}
+
+
+@dataclass(frozen=True)
+class Event:
+    """One entry of a bank's history: who changed what, when, from what to what."""
+
+    id: int
+    at: datetime
+    actor: str
+    action: str
+    memory_id: int | None
+    before: dict | None
+    after: dict | None
+    note: str | None = None
+
+
+@dataclass
+class ImportReport:
+    """What an import did. ``errors`` lists ``(line_number, message)``, 1-based."""
+
+    added: int = 0
+    skipped_existing: int = 0
+    errors: list[tuple[int, str]] = field(default_factory=list)
+    ids: list[int] = field(default_factory=list)
+
+
+# -- validation ------------------------------------------------------------------------------------
+
+
+def check_text(text: Any, what: str = "text") -> str:
+    if not isinstance(text, str):
+        raise ValidationError(f"{what} must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise ValidationError(f"{what} must not be empty: write the memory as a short statement")
+    if len(text) > MAX_TEXT:
+        raise ValidationError(f"{what} is {len(text):,} characters; the limit is {MAX_TEXT:,}")
+    if "\x00" in text:
+        raise ValidationError(f"{what} contains a NUL character; remove it")
+    return text
+
+
+def check_namespace(namespace: Any) -> str:
+    if not isinstance(namespace, str) or not namespace.strip():
+        raise ValidationError("namespace must be a non-empty string (an agent or user name)")
+    if len(namespace) > 256 or "\x00" in namespace:
+        raise ValidationError("namespace must be at most 256 characters, without NUL")
+    return namespace
+
+
+def check_importance(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError(f"importance must be a number between 0 and 1, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise ValidationError(f"importance must be between 0 and 1, got {value}")
+    return value
+
+
+def check_choice(value: Any, choices: Iterable[str], what: str) -> str:
+    choices = tuple(choices)
+    if value not in choices:
+        raise ValidationError(f"{what} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+def parse_time(value: Any, what: str = "time") -> datetime | None:
+    """An aware UTC datetime from a datetime, a date, an ISO 8601 string or POSIX seconds.
+
+    Naive values are taken as UTC. None stays None (the caller decides what "now" is).
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValidationError(f"{what} must be a datetime or an ISO 8601 string, got {value!r}")
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, date):
+        dt = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.endswith("Z") or text.endswith("z"):
+            text = text[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValidationError(
+                f"{what} {value!r} is not an ISO 8601 date or time (e.g. 2026-03-12 or 2026-03-12T08:30:00Z)"
+            ) from None
+    elif isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValidationError(f"{what} must be finite, got {value}")
+        try:
+            dt = datetime.fromtimestamp(value, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise ValidationError(f"{what} {value} is out of range") from None
+    else:
+        raise ValidationError(f"{what} must be a datetime or an ISO 8601 string, got {type(value).__name__}")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    dt = dt.astimezone(timezone.utc)
+    if not 1900 <= dt.year <= 2200:
+        raise ValidationError(f"{what} {dt.isoformat()} is outside the years 1900-2200")
+    return dt
+
+
+# -- prompt rendering ------------------------------------------------------------------------------
+
+
+def humanize_age(then: datetime, now: datetime) -> str:
+    """'today', 'yesterday', '3 days ago', '2 weeks ago', '5 months ago', '1 year ago'."""
+    days = (now - then).total_seconds() / 86400.0
+    if days < 0:
+        return "in the future"
+    if days < 1:
+        return "today"
+    if days < 2:
+        return "yesterday"
+    if days < 14:
+        return f"{int(days)} days ago"
+    if days < 60:
+        return f"{int(days // 7)} weeks ago"
+    if days < 365:
+        return f"{int(days // 30)} months ago"
+    years = int(days // 365)
+    return "1 year ago" if years == 1 else f"{years} years ago"
+
+
+def format_for_prompt(hits: Iterable[Hit], now: Any = None, header: str = "Relevant memories:") -> str:
+    """Render recalled memories for a prompt, one line each, with age and relevance.
+
+    ``"- 3 days ago (12 Mar 2026), relevance 0.72: Prefers vegetarian food"``. Returns an empty
+    string when there are no hits, so nothing is added to a prompt that needs no memory.
+    """
+    hits = list(hits)
+    if not hits:
+        return ""
+    now_dt = parse_time(now, "now") or datetime.now(timezone.utc)
+    lines = [header]
+    for hit in hits:
+        m = hit.memory
+        when = f"{humanize_age(m.created_at, now_dt)} ({m.created_at.day} {m.created_at:%b %Y})"
+        kind = "" if m.kind == "explicit" else " [inferred]"
+        lines.append(f"- {when}, relevance {hit.score:.2f}{kind}: {m.text}")
+    return "\n".join(lines)

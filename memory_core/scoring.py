@@ -1,0 +1,253 @@
+"""How recall ranks memories: ScoringParams, the presets, and the vectorized blended score.
+
+This module is the only place a score is computed. Agent recall, the dashboard's what-if
+view and the benchmarks all call :func:`blend`.
+
+The blended score of a memory for a query is::
+
+    tier × (α·relevance + β·recency + γ·importance + δ·frequency) / (α + β + γ + δ)
+
+* relevance = (1 − lexical_weight)·dense + lexical_weight·lexical, where dense is the cosine
+  similarity rescaled from [similarity_floor, similarity_ceiling] to [0, 1] (clipped), and
+  lexical is the BM25 score normalized by what an average-length memory holding every query
+  term once would score (clipped to [0, 1]; see :mod:`memory_core.index`).
+* recency decays from creation or last access: ``exp(−ln2·age/half_life)`` or
+  ``1 − age/linear_horizon``, never below ``recency_floor``.
+* frequency = ``min(1, frequency_base + frequency_step·access_count)``.
+* tier multiplies by ``tier_hot`` / ``tier_warm`` / ``tier_cold`` by the time since the memory
+  was last touched (created or recalled): hot < 7 days ≤ warm ≤ 90 days < cold.
+
+Dividing by the weight sum keeps scores in [0, 1] (with tier multipliers ≤ 1) whatever the
+weights, so a threshold keeps its meaning while an operator moves the sliders.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import ValidationError
+
+DAY = 86400.0
+HOT_DAYS = 7.0
+COLD_DAYS = 90.0
+COMPONENTS = ("similarity", "lexical", "recency", "importance", "frequency")
+
+
+def tier_of(age_days: float) -> str:
+    """The storage tier of a memory last touched ``age_days`` ago: hot, warm or cold."""
+    if age_days < HOT_DAYS:
+        return "hot"
+    if age_days <= COLD_DAYS:
+        return "warm"
+    return "cold"
+
+
+@dataclass(frozen=True)
+class ScoringParams:
+    """Weights and shape of the blended recall score. Frozen and validated on construction.
+
+    ``ScoringParams()`` is the project's recommended default. Use :meth:`preset` for a named
+    preset and :meth:`replace` for a modified copy.
+    """
+
+    alpha: float = 0.7  # relevance
+    beta: float = 0.1  # recency
+    gamma: float = 0.15  # importance
+    delta: float = 0.05  # usage frequency
+    lexical_weight: float = 0.3
+    # MiniLM puts unrelated short texts around cosine 0.0-0.2 and paraphrases around 0.6-0.9;
+    # stretching that band to [0, 1] lets relevance outweigh the priors' spread.
+    similarity_floor: float = 0.15
+    similarity_ceiling: float = 0.75
+    half_life_days: float = 90.0
+    decay: str = "exponential"
+    linear_horizon_days: float = 180.0
+    recency_floor: float = 0.0
+    recency_from: str = "created"
+    frequency_base: float = 0.5
+    frequency_step: float = 0.1
+    tier_hot: float = 1.0
+    tier_warm: float = 1.0
+    tier_cold: float = 1.0
+    k: int = 5
+    threshold: float = 0.35
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("decay", "recency_from"):
+                if not isinstance(value, str):
+                    raise ValidationError(f"{f.name} must be a string, got {type(value).__name__}")
+                continue
+            if f.name == "k":
+                if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                    raise ValidationError(f"k must be a whole number, got {value!r}")
+                if not 1 <= int(value) <= 1000:
+                    raise ValidationError(f"k must be between 1 and 1000, got {value}")
+                object.__setattr__(self, "k", int(value))
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise ValidationError(f"{f.name} must be a number, got {value!r}")
+            value = float(value)
+            if not math.isfinite(value):
+                raise ValidationError(f"{f.name} must be a finite number, got {value}")
+            if value < 0:
+                raise ValidationError(f"{f.name} must not be negative, got {value}")
+            object.__setattr__(self, f.name, value)
+        if self.alpha + self.beta + self.gamma + self.delta <= 0:
+            raise ValidationError("at least one of alpha, beta, gamma, delta must be above 0")
+        for name in ("lexical_weight", "similarity_floor", "recency_floor", "frequency_base"):
+            if getattr(self, name) > 1:
+                raise ValidationError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
+        if not self.similarity_floor < self.similarity_ceiling <= 1:
+            raise ValidationError(
+                "similarity_floor must be below similarity_ceiling, and the ceiling at most 1 "
+                f"(got {self.similarity_floor} and {self.similarity_ceiling})"
+            )
+        if self.half_life_days <= 0 or self.linear_horizon_days <= 0:
+            raise ValidationError("half_life_days and linear_horizon_days must be above 0")
+        if self.decay not in ("exponential", "linear"):
+            raise ValidationError(f"decay must be 'exponential' or 'linear', got {self.decay!r}")
+        if self.recency_from not in ("created", "last_access"):
+            raise ValidationError(
+                f"recency_from must be 'created' or 'last_access', got {self.recency_from!r}"
+            )
+
+    @classmethod
+    def preset(cls, name: str) -> "ScoringParams":
+        """One of the built-in presets: ``default``, ``generative-agents``, ``weighted-recall``."""
+        try:
+            return PRESETS[name]
+        except (KeyError, TypeError):
+            raise ValidationError(
+                f"unknown built-in preset {name!r}; choose one of {', '.join(PRESETS)}"
+            ) from None
+
+    def replace(self, **changes: Any) -> "ScoringParams":
+        """A validated copy with ``changes`` applied."""
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise ValidationError(f"unknown scoring parameter(s): {', '.join(sorted(unknown))}")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values, JSON-safe."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ScoringParams":
+        """Build from :meth:`to_dict` output; unknown keys are an error, missing ones default."""
+        if not isinstance(data, dict):
+            raise ValidationError(f"scoring parameters must be a mapping, got {type(data).__name__}")
+        return cls().replace(**data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @property
+    def weight_sum(self) -> float:
+        return self.alpha + self.beta + self.gamma + self.delta
+
+    def prior_bound(self) -> float:
+        """The most recency, importance and frequency together can add to a score.
+
+        A memory whose relevance is 0 can never score above this; candidate pruning and the
+        Tune page use it to show how much of a score relevance must carry.
+        """
+        tier = max(self.tier_hot, self.tier_warm, self.tier_cold)
+        return tier * (self.beta + self.gamma + self.delta) / self.weight_sum
+
+
+PRESETS: dict[str, ScoringParams] = {
+    "default": ScoringParams(),
+    "generative-agents": ScoringParams(
+        alpha=0.6, beta=0.2, gamma=0.2, delta=0.0, lexical_weight=0.0,
+        similarity_floor=0.0, similarity_ceiling=1.0,
+        half_life_days=30.0, decay="exponential", k=3, threshold=0.45,
+    ),
+    "weighted-recall": ScoringParams(
+        alpha=0.5, beta=0.2, gamma=0.2, delta=0.1, lexical_weight=0.0,
+        similarity_floor=0.0, similarity_ceiling=1.0,
+        decay="linear", linear_horizon_days=180.0, recency_floor=0.3,
+        frequency_base=0.5, frequency_step=0.1, k=5, threshold=0.0,
+    ),
+}
+
+
+def blend(
+    params: ScoringParams,
+    *,
+    similarity: np.ndarray,
+    lexical: np.ndarray,
+    created: np.ndarray,
+    last_access: np.ndarray,
+    importance: np.ndarray,
+    access_count: np.ndarray,
+    now: float,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Blended scores of n memories, and their components.
+
+    Times are POSIX seconds; ``last_access`` is NaN for a memory never recalled, and an access
+    after ``now`` (an "as of" view of the past) counts as no access. ``similarity`` is raw cosine,
+    ``lexical`` already normalized to [0, 1]. Returns ``(score, components)`` where components
+    maps each name in :data:`COMPONENTS` (plus ``relevance`` and ``tier``) to an array.
+    """
+    p = params
+    sim = np.asarray(similarity, dtype=np.float64)
+    lex = np.asarray(lexical, dtype=np.float64)
+    created = np.asarray(created, dtype=np.float64)
+    last = np.asarray(last_access, dtype=np.float64)
+    accessed = np.isfinite(last) & (last <= now)
+    last = np.where(accessed, last, created)
+
+    dense = np.clip((sim - p.similarity_floor) / (p.similarity_ceiling - p.similarity_floor), 0.0, 1.0)
+    relevance = (1.0 - p.lexical_weight) * dense + p.lexical_weight * lex
+
+    ref = last if p.recency_from == "last_access" else created
+    age_days = np.maximum(now - ref, 0.0) / DAY
+    if p.decay == "exponential":
+        recency = np.exp(-math.log(2.0) * age_days / p.half_life_days)
+    else:
+        recency = 1.0 - age_days / p.linear_horizon_days
+    recency = np.maximum(recency, p.recency_floor)
+
+    frequency = np.minimum(1.0, p.frequency_base + p.frequency_step * np.asarray(access_count, dtype=np.float64))
+    imp = np.asarray(importance, dtype=np.float64)
+
+    touched_days = np.maximum(now - np.maximum(created, last), 0.0) / DAY
+    tier = np.where(
+        touched_days < HOT_DAYS, p.tier_hot, np.where(touched_days <= COLD_DAYS, p.tier_warm, p.tier_cold)
+    )
+    score = tier * (p.alpha * relevance + p.beta * recency + p.gamma * imp + p.delta * frequency) / p.weight_sum
+    components = {
+        "similarity": sim,
+        "lexical": lex,
+        "recency": recency,
+        "importance": imp,
+        "frequency": frequency,
+        "relevance": relevance,
+        "tier": tier,
+    }
+    return score, components
+
+
+def top_k(score: np.ndarray, ids: np.ndarray, k: int, threshold: float) -> np.ndarray:
+    """Positions of the best ``k`` scores that reach ``threshold``, best first.
+
+    Ties break by the smaller id, so results are deterministic whatever the storage order.
+    """
+    keep = np.flatnonzero(score >= threshold)
+    if keep.size == 0:
+        return keep
+    if keep.size > k:
+        # argpartition narrows to the k best (plus everything tied with the k-th) cheaply.
+        kth = np.partition(-score[keep], k - 1)[k - 1]
+        keep = keep[-score[keep] <= kth]
+    order = np.lexsort((ids[keep], -score[keep]))
+    return keep[order][:k]

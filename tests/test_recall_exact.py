@@ -1,0 +1,210 @@
+"""Recall is exact: its top k equals brute-force scoring of every live memory of the namespace.
+
+The brute force here is written independently of memory_core's scoring and indexes: it reads the
+rows straight from the DuckDB file, computes cosine similarity with numpy, lexical match with the
+bm25s library, and the blended score with a plain per-memory formula.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from datetime import datetime, timedelta, timezone
+
+import bm25s
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from memory_core import MemoryBank, ScoringParams
+from memory_core.index import tokenize
+from memory_core.store import Store
+
+WORDS = ("coffee tea morning running marathon paris berlin moved vegetarian pasta python database "
+         "postgres exam maths swedish lesson dog cat garden holiday greece budget salary").split()
+T0 = datetime(2025, 9, 1, tzinfo=timezone.utc)
+
+
+def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, now: datetime,
+                qvec: np.ndarray) -> list[tuple[int, float]]:
+    """Score every live memory of the namespace one by one; return [(id, score)] best first."""
+    with bank._store.connect(write=False) as con:
+        table = Store.fetch_rows(con, "namespace = ? AND status = 'active'", [namespace], with_embedding=True)
+    rows = table.to_pylist()
+    if not rows:
+        return []
+    vecs = np.array([r["embedding"] for r in rows], dtype=np.float32)
+    docs = [tokenize(r["text"]) for r in rows]
+    qtok = list(dict.fromkeys(tokenize(query)))
+    n = len(docs)
+    df = {t: sum(1 for d in docs if t in d) for t in qtok}
+    norm = sum(math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in qtok)
+    lex = np.zeros(n)
+    known = [t for t in qtok if df[t] > 0]
+    if known:
+        retriever = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
+        retriever.index([d if d else [""] for d in docs], show_progress=False)
+        # bm25s counts an empty document as one empty token; our index counts it as length 0.
+        if all(docs):
+            lex = np.minimum(retriever.get_scores(known) * (1 + 1.5) / norm, 1.0)
+        else:
+            pytest.skip("bm25s cannot index an empty document")
+    out = []
+    t_now = now.timestamp()
+    for i, r in enumerate(rows):
+        created = r["created_at"].replace(tzinfo=timezone.utc).timestamp()
+        if created > t_now:
+            continue
+        last = r["last_accessed_at"]
+        last = last.replace(tzinfo=timezone.utc).timestamp() if last is not None else None
+        if last is not None and last > t_now:
+            last = None
+        sim = float(vecs[i] @ qvec)
+        dense = min(1.0, max(0.0, (sim - p.similarity_floor) / (p.similarity_ceiling - p.similarity_floor)))
+        rel = (1 - p.lexical_weight) * dense + p.lexical_weight * lex[i]
+        ref = (last or created) if p.recency_from == "last_access" else created
+        age = max(t_now - ref, 0.0) / 86400
+        if p.decay == "exponential":
+            rec = 0.5 ** (age / p.half_life_days)
+        else:
+            rec = 1 - age / p.linear_horizon_days
+        rec = max(rec, p.recency_floor)
+        freq = min(1.0, p.frequency_base + p.frequency_step * r["access_count"])
+        touched = max(t_now - max(created, last or created), 0.0) / 86400
+        tier = p.tier_hot if touched < 7 else p.tier_warm if touched <= 90 else p.tier_cold
+        s = tier * (p.alpha * rel + p.beta * rec + p.gamma * r["importance"] + p.delta * freq) / (
+            p.alpha + p.beta + p.gamma + p.delta)
+        if s >= p.threshold:
+            out.append((r["id"], s))
+    out.sort(key=lambda x: (-x[1], x[0]))
+    return out[: p.k]
+
+
+def assert_exact(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, now: datetime, embedder) -> None:
+    got = [(h.memory.id, h.score) for h in bank.recall(query, namespace=namespace, params=p, now=now, record=False)]
+    want = brute_force(bank, query, namespace, p, now, embedder.encode_one(query))
+    # bm25s scores in float32, so scores agree to ~1e-7 and only exact ties may order differently.
+    tol = 1e-6
+    assert len(got) == len(want), (got, want)
+    for (gid, gs), (wid, ws) in zip(got, want):
+        assert gs == pytest.approx(ws, abs=tol), (got, want)
+        if gid != wid:
+            tied = {i for i, s in want if abs(s - ws) <= tol}
+            assert gid in tied, (got, want)
+
+
+params_strategy = st.builds(
+    ScoringParams,
+    alpha=st.floats(0, 1), beta=st.floats(0, 1), gamma=st.floats(0, 1), delta=st.floats(0.01, 1),
+    lexical_weight=st.floats(0, 1), similarity_floor=st.floats(0, 0.4), similarity_ceiling=st.floats(0.5, 1),
+    half_life_days=st.floats(0.5, 400), decay=st.sampled_from(["exponential", "linear"]),
+    linear_horizon_days=st.floats(1, 400), recency_floor=st.floats(0, 0.5),
+    recency_from=st.sampled_from(["created", "last_access"]),
+    frequency_base=st.floats(0, 1), frequency_step=st.floats(0, 0.5),
+    tier_hot=st.floats(0, 1.5), tier_warm=st.floats(0, 1.5), tier_cold=st.floats(0, 1.5),
+    k=st.integers(1, 12), threshold=st.floats(0, 0.8),
+)
+
+memory_strategy = st.fixed_dictionaries({
+    "words": st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
+    "namespace": st.sampled_from(["alice", "bob"]),
+    "importance": st.floats(0, 1),
+    "days": st.integers(0, 450),
+    "status": st.sampled_from(["active", "active", "active", "archived", "superseded"]),
+    "access_count": st.integers(0, 5),
+    "accessed_days": st.one_of(st.none(), st.integers(0, 450)),
+    "seed": st.integers(0, 2**31),
+})
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@given(memories=st.lists(memory_strategy, min_size=1, max_size=30), p=params_strategy,
+       query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join),
+       now_days=st.integers(0, 500))
+def test_recall_equals_brute_force(tmp_path_factory, embedder, memories, p, query, now_days):
+    """Random banks (with near-duplicate vectors, statuses, access histories), params and "now"."""
+    folder = tmp_path_factory.mktemp("exact")
+    rows = []
+    for m in memories:
+        rng = np.random.default_rng(m["seed"])
+        vec = rng.normal(size=embedder.dim).astype(np.float32)
+        created = T0 + timedelta(days=m["days"])
+        accessed = None if m["accessed_days"] is None else created + timedelta(days=m["accessed_days"])
+        rows.append({"text": " ".join(m["words"]), "namespace": m["namespace"], "importance": m["importance"],
+                     "created_at": created, "status": m["status"], "access_count": m["access_count"],
+                     "last_accessed_at": accessed, "embedding": (vec / np.linalg.norm(vec)).tolist()})
+    with MemoryBank.open(folder / "b.duckdb", embedder=embedder) as bank:
+        bank.add_many(rows)
+        now = T0 + timedelta(days=now_days)
+        for ns in ("alice", "bob"):
+            assert_exact(bank, query, ns, p, now, embedder)
+    shutil.rmtree(folder)
+
+
+TEXTS = [
+    "Prefers tea in the morning", "Switched to coffee in the morning", "Lives in Paris", "Moved to Berlin",
+    "Training for the Stockholm half marathon", "Decided to use PostgreSQL for the side project",
+    "Finds maths hard", "Finds maths fun now", "Has a dog called Pixel", "Is learning Swedish on Tuesdays",
+    "Vegetarian, but eats fish sometimes", "Budget for the holiday is tight this year",
+]
+QUERIES = ["what do I drink in the morning?", "where do I live now", "which database did we pick",
+           "how is my running going", "maths", "recommend a dinner for me"]
+
+
+def _check_all(bank: MemoryBank, embedder, now: datetime) -> None:
+    for p in (ScoringParams(threshold=0.0), ScoringParams.preset("generative-agents").replace(threshold=0),
+              ScoringParams.preset("weighted-recall")):
+        for q in QUERIES:
+            assert_exact(bank, q, "alice", p, now, embedder)
+
+
+def test_exact_through_changes_reopen_and_other_processes(bank_path, embedder):
+    """Edits, soft/hard deletes, restores, recorded recalls, another bank object writing the same
+    file, a reopen from the index cache, and a rebuild after the cache is deleted: recall stays
+    equal to brute force at every step."""
+    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    bank = MemoryBank.open(bank_path, embedder=embedder)
+    ids = bank.add_many([{"text": t, "namespace": "alice", "importance": (i % 5) / 5,
+                          "created_at": T0 + timedelta(days=30 * i)} for i, t in enumerate(TEXTS)])
+    _check_all(bank, embedder, now)
+    bank.update(ids[0], text="Drinks green tea every morning", importance=0.9)
+    bank.forget(ids[2])
+    bank.forget(ids[3], hard=True)
+    bank.recall("coffee", namespace="alice", now=now)  # bumps access counts and last access
+    _check_all(bank, embedder, now)
+    bank.restore(ids[2])
+    _check_all(bank, embedder, now)
+
+    other = MemoryBank.open(bank_path, embedder=embedder)  # e.g. the dashboard beside an agent
+    new_id = other.add("Started drinking matcha instead of coffee", namespace="alice",
+                       created_at=now - timedelta(days=1))
+    other.update(ids[4], namespace="bob")
+    other.close()
+    _check_all(bank, embedder, now)
+    assert new_id in [h.memory.id for h in bank.recall("matcha", namespace="alice", now=now, record=False)]
+    bank.close()
+
+    reopened = MemoryBank.open(bank_path, embedder=embedder)  # from the saved index cache
+    _check_all(reopened, embedder, now)
+    reopened.close()
+    shutil.rmtree(str(bank_path) + ".index")
+    rebuilt = MemoryBank.open(bank_path, embedder=embedder)
+    _check_all(rebuilt, embedder, now)
+    rebuilt.close()
+
+
+def test_damaged_index_cache_is_rebuilt(bank_path, embedder):
+    """A truncated FAISS file or a garbage BM25 file is not fatal: the index is rebuilt from the store."""
+    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        bank.add_many([{"text": t, "namespace": "alice", "created_at": T0} for t in TEXTS])
+        bank.recall("tea", namespace="alice", record=False)
+    folder = bank_path.parent / (bank_path.name + ".index")
+    faiss_file = next(folder.glob("*.faiss"))
+    faiss_file.write_bytes(faiss_file.read_bytes()[:100])
+    next(folder.glob("*.lex.npz")).write_bytes(b"not a zip file")
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        _check_all(bank, embedder, now)
+        assert len(bank.recall("tea", namespace="alice", record=False, threshold=0, k=50)) == len(TEXTS)
