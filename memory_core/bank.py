@@ -23,8 +23,8 @@ import numpy as np
 
 from . import gate as gate_mod
 from .embed import DEFAULT_MODEL, Embedder, canonical_model_name, get_embedder
-from .errors import ModelMismatchError, NotFoundError, StateError, ValidationError, ImportFormatError
-from .index import NamespaceIndex, tokenize
+from .errors import BankReadOnlyError, ModelMismatchError, NotFoundError, StateError, ValidationError, ImportFormatError
+from .index import NamespaceIndex, namespace_key, tokenize
 from .models import (
     CATEGORIES, KINDS, STATUSES, Event, Hit, ImportReport, Memory, check_choice, check_importance,
     check_namespace, check_text, parse_time,
@@ -175,6 +175,10 @@ class MemoryBank:
     def _session(self, write: bool = True) -> Iterator[Any]:
         if self.closed:
             raise StateError("this bank is closed; open it again with MemoryBank.open")
+        if write and self._store.read_only:
+            raise BankReadOnlyError(
+                f"the bank {self.path} was opened read-only; open it without read_only=True to change "
+                "it (recall with record=False reads without writing)")
         with self._lock:
             with self._store.connect(write) as con:
                 self._catch_up(con)
@@ -791,15 +795,21 @@ class MemoryBank:
             Store.log_event(con, self.actor, "hard_delete", mid,
                             {"id": mid, "content_hash": before.content_hash, "status": before.status},
                             {"id": mid, "status": "deleted"}, utcnow(), None)
-        with contextlib.suppress(Exception), self._lock:
-            # Rewrite the file so the erased text does not linger in its free blocks or the WAL.
-            with self._store.connect(write=False) as con:
-                con.execute("FORCE CHECKPOINT")
+        with self._lock:
+            self._store.compact()
+            self._signature = self._store.signature()
         self._synced_seq = seq
         self._memories.pop(mid, None)
         for idx in self._indexes.values():
             idx.seq = seq
             idx.remove(mid)
+        # The cached BM25 file holds the memory's words: rewrite it now, or drop it for a rebuild.
+        idx = self._indexes.get(before.namespace)
+        if idx is not None:
+            self._save_index(idx)
+        else:
+            for f in self.index_folder.glob(namespace_key(before.namespace) + ".*"):
+                f.unlink(missing_ok=True)
 
     def restore(self, memory_id: int) -> Memory:
         """Bring an archived (soft-deleted) memory back into recall."""

@@ -223,6 +223,29 @@ class Store:
         finally:
             raw.close()
 
+    def compact(self) -> None:
+        """Rewrite the file from its live contents, so erased data leaves no trace in free blocks.
+
+        DuckDB reuses freed blocks but does not wipe them; a hard delete must not leave the text
+        readable in the file. The copy replaces the file while we still hold its lock, so a
+        process waiting for the bank opens the new file when it retries.
+        """
+        raw = self._open()
+        tmp = self.path.with_name(f".{self.path.name}.compact.{os.getpid()}")
+        try:
+            raw.execute("FORCE CHECKPOINT").fetchall()
+            name = raw.execute("SELECT current_database()").fetchone()[0]
+            raw.complete()
+            tmp.unlink(missing_ok=True)
+            raw.execute(f"ATTACH '{tmp}' AS compacted").fetchall()
+            raw.execute(f'COPY FROM DATABASE "{name}" TO compacted').fetchall()
+            raw.execute("DETACH compacted").fetchall()
+            os.replace(tmp, self.path)
+        finally:
+            raw.close()
+            tmp.unlink(missing_ok=True)
+            Path(str(tmp) + ".wal").unlink(missing_ok=True)
+
     def signature(self) -> FileSignature:
         return FileSignature.of(self.path)
 
