@@ -59,6 +59,7 @@ class Embedder:
         get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dim = int(get_dim())
         self._lock = threading.Lock()
+        self._recent: dict[str, np.ndarray] = {}
 
     def encode(
         self,
@@ -90,8 +91,19 @@ class Embedder:
         return out
 
     def encode_one(self, text: str) -> np.ndarray:
-        """Embed one text: a (dim,) float32 unit vector."""
-        return self.encode([text])[0]
+        """Embed one text: a (dim,) float32 unit vector.
+
+        Recent texts are remembered: the dashboard re-ranks the same query on every slider move,
+        and an agent often asks again, so the model runs once per distinct text.
+        """
+        vec = self._recent.get(text)
+        if vec is None:
+            vec = self.encode([text])[0]
+            vec.setflags(write=False)
+            if len(self._recent) >= 1024:
+                self._recent.pop(next(iter(self._recent)))
+            self._recent[text] = vec
+        return vec
 
 
 def get_embedder(name: str | None = None) -> Embedder:
