@@ -1,0 +1,108 @@
+"""scoring.py: the blended score's parts at known values, presets, validation and top-k selection."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from memory_core import ScoringParams
+from memory_core.scoring import DAY, blend, tier_of, top_k
+
+NOW = 1_800_000_000.0
+
+
+def score_one(p: ScoringParams, sim=0.5, lex=0.0, age_days=0.0, last_days=None, importance=0.5, uses=0):
+    score, comps = blend(
+        p, similarity=np.array([sim]), lexical=np.array([lex]), created=np.array([NOW - age_days * DAY]),
+        last_access=np.array([math.nan if last_days is None else NOW - last_days * DAY]),
+        importance=np.array([importance]), access_count=np.array([uses]), now=NOW)
+    return float(score[0]), {k: float(v[0]) for k, v in comps.items()}
+
+
+def test_exponential_recency_halves_every_half_life():
+    p = ScoringParams(half_life_days=30)
+    assert score_one(p, age_days=0)[1]["recency"] == pytest.approx(1.0)
+    assert score_one(p, age_days=30)[1]["recency"] == pytest.approx(0.5)
+    assert score_one(p, age_days=90)[1]["recency"] == pytest.approx(0.125)
+
+
+def test_linear_recency_with_floor_as_weighted_recall():
+    p = ScoringParams.preset("weighted-recall")
+    assert score_one(p, age_days=90)[1]["recency"] == pytest.approx(0.5)
+    assert score_one(p, age_days=170)[1]["recency"] == pytest.approx(0.3)  # floor
+    assert score_one(p, age_days=1000)[1]["recency"] == pytest.approx(0.3)
+
+
+def test_recency_from_last_access():
+    p = ScoringParams(half_life_days=10, recency_from="last_access")
+    assert score_one(p, age_days=100, last_days=0)[1]["recency"] == pytest.approx(1.0)
+    assert score_one(p, age_days=100, last_days=None)[1]["recency"] == pytest.approx(0.5 ** 10)
+    created = ScoringParams(half_life_days=10)
+    assert score_one(created, age_days=100, last_days=0)[1]["recency"] == pytest.approx(0.5 ** 10)
+
+
+def test_access_after_now_is_ignored_in_as_of_views():
+    p = ScoringParams(half_life_days=10, recency_from="last_access")
+    assert score_one(p, age_days=10, last_days=-5)[1]["recency"] == pytest.approx(0.5)
+
+
+def test_frequency_grows_with_use_and_caps_at_one():
+    p = ScoringParams.preset("weighted-recall")
+    assert score_one(p, uses=0)[1]["frequency"] == pytest.approx(0.5)
+    assert score_one(p, uses=3)[1]["frequency"] == pytest.approx(0.8)
+    assert score_one(p, uses=50)[1]["frequency"] == pytest.approx(1.0)
+
+
+def test_relevance_blends_stretched_cosine_and_lexical():
+    p = ScoringParams(similarity_floor=0.2, similarity_ceiling=0.7, lexical_weight=0.25)
+    _, c = score_one(p, sim=0.45, lex=0.8)
+    assert c["relevance"] == pytest.approx(0.75 * 0.5 + 0.25 * 0.8)
+    assert score_one(p, sim=0.1)[1]["relevance"] == 0.0  # below the floor: no dense relevance
+    assert score_one(p, sim=0.95)[1]["relevance"] == pytest.approx(0.75)  # clipped at the ceiling
+
+
+def test_score_is_weighted_mean_so_threshold_keeps_meaning():
+    p = ScoringParams(alpha=2, beta=1, gamma=1, delta=0, lexical_weight=0, similarity_floor=0, similarity_ceiling=1)
+    s, c = score_one(p, sim=0.6, age_days=0, importance=0.2)
+    assert s == pytest.approx((2 * 0.6 + 1 * 1.0 + 1 * 0.2) / 4)
+    doubled = p.replace(alpha=4, beta=2, gamma=2)
+    assert score_one(doubled, sim=0.6, importance=0.2)[0] == pytest.approx(s)
+
+
+@pytest.mark.parametrize("days,tier", [(0, "hot"), (6.9, "hot"), (7, "warm"), (90, "warm"), (90.1, "cold")])
+def test_tiers(days, tier):
+    assert tier_of(days) == tier
+    p = ScoringParams(tier_hot=1.0, tier_warm=0.8, tier_cold=0.5)
+    assert score_one(p, age_days=days)[1]["tier"] == {"hot": 1.0, "warm": 0.8, "cold": 0.5}[tier]
+
+
+def test_recent_use_keeps_a_memory_hot():
+    p = ScoringParams(tier_hot=1.0, tier_cold=0.5)
+    assert score_one(p, age_days=300, last_days=1)[1]["tier"] == 1.0
+
+
+def test_top_k_threshold_and_ties_by_id():
+    score = np.array([0.5, 0.9, 0.5, 0.1, 0.5])
+    ids = np.array([50, 10, 20, 40, 30])
+    assert list(ids[top_k(score, ids, 3, 0.0)]) == [10, 20, 30]
+    assert list(ids[top_k(score, ids, 10, 0.5)]) == [10, 20, 30, 50]
+    assert len(top_k(score, ids, 3, 0.95)) == 0
+
+
+def test_prior_bound_is_what_priors_alone_can_reach():
+    p = ScoringParams()
+    s, _ = score_one(p, sim=-1.0, lex=0.0, age_days=0, importance=1.0, uses=100)
+    assert s == pytest.approx(p.prior_bound())
+
+
+def test_params_round_trip_and_copy():
+    p = ScoringParams.preset("generative-agents")
+    assert ScoringParams.from_dict(p.to_dict()) == p
+    q = p.replace(k=7)
+    assert q.k == 7 and p.k == 3
+    with pytest.raises(Exception, match="unknown scoring parameter"):
+        p.replace(gamma_ray=1)
+    with pytest.raises(Exception, match="unknown built-in preset"):
+        ScoringParams.preset("fast")
