@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
+import duckdb
 import numpy as np
 
 from . import gate as gate_mod
@@ -348,7 +349,10 @@ class MemoryBank:
                "category": category, "created_at": created_at, "source": source, "pinned": pinned}
         if embedding is not None:
             row["embedding"] = embedding
-        return self.add_many([row])[0]
+        try:
+            return self.add_many([row])[0]
+        except (ValidationError, ModelMismatchError) as exc:
+            raise type(exc)(str(exc).removeprefix("row 1: ")) from None
 
     def _normalize_row(self, row: Any, now: datetime) -> dict[str, Any]:
         if not isinstance(row, dict):
@@ -401,10 +405,11 @@ class MemoryBank:
                 vec = np.asarray(emb, dtype=np.float32)
             except (TypeError, ValueError):
                 raise ValidationError("embedding must be a list of numbers") from None
-            if vec.ndim != 1 or (self.dim is not None and vec.shape[0] != self.dim) or not np.all(np.isfinite(vec)):
+            # A bank without vectors yet takes the dimension its model gives, never the row's.
+            dim = self.dim if self.dim is not None else self.embedder.dim
+            if vec.ndim != 1 or vec.shape[0] != dim or not np.all(np.isfinite(vec)):
                 raise ValidationError(
-                    f"embedding must be {self.dim or 'a list of'} finite numbers from {self.model}; "
-                    "drop it to embed the text again"
+                    f"embedding must be {dim} finite numbers from {self.model}; drop it to embed the text again"
                 )
             norm = float(np.linalg.norm(vec))
             if norm == 0:
@@ -437,104 +442,101 @@ class MemoryBank:
         for i, row in enumerate(rows):
             try:
                 checked.append(self._normalize_row(row, now))
-            except ValidationError as exc:
+            except (ValidationError, ModelMismatchError) as exc:
                 raise type(exc)(f"row {i + 1}: {exc}") from None
-            except ModelMismatchError as exc:
-                raise ModelMismatchError(f"row {i + 1}: {exc}") from None
         given = [r["id"] for r in checked if r["id"] is not None]
         if len(given) != len(set(given)):
             raise ValidationError("two rows carry the same id; ids must be unique")
-        ids: list[int] = []
-        for start in range(0, len(checked), batch_size):
-            batch = checked[start:start + batch_size]
-            ids.extend(self._write_batch(batch, skip_existing, report))
+        # Ids already in the bank are decided before anything is embedded or written: the same
+        # memory again (skipped when skip_existing) or a clash (refused, nothing written).
+        existing = self._existing(given)
+        ids: list[int | None] = [None] * len(checked)
+        todo = []
+        for i, r in enumerate(checked):
+            if r["id"] in existing:
+                if not (skip_existing and existing[r["id"]] == r["content_hash"]):
+                    raise ValidationError(f"row {i + 1}: {self._clash(r['id'])}")
+                ids[i] = r["id"]
+                if report is not None:
+                    report.skipped_existing += 1
+            else:
+                todo.append(i)
+        if progress is not None and len(todo) < len(checked):
+            progress(len(checked) - len(todo))
+        for start in range(0, len(todo), batch_size):
+            chunk = todo[start:start + batch_size]
+            for i, mid in zip(chunk, self._write_batch([checked[i] for i in chunk])):
+                ids[i] = mid
             if progress is not None:
-                progress(len(batch))
-        return ids
+                progress(len(chunk))
+        if report is not None:
+            report.added += len(todo)
+            report.ids.extend(int(i) for i in ids)
+        return [int(i) for i in ids]
 
-    def _write_batch(self, batch: list[dict[str, Any]], skip_existing: bool, report: ImportReport | None) -> list[int]:
+    @staticmethod
+    def _clash(mid: int) -> str:
+        return f"id {mid} already exists in the bank with other content; drop the id to add the memory under a new one"
+
+    def _existing(self, ids: list[int]) -> dict[int, str]:
+        """Content hashes of the memories that already have these ids."""
+        if not ids:
+            return {}
+        with self._session(write=False) as con:
+            return dict(con.execute("SELECT id, content_hash FROM memories WHERE id IN (SELECT unnest(?))",
+                                    [ids]).fetchall())
+
+    def _write_batch(self, batch: list[dict[str, Any]]) -> list[int]:
+        """Embed (outside the file lock) and insert rows already checked, in one transaction."""
         need = [i for i, r in enumerate(batch) if "embedding" not in r]
-        dim = self.dim or (len(batch[0]["embedding"]) if not need else None)
-        vectors = None
+        dim = self.embedder.dim if need or self.dim is None else self.dim
+        vectors = np.empty((len(batch), dim), dtype=np.float32)
         if need:
-            encoded = self.embedder.encode([batch[i]["text"] for i in need])
-            dim = encoded.shape[1]
-            vectors = np.empty((len(batch), dim), dtype=np.float32)
-            vectors[need] = encoded
-        else:
-            vectors = np.empty((len(batch), dim), dtype=np.float32)
+            vectors[need] = self.embedder.encode([batch[i]["text"] for i in need])
         for i, r in enumerate(batch):
             if "embedding" in r:
-                if r["embedding"].shape[0] != dim:
-                    raise ValidationError(f"embedding has {r['embedding'].shape[0]} numbers; the bank's model gives {dim}")
                 vectors[i] = r["embedding"]
         with self._session() as con:
             self._check_vectors(vectors, con)
-            keep = list(range(len(batch)))
-            given = [r["id"] for r in batch if r["id"] is not None]
-            ids_out: list[int | None] = [None] * len(batch)
-            if given:
-                existing = dict(con.execute(
-                    "SELECT id, content_hash FROM memories WHERE id IN (SELECT unnest(?))", [given]).fetchall())
-                for i, r in enumerate(batch):
-                    if r["id"] in existing:
-                        if skip_existing and existing[r["id"]] == r["content_hash"]:
-                            keep.remove(i)
-                            ids_out[i] = r["id"]
-                            if report is not None:
-                                report.skipped_existing += 1
-                        else:
-                            raise ValidationError(
-                                f"id {r['id']} already exists in the bank with other content; drop the id "
-                                "to add the memory under a new one"
-                            )
             seq = Store.next_seq(con)
-            fresh = [i for i in keep if batch[i]["id"] is None]
+            fresh = [i for i, r in enumerate(batch) if r["id"] is None]
             first = Store.take_ids(con, "next_id", len(fresh)) if fresh else 0
+            ids_out = [r["id"] for r in batch]
             for j, i in enumerate(fresh):
                 ids_out[i] = first + j
-            for i in keep:
-                if batch[i]["id"] is not None:
-                    ids_out[i] = batch[i]["id"]
-            top = max([i for i in ids_out if i is not None], default=0)
-            if keep and top >= int(Store.meta(con)["next_id"]):
-                Store.set_meta(con, "next_id", str(top + 1))
-            if keep:
-                sel = [batch[i] for i in keep]
-                cols = {c: [] for c in MEMORY_COLUMNS}
-                for i, r in zip(keep, sel):
-                    for c in MEMORY_COLUMNS:
-                        if c == "id":
-                            cols[c].append(ids_out[i])
-                        elif c == "seq":
-                            cols[c].append(seq)
-                        elif c == "embedding_model":
-                            cols[c].append(self.model)
-                        elif c in ("created_at", "updated_at", "last_accessed_at"):
-                            cols[c].append(None if r[c] is None else to_naive_utc(r[c]))
-                        else:
-                            cols[c].append(r[c])
-                Store.insert_memories(con, cols, vectors[keep])
-                Store.log_events(con, self.actor, "add", [ids_out[i] for i in keep],
-                                 [None] * len(keep), [self._public(r, ids_out[i]) for i, r in zip(keep, sel)],
-                                 utcnow())
-        if keep:
-            self._synced_seq = seq
-            self.dim = dim
-            for i in keep:
-                r = batch[i]
-                idx = self._indexes.get(r["namespace"])
-                if idx is not None and r["status"] == "active":
-                    idx.upsert(ids_out[i], vectors[i], tokenize(r["text"]), r["content_hash"],
-                               _ts(r["created_at"]), _ts(r["last_accessed_at"]), r["importance"], r["access_count"])
-            for idx in self._indexes.values():
-                idx.seq = seq
-                if idx.changes_since_save >= _SAVE_EVERY:
-                    self._save_index(idx)
-            if report is not None:
-                report.added += len(keep)
-        if report is not None:
-            report.ids.extend(ids_out)
+            if max(ids_out) >= int(Store.meta(con)["next_id"]):
+                Store.set_meta(con, "next_id", str(max(ids_out) + 1))
+            cols: dict[str, list] = {c: [] for c in MEMORY_COLUMNS}
+            for mid, r in zip(ids_out, batch):
+                for c in MEMORY_COLUMNS:
+                    if c == "id":
+                        cols[c].append(mid)
+                    elif c == "seq":
+                        cols[c].append(seq)
+                    elif c == "embedding_model":
+                        cols[c].append(self.model)
+                    elif c in ("created_at", "updated_at", "last_accessed_at"):
+                        cols[c].append(None if r[c] is None else to_naive_utc(r[c]))
+                    else:
+                        cols[c].append(r[c])
+            try:
+                Store.insert_memories(con, cols, vectors)
+            except duckdb.ConstraintException:
+                # Another process took one of these ids since we checked.
+                raise ValidationError("an id in this batch was just taken by another writer; import again") from None
+            Store.log_events(con, self.actor, "add", ids_out, [None] * len(batch),
+                             [self._public(r, mid) for mid, r in zip(ids_out, batch)], utcnow())
+        self._synced_seq = seq
+        self.dim = dim
+        for mid, r, vec in zip(ids_out, batch, vectors):
+            idx = self._indexes.get(r["namespace"])
+            if idx is not None and r["status"] == "active":
+                idx.upsert(mid, vec, tokenize(r["text"]), r["content_hash"], _ts(r["created_at"]),
+                           _ts(r["last_accessed_at"]), r["importance"], r["access_count"])
+        for idx in self._indexes.values():
+            idx.seq = seq
+            if idx.changes_since_save >= _SAVE_EVERY:
+                self._save_index(idx)
         return [int(i) for i in ids_out]
 
     @staticmethod
@@ -1097,7 +1099,8 @@ class MemoryBank:
         fh = open(source, encoding="utf-8") if own else source
         report = ImportReport()
         now = utcnow()
-        good: list[dict[str, Any]] = []
+        rows_ok: list[dict[str, Any]] = []
+        line_numbers: list[int] = []
         try:
             for lineno, line in enumerate(fh, start=1):
                 if not line.strip():
@@ -1111,7 +1114,8 @@ class MemoryBank:
                     for drop in ("content_hash", "embedding_model") if "embedding" not in row else ("content_hash",):
                         row.pop(drop, None)
                     self._normalize_row(row, now)
-                    good.append(row)
+                    rows_ok.append(row)
+                    line_numbers.append(lineno)
                 except (json.JSONDecodeError, ValidationError, ModelMismatchError, UnicodeDecodeError) as exc:
                     report.errors.append((lineno, str(exc)))
         except UnicodeDecodeError as exc:
@@ -1119,6 +1123,20 @@ class MemoryBank:
         finally:
             if own:
                 fh.close()
+        existing = self._existing([r["id"] for r in rows_ok if isinstance(r.get("id"), int)])
+        first_line: dict[int, int] = {}
+        for lineno, row in zip(line_numbers, rows_ok):
+            mid = row.get("id")
+            if mid is None:
+                continue
+            if mid in first_line:
+                report.errors.append((lineno, f"id {mid} appears again (first on line {first_line[mid]})"))
+            elif mid in existing and existing[mid] != content_hash(row["text"]):
+                report.errors.append((lineno, self._clash(mid)))
+            first_line.setdefault(mid, lineno)
+        report.errors.sort()
+        bad_lines = {n for n, _ in report.errors}
+        good = [r for n, r in zip(line_numbers, rows_ok) if n not in bad_lines]
         if report.errors and on_error == "refuse":
             shown = "; ".join(f"line {n}: {m}" for n, m in report.errors[:5])
             more = f" (and {len(report.errors) - 5} more)" if len(report.errors) > 5 else ""
@@ -1126,13 +1144,6 @@ class MemoryBank:
                 f"{len(report.errors)} malformed line(s), nothing imported: {shown}{more}. Fix them, "
                 "or import with on_error='skip' (memctl import --skip-errors) to import the rest",
                 report.errors)
-        ids_seen: set[int] = set()
-        for lineno_row in good:
-            mid = lineno_row.get("id")
-            if mid is not None and mid in ids_seen:
-                lineno_row.pop("id")
-            elif mid is not None:
-                ids_seen.add(mid)
         self.add_many(good, progress=progress, skip_existing=True, report=report)
         return report
 

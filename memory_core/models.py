@@ -92,7 +92,8 @@ def check_text(text: Any, what: str = "text") -> str:
     if not isinstance(text, str):
         raise ValidationError(f"{what} must be a string, got {type(text).__name__}")
     if not text.strip():
-        raise ValidationError(f"{what} must not be empty: write the memory as a short statement")
+        hint = "write the memory as a short statement" if what == "text" else f"pass a non-empty {what}"
+        raise ValidationError(f"{what} must not be empty: {hint}")
     if len(text) > MAX_TEXT:
         raise ValidationError(f"{what} is {len(text):,} characters; the limit is {MAX_TEXT:,}")
     if "\x00" in text:

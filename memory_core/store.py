@@ -172,10 +172,11 @@ class Store:
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.005
         started = time.monotonic()
+        waited = False
         while True:
             try:
                 con = duckdb.connect(str(self.path), read_only=self.read_only)
-                if time.monotonic() - started > 0.001:
+                if waited:
                     self.lock_waits.append(time.monotonic() - started)
                 return con
             except duckdb.Error as exc:
@@ -188,6 +189,7 @@ class Store:
                             f"{self.lock_timeout:g} s ({msg.splitlines()[0]}); wait for it to finish, "
                             "or open the bank with a longer lock_timeout"
                         ) from None
+                    waited = True
                     time.sleep(delay * (0.5 + random.random()))
                     delay = min(delay * 2, 0.2)
                     continue
@@ -200,8 +202,8 @@ class Store:
                     raise CorruptBankError(f"there is no bank at {self.path}") from None
                 raise CorruptBankError(
                     f"cannot open the bank {self.path}: {msg.splitlines()[0]}. The file is damaged or "
-                    "is not a Memory Console bank; restore it from a backup (memctl restore) or "
-                    "point at another file"
+                    "is not a Memory Console bank; put back a backup copy of the file, or point at "
+                    "another bank"
                 ) from None
 
     @contextlib.contextmanager
