@@ -68,5 +68,5 @@ st.dataframe(
     pd.DataFrame([{"id": m.id, "text": m.text, "category": m.category, "kind": m.kind,
                    "importance": m.importance, "status": m.status, "created": m.created_at,
                    "uses": m.access_count} for m in memories]),
-    hide_index=True, use_container_width=True,
+    hide_index=True, width="stretch",
 )
