@@ -48,6 +48,13 @@ class Embedder:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from sentence_transformers import SentenceTransformer
 
+        try:  # the per-layer "Loading weights" bar is noise in a CLI or a server log
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+        except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+            pass
+
         location = _model_location(self.name)
         try:
             self._model = SentenceTransformer(location, device="cpu")
