@@ -8,12 +8,15 @@ Writes, next to this file:
   created_at, source and, for a few, status="archived").
 * ``demo_queries.jsonl`` - a recall history: user turns sent to the agent,
   each {"namespace", "query", "at"}, sorted by "at".
+* ``demo_truth.json`` - the answer key: which lines of the two files are the
+  planted duplicate clusters, contradictions, stale facts, trivia and logs, and
+  which memory lines each query was written to recall (see ``build_truth``).
 
 Every text below was written by hand for this project (no dataset was copied).
 Standard library only; seeded with ``random.Random(2026)``, so running it twice
 gives byte-identical files.
 
-    python data/generate_demo.py            # write both files and print stats
+    python data/generate_demo.py            # write the three files and print stats
     python data/generate_demo.py --check    # regenerate in memory, compare with files on disk
 """
 
@@ -32,6 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 MEMORIES_PATH = HERE / "demo_memories.jsonl"
 QUERIES_PATH = HERE / "demo_queries.jsonl"
+TRUTH_PATH = HERE / "demo_truth.json"
 
 SEED = 2026
 PERIOD_START = datetime(2025, 9, 1, tzinfo=timezone.utc)
@@ -1677,7 +1681,8 @@ def make_queries(rng: random.Random) -> list[dict]:
                         t = clock.pick(lo, hi2, recency=False)
                     else:
                         t = clock.pick(lo, hi)
-                    out.append({"namespace": ns.name, "query": spec.text, "at": t})
+                    out.append({"namespace": ns.name, "query": spec.text, "at": t,
+                                "_about": (e, idx)})
         for text in ns.offtopic:
             out.append({"namespace": ns.name, "query": text, "at": clock.pick(None, None),
                         "_offtopic": True})
@@ -1689,7 +1694,7 @@ def iso(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def build() -> tuple[list[dict], list[dict], dict]:
+def build() -> tuple[list[dict], list[dict], dict, dict]:
     rng = random.Random(SEED)
     build_templated(rng)
     assign_dates(rng)
@@ -1712,9 +1717,10 @@ def build() -> tuple[list[dict], list[dict], dict]:
                 }
                 if m.status:
                     row["status"] = m.status
-                memories.append((m.created, ns.name, m.text, row))
+                memories.append((m.created, ns.name, m.text, row, m))
     memories.sort(key=lambda r: r[:3])
     mem_rows = [r[3] for r in memories]
+    line_of = {id(r[4]): n for n, r in enumerate(memories, start=1)}
 
     info = {
         "clusters": sum(e.kind == "cluster" for ns in NAMESPACES.values() for e in ns.entries),
@@ -1731,7 +1737,76 @@ def build() -> tuple[list[dict], list[dict], dict]:
             if e.kind == "contra" and any(not m.text.isascii() and _lang(m.text) != "en" for m in e.mems)),
     }
     query_rows = [{"namespace": q["namespace"], "query": q["query"], "at": iso(q["at"])} for q in queries]
-    return mem_rows, query_rows, info
+    truth = build_truth(line_of, queries)
+    return mem_rows, query_rows, info, truth
+
+
+TRUTH_NOTE = (
+    "Answer key for the cases planted in demo_memories.jsonl and demo_queries.jsonl, written by "
+    "generate_demo.py from what it planted (nothing here is inferred from the texts). Memories are "
+    "referenced by their 1-based line number in demo_memories.jsonl: the lines carry no ids, so "
+    "importing the file into a fresh, empty bank assigns id N to line N. Queries are referenced by "
+    "their 1-based line number in demo_queries.jsonl. duplicate_clusters: paraphrases of one fact, "
+    "lines ascending and texts in the same order. contradictions: an old statement superseded by a "
+    "later new one (old_line was stored before new_line); category is the category of both sides; "
+    "the generator does not classify the kind of contradiction, so no kind is given. stale: facts "
+    "only true around the time they were stored. trivia: hand-written low-importance trivia. logs: "
+    "slot-filled low-importance dated logs (cooking notes, long runs, flat viewings, mock-test "
+    "scores, customer tickets), the other target of a forgetting pass. queries: relevant_lines are "
+    "the memories the turn was written to recall, as of its 'at': the target memory and, when it "
+    "belongs to a duplicate cluster, all of the cluster's paraphrases (some of them stored after the "
+    "turn was asked); for a contradiction only the side that was current when it was asked (the old "
+    "one for turns asked before the update). The same query text can therefore point at different "
+    "memories at different times. relevant_lines is what was planted, not an exhaustive relevance "
+    "judgement: other memories may be related too. Off-topic (general-knowledge) turns have "
+    "off_topic true and no relevant lines. A few referenced memories carry status \"archived\" "
+    "(soft-deleted) in demo_memories.jsonl."
+)
+
+
+def build_truth(line_of: dict[int, int], queries: list[dict]) -> dict:
+    """The answer key: planted cases by line number (1-based) in the two JSONL files."""
+    def line(m: Mem) -> int:
+        return line_of[id(m)]
+
+    clusters, contradictions = [], []
+    tagged: dict[str, list[dict]] = {"stale": [], "trivia": [], "log": []}
+    for ns in NAMESPACES.values():
+        for e in ns.entries:
+            if e.kind == "cluster":
+                mems = sorted(e.mems, key=line)
+                clusters.append({"namespace": ns.name, "lines": [line(m) for m in mems],
+                                 "texts": [m.text for m in mems]})
+            elif e.kind == "contra":
+                old, new = e.mems
+                contradictions.append({"namespace": ns.name, "old_line": line(old), "new_line": line(new),
+                                       "old": old.text, "new": new.text, "category": old.category})
+            for m in e.mems:
+                if m.tag in tagged:
+                    tagged[m.tag].append({"namespace": ns.name, "line": line(m), "text": m.text})
+    clusters.sort(key=lambda c: c["lines"])
+    contradictions.sort(key=lambda c: (c["old_line"], c["new_line"]))
+    for rows in tagged.values():
+        rows.sort(key=lambda r: r["line"])
+
+    query_rows = []
+    for n, q in enumerate(queries, start=1):
+        if q.get("_offtopic"):
+            relevant = []
+        else:
+            e, idx = q["_about"]
+            relevant = sorted(line(m) for m in e.mems) if e.kind == "cluster" else [line(e.mems[idx])]
+        query_rows.append({"line": n, "namespace": q["namespace"], "query": q["query"],
+                           "relevant_lines": relevant, "off_topic": bool(q.get("_offtopic"))})
+
+    counts = {"duplicate_clusters": len(clusters),
+              "duplicate_cluster_memories": sum(len(c["lines"]) for c in clusters),
+              "contradictions": len(contradictions),
+              "stale": len(tagged["stale"]), "trivia": len(tagged["trivia"]), "logs": len(tagged["log"]),
+              "queries": len(query_rows), "off_topic_queries": sum(r["off_topic"] for r in query_rows)}
+    return {"note": TRUTH_NOTE, "counts": counts, "duplicate_clusters": clusters,
+            "contradictions": contradictions, "stale": tagged["stale"], "trivia": tagged["trivia"],
+            "logs": tagged["log"], "queries": query_rows}
 
 
 _SV_HINTS = re.compile(r"\b(och|att|är|på|med|som|inte|har|vill|svenska|hon)\b", re.I)
@@ -1752,7 +1827,7 @@ def _lang(text: str) -> str:
 PII = [re.compile(p) for p in (r"[\w.+-]+@[\w-]+\.\w", r"\+?\d[\d ()-]{7,}\d", r"https?://", r"www\.")]
 
 
-def validate(mems: list[dict], queries: list[dict], info: dict) -> None:
+def validate(mems: list[dict], queries: list[dict], info: dict, truth: dict) -> None:
     problems = []
     texts = Counter((m["namespace"], m["text"]) for m in mems)
     problems += [f"duplicate text: {k}" for k, v in texts.items() if v > 1]
@@ -1783,11 +1858,58 @@ def validate(mems: list[dict], queries: list[dict], info: dict) -> None:
         problems.append(f"only {info['clusters']} duplicate clusters")
     if info["contradictions"] < 25:
         problems.append(f"only {info['contradictions']} contradiction pairs")
+    problems += check_truth(mems, queries, info, truth)
     if problems:
         raise SystemExit("generate_demo.py: checks failed:\n  " + "\n  ".join(problems[:40]))
 
 
-def report(mems: list[dict], queries: list[dict], info: dict) -> None:
+def check_truth(mems: list[dict], queries: list[dict], info: dict, truth: dict) -> list[str]:
+    """The answer key points at the right lines: texts and namespaces match, old before new,
+    every query asked after the memory it was written for, off-topic turns recall nothing."""
+    problems = []
+
+    def mem(n: int, ns: str, text: str | None = None) -> dict | None:
+        if not 1 <= n <= len(mems):
+            problems.append(f"truth: memory line {n} out of range")
+            return None
+        row = mems[n - 1]
+        if row["namespace"] != ns or (text is not None and row["text"] != text):
+            problems.append(f"truth: memory line {n} is not {ns}/{text!r}")
+        return row
+
+    seen_dup: set[int] = set()
+    for c in truth["duplicate_clusters"]:
+        if not 2 <= len(c["lines"]) <= 4 or c["lines"] != sorted(c["lines"]) or seen_dup & set(c["lines"]):
+            problems.append(f"truth: bad cluster {c['lines']}")
+        seen_dup |= set(c["lines"])
+        for n, t in zip(c["lines"], c["texts"], strict=True):
+            mem(n, c["namespace"], t)
+    for c in truth["contradictions"]:
+        old, new = mem(c["old_line"], c["namespace"], c["old"]), mem(c["new_line"], c["namespace"], c["new"])
+        if old and new and not old["created_at"] < new["created_at"]:
+            problems.append(f"truth: contradiction {c['old_line']}/{c['new_line']} is not old before new")
+    for key in ("stale", "trivia", "logs"):
+        for r in truth[key]:
+            mem(r["line"], r["namespace"], r["text"])
+    if len(truth["queries"]) != len(queries):
+        problems.append("truth: not one entry per query")
+    for r, q in zip(truth["queries"], queries):
+        if (r["namespace"], r["query"]) != (q["namespace"], q["query"]):
+            problems.append(f"truth: query line {r['line']} does not match")
+        if r["off_topic"] == bool(r["relevant_lines"]):
+            problems.append(f"truth: query line {r['line']} off_topic/relevant_lines disagree")
+        rows = [mem(n, q["namespace"]) for n in r["relevant_lines"]]
+        if rows and not any(m and m["created_at"] < q["at"] for m in rows):
+            problems.append(f"truth: query line {r['line']} is asked before every memory it is about")
+    expected = {"duplicate_clusters": info["clusters"], "contradictions": info["contradictions"],
+                "stale": info["stale"], "trivia": info["trivia"], "off_topic_queries": info["offtopic"]}
+    for key, n in expected.items():
+        if truth["counts"][key] != n:
+            problems.append(f"truth: {key} = {truth['counts'][key]}, expected {n}")
+    return problems
+
+
+def report(mems: list[dict], queries: list[dict], info: dict, truth: dict) -> None:
     def show(title: str, counter: Counter, order=None) -> None:
         keys = order or sorted(counter)
         print(f"{title}: " + ", ".join(f"{k}={counter[k]}" for k in keys if counter[k]))
@@ -1820,6 +1942,7 @@ def report(mems: list[dict], queries: list[dict], info: dict) -> None:
     show("  per namespace", Counter(q["namespace"] for q in queries), list(NAMESPACES))
     print(f"  off-topic / general knowledge: {info['offtopic']} ({info['offtopic'] / len(queries):.0%})")
     print(f"  distinct query texts: {len({(q['namespace'], q['query']) for q in queries})}")
+    print(f"answer key  ->  {TRUTH_PATH.name}: " + ", ".join(f"{k}={v}" for k, v in truth["counts"].items()))
 
 
 def dumps(rows: list[dict]) -> str:
@@ -1827,17 +1950,19 @@ def dumps(rows: list[dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    mems, queries, info = build()
-    validate(mems, queries, info)
-    mem_text, query_text = dumps(mems), dumps(queries)
+    mems, queries, info, truth = build()
+    validate(mems, queries, info, truth)
+    outputs = {MEMORIES_PATH: dumps(mems), QUERIES_PATH: dumps(queries),
+               TRUTH_PATH: json.dumps(truth, ensure_ascii=False, indent=1) + "\n"}
     if "--check" in argv:
-        same = (MEMORIES_PATH.exists() and MEMORIES_PATH.read_text(encoding="utf-8") == mem_text
-                and QUERIES_PATH.exists() and QUERIES_PATH.read_text(encoding="utf-8") == query_text)
-        print("demo files are up to date" if same else "demo files differ from the generator output")
-        return 0 if same else 1
-    MEMORIES_PATH.write_text(mem_text, encoding="utf-8")
-    QUERIES_PATH.write_text(query_text, encoding="utf-8")
-    report(mems, queries, info)
+        stale = [p.name for p, text in outputs.items()
+                 if not p.exists() or p.read_text(encoding="utf-8") != text]
+        print("demo files are up to date" if not stale
+              else "demo files differ from the generator output: " + ", ".join(stale))
+        return 0 if not stale else 1
+    for path, text in outputs.items():
+        path.write_text(text, encoding="utf-8")
+    report(mems, queries, info, truth)
     return 0
 
 
