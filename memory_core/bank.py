@@ -8,13 +8,13 @@ bank; each operation first catches up with what others changed (by change sequen
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import math
 import os
 import shutil
 import threading
 import time
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
@@ -24,11 +24,13 @@ import numpy as np
 
 from . import gate as gate_mod
 from .embed import DEFAULT_MODEL, Embedder, canonical_model_name, get_embedder
-from .errors import BankReadOnlyError, ModelMismatchError, NotFoundError, StateError, ValidationError, ImportFormatError
+from .errors import (
+    BankReadOnlyError, ImportFormatError, ModelMismatchError, NotFoundError, StateError, ValidationError,
+)
 from .index import NamespaceIndex, namespace_key, tokenize
 from .models import (
-    CATEGORIES, KINDS, STATUSES, Event, Hit, ImportReport, Memory, check_choice, check_importance,
-    check_namespace, check_text, parse_time,
+    CATEGORIES, CONFLICT_STATUSES, KINDS, RESOLUTIONS, STATUSES, Conflict, Event, Hit, ImportReport, Memory,
+    MergeRecord, check_choice, check_importance, check_namespace, check_text, parse_time,
 )
 from .scoring import PRESETS, ScoringParams, blend, tier_of, top_k
 from .store import MEMORY_COLUMNS, Store, content_hash, to_aware, to_naive_utc, utcnow
@@ -76,6 +78,8 @@ class MemoryBank:
         self._signature = None
         self._memories: dict[int, Memory] = {}
         self._active_params: tuple[str, ScoringParams] | None = None
+        # Pairs an operator chose to keep both of, by memory id (None: to be read from the store).
+        self._acknowledged: dict[int, set[int]] | None = None
         self.gate = gate_mod.Gate()
         self.closed = False
 
@@ -201,6 +205,11 @@ class MemoryBank:
         elif self.dim is None and meta.get("embedding_dim"):
             self.dim = int(meta["embedding_dim"])
         self._active_params = None
+        self._acknowledged = None
+        for (mid,) in con.execute("SELECT id FROM removed_memories WHERE seq > ?", [self._synced_seq]).fetchall():
+            self._memories.pop(mid, None)
+            for idx in self._indexes.values():
+                idx.remove(mid)
         if self._indexes:
             rows = Store.fetch_rows(con, "seq > ?", [self._synced_seq], with_embedding=True)
             self._apply_rows(rows)
@@ -486,8 +495,8 @@ class MemoryBank:
             return dict(con.execute("SELECT id, content_hash FROM memories WHERE id IN (SELECT unnest(?))",
                                     [ids]).fetchall())
 
-    def _write_batch(self, batch: list[dict[str, Any]]) -> list[int]:
-        """Embed (outside the file lock) and insert rows already checked, in one transaction."""
+    def _vectors_for(self, batch: list[dict[str, Any]]) -> np.ndarray:
+        """Vectors for checked rows: their own ``embedding`` or the model's (run outside the lock)."""
         need = [i for i, r in enumerate(batch) if "embedding" not in r]
         dim = self.embedder.dim if need or self.dim is None else self.dim
         vectors = np.empty((len(batch), dim), dtype=np.float32)
@@ -496,47 +505,44 @@ class MemoryBank:
         for i, r in enumerate(batch):
             if "embedding" in r:
                 vectors[i] = r["embedding"]
-        with self._session() as con:
-            self._check_vectors(vectors, con)
-            seq = Store.next_seq(con)
-            fresh = [i for i, r in enumerate(batch) if r["id"] is None]
-            first = Store.take_ids(con, "next_id", len(fresh)) if fresh else 0
-            ids_out = [r["id"] for r in batch]
-            for j, i in enumerate(fresh):
-                ids_out[i] = first + j
-            if max(ids_out) >= int(Store.meta(con)["next_id"]):
-                Store.set_meta(con, "next_id", str(max(ids_out) + 1))
-            cols: dict[str, list] = {c: [] for c in MEMORY_COLUMNS}
-            for mid, r in zip(ids_out, batch):
-                for c in MEMORY_COLUMNS:
-                    if c == "id":
-                        cols[c].append(mid)
-                    elif c == "seq":
-                        cols[c].append(seq)
-                    elif c == "embedding_model":
-                        cols[c].append(self.model)
-                    elif c in ("created_at", "updated_at", "last_accessed_at"):
-                        cols[c].append(None if r[c] is None else to_naive_utc(r[c]))
-                    else:
-                        cols[c].append(r[c])
-            try:
-                Store.insert_memories(con, cols, vectors)
-            except duckdb.ConstraintException:
-                # Another process took one of these ids since we checked.
-                raise ValidationError("an id in this batch was just taken by another writer; import again") from None
-            Store.log_events(con, self.actor, "add", ids_out, [None] * len(batch),
-                             [self._public(r, mid) for mid, r in zip(ids_out, batch)], utcnow())
-        self._synced_seq = seq
-        self.dim = dim
-        for mid, r, vec in zip(ids_out, batch, vectors):
-            idx = self._indexes.get(r["namespace"])
-            if idx is not None and r["status"] == "active":
-                idx.upsert(mid, vec, tokenize(r["text"]), r["content_hash"], _ts(r["created_at"]),
-                           _ts(r["last_accessed_at"]), r["importance"], r["access_count"])
-        for idx in self._indexes.values():
-            idx.seq = seq
-            if idx.changes_since_save >= _SAVE_EVERY:
-                self._save_index(idx)
+        return vectors
+
+    def _write_batch(self, batch: list[dict[str, Any]]) -> list[int]:
+        """Embed and insert rows already checked, as one operation."""
+        _, _, ids = self._change({}, "add", new_rows=batch, new_vectors=self._vectors_for(batch))
+        return ids
+
+    def _insert_rows(self, con: Any, batch: list[dict[str, Any]], vectors: np.ndarray, seq: int,
+                     group: int) -> list[int]:
+        self._check_vectors(vectors, con)
+        fresh = [i for i, r in enumerate(batch) if r["id"] is None]
+        first = Store.take_ids(con, "next_id", len(fresh)) if fresh else 0
+        ids_out = [r["id"] for r in batch]
+        for j, i in enumerate(fresh):
+            ids_out[i] = first + j
+        if max(ids_out) >= int(Store.meta(con)["next_id"]):
+            Store.set_meta(con, "next_id", str(max(ids_out) + 1))
+        cols: dict[str, list] = {c: [] for c in MEMORY_COLUMNS}
+        for mid, r in zip(ids_out, batch):
+            for c in MEMORY_COLUMNS:
+                if c == "id":
+                    cols[c].append(mid)
+                elif c == "seq":
+                    cols[c].append(seq)
+                elif c == "embedding_model":
+                    cols[c].append(self.model)
+                elif c in ("created_at", "updated_at", "last_accessed_at"):
+                    cols[c].append(None if r[c] is None else to_naive_utc(r[c]))
+                else:
+                    cols[c].append(r[c])
+        try:
+            Store.insert_memories(con, cols, vectors)
+        except duckdb.ConstraintException:
+            # Another process took one of these ids since we checked.
+            raise ValidationError("an id in this batch was just taken by another writer; import again") from None
+        Store.log_events(con, self.actor, "add", ids_out, [None] * len(batch),
+                         [self._public(r, mid) for mid, r in zip(ids_out, batch)], utcnow(), group)
+        self.dim = vectors.shape[1]
         return [int(i) for i in ids_out]
 
     @staticmethod
@@ -585,17 +591,14 @@ class MemoryBank:
         mid = self._check_id(memory_id)
         with self._session(write=False) as con:
             self._get(con, mid)
-            rows = con.execute(
-                "SELECT id, happened_at, actor, action, memory_id, before, after, note FROM events "
-                "WHERE memory_id = ? ORDER BY id", [mid]).fetchall()
-        return [_event(r) for r in rows]
+            return self._events_where(con, "memory_id = ?", [mid])
 
     def events(self, limit: int = 100, action: str | None = None) -> list[Event]:
         """The latest events of the whole bank, newest first."""
         where, params = ("WHERE action = ?", [action]) if action else ("", [])
         with self._session(write=False) as con:
             rows = con.execute(
-                f"SELECT id, happened_at, actor, action, memory_id, before, after, note FROM events {where} "
+                f"SELECT {_EVENT_COLUMNS} FROM events {where} "
                 "ORDER BY id DESC LIMIT ?", params + [int(limit)]).fetchall()
         return [_event(r) for r in rows]
 
@@ -727,52 +730,108 @@ class MemoryBank:
                 if value is not None and not isinstance(value, str):
                     raise ValidationError("source must be a string or None")
                 clean[key] = value
-            elif key in ("status", "superseded_by", "merged_into", "last_accessed_at", "access_count"):
+            elif key in ("status", "superseded_by", "merged_into", "last_accessed_at", "access_count", "updated_at"):
                 clean[key] = value  # internal: set by forget/restore/undo and curation, already checked
         return clean
 
     def _apply(self, mid: int, fields: dict[str, Any], action: str, *, vector: np.ndarray | None = None,
                require_status: tuple[str, ...] | None = None, note: str | None = None) -> Memory:
-        """Set fields of one memory in one transaction, log the event, update the indexes."""
+        """Set fields of one memory as one operation; returns the memory after."""
+        _, after, _ = self._change({mid: fields}, action, vectors={mid: vector} if vector is not None else None,
+                                   require_status=require_status, note=note)
+        return after[mid]
+
+    def _change(
+        self,
+        changes: dict[int, dict[str, Any]],
+        action: str,
+        *,
+        vectors: dict[int, np.ndarray] | None = None,
+        require_status: tuple[str, ...] | None = None,
+        note: str | None = None,
+        new_rows: list[dict[str, Any]] | None = None,
+        new_vectors: np.ndarray | None = None,
+        removals: list[int] | None = None,
+        extra: Callable[[Any, int, list[int]], None] | None = None,
+    ) -> tuple[int, dict[int, Memory], list[int]]:
+        """One operation on the bank: one transaction, one group of events, indexes updated after.
+
+        ``changes`` sets fields of existing memories (a new text is embedded again), ``new_rows``
+        (checked rows with ``new_vectors``) are inserted, ``removals`` are deleted outright (only
+        undo uses that, for memories an operation created), and ``extra(con, group, new_ids)``
+        writes whatever else belongs to the operation (a conflict's status, a merge record).
+        Returns ``(group, memories after by id, new ids)``. Curation modules build on this.
+        """
+        vectors = dict(vectors or {})
+        for mid, fields in changes.items():
+            if "text" in fields and mid not in vectors:
+                vectors[mid] = self.embedder.encode_one(fields["text"])
+        removals = list(removals or [])
         with self._session() as con:
-            before = self._get(con, mid)
-            if before.status == "deleted":
-                raise StateError(f"memory {mid} was hard-deleted; its text is gone and it cannot change")
-            if require_status and before.status not in require_status:
-                raise StateError(f"memory {mid} is {before.status}; {action} needs it to be {' or '.join(require_status)}")
-            if "text" in fields and vector is None:
-                vector = self.embedder.encode_one(fields["text"])
+            ids = list(changes) + removals
+            befores = self._get_rows(con, ids)
+            for mid in changes:
+                before = befores[mid]
+                if before.status == "deleted":
+                    raise StateError(f"memory {mid} was hard-deleted; its text is gone and it cannot change")
+                if require_status and before.status not in require_status:
+                    raise StateError(
+                        f"memory {mid} is {before.status}; {action} needs it to be {' or '.join(require_status)}")
+            group = Store.take_ids(con, "next_group_id", 1)
             seq = Store.next_seq(con)
-            sets, params = ["seq = ?", "updated_at = ?"], [seq, to_naive_utc(utcnow())]
-            for key, value in fields.items():
-                sets.append(f"{key} = ?")
-                params.append(to_naive_utc(value) if isinstance(value, datetime) else value)
-            if "text" in fields:
-                sets += ["content_hash = ?", "embedding = ?"]
-                params += [content_hash(fields["text"]), vector.astype(np.float32).tolist()]
-            con.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", params + [mid])
-            after = self._get(con, mid)
-            keys = [k for k in fields if k in Memory.__dataclass_fields__]
-            Store.log_event(con, self.actor, action, mid, _snapshot(before, keys), _snapshot(after, keys),
-                            utcnow(), note)
+            new_ids = self._insert_rows(con, new_rows, new_vectors, seq, group) if new_rows else []
+            now = to_naive_utc(utcnow())
+            for mid, fields in changes.items():
+                sets, params = ["seq = ?"], [seq]
+                if "updated_at" not in fields:  # an undo puts the old one back
+                    sets.append("updated_at = ?")
+                    params.append(now)
+                for key, value in fields.items():
+                    sets.append(f"{key} = ?")
+                    params.append(to_naive_utc(value) if isinstance(value, datetime) else value)
+                if "text" in fields:
+                    sets += ["content_hash = ?", "embedding = ?"]
+                    params += [content_hash(fields["text"]), vectors[mid].astype(np.float32).tolist()]
+                con.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", params + [mid])
+            if removals:
+                con.execute("INSERT INTO removed_memories SELECT id, namespace, ? FROM memories "
+                            "WHERE id IN (SELECT unnest(?))", [seq, removals])
+                con.execute("DELETE FROM memories WHERE id IN (SELECT unnest(?))", [removals])
+            afters = self._get_rows(con, list(changes) + new_ids)
+            for mid, fields in changes.items():
+                keys = [k for k in fields if k in Memory.__dataclass_fields__ and k != "updated_at"] + ["updated_at"]
+                Store.log_event(con, self.actor, action, mid, _snapshot(befores[mid], keys),
+                                _snapshot(afters[mid], keys), utcnow(), note, group)
+            for mid in removals:
+                Store.log_event(con, self.actor, "remove", mid, {"id": mid, "status": befores[mid].status},
+                                None, utcnow(), note, group)
+            if extra is not None:
+                extra(con, group, new_ids)
+            rows = Store.fetch_rows(con, "id IN (SELECT unnest(?))", [list(changes) + new_ids], with_embedding=True)
         self._synced_seq = seq
-        self._memories.pop(mid, None)
+        self._acknowledged = None
         for idx in self._indexes.values():
             idx.seq = seq
-            if idx.namespace != after.namespace or after.status != "active":
+            for mid in removals:
                 idx.remove(mid)
-        idx = self._indexes.get(after.namespace)
-        if idx is not None and after.status == "active":
-            fields_ts = (_ts(after.created_at), _ts(after.last_accessed_at), after.importance, after.access_count)
-            if mid in idx.row_of and vector is None:
-                idx.set_fields(mid, *fields_ts)
-            else:
-                if vector is None:
-                    with self._session(write=False) as con:
-                        rows = Store.fetch_rows(con, "id = ?", [mid], with_embedding=True)
-                    vector = Store.embeddings_of(rows, self.dim)[0]
-                idx.upsert(mid, vector, tokenize(after.text), after.content_hash, *fields_ts)
-        return after
+        for mid in removals:
+            self._memories.pop(mid, None)
+        self._apply_rows(rows)
+        for idx in self._indexes.values():
+            if idx.changes_since_save >= _SAVE_EVERY:
+                self._save_index(idx)
+        return group, afters, new_ids
+
+    def _get_rows(self, con: Any, ids: list[int]) -> dict[int, Memory]:
+        """Memories by id, fresh from the store; NotFoundError names the first missing id."""
+        if not ids:
+            return {}
+        found = {int(r["id"]): _memory_from_row(r)
+                 for r in Store.fetch_rows(con, "id IN (SELECT unnest(?))", [list(ids)]).to_pylist()}
+        for mid in ids:
+            if mid not in found:
+                raise NotFoundError(f"no memory with id {mid} in {self.path}")
+        return found
 
     def forget(self, memory_id: int, hard: bool = False, reason: str | None = None) -> None:
         """Soft-delete (archive: kept, never recalled, restorable) or, with ``hard=True``, delete for
@@ -818,28 +877,313 @@ class MemoryBank:
         mid = self._check_id(memory_id)
         return self._apply(mid, {"status": "active"}, "restore", require_status=("archived",))
 
+    def _events_where(self, con: Any, where: str, params: list[Any]) -> list[Event]:
+        return [_event(r) for r in con.execute(
+            f"SELECT {_EVENT_COLUMNS} FROM events WHERE {where} ORDER BY id", params).fetchall()]
+
     def undo(self, event_id: int) -> Memory:
         """Undo one event of a memory's history by setting the fields it changed back.
 
-        Every change but a hard delete can be undone; undoing an ``add`` archives the memory.
+        Every change but a hard delete can be undone; undoing an ``add`` archives the memory. An
+        undo is itself not undone (make the change again instead), and nothing is undone twice.
         """
         eid = self._check_id(event_id)
         with self._session(write=False) as con:
-            row = con.execute("SELECT id, happened_at, actor, action, memory_id, before, after, note FROM events "
-                              "WHERE id = ?", [eid]).fetchone()
-        if row is None:
+            events = self._events_where(con, "id = ?", [eid])
+        if not events:
             raise NotFoundError(f"no event with id {eid}")
-        event = _event(row)
+        event = events[0]
+        self._check_undoable([event])
         if event.memory_id is None:
-            raise StateError(f"event {eid} ({event.action}) is not about one memory and cannot be undone here")
-        if event.action == "hard_delete":
-            raise StateError("a hard delete cannot be undone: the text is gone")
+            raise StateError(f"event {eid} ({event.action}) is not about one memory; undo its operation "
+                             f"with undo_group({event.group_id})")
         if event.action == "add":
-            return self._apply(event.memory_id, {"status": "archived"}, "undo", note=f"undo event {eid}")
-        fields = {k: v for k, v in (event.before or {}).items() if k in _EDITABLE or k in ("status", "superseded_by", "merged_into")}
-        if "created_at" in fields:
-            fields["created_at"] = parse_time(fields["created_at"])
-        return self._apply(event.memory_id, self._check_changes(fields), "undo", note=f"undo event {eid}")
+            fields = {"status": "archived"}
+        else:
+            fields = self._check_changes(self._restorable(event.before))
+        mark = lambda con, group, _: con.execute(  # noqa: E731
+            "UPDATE events SET undone_by = ? WHERE id = ?", [group, eid])
+        _, after, _ = self._change({event.memory_id: fields}, "undo", note=f"undo event {eid}", extra=mark)
+        return after[event.memory_id]
+
+    @staticmethod
+    def _check_undoable(events: list[Event]) -> None:
+        for e in events:
+            if e.action == "undo" or (e.note or "").startswith("undo "):
+                raise StateError(f"event {e.id} is an undo; an undo cannot be undone (make the change again)")
+            if e.undone_by is not None:
+                raise StateError(f"event {e.id} ({e.action}) was already undone (by operation {e.undone_by})")
+            if e.action == "hard_delete":
+                raise StateError("a hard delete cannot be undone: the text is gone")
+
+    @staticmethod
+    def _restorable(before: dict | None) -> dict[str, Any]:
+        fields = {k: v for k, v in (before or {}).items()
+                  if k in _EDITABLE or k in ("status", "superseded_by", "merged_into", "last_accessed_at",
+                                             "access_count", "updated_at")}
+        for key in ("created_at", "last_accessed_at", "updated_at"):
+            if fields.get(key) is not None:
+                fields[key] = parse_time(fields[key])
+        return fields
+
+    def undo_group(self, group_id: int) -> int:
+        """Undo a whole operation (a merge, a conflict resolution, a maintenance step): every memory
+        it changed gets its fields back, memories it created are removed, and the conflicts and
+        merges it recorded return to their former state. Returns the group of the undo.
+
+        Refused when a memory the operation touched has changed since (undo that first).
+        """
+        gid = self._check_id(group_id)
+        with self._session(write=False) as con:
+            events = self._events_where(con, "group_id = ?", [gid])
+            if not events:
+                raise NotFoundError(f"no operation with group id {gid}")
+            self._check_undoable(events)
+            touched = sorted({e.memory_id for e in events if e.memory_id is not None})
+            later = self._events_where(
+                con, "memory_id IN (SELECT unnest(?)) AND id > ? AND undone_by IS NULL AND group_id != ?",
+                [touched, max(e.id for e in events), gid]) if touched else []
+            if later:
+                e = later[0]
+                raise StateError(f"memory {e.memory_id} changed after this operation (event {e.id}, {e.action}); "
+                                 "undo that change first")
+        changes: dict[int, dict[str, Any]] = {}
+        removals: list[int] = []
+        conflict_rows: dict[int, dict[str, Any]] = {}
+        merge_ids: list[int] = []
+        for e in reversed(events):  # the earliest "before" of each memory wins
+            if e.memory_id is not None and e.action == "add":
+                removals.append(e.memory_id)
+            elif e.memory_id is not None:
+                changes.setdefault(e.memory_id, {}).update(self._check_changes(self._restorable(e.before)))
+            elif e.before and "conflict_id" in e.before:
+                conflict_rows[e.before["conflict_id"]] = e.before
+            elif e.after and "merge_id" in e.after:
+                merge_ids.append(e.after["merge_id"])
+        for mid in removals:
+            changes.pop(mid, None)
+
+        def revert(con: Any, group: int, _: list[int]) -> None:
+            for cid, before in conflict_rows.items():
+                con.execute("UPDATE conflicts SET status = ?, resolution = ?, resolved_at = ?, resolved_by = ?, "
+                            "group_id = ? WHERE id = ?",
+                            [before["status"], before.get("resolution"), parse_time(before.get("resolved_at")),
+                             before.get("resolved_by"), before.get("group_id"), cid])
+            if merge_ids:
+                con.execute("UPDATE merges SET undone_at = ? WHERE id IN (SELECT unnest(?))",
+                            [to_naive_utc(utcnow()), merge_ids])
+            con.execute("UPDATE events SET undone_by = ? WHERE group_id = ?", [group, gid])
+
+        group, _, _ = self._change(changes, "undo", removals=removals, extra=revert, note=f"undo group {gid}")
+        return group
+
+    # -- conflicts ---------------------------------------------------------------------------
+
+    def conflicts(self, namespace: str | None = None, status: str | None = "open",
+                  memory_id: int | None = None) -> list[Conflict]:
+        """Recorded contradictions, newest first; ``status=None`` for every status."""
+        clauses, params = ["TRUE"], []
+        if namespace is not None:
+            clauses.append("namespace = ?")
+            params.append(check_namespace(namespace))
+        if status is not None:
+            clauses.append("status = ?")
+            params.append(check_choice(status, CONFLICT_STATUSES, "status"))
+        if memory_id is not None:
+            clauses.append("(a_id = ? OR b_id = ?)")
+            params += [self._check_id(memory_id)] * 2
+        with self._session(write=False) as con:
+            rows = con.sql(f"SELECT * FROM conflicts WHERE {' AND '.join(clauses)} ORDER BY id DESC",
+                           params=params).to_arrow_table().to_pylist()
+            memories = self._get_rows(con, sorted({r["a_id"] for r in rows} | {r["b_id"] for r in rows}))
+        return [_conflict(r, memories) for r in rows]
+
+    def conflict(self, conflict_id: int) -> Conflict:
+        """One recorded conflict by id."""
+        cid = self._check_id(conflict_id)
+        with self._session(write=False) as con:
+            return self._conflict(con, cid)
+
+    def _conflict(self, con: Any, cid: int) -> Conflict:
+        rows = con.sql("SELECT * FROM conflicts WHERE id = ?", params=[cid]).to_arrow_table().to_pylist()
+        if not rows:
+            raise NotFoundError(f"no conflict with id {cid}")
+        return _conflict(rows[0], self._get_rows(con, [rows[0]["a_id"], rows[0]["b_id"]]))
+
+    def record_conflict(self, a_id: int, b_id: int, *, kind: str, evidence: str, confidence: float,
+                        suggestion: str, path: str) -> Conflict | None:
+        """Record that two live memories of one namespace contradict each other.
+
+        Returns None when the pair was recorded before, whatever became of it: a dismissed pair is
+        never flagged again, and an open one is not flagged twice.
+        """
+        a_id, b_id = self._check_id(a_id), self._check_id(b_id)
+        if a_id == b_id:
+            raise ValidationError("a memory cannot contradict itself")
+        if not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+            raise ValidationError(f"confidence must be between 0 and 1, got {confidence!r}")
+        with self._session() as con:
+            pair = self._get_rows(con, [a_id, b_id])
+            a, b = sorted(pair.values(), key=lambda m: (m.created_at, m.id))
+            if a.namespace != b.namespace:
+                raise ValidationError("a conflict is between memories of one namespace; these are in "
+                                      f"{a.namespace!r} and {b.namespace!r}")
+            if a.status != "active" or b.status != "active":
+                raise StateError(f"only live memories conflict; memory {a.id} is {a.status}, {b.id} is {b.status}")
+            seen = con.execute("SELECT count(*) FROM conflicts WHERE a_id = ? AND b_id = ?", [a.id, b.id]).fetchone()[0]
+            if seen:
+                return None
+            cid = Store.take_ids(con, "next_conflict_id", 1)
+            con.execute(
+                "INSERT INTO conflicts (id, namespace, a_id, b_id, kind, evidence, confidence, suggestion, path, "
+                "status, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)",
+                [cid, a.namespace, a.id, b.id, kind, evidence, float(confidence), suggestion, path,
+                 to_naive_utc(utcnow())])
+            Store.log_event(con, self.actor, "conflict_detected", None, None,
+                            {"conflict_id": cid, "a_id": a.id, "b_id": b.id, "kind": kind}, utcnow())
+            return self._conflict(con, cid)
+
+    def resolve_conflict(self, conflict_id: int, rule: str, *, memory_id: int | None = None,
+                         text: str | None = None) -> Conflict:
+        """Resolve a conflict by a rule; one undoable operation (``undo_group(conflict.group_id)``).
+
+        * ``newer_wins``: the older memory becomes superseded, linked to the newer.
+        * ``explicit_wins``: the inferred memory becomes superseded by the explicit one.
+        * ``keep_both``: both stay; recall returns them together and the prompt states the contradiction.
+        * ``edit``: ``memory_id`` (one of the two) gets ``text``; the conflict is resolved.
+        * ``dismiss``: not a conflict; the pair is never flagged again.
+        """
+        cid = self._check_id(conflict_id)
+        check_choice(rule, RESOLUTIONS, "rule")
+        conflict = self.conflict(cid)
+        if conflict.status not in ("open", "acknowledged"):
+            raise StateError(f"conflict {cid} is already {conflict.status} ({conflict.resolution}); undo that first")
+        a, b = conflict.a, conflict.b
+        changes: dict[int, dict[str, Any]] = {}
+        if rule != "dismiss":
+            for m in (a, b):
+                if m.status != "active" and rule != "keep_both":
+                    raise StateError(f"memory {m.id} is {m.status} since the conflict was found; the conflict "
+                                     "is moot: dismiss it")
+        if rule == "newer_wins":
+            changes[a.id] = {"status": "superseded", "superseded_by": b.id}
+        elif rule == "explicit_wins":
+            if a.kind == b.kind:
+                raise StateError(f"both memories are {a.kind}; use newer_wins, keep_both or edit")
+            loser, winner = (a, b) if a.kind == "inferred" else (b, a)
+            changes[loser.id] = {"status": "superseded", "superseded_by": winner.id}
+        elif rule == "edit":
+            if memory_id not in (a.id, b.id):
+                raise ValidationError(f"edit needs memory_id {a.id} or {b.id} (one of the two)")
+            changes[memory_id] = {"text": check_text(text)}
+        elif memory_id is not None or text is not None:
+            raise ValidationError(f"{rule} takes no memory_id or text")
+        status = {"keep_both": "acknowledged", "dismiss": "dismissed"}.get(rule, "resolved")
+        before = {"conflict_id": cid, "status": conflict.status, "resolution": conflict.resolution,
+                  "resolved_at": conflict.resolved_at.isoformat() if conflict.resolved_at else None,
+                  "resolved_by": None, "group_id": conflict.group_id}
+
+        def mark(con: Any, group: int, _: list[int]) -> None:
+            con.execute("UPDATE conflicts SET status = ?, resolution = ?, resolved_at = ?, resolved_by = ?, "
+                        "group_id = ? WHERE id = ?", [status, rule, to_naive_utc(utcnow()), self.actor, group, cid])
+            Store.log_event(con, self.actor, "resolve_conflict", None, before,
+                            {"conflict_id": cid, "status": status, "resolution": rule}, utcnow(), None, group)
+
+        self._change(changes, "resolve_conflict", extra=mark, note=f"conflict {cid}: {rule}")
+        return self.conflict(cid)
+
+    def _acknowledged_pairs(self, con: Any) -> dict[int, set[int]]:
+        if self._acknowledged is None:
+            pairs: dict[int, set[int]] = {}
+            for a, b in con.execute("SELECT a_id, b_id FROM conflicts WHERE status = 'acknowledged'").fetchall():
+                pairs.setdefault(a, set()).add(b)
+                pairs.setdefault(b, set()).add(a)
+            self._acknowledged = pairs
+        return self._acknowledged
+
+    # -- merges --------------------------------------------------------------------------------
+
+    def merge(self, ids: Iterable[int], text: str | None = None, *, path: str = "manual",
+              detail: str | None = None) -> MergeRecord:
+        """Merge live memories of one namespace into a new one; one undoable operation.
+
+        The new memory takes ``text`` (default: an extractive merge keeping every distinct fact), the
+        highest importance, the newest date, the summed access counts, "explicit" if any member is,
+        the most common category; the members become ``merged`` with ``merged_into`` set.
+        """
+        from . import merge as merge_mod
+
+        if isinstance(ids, (str, bytes)):
+            raise ValidationError("ids must be a list of memory ids")
+        member_ids = sorted({self._check_id(i) for i in ids})
+        if len(member_ids) < 2:
+            raise ValidationError("a merge needs at least two different memories")
+        with self._session(write=False) as con:
+            members = self._get_rows(con, member_ids)
+        namespaces = {m.namespace for m in members.values()}
+        if len(namespaces) > 1:
+            raise ValidationError(f"a merge stays within one namespace; these span {', '.join(sorted(namespaces))}")
+        for m in members.values():
+            if m.status != "active":
+                raise StateError(f"memory {m.id} is {m.status}; only live memories can be merged")
+        ms = [members[i] for i in member_ids]
+        text = check_text(text) if text is not None else merge_mod.extractive_merge([m.text for m in ms])
+        categories = Counter(m.category for m in ms)
+        top = max(ms, key=lambda m: (m.importance, m.created_at))
+        category = max(categories, key=lambda c: (categories[c], c == top.category))
+        last = [m.last_accessed_at for m in ms if m.last_accessed_at is not None]
+        row = self._normalize_row({
+            "text": text, "namespace": ms[0].namespace, "importance": max(m.importance for m in ms),
+            "kind": "explicit" if any(m.kind == "explicit" for m in ms) else "inferred", "category": category,
+            "created_at": max(m.created_at for m in ms), "access_count": sum(m.access_count for m in ms),
+            "last_accessed_at": max(last) if last else None, "source": "merge",
+            "pinned": any(m.pinned for m in ms)}, utcnow())
+        with self._session() as con:
+            new_id = Store.take_ids(con, "next_id", 1)  # reserved, so the members can point at it
+        row["id"] = new_id
+        changes = {m.id: {"status": "merged", "merged_into": new_id} for m in ms}
+        record: dict[str, int] = {}
+
+        def log(con: Any, group: int, _: list[int]) -> None:
+            mid = Store.take_ids(con, "next_merge_id", 1)
+            con.execute("INSERT INTO merges VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                        [mid, ms[0].namespace, new_id, member_ids, path, detail, group, to_naive_utc(utcnow())])
+            Store.log_event(con, self.actor, "merge", None, None,
+                            {"merge_id": mid, "merged_id": new_id, "member_ids": member_ids}, utcnow(), None, group)
+            record["id"] = mid
+
+        self._change(changes, "merge", require_status=("active",), new_rows=[row],
+                     new_vectors=self._vectors_for([row]), extra=log, note=f"merged into {new_id}")
+        return self.merges(merge_id=record["id"])[0]
+
+    def merges(self, namespace: str | None = None, *, merge_id: int | None = None,
+               include_undone: bool = True) -> list[MergeRecord]:
+        """Past merges, newest first."""
+        clauses, params = ["TRUE"], []
+        if namespace is not None:
+            clauses.append("namespace = ?")
+            params.append(check_namespace(namespace))
+        if merge_id is not None:
+            clauses.append("id = ?")
+            params.append(self._check_id(merge_id))
+        if not include_undone:
+            clauses.append("undone_at IS NULL")
+        with self._session(write=False) as con:
+            rows = con.sql(f"SELECT * FROM merges WHERE {' AND '.join(clauses)} ORDER BY id DESC",
+                           params=params).to_arrow_table().to_pylist()
+        if merge_id is not None and not rows:
+            raise NotFoundError(f"no merge with id {merge_id}")
+        return [MergeRecord(id=r["id"], namespace=r["namespace"], merged_id=r["merged_id"],
+                            member_ids=tuple(r["member_ids"]), path=r["path"], detail=r["detail"],
+                            group_id=r["group_id"], created_at=to_aware(r["created_at"]),
+                            undone_at=to_aware(r["undone_at"])) for r in rows]
+
+    def undo_merge(self, merge_id: int) -> None:
+        """Undo a merge: the members come back as they were and the merged memory is removed."""
+        record = self.merges(merge_id=merge_id)[0]
+        if record.undone_at is not None:
+            raise StateError(f"merge {record.id} was already undone")
+        self.undo_group(record.group_id)
 
     # -- recall --------------------------------------------------------------------------------
 
@@ -882,12 +1226,14 @@ class MemoryBank:
             vector = self.embedder.encode_one(query)
         with self._lock:
             idx = self._indexes.get(namespace)
-            if not record and idx is not None and self._store.signature() == self._signature:
+            if (not record and idx is not None and self._acknowledged is not None
+                    and self._store.signature() == self._signature):
                 # Nobody wrote since this bank last looked: a what-if needs no file access.
                 return self._rank(None, idx, query, p, now_dt, vector)
             with self._session(write=record) as con:
                 hits: list[Hit] = []
                 if vector is not None:
+                    self._acknowledged_pairs(con)
                     idx = self._ns_index(con, namespace)
                     if idx is not None:
                         hits = self._rank(con, idx, query, p, now_dt, vector)
@@ -921,12 +1267,24 @@ class MemoryBank:
         )
         # An "as of" recall must not see memories written after that moment.
         score = np.where(idx.created[:n] <= now, score, -np.inf)
-        rows = top_k(score, idx.ids[:n], p.k, p.threshold)
-        ids = [int(i) for i in idx.ids[rows]]
+        rows = [int(r) for r in top_k(score, idx.ids[:n], p.k, p.threshold)]
+        # A pair an operator chose to keep both of comes back together, even below the threshold,
+        # so the model sees the contradiction instead of one side of it.
+        partner_of: dict[int, int] = {}
+        pairs = self._acknowledged or {}
+        for r in list(rows):
+            for partner in sorted(pairs.get(int(idx.ids[r]), ())):
+                pr = idx.row_of.get(partner)
+                if pr is not None and np.isfinite(score[pr]):
+                    partner_of[int(idx.ids[r])] = partner
+                    partner_of.setdefault(partner, int(idx.ids[r]))
+                    if pr not in rows:
+                        rows.insert(rows.index(r) + 1, pr)
+        ids = [int(idx.ids[r]) for r in rows]
         memories = self._get_many(con, ids)
         return [
             Hit(memory=memories[mid], score=float(score[r]), rank=rank + 1,
-                components={name: float(comps[name][r]) for name in comps})
+                components={name: float(comps[name][r]) for name in comps}, conflict_with=partner_of.get(mid))
             for rank, (mid, r) in enumerate(zip(ids, rows))
         ]
 
@@ -1185,11 +1543,23 @@ class MemoryBank:
         return len(ids_texts)
 
 
+_EVENT_COLUMNS = "id, happened_at, actor, action, memory_id, before, after, note, group_id, undone_by"
+
+
 def _event(row: tuple) -> Event:
-    eid, at, actor, action, mid, before, after, note = row
+    eid, at, actor, action, mid, before, after, note, group, undone_by = row
     return Event(id=int(eid), at=to_aware(at), actor=actor, action=action, memory_id=mid,
                  before=json.loads(before) if before else None, after=json.loads(after) if after else None,
-                 note=note)
+                 note=note, group_id=group, undone_by=undone_by)
+
+
+def _conflict(row: dict[str, Any], memories: dict[int, Memory]) -> Conflict:
+    return Conflict(
+        id=row["id"], namespace=row["namespace"], a=memories[row["a_id"]], b=memories[row["b_id"]],
+        kind=row["kind"], evidence=row["evidence"], confidence=row["confidence"], suggestion=row["suggestion"],
+        path=row["path"], status=row["status"], resolution=row["resolution"],
+        detected_at=to_aware(row["detected_at"]), resolved_at=to_aware(row["resolved_at"]),
+        group_id=row["group_id"])
 
 
 def _scrub(payload: str | None) -> str | None:

@@ -166,8 +166,11 @@ def show(obj: _Context, memory_id: int, as_json: bool) -> None:
     for key, value in memory.to_dict().items():
         click.echo(f"{key:>17}: {value}")
     click.echo("history:")
+    def shown(d: dict | None) -> dict | None:  # the bookkeeping timestamp is noise in a diff
+        return None if d is None else {k: v for k, v in d.items() if k != "updated_at"}
+
     for e in events:
-        change = "" if e.action in ("add", "hard_delete") else f" {e.before} -> {e.after}"
+        change = "" if e.action in ("add", "hard_delete") else f" {shown(e.before)} -> {shown(e.after)}"
         click.echo(f"  #{e.id} {e.at:%Y-%m-%d %H:%M} {e.actor}: {e.action}{change}{' (' + e.note + ')' if e.note else ''}")
 
 

@@ -55,10 +55,13 @@ class Hit:
     score: float
     components: dict[str, float]
     rank: int = 0
+    # The id of a memory this one contradicts, when an operator chose to keep both: recall then
+    # returns the pair together and format_for_prompt states the contradiction with both dates.
+    conflict_with: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "score": self.score, "components": dict(self.components),
-                "memory": self.memory.to_dict()}
+                "memory": self.memory.to_dict(), "conflict_with": self.conflict_with}
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,55 @@ class Event:
     before: dict | None
     after: dict | None
     note: str | None = None
+    group_id: int | None = None  # events of one operation share it; undo_group reverses them all
+    undone_by: int | None = None  # the group of the undo that reversed this event
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two live memories of one namespace that disagree, and what became of it."""
+
+    id: int
+    namespace: str
+    a: Memory  # the older of the two
+    b: Memory
+    kind: str
+    evidence: str
+    confidence: float
+    suggestion: str
+    path: str  # "rules" or "llm": what decided it is a conflict
+    status: str  # open, resolved, acknowledged, dismissed
+    resolution: str | None
+    detected_at: datetime
+    resolved_at: datetime | None = None
+    group_id: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["a"], out["b"] = self.a.to_dict(), self.b.to_dict()
+        for key in ("detected_at", "resolved_at"):
+            if out[key] is not None:
+                out[key] = out[key].isoformat()
+        return out
+
+
+@dataclass(frozen=True)
+class MergeRecord:
+    """One merge: the new memory, its members, and whether it was undone."""
+
+    id: int
+    namespace: str
+    merged_id: int
+    member_ids: tuple[int, ...]
+    path: str | None
+    detail: str | None
+    group_id: int
+    created_at: datetime
+    undone_at: datetime | None = None
+
+
+CONFLICT_STATUSES = ("open", "resolved", "acknowledged", "dismissed")
+RESOLUTIONS = ("newer_wins", "explicit_wins", "keep_both", "edit", "dismiss")
 
 
 @dataclass
@@ -197,10 +249,28 @@ def format_for_prompt(hits: Iterable[Hit], now: Any = None, header: str = "Relev
     if not hits:
         return ""
     now_dt = parse_time(now, "now") or datetime.now(timezone.utc)
+    by_id = {h.memory.id: h for h in hits}
     lines = [header]
+    done: set[int] = set()
     for hit in hits:
         m = hit.memory
-        when = f"{humanize_age(m.created_at, now_dt)} ({m.created_at.day} {m.created_at:%b %Y})"
+        if m.id in done:
+            continue
+        other = by_id.get(hit.conflict_with) if hit.conflict_with is not None else None
+        if other is not None:
+            # A visible contradiction beats a silent pick: say both, oldest first, with dates.
+            first, second = sorted((hit, other), key=lambda h: (h.memory.created_at, h.memory.id))
+            done.update((first.memory.id, second.memory.id))
+            lines.append(
+                f"- Contradiction (both kept): on {_day(first.memory.created_at)} you said "
+                f"\"{first.memory.text}\"; on {_day(second.memory.created_at)}, \"{second.memory.text}\""
+            )
+            continue
+        when = f"{humanize_age(m.created_at, now_dt)} ({_day(m.created_at)})"
         kind = "" if m.kind == "explicit" else " [inferred]"
         lines.append(f"- {when}, relevance {hit.score:.2f}{kind}: {m.text}")
     return "\n".join(lines)
+
+
+def _day(dt: datetime) -> str:
+    return f"{dt.day} {dt:%b %Y}"

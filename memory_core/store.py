@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from .errors import BankLockedError, BankReadOnlyError, CorruptBankError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MEMORY_COLUMNS = (
     "id", "namespace", "text", "kind", "category", "importance", "created_at", "updated_at",
@@ -80,6 +80,33 @@ _MIGRATIONS: dict[int, list[str]] = {
             created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP NOT NULL
         )""",
         "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMP NOT NULL)",
+    ],
+    # Curation: operations that change several memories at once are undone as a whole (group_id);
+    # contradictions, merges and maintenance runs are recorded.
+    2: [
+        "ALTER TABLE events ADD COLUMN group_id BIGINT",
+        "ALTER TABLE events ADD COLUMN undone_by BIGINT",
+        """CREATE TABLE conflicts (
+            id BIGINT PRIMARY KEY, namespace VARCHAR NOT NULL, a_id BIGINT NOT NULL, b_id BIGINT NOT NULL,
+            kind VARCHAR, evidence VARCHAR, confidence DOUBLE, suggestion VARCHAR, path VARCHAR,
+            status VARCHAR NOT NULL,      -- open, resolved, acknowledged, dismissed
+            resolution VARCHAR, detected_at TIMESTAMP NOT NULL, resolved_at TIMESTAMP, resolved_by VARCHAR,
+            group_id BIGINT               -- the operation that resolved it (undo reverses that group)
+        )""",
+        # Rows removed outright (undoing a merge removes the merged memory): other processes drop
+        # them from their indexes by change sequence, as they do for changed rows.
+        "CREATE TABLE removed_memories (id BIGINT NOT NULL, namespace VARCHAR NOT NULL, seq BIGINT NOT NULL)",
+        """CREATE TABLE merges (
+            id BIGINT PRIMARY KEY, namespace VARCHAR NOT NULL, merged_id BIGINT NOT NULL,
+            member_ids BIGINT[] NOT NULL, path VARCHAR, detail VARCHAR, group_id BIGINT NOT NULL,
+            created_at TIMESTAMP NOT NULL, undone_at TIMESTAMP
+        )""",
+        """CREATE TABLE maintenance_runs (
+            id BIGINT PRIMARY KEY, started_at TIMESTAMP NOT NULL, finished_at TIMESTAMP, actor VARCHAR,
+            dry_run BOOLEAN NOT NULL, plan VARCHAR, report VARCHAR
+        )""",
+        "INSERT INTO meta VALUES ('next_group_id', '1'), ('next_conflict_id', '1'), ('next_merge_id', '1'), "
+        "('next_run_id', '1')",
     ],
 }
 
@@ -274,7 +301,7 @@ class Store:
             for stmt in _MIGRATIONS[v]:
                 con.execute(stmt)
             con.execute("INSERT INTO schema_migrations VALUES (?, ?)", [v, now])
-        if version == 0:
+        if version == 0:  # the meta rows of version 1 (later versions add theirs in their migration)
             for key, value in {
                 "embedding_model": model, "embedding_dim": "", "change_seq": "0", "next_id": "1",
                 "next_event_id": "1", "next_retrieval_id": "1", "active_preset": "default",
@@ -348,7 +375,8 @@ class Store:
 
     @staticmethod
     def log_events(con: Connection, actor: str, action: str, memory_ids: list[int],
-                   befores: list[dict | None], afters: list[dict | None], at: datetime) -> None:
+                   befores: list[dict | None], afters: list[dict | None], at: datetime,
+                   group: int | None = None) -> None:
         """Log one event per memory in bulk (an import of 100k memories writes 100k events)."""
         n = len(memory_ids)
         if not n:
@@ -363,21 +391,25 @@ class Store:
             "before": pa.array([dump(b) for b in befores], pa.string()),
             "after": pa.array([dump(a) for a in afters], pa.string()),
             "note": pa.array([None] * n, pa.string()),
+            "group_id": pa.array([group] * n, pa.int64()),
         })
         con.register("_events", table)
         try:
-            con.execute("INSERT INTO events SELECT * FROM _events")
+            con.execute("INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, "
+                        "group_id) SELECT * FROM _events")
         finally:
             con.unregister("_events")
 
     @staticmethod
     def log_event(con: Connection, actor: str, action: str, memory_id: int | None,
-                  before: dict | None, after: dict | None, at: datetime, note: str | None = None) -> int:
+                  before: dict | None, after: dict | None, at: datetime, note: str | None = None,
+                  group: int | None = None) -> int:
         eid = Store.take_ids(con, "next_event_id", 1)
         con.execute(
-            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [eid, to_naive_utc(at), actor, action, memory_id,
              None if before is None else json.dumps(before, default=str, ensure_ascii=False),
-             None if after is None else json.dumps(after, default=str, ensure_ascii=False), note],
+             None if after is None else json.dumps(after, default=str, ensure_ascii=False), note, group],
         )
         return eid

@@ -205,8 +205,8 @@ def test_show_lists_the_history_of_add_update_forget_and_restore(bank_file: Path
 
     data = show_json(bank_file, mid)
     assert [e["action"] for e in data["history"]] == ["add", "update", "forget", "restore"]
-    assert data["history"][1]["before"] == {"importance": 0.5}
-    assert data["history"][1]["after"] == {"importance": 0.9}
+    assert data["history"][1]["before"]["importance"] == 0.5
+    assert data["history"][1]["after"]["importance"] == 0.9
 
 
 def test_forget_archives_restore_brings_back(bank_file: Path, food_bank: dict[str, int]) -> None:
