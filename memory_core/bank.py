@@ -14,8 +14,7 @@ import os
 import shutil
 import threading
 import time
-from collections import Counter
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
@@ -30,7 +29,7 @@ from .errors import (
 from .index import NamespaceIndex, namespace_key, tokenize
 from .models import (
     CATEGORIES, CONFLICT_STATUSES, KINDS, RESOLUTIONS, STATUSES, Conflict, Event, Hit, ImportReport, Memory,
-    MergeRecord, check_choice, check_importance, check_namespace, check_text, parse_time,
+    MergeRecord, Profile, check_choice, check_importance, check_namespace, check_text, parse_time,
 )
 from .scoring import PRESETS, ScoringParams, blend, tier_of, top_k
 from .store import MEMORY_COLUMNS, Store, content_hash, to_aware, to_naive_utc, utcnow
@@ -81,6 +80,7 @@ class MemoryBank:
         # Pairs an operator chose to keep both of, by memory id (None: to be read from the store).
         self._acknowledged: dict[int, set[int]] | None = None
         self.gate = gate_mod.Gate()
+        self.llm: Any = None  # an LLM client, when configured with use_llm()
         self.closed = False
 
     # -- opening and closing -------------------------------------------------------------------
@@ -841,36 +841,7 @@ class MemoryBank:
         if not hard:
             self._apply(mid, {"status": "archived"}, "forget", require_status=("active",), note=reason)
             return
-        with self._session() as con:
-            before = self._get(con, mid)
-            if before.status == "deleted":
-                raise StateError(f"memory {mid} is already hard-deleted")
-            seq = Store.next_seq(con)
-            con.execute(
-                "UPDATE memories SET text = NULL, embedding = NULL, source = NULL, status = 'deleted', "
-                "seq = ?, updated_at = ? WHERE id = ?", [seq, to_naive_utc(utcnow()), mid])
-            # The history must not keep what was forgotten: scrub texts from earlier events.
-            for eid, b, a in con.execute("SELECT id, before, after FROM events WHERE memory_id = ?", [mid]).fetchall():
-                con.execute("UPDATE events SET before = ?, after = ? WHERE id = ?",
-                            [_scrub(b), _scrub(a), eid])
-            Store.log_event(con, self.actor, "hard_delete", mid,
-                            {"id": mid, "content_hash": before.content_hash, "status": before.status},
-                            {"id": mid, "status": "deleted"}, utcnow(), None)
-        with self._lock:
-            self._store.compact()
-            self._signature = self._store.signature()
-        self._synced_seq = seq
-        self._memories.pop(mid, None)
-        for idx in self._indexes.values():
-            idx.seq = seq
-            idx.remove(mid)
-        # The cached BM25 file holds the memory's words: rewrite it now, or drop it for a rebuild.
-        idx = self._indexes.get(before.namespace)
-        if idx is not None:
-            self._save_index(idx)
-        else:
-            for f in self.index_folder.glob(namespace_key(before.namespace) + ".*"):
-                f.unlink(missing_ok=True)
+        self.forget_many([mid], hard=True, reason=reason)
 
     def restore(self, memory_id: int) -> Memory:
         """Bring an archived (soft-deleted) memory back into recall."""
@@ -976,6 +947,138 @@ class MemoryBank:
 
         group, _, _ = self._change(changes, "undo", removals=removals, extra=revert, note=f"undo group {gid}")
         return group
+
+    def live_vectors(self, namespace: str) -> tuple[np.ndarray, np.ndarray]:
+        """Ids and unit vectors of a namespace's live memories (copies), for clustering and for
+        finding conflict candidates without scanning other namespaces."""
+        check_namespace(namespace)
+        with self._session(write=False) as con:
+            idx = self._ns_index(con, namespace)
+        if idx is None:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, self.dim or 0), dtype=np.float32)
+        return idx.ids[: idx.n].copy(), idx.emb[: idx.n].copy()
+
+    def forget_many(self, ids: Iterable[int], *, hard: bool = False, reason: str | None = None) -> int | None:
+        """Forget several memories as one operation (soft: archived, undoable with ``undo_group``;
+        hard: erased, with one rewrite of the file for all of them). Returns the operation's group
+        id (None when ``ids`` is empty)."""
+        if isinstance(ids, (str, bytes)):
+            raise ValidationError("ids must be a list of memory ids")
+        member_ids = sorted({self._check_id(i) for i in ids})
+        if not member_ids:
+            return None
+        if not hard:
+            group, _, _ = self._change({mid: {"status": "archived"} for mid in member_ids}, "forget",
+                                       require_status=("active",), note=reason)
+            return group
+        with self._session() as con:
+            befores = self._get_rows(con, member_ids)
+            gone = [m for m in befores.values() if m.status == "deleted"]
+            if gone:
+                raise StateError(f"memory {gone[0].id} is already hard-deleted")
+            group = Store.take_ids(con, "next_group_id", 1)
+            seq = Store.next_seq(con)
+            con.execute(
+                "UPDATE memories SET text = NULL, embedding = NULL, source = NULL, status = 'deleted', "
+                "seq = ?, updated_at = ? WHERE id IN (SELECT unnest(?))", [seq, to_naive_utc(utcnow()), member_ids])
+            # The history must not keep what was forgotten: scrub texts from earlier events.
+            for eid, b, a in con.execute("SELECT id, before, after FROM events WHERE memory_id IN (SELECT unnest(?))",
+                                         [member_ids]).fetchall():
+                con.execute("UPDATE events SET before = ?, after = ? WHERE id = ?", [_scrub(b), _scrub(a), eid])
+            Store.log_events(con, self.actor, "hard_delete", member_ids,
+                             [{"id": m.id, "content_hash": m.content_hash, "status": m.status}
+                              for m in (befores[i] for i in member_ids)],
+                             [{"id": i, "status": "deleted"} for i in member_ids], utcnow(), group)
+        with self._lock:
+            self._store.compact()
+            self._signature = self._store.signature()
+        self._synced_seq = seq
+        for mid in member_ids:
+            self._memories.pop(mid, None)
+            for idx in self._indexes.values():
+                idx.remove(mid)
+        # The cached BM25 files hold the memories' words: rewrite them now, or drop them for a rebuild.
+        for ns in {m.namespace for m in befores.values()}:
+            idx = self._indexes.get(ns)
+            if idx is not None:
+                idx.seq = seq
+                self._save_index(idx)
+            else:
+                for f in self.index_folder.glob(namespace_key(ns) + ".*"):
+                    f.unlink(missing_ok=True)
+        return group
+
+    def expiry_candidates(self, *, now: Any = None, older_than_days: float, below_importance: float,
+                          unused_days: float, namespace: str | None = None) -> list[Memory]:
+        """Live, unpinned memories created more than ``older_than_days`` before ``now``, with importance
+        under ``below_importance``, not recalled for ``unused_days`` (or never): what expiry removes."""
+        now_dt = parse_time(now, "now") or utcnow()
+        for name, value in (("older_than_days", older_than_days), ("unused_days", unused_days)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise ValidationError(f"{name} must be a number of days >= 0")
+        check_importance(below_importance)
+        created_before = to_naive_utc(now_dt) - timedelta(days=older_than_days)
+        used_before = to_naive_utc(now_dt) - timedelta(days=unused_days)
+        where = ("status = 'active' AND NOT pinned AND created_at < ? AND importance < ? "
+                 "AND (last_accessed_at IS NULL OR last_accessed_at < ?)")
+        params: list[Any] = [created_before, float(below_importance), used_before]
+        if namespace is not None:
+            where += " AND namespace = ?"
+            params.append(check_namespace(namespace))
+        with self._session(write=False) as con:
+            return [_memory_from_row(r) for r in Store.fetch_rows(con, where, params, order="created_at, id").to_pylist()]
+
+    def usage_summary(self, namespace: str | None = None) -> dict[str, Any]:
+        """Totals a maintenance report carries: live memories, average access count, never recalled."""
+        where, params = ("status = 'active'" + (" AND namespace = ?" if namespace else ""),
+                         [check_namespace(namespace)] if namespace else [])
+        with self._session(write=False) as con:
+            total, avg, never = con.execute(
+                f"SELECT count(*), coalesce(avg(access_count), 0), count(*) FILTER (WHERE access_count = 0) "
+                f"FROM memories WHERE {where}", params).fetchone()
+        return {"active": int(total), "average_access_count": round(float(avg), 3), "never_accessed": int(never)}
+
+    def record_maintenance_run(self, *, started_at: datetime, dry_run: bool, plan: dict[str, Any],
+                               report: dict[str, Any]) -> int:
+        """Log a maintenance run (dry or real) with its plan and report; returns its id."""
+        with self._session() as con:
+            rid = Store.take_ids(con, "next_run_id", 1)
+            con.execute("INSERT INTO maintenance_runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [rid, to_naive_utc(started_at), to_naive_utc(utcnow()), self.actor, dry_run,
+                         json.dumps(plan, default=str), json.dumps(report, default=str, ensure_ascii=False)])
+        return rid
+
+    def maintenance_runs(self, limit: int = 20, include_dry_runs: bool = True) -> list[dict[str, Any]]:
+        """Past maintenance runs, newest first, with their plans and reports."""
+        where = "" if include_dry_runs else "WHERE NOT dry_run"
+        with self._session(write=False) as con:
+            rows = con.sql(f"SELECT * FROM maintenance_runs {where} ORDER BY id DESC LIMIT {int(limit)}"
+                           ).to_arrow_table().to_pylist()
+        for r in rows:
+            r["started_at"], r["finished_at"] = to_aware(r["started_at"]), to_aware(r["finished_at"])
+            r["plan"], r["report"] = json.loads(r["plan"] or "{}"), json.loads(r["report"] or "{}")
+        return rows
+
+    def use_llm(self, client: Any) -> None:
+        """Use an LLM client (memory_core.llm) for the recall gate's judge and as the default for
+        curation that can use one; ``None`` goes back to rules only."""
+        self.llm = client
+        self.gate = gate_mod.Gate(judge=gate_mod.LLMJudge(client) if client is not None else None)
+
+    def profile(self, namespace: str, *, limit: int = 12, min_importance: float = 0.6) -> Profile:
+        """The core of what the bank knows about a namespace: its most important live memories on
+        identity, work, skills, goals and standing preferences. Superseded, merged and expired
+        memories are not live, so the profile follows curation and maintenance by itself."""
+        check_namespace(namespace)
+        check_importance(min_importance)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValidationError("limit must be a whole number >= 1")
+        with self._session(write=False) as con:
+            rows = Store.fetch_rows(
+                con, "namespace = ? AND status = 'active' AND category IN ('profile', 'goal', 'preference') "
+                "AND importance >= ?", [namespace, float(min_importance)],
+                order="importance DESC, created_at DESC, id", limit=limit).to_pylist()
+        return Profile(namespace, [_memory_from_row(r) for r in rows])
 
     # -- conflicts ---------------------------------------------------------------------------
 
@@ -1128,14 +1231,9 @@ class MemoryBank:
                 raise StateError(f"memory {m.id} is {m.status}; only live memories can be merged")
         ms = [members[i] for i in member_ids]
         text = check_text(text) if text is not None else merge_mod.extractive_merge([m.text for m in ms])
-        categories = Counter(m.category for m in ms)
-        top = max(ms, key=lambda m: (m.importance, m.created_at))
-        category = max(categories, key=lambda c: (categories[c], c == top.category))
         last = [m.last_accessed_at for m in ms if m.last_accessed_at is not None]
         row = self._normalize_row({
-            "text": text, "namespace": ms[0].namespace, "importance": max(m.importance for m in ms),
-            "kind": "explicit" if any(m.kind == "explicit" for m in ms) else "inferred", "category": category,
-            "created_at": max(m.created_at for m in ms), "access_count": sum(m.access_count for m in ms),
+            "text": text, "namespace": ms[0].namespace, **merge_mod.merged_fields(ms),
             "last_accessed_at": max(last) if last else None, "source": "merge",
             "pinned": any(m.pinned for m in ms)}, utcnow())
         with self._session() as con:

@@ -24,9 +24,9 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Final
+from typing import Any, Final
 
-from .errors import ValidationError
+from .errors import LLMError, ValidationError
 
 __all__ = ["RULES", "Gate", "GateDecision", "explain_rules", "should_recall"]
 
@@ -845,3 +845,44 @@ def explain_rules() -> list[dict]:
         }
         for rule in (*_POSITIVE_RULES, *_NO_MEMORY_RULES)
     ]
+
+
+_JUDGE_PROMPT = (
+    "You decide whether an assistant should look up its long-term memory of this user before "
+    "answering the user's message. Recall when the message refers to earlier conversations, the "
+    "user's preferences, plans, decisions, people or things in their life, or asks for a "
+    "personalised recommendation. Do not recall for general knowledge, small talk, or a new topic "
+    "that needs nothing personal. Answer as JSON: {\"recall\": true|false, \"reason\": \"...\"}."
+)
+
+
+class LLMJudge:
+    """The gate's LLM judge: yes/no with a reason, asked only for turns no rule decides.
+
+    Answers are cached per normalized query (an agent often sees the same turn again), so the
+    model is asked once per distinct turn. A reply that is not the expected JSON raises, and the
+    gate then falls back to its default with the reason.
+    """
+
+    def __init__(self, client: Any, cache_size: int = 1024) -> None:
+        self.client = client
+        self.cache_size = cache_size
+        self._cache: dict[str, GateDecision] = {}
+
+    def __call__(self, query: str) -> GateDecision:
+        key = _normalise(query)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        reply = self.client.chat_json(
+            [{"role": "system", "content": _JUDGE_PROMPT}, {"role": "user", "content": query}],
+            schema_hint='{"recall": true, "reason": "..."}',
+        )
+        if not isinstance(reply, dict) or not isinstance(reply.get("recall"), bool):
+            raise LLMError(f"the gate judge answered {str(reply)[:120]!r}, not {{\"recall\": true|false, ...}}")
+        reason = str(reply.get("reason") or ("judge decided to recall" if reply["recall"] else "judge said no"))
+        decision = GateDecision(reply["recall"], f"LLM judge: {reason[:300]}", "llm.judge", "llm")
+        if len(self._cache) >= self.cache_size:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[key] = decision
+        return decision

@@ -123,6 +123,27 @@ class MergeRecord:
     undone_at: datetime | None = None
 
 
+@dataclass(frozen=True)
+class Profile:
+    """A namespace's core memories, grouped for a prompt: who they are, what they want, what they like."""
+
+    namespace: str
+    memories: list[Memory]
+
+    SECTIONS = (("profile", "About"), ("goal", "Goals"), ("preference", "Preferences"))
+
+    def sections(self) -> dict[str, list[Memory]]:
+        return {title: [m for m in self.memories if m.category == cat] for cat, title in self.SECTIONS}
+
+    def text(self) -> str:
+        """Markdown-free lines ready for a system prompt; empty when nothing is known."""
+        lines = []
+        for title, ms in self.sections().items():
+            if ms:
+                lines.append(f"{title}: " + "; ".join(m.text for m in ms))
+        return "\n".join(lines)
+
+
 CONFLICT_STATUSES = ("open", "resolved", "acknowledged", "dismissed")
 RESOLUTIONS = ("newer_wins", "explicit_wins", "keep_both", "edit", "dismiss")
 
