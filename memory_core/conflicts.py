@@ -1,0 +1,1669 @@
+"""Contradiction detection between two memories: the decision part, as pure functions.
+
+The caller (MemoryBank) finds candidate pairs with the dense index: two live memories of one
+namespace whose cosine similarity falls in a band, i.e. memories already known to be about the
+same topic. This module only decides, for one such pair, whether they CONTRADICT and how an
+operator (or an automatic policy) should resolve it. Nothing here touches the database.
+
+Two judges produce the same :class:`Verdict`:
+
+* :func:`judge_rules`: cheap multilingual rules (English, Swedish, Chinese) in readable tables,
+  in the style of :mod:`memory_core.gate`. They look for
+
+  - a **polarity** flip: one memory negates what the other affirms about a shared topic word
+    ("Doesn't like maths" / "Finds maths fun now", "Gillar inte kaffe" / "Dricker kaffe varje
+    morgon nu", "每天跑步" / "不再跑步了"), or opposite words ("optional" / "mandatory");
+  - a **value change**: the same attribute with a new value ("Lives in Paris" / "Moved to
+    Berlin", "Works at Spotify" / "Now works at Klarna", "Uses SQLite for the side project" /
+    "Decided to move the side project to PostgreSQL", "住在杭州" / "搬到了上海"), or a number
+    next to the same words ("allows 3 users" / "allows 5 users since the pricing update");
+  - a **switch**: explicit change words in the newer memory (switched, changed, instead, used
+    to; bytt, istället, brukade; 改成, 换成, 以前) replacing what the older one said.
+
+  Paraphrases, refinements ("Likes coffee" / "Likes coffee with oat milk"), compatible facts and
+  pairs that are both negative ("Doesn't eat meat" / "Never eats pork") are not conflicts. The
+  rules prefer missing a conflict to inventing one (an invented one could overwrite a true
+  memory): a negation flip needs explicit evidence, and a changed number needs a change word.
+* :func:`judge_llm`: asks the configured OpenAI-compatible model for strict JSON and validates
+  it; :func:`judge` uses the LLM when one is configured and working, else the rules.
+
+Resolution policy (:func:`suggest`), following the design's principle "show conflicts; resolve
+only on a clear rule":
+
+1. no conflict -> ``keep_both`` (nothing to resolve; also what an operator should do when both
+   can be true in context);
+2. confidence below :data:`REVIEW_BELOW` -> ``review``;
+3. one explicit and one inferred memory -> ``explicit_wins`` (what the user said beats what the
+   agent concluded), unless the inferred one is more than :data:`MUCH_NEWER` newer than the
+   explicit one: the user may really have changed, so ``review``;
+4. both of the same kind, less than :data:`SAME_DAY` apart -> ``review`` (no reliable order);
+5. otherwise ``newer_wins`` (a direct contradiction: the newer statement is the current one).
+
+:func:`auto_resolution` says which of the two clear rules (:data:`AUTO_RULES`) an automatic
+policy may apply to a verdict; everything else is left to an operator. ``keep_both`` and
+``review`` are never applied automatically.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Final
+
+import numpy as np
+
+from .errors import LLMError, ValidationError
+from .gate import _PUNCT_MAP, _fold_chinese
+from .index import tokenize
+from .llm import LLMClient, with_fallback
+
+__all__ = [
+    "AUTO_RULES",
+    "KINDS",
+    "MUCH_NEWER",
+    "REVIEW_BELOW",
+    "SAME_DAY",
+    "SUGGESTIONS",
+    "MemoryView",
+    "Verdict",
+    "auto_resolution",
+    "judge",
+    "judge_llm",
+    "judge_rules",
+    "suggest",
+]
+
+# --------------------------------------------------------------------------- #
+# Public records
+# --------------------------------------------------------------------------- #
+
+MEMORY_KINDS: Final = ("explicit", "inferred")
+KINDS: Final = ("polarity", "value_change", "switch", "llm", "none")
+SUGGESTIONS: Final = ("newer_wins", "explicit_wins", "keep_both", "review")
+PATHS: Final = ("rules", "llm")
+AUTO_RULES: Final = ("newer_wins", "explicit_wins")
+"""The two clear rules an automatic policy may apply; keep_both and review need an operator."""
+
+REVIEW_BELOW: Final = 0.65
+"""A conflict verdict less sure than this is suggested for review, whatever the dates and kinds."""
+MUCH_NEWER: Final = timedelta(days=90)
+"""An inferred memory this much newer than the explicit one it contradicts is not overruled by it
+automatically: 90 days is where the design's warm tier ends, long enough for the user to change."""
+SAME_DAY: Final = timedelta(days=1)
+"""Memories of the same kind less than this apart have no trustworthy order (same conversation,
+import batches, clock skew), so "newer wins" is not a clear rule for them."""
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _utc(moment: datetime) -> datetime:
+    # Naive datetimes are taken as UTC (the store keeps UTC) so naive and aware ones compare.
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+@dataclass(frozen=True)
+class MemoryView:
+    """What a judge needs to know about one memory.
+
+    ``id``: the memory's id; ``text``: its statement; ``created_at``: when it was stored (naive
+    datetimes count as UTC); ``kind``: ``"explicit"`` (the user said it) or ``"inferred"`` (the
+    agent concluded it); ``importance``: 0..1. Invalid values raise ValidationError.
+    """
+
+    id: int
+    text: str
+    created_at: datetime
+    kind: str
+    importance: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, int) or isinstance(self.id, bool):
+            raise ValidationError(f"MemoryView.id must be an int, got {type(self.id).__name__}")
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise ValidationError(f"MemoryView.text must be a non-empty string (memory {self.id})")
+        if not isinstance(self.created_at, datetime):
+            raise ValidationError(
+                f"MemoryView.created_at must be a datetime, got {type(self.created_at).__name__} (memory {self.id})"
+            )
+        if self.kind not in MEMORY_KINDS:
+            raise ValidationError(
+                f"MemoryView.kind must be one of {', '.join(MEMORY_KINDS)}, got {self.kind!r} (memory {self.id})"
+            )
+        if not _is_number(self.importance) or not math.isfinite(self.importance) or not 0 <= self.importance <= 1:
+            raise ValidationError(f"MemoryView.importance must be a number in [0, 1], got {self.importance!r}")
+
+    @classmethod
+    def from_memory(cls, memory: Any) -> MemoryView:
+        """Build a view from a :class:`memory_core.models.Memory` (or anything with the same fields).
+
+        Raises ValidationError for a hard-deleted memory (its text is gone, there is nothing to judge).
+        """
+        if getattr(memory, "text", None) is None:
+            raise ValidationError(f"memory {getattr(memory, 'id', '?')} has no text (hard-deleted); it cannot be judged")
+        return cls(
+            id=memory.id, text=memory.text, created_at=memory.created_at, kind=memory.kind,
+            importance=float(memory.importance),
+        )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judge's answer for one pair of memories.
+
+    ``conflict``: whether they contradict. ``kind``: ``"polarity"`` (a negation flips),
+    ``"value_change"`` (same attribute, new value), ``"switch"`` (explicit change words),
+    ``"llm"`` (the model found a conflict of another kind) or ``"none"`` (exactly when there is no
+    conflict). ``evidence``: what disagrees, for a human. ``confidence``: 0..1, how sure the judge
+    is of ``conflict``. ``suggestion``: one of :data:`SUGGESTIONS` (see :func:`suggest`).
+    ``path``: ``"rules"`` or ``"llm"``, whichever decided.
+    """
+
+    conflict: bool
+    kind: str
+    evidence: str
+    confidence: float
+    suggestion: str
+    path: str
+
+    def __post_init__(self) -> None:
+        # Verdicts are shown to operators and may drive automatic resolution: refuse garbage early.
+        if not isinstance(self.conflict, bool):
+            raise ValidationError(f"Verdict.conflict must be a bool, got {type(self.conflict).__name__}")
+        if self.kind not in KINDS:
+            raise ValidationError(f"Verdict.kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if (self.kind == "none") == self.conflict:
+            raise ValidationError("Verdict.kind must be 'none' exactly when conflict is False")
+        if not isinstance(self.evidence, str):
+            raise ValidationError(f"Verdict.evidence must be a str, got {type(self.evidence).__name__}")
+        if not _is_number(self.confidence) or not math.isfinite(self.confidence) or not 0 <= self.confidence <= 1:
+            raise ValidationError(f"Verdict.confidence must be a number in [0, 1], got {self.confidence!r}")
+        if self.suggestion not in SUGGESTIONS:
+            raise ValidationError(f"Verdict.suggestion must be one of {', '.join(SUGGESTIONS)}, got {self.suggestion!r}")
+        if self.path not in PATHS:
+            raise ValidationError(f"Verdict.path must be 'rules' or 'llm', got {self.path!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict with keys conflict, kind, evidence, confidence, suggestion, path."""
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- #
+# Rule tables
+# --------------------------------------------------------------------------- #
+# Patterns run on NFKC-normalised, casefolded text with traditional Chinese folded to simplified
+# (as in gate.py), so they are lowercase and use simplified characters. Each table maps a
+# language to (label, pattern) rows; the label names the cue in evidence and for people reading.
+#
+# Polarity has three kinds of cue, so that two negatives can cancel:
+#   NEGATORS        turn a statement around: not, never, no longer, stopped, sold, 不, 不再, inte...
+#   NEGATIVE_WORDS  are a negative stance or a problem by themselves: hates, boring, struggles,
+#                   allergic, bug, too <adjective>, 讨厌, 枯燥, svårt...
+#   REMEDIES        only undo a problem: "the bug was fixed", "improved the slow import".
+# A negator just before a negative word ("doesn't mind", "no longer hates", "不再讨厌") and a remedy
+# next to one ("fixed the bug") cancel each other. A cue only counts within a few words of the
+# shared topic and in the same clause, so "Customers can't find where to change the VAT rate"
+# says nothing negative about "VAT rate".
+
+NEGATORS: dict[str, list[tuple[str, str]]] = {
+    "en": [
+        ("not", r"\bnot\b|n't\b|\bcannot\b"),
+        ("never", r"\bnever\b"),
+        ("no longer", r"\bno longer\b|\bno more\b"),
+        ("no", r"\bno\b(?! longer| more)|\bnone\b|\bwithout\b"),      # forward only: "no heavy ORM"
+        # "Stopped running" is a negation; "the bank feed stopped, usually because..." is an event.
+        ("stopped", r"\b(?:stop(?:s|ped|ping)?|quit(?:s|ting)?)\b(?=\s+[^\W\d_])"),
+        ("gave up", r"\b(?:gave|given|gives|giving) up\b|\bgot rid of\b|\bgave away\b"),
+        ("lost", r"\b(?:sold|stolen|lost)\b|\bwas stolen\b"),
+        ("undecided", r"\bundecided\b|\bunsure\b|\bnot sure\b|\bhesitant\b"),
+        ("uninstalled", r"\buninstall(?:ed|s)?\b|\bdeleted\b|\bcancel(?:l?ed|s)\b"),
+    ],
+    "sv": [
+        ("inte", r"\binte\b|\bej\b"),
+        ("aldrig", r"\baldrig\b"),
+        ("ingen", r"\bingen\b|\binget\b|\binga\b|\butan\b"),      # forward only
+        ("slutat", r"\bslut(?:at|ade|ar)\b(?=\s+[^\W\d_])|\b(?:gett|gav|givit|ger) upp\b|"
+                   r"\b(?:lagt|lade|la) av\b"),
+        ("sålt", r"\bsål(?:t|de)\b|\bstul(?:en|its)\b|\bstals\b|\btappa(?:t|de)\b"),
+        ("osäker", r"\bosäker\b|\btveksam\b|\bobestämd\b"),
+    ],
+    "zh": [
+        # 不 also starts words that negate nothing: 不错 (good), 不过 (but), 不少 (many), 不得不
+        # (must), 差不多 (about)...
+        ("不", r"(?<![差得])不(?!错|过|同|少|断|仅|久|管|但|得不|论|如|然|止)"),
+        ("没", r"没(?!错|关系|问题)"),
+        ("别", r"别(?!的|人|处|墅)"),
+        ("戒", r"戒(?:掉|了|烟|酒)"),
+        ("放弃", r"放弃|停止|停了|卸载|删掉|删除"),
+        ("卖了", r"卖(?:了|掉)|丢了|被偷"),
+        ("犹豫", r"犹豫|不确定|没决定"),
+    ],
+}
+
+NEGATIVE_WORDS: dict[str, list[tuple[str, str]]] = {
+    "en": [
+        ("hates", r"\bhat(?:e|es|ed|ing)\b|\bdislik(?:e|es|ed|ing)\b|\bdetest\w*|\bcan't stand\b"),
+        ("avoids", r"\bavoid(?:s|ed|ing)?\b|\bskip(?:s|ped|ping)?\b|\bleave (?:[\w'-]+ ){0,3}out\b"),
+        ("boring", r"\bbor(?:ing|ed)\b|\bdull\b|\btedious\b|\bfiddly\b|\bannoy\w*|\bfrustrat\w*"),
+        ("hard", r"\bhard\b|\bdifficult\w*|\bstruggl\w*|\bconfus\w*|\bmix(?:es|ed)? up\b|\bmixed up\b"),
+        ("stress", r"\bstress\w*|\banxious\b|\banxiety\b|\boverwhelm\w*|\bworr(?:y|ies|ied)\b|\bafraid\b|"
+                   r"\bscared\b|\bfears?\b|\btired of\b|\bfed up\b|\bsick of\b"),
+        ("bad", r"\bbad(?:ly)?\b|\bworse\b|\bworst\b|\bterrible\b|\bawful\b|\bpoor(?:ly)?\b|\bweak(?:er|est)?\b|"
+                r"\bwrong\b|\bslow(?:ly|er)?\b|\bbroken\b|\bfail(?:s|ed|ing|ure)?\b|\bkeeps? missing\b"),
+        ("problem", r"\bbugs?\b|\bproblems?\b|\bissues?\b|\berrors?\b|\bmistakes?\b|\bglitch\w*"),
+        ("allergic", r"\ballerg\w*|\bintoleran\w*"),
+        ("too", r"\btoo (?!much\b|many\b|\.|$)[^\W\d_]+|\btoo (?:much|many)\b(?=\s+\w)"),
+    ],
+    "sv": [
+        ("ogillar", r"\bogill(?:ar|ade|at)\b|\bhat(?:ar|ade|at)\b|\bundvik(?:er|it)\b|\bundvek\b|\bhoppar över\b"),
+        # Swedish compounds put intensifiers in front: "jättesvårt", "supertråkigt".
+        ("svårt", r"svår(?:t|a|are|ast)?\b|\bjobbig(?:t|a)?\b|\bkämpar\b|\bblandar ihop\b"),
+        ("tråkigt", r"tråkig(?:t|a)?\b|\bstress\w*|\borolig\w*|\brädd\b|\bnervös\w*"),
+        ("dålig", r"\bdålig(?:t|a)?\b|\bsämre\b|\bsämst\b|\blångsam\w*|\bfel\b|\bproblem\w*|\bbugg\w*"),
+        ("allergisk", r"\ballergi\w*|\bintolerant\w*|\böverkänslig\w*"),
+    ],
+    "zh": [
+        ("讨厌", r"讨厌|厌恶|受不了|反感"),
+        ("枯燥", r"枯燥|无聊|没意思|烦"),
+        ("难", r"(?<!困)难(?!忘|得)|困难|吃力|头疼|头痛|短板|弱|差(?!不多)|慢|卡在|起不来"),
+        ("怕", r"害?怕|焦虑|压力|紧张|担心"),
+        ("问题", r"问题|毛病|bug|故障|拖延"),
+        ("过敏", r"过敏|不耐受"),
+    ],
+}
+
+REMEDIES: dict[str, list[tuple[str, str]]] = {
+    "en": [("fixed", r"\bfix(?:ed|es)\b|\bresolv(?:ed|es)\b|\bsolv(?:ed|es)\b|\bimprov(?:ed|es)\b|\bovercame\b")],
+    "sv": [("fixat", r"\bfixa(?:t|de|d)\b|\blös(?:t|te)\b|\båtgärda(?:t|de)\b|\bförbättra(?:t|de)\b")],
+    "zh": [("修复", r"修复|修好|解决|改善|改进|克服")],
+}
+
+# Phrases built from negations that mean something positive: blanked before negation is looked for.
+NEGATED_POSITIVES: dict[str, list[tuple[str, str]]] = {
+    "en": [("can't get enough", r"\bcan't get enough of\b|\bnever misses\b|\bcan't wait\b|\bno problem\b|"
+                                r"\bnot bad\b|\bno doubt\b")],
+    "sv": [("kan inte få nog", r"\bkan inte få nog\b|\binte dåligt\b|\binga problem\b")],
+    "zh": [("无辣不欢", r"无.{1,2}不欢|没问题|不错")],
+}
+
+# Words that state a negative without a negator: "Is vegetarian" says "does not eat meat".
+# Each row: (label, pattern, topic words the negation is about). They count as negative words,
+# so "Is no longer vegetarian" comes out positive.
+IMPLIED_NEGATIONS: dict[str, list[tuple[str, str, str]]] = {
+    "en": [
+        # Everyday "vegetarian" excludes fish too; a pescatarian eats fish.
+        ("vegetarian", r"\bvegetarian\b", "meat fish"),
+        ("pescatarian", r"\bpescatarian\b", "meat"),
+        ("vegan", r"\bvegan\b", "meat fish dairy eggs milk cheese"),
+        ("teetotal", r"\bteetotal(?:ler)?\b|\bsober\b", "alcohol drinks"),
+        ("non-smoker", r"\bnon-?smoker\b", "smokes smoking"),
+    ],
+    "sv": [
+        ("vegetarian", r"\bvegetarian\b", "kött fisk"),
+        ("vegan", r"\bvegan\b", "kött fisk mjölk ost ägg"),
+        ("nykterist", r"\bnykterist\b|\bnykter\b", "alkohol dricker"),
+        ("icke-rökare", r"\bicke-?rökare\b", "röker röka"),
+    ],
+    "zh": [
+        ("素食", r"素食|吃素", "肉 鱼"),
+    ],
+}
+
+# Opposite words: one memory says A, the other B, about the same thing. Each row: (label A,
+# pattern A, label B, pattern B).
+ANTONYMS: dict[str, list[tuple[str, str, str, str]]] = {
+    "en": [
+        ("optional", r"\boptional\b", "mandatory", r"\bmandatory\b|\brequired\b|\bcompulsory\b|\bobligatory\b"),
+        ("enabled", r"\benabled\b|\bturned on\b", "disabled", r"\bdisabled\b|\bturned off\b"),
+        ("free", r"\bfree of charge\b|\bis free\b|\bfor free\b", "paid", r"\bpaid\b|\bcosts? extra\b"),
+        ("public", r"\bpublic\b", "private", r"\bprivate\b"),
+        ("single", r"\bsingle\b", "married", r"\bmarried\b|\bengaged\b|\bhusband\b|\bwife\b"),
+        ("allowed", r"\ballowed\b|\bpermitted\b", "forbidden", r"\bforbidden\b|\bprohibited\b|\bbanned\b"),
+        ("morning person", r"\bmorning person\b|\bearly bird\b", "night owl", r"\bnight owl\b"),
+        ("introvert", r"\bintrovert\w*", "extrovert", r"\bextrovert\w*"),
+    ],
+    "sv": [
+        ("valfri", r"\bvalfri(?:tt|a)?\b|\bfrivillig\w*", "obligatorisk", r"\bobligatorisk\w*|\bkrävs\b"),
+        ("singel", r"\bsingel\b", "gift", r"\bgift\b|\bförlovad\b"),
+        ("gratis", r"\bgratis\b|\bkostnadsfri\w*", "betald", r"\bbetal(?:d|t|as)\b|\bkostar\b"),
+        ("tillåten", r"\btillåt(?:en|et|na)\b", "förbjuden", r"\bförbjud(?:en|et|na)\b"),
+    ],
+    "zh": [
+        ("可选", r"可选|可以不", "必须", r"必须|强制|必选"),
+        ("免费", r"免费", "收费", r"收费|付费"),
+        ("单身", r"单身", "结婚", r"结婚|已婚|订婚"),
+        ("允许", r"允许", "禁止", r"禁止"),
+    ],
+}
+
+# Explicitly positive words. A polarity flip needs explicit evidence on the affirmative side (one
+# of these near the topic) unless the newer memory itself signals a change: a paraphrase that
+# merely lacks a negative word ("Finds German paperwork overwhelming" beside "German bureaucracy
+# stresses him out") is not a flip.
+POSITIVE_CUES: dict[str, list[tuple[str, str]]] = {
+    "en": [("likes", r"\blik(?:e|es|ed|ing)\b"), ("loves", r"\blov(?:e|es|ed|ing)\b"),
+           ("enjoys", r"\benjoy(?:s|ed|ing)?\b"), ("fun", r"\bfun\b|\binteresting\b|\bgreat\b|\bgood at\b"),
+           ("prefers", r"\bprefer(?:s|red)?\b"), ("fond of", r"\bfond of\b|\bkeen on\b|\binto\b"),
+           ("available", r"\bavailable\b|\bsupported\b|\bincluded\b|\bworks fine\b|\bconfident\b")],
+    "sv": [("gillar", r"\bgill(?:ar|ade|at)\b"), ("älskar", r"\bälsk(?:ar|ade|at)\b"),
+           ("tycker om", r"\btyck(?:er|te) om\b"), ("rolig", r"\brolig(?:t|a)?\b|\bkul\b"),
+           ("föredrar", r"\bföredr(?:ar|og)\b"), ("trivs", r"\btrivs\b|\bsäker(?:are)?\b|\bbra på\b"),
+           ("tillgänglig", r"\btillgänglig\w*|\bstöds\b|\bingår\b")],
+    "zh": [("喜欢", r"喜欢|喜爱|热爱|偏爱"), ("爱", r"爱"), ("有趣", r"有趣|好玩|有意思|不错"),
+           ("享受", r"享受"), ("支持", r"支持|可用|上线")],
+}
+# Words of opinion that are neither positive nor negative; kept out of the topic all the same.
+NEUTRAL_CUES: dict[str, list[tuple[str, str]]] = {
+    "en": [("finds", r"\bfind(?:s)?\b|\bthinks?\b|\bfeels?\b|\bsays?\b")],
+    "sv": [("tycker", r"\btycker\b|\bkänner\b|\btänker\b")],
+    "zh": [("觉得", r"觉得|感觉|认为")],
+}
+
+# Change words: the memory reports a change. Only the labels in SWITCH_LABELS make the generic
+# switch rule fire: "Started learning Swedish" does not replace "Takes Swedish classes", and a bare
+# "change" is as often a topic ("how to change the VAT rate") as a change.
+CHANGE_CUES: dict[str, list[tuple[str, str]]] = {
+    "en": [
+        ("switched", r"\bswitch(?:ed|es)\b"), ("changed", r"\bchanged\b"),
+        ("moved", r"\bmov(?:ed|es)\b|\brelocated\b"), ("migrated", r"\bmigrated\b"),
+        ("replaced", r"\breplaced\b|\bswapped\b"), ("instead", r"\binstead\b|\brather than\b"),
+        ("upgraded", r"\bupgraded\b|\bdowngraded\b|\brewrote\b|\brebuilt\b|\bported\b|\bredesigned\b"),
+        ("postponed", r"\bpostpon\w*|\bpushed\b|\bdelayed\b|\bbrought forward\b|\bextended\b|\btightened\b|"
+                      r"\braised\b|\blowered\b|\bcut down\b|\breduced\b|\bincreased\b"),
+        ("launched", r"\blaunch(?:ed|es)\b|\breleased\b|\bintroduced\b|\badded\b|\bshipped\b"),
+        ("decided", r"\bdecided\b|\bsigned up\b|\bregistered\b|\benrolled\b|\bbooked\b|\bcommitted\b"),
+        ("no longer", r"\bno longer\b|\bany ?more\b|\bany longer\b"),
+        ("stopped", r"\bstop(?:s|ped|ping)?\b|\bquit(?:s|ting)?\b|\b(?:gave|given|gives) up\b"),
+        ("started", r"\bstart(?:s|ed|ing)\b|\bbeg(?:an|un|ins)\b|\b(?:took|taken|takes) up\b"),
+        ("again", r"\bagain\b"),
+        # Losing something is a change event too ("His Brompton was stolen"). Finishing is not
+        # counted: "finished the half marathon" does not end "easy weeks after the half marathon".
+        ("lost", r"\b(?:sold|stolen|lost|got rid of|gave away|uninstall(?:ed|s)?|deleted|cancell?ed)\b"),
+    ],
+    "sv": [
+        ("bytt", r"\bbyt(?:t|te)\b"), ("flyttat", r"\bflytt(?:at|ade)\b"),
+        ("ändrat", r"\bändr(?:at|ade)\b"), ("istället", r"\bistället\b|\bi stället\b"),
+        ("gått över", r"\b(?:gått|gick) över\b|\bövergått\b|\buppgraderat\b"),
+        ("inte längre", r"\binte(?: [^\W\d_]+){0,3}? längre\b"),
+        ("slutat", r"\bslut(?:at|ade|ar)\b"), ("börjat", r"\börj(?:at|ade|ar)\b"), ("igen", r"\bigen\b"),
+        ("skjutit upp", r"\bskjut(?:it|er) upp\b|\bsköt upp\b|\bförläng\w*|\bhöj(?:t|de)\b|\bsänk(?:t|te)\b"),
+        ("lanserat", r"\blansera(?:t|de)\b|\bsläppt\b|\binför(?:t|de)\b"),
+        ("bestämt", r"\bbestäm(?:t|de)\b|\banmäl(?:t|de)\b|\bbokat\b"),
+        ("sålt", r"\bsål(?:t|de)\b|\bstul(?:en|its)\b|\bstals\b|\btappa(?:t|de)\b|\bavinstallera\w*"),
+    ],
+    "zh": [
+        ("改成", r"改成|换成|改为|换为|改用|换用|换到|转到|转而|改去|换了"), ("搬到", r"搬到|搬去|搬回"),
+        ("不再", r"不再"), ("开始", r"开始"), ("而不是", r"而不是"), ("戒", r"戒(?:掉|了)"),
+        ("推迟", r"推迟|提前|提高|降低|延长|调整"), ("卖了", r"卖(?:了|掉)|丢了|被偷|卸载|删掉"),
+        ("上线", r"上线|推出|发布"), ("决定", r"决定|报名|报了"),
+    ],
+}
+SWITCH_LABELS: Final = frozenset({"switched", "changed", "moved", "migrated", "replaced", "instead", "upgraded",
+                                  "bytt", "flyttat", "ändrat", "istället", "gått över", "改成", "搬到", "而不是"})
+
+# Weak change words: "now" often only stresses the present ("Now works remotely on Fridays").
+WEAK_CHANGE_CUES: dict[str, list[tuple[str, str]]] = {
+    "en": [("now", r"\bnow\b|\bnowadays\b|\bthese days\b|\bcurrently\b|\blately\b"),
+           ("new", r"\bnew\b|\bupdated?\b")],
+    "sv": [("nu", r"\bnu\b|\bnumera\b|\bnumer\b|\bnuförtiden\b"), ("ny", r"\bny(?:tt|a)?\b")],
+    "zh": [("现在", r"现在|目前|如今|已经|最近"), ("新", r"新的|换新|更新")],
+}
+
+# The whole memory is about the past ("Used to live in Manchester").
+PAST_CUES: dict[str, list[tuple[str, str]]] = {
+    "en": [("used to", r"\bused to\b|\bformerly\b|\bpreviously\b|\bin the past\b")],
+    "sv": [("brukade", r"\bbrukade\b|\btidigare\b|\bförut\b|\bförr\b")],
+    "zh": [("以前", r"^(?:我)?(?:以前|曾经|过去)")],
+}
+
+# Clause boundaries: a negation in one clause says nothing about a word in the next.
+CLAUSE_BREAKS: Final = (r"[;!?。，；！？]|[,.](?!\d)|\b(?:but|however|although|though|whereas|while|and)\b|"
+                        r"\b(?:men|och|utan att)\b|但是|但|不过|可是|而且|并且|以及|和")
+# What follows these is the dispreferred side ("would rather run outside than on a treadmill").
+DISPREFERRED: Final = (r"\b(?:than|rather than|instead of|over)\b|\b(?:hellre|snarare) än\b|"
+                       r"\b(?:istället|i stället) för\b|而不是|比起")
+# How many words (or Chinese characters) away from a topic word a polarity cue still counts.
+CUE_WINDOW: Final = 5
+# Negators that are determiners or prepositions reach only forward, to their noun: "without a
+# dictionary" says nothing about "read", "no heavy ORM" nothing about "SQL".
+FORWARD_ONLY: Final = frozenset({"no", "ingen"})
+
+# --- attribute templates ----------------------------------------------------
+# A value runs to the first qualifier ("Uses SQLite | for the side project"); residence values
+# keep "in" ("a flat in Paris") so that "Lives in a flat in Paris" still agrees with "Lives in Paris".
+_EN_CUT = (r"(?=\s+(?:in|at|for|on|as|with|since|because|after|before|during|when|instead|over|from|to|"
+           r"every|each|this|next|last|until|but|so|now|again|anymore|any more)\b|\s*[,;:.!?()](?!\d)|$)")
+_EN_RES_CUT = (r"(?=\s+(?:with|since|because|after|when|for|until|but|so|now|again|and)\b|"
+               r"\s*[,;:.!?()](?!\d)|$)")
+_SV_CUT = (r"(?=\s+(?:i|på|för|som|med|sedan|sen|eftersom|efter|när|istället|till|varje|nu|numera|igen|"
+           r"och|men)\b|\s*[,;:.!?()](?!\d)|$)")
+_SV_RES_CUT = r"(?=\s+(?:med|sedan|sen|eftersom|efter|när|för|och|men|nu|numera)\b|\s*[,;:.!?()](?!\d)|$)"
+_ZH_CUT = r"(?=[了的啦呢吧啊]*(?:$|[,.;:!?，。；：！？](?!\d)|和|跟|与|工作|上班|读书|生活|写|来))"
+
+# A point or colon between digits belongs to a number ("6.5", "8:00"), not to the punctuation.
+_NUM_SEP = r"(?<=\d)[.:,](?=\d)"
+_VAL = rf"(?:[^,;:.!?()]|{_NUM_SEP})+?"
+_EN_V = rf"(?P<v>{_VAL}){_EN_CUT}"
+_EN_RES_V = rf"(?P<v>{_VAL}){_EN_RES_CUT}"
+_SV_V = rf"(?P<v>{_VAL}){_SV_CUT}"
+_SV_RES_V = rf"(?P<v>{_VAL}){_SV_RES_CUT}"
+# Chinese values may hold Latin words with spaces ("一台 Windows 笔记本"); a leading measure
+# word ("一台", "一个") is not part of the value.
+_ZH_MEASURE = r"(?:[一两几]\s*[台个部辆家间只本件款]\s*)?"
+_ZH_V = rf"{_ZH_MEASURE}(?P<v>(?:[^,.;:!?，。；：！？]|{_NUM_SEP})+?){_ZH_CUT}"
+_EN_ADV = r"(?:(?:now|currently|still|also|actually|recently|just|finally|has|have|had|then|later)\s+)*"
+_SV_ADV = r"(?:(?:nu|numera|numer|fortfarande|också|har|hade|nyss|precis|just|äntligen|sedan)\s+)*"
+# Attributes with one value at a time. Not "goal": people have several (numbers in goals are
+# still compared by the numeric rule).
+_EN_HEADS = (r"budget|deadline|due date|salary|rent|name|birthday|hometown|main \w+|"
+             r"primary \w+|preferred \w+|go-to \w+|default \w+|favou?rite \w+")
+_SV_HEADS = r"budget(?:en)?|deadline(?:n)?|lönen|hyran|namnet|huvud\w+|favorit\w+"
+_ZH_HEADS = r"预算|截止日期|工资|房租|名字|最(?:喜欢|爱)的[^是]{1,6}"
+_EN_CHANGE_VERB = (r"(?:switch(?:ed|es|ing)?|chang(?:e|ed|es|ing)|mov(?:e|ed|es|ing)|migrat(?:e|ed|es|ing)|"
+                   r"convert(?:ed|s|ing)?|transition(?:ed|s)?|upgrad(?:e|ed|es)|downgrad(?:e|ed|es)|"
+                   r"pushed|postponed|raised|lowered|increased|reduced|extended|tightened|cut)")
+
+# Each row: (attribute, single-valued?, role, pattern). Roles: "current" (holds now), "target" (the
+# value after a change), "past" (the value before a change). A pattern may also name groups
+# "old" (a past value), "attr" (refines the attribute) and "obj" (context, kept out of the value).
+TEMPLATES: dict[str, list[tuple[str, bool, str, str]]] = {
+    "en": [
+        ("residence", True, "current",
+         rf"\b(?:lives|living|live|resides|residing|based|settled|staying) in {_EN_RES_V}"),
+        ("residence", True, "target",
+         rf"^{_EN_ADV}(?:moved|relocated|moving|relocating|moves) (?:back |over )?to {_EN_RES_V}"),
+        ("employer", True, "current",
+         rf"\b(?:works|working|work|employed|job|employee|intern|engineer|designer|researcher) "
+         rf"(?:at|for|with) {_EN_V}"),
+        ("employer", True, "target",
+         rf"\b(?:joined|(?:started|starting|got|took|accepted) (?:a |the )?(?:new )?(?:job|position|role|working) "
+         rf"(?:at|with|for)|new job at|hired (?:at|by)) {_EN_V}"),
+        ("tool", False, "current", rf"\b(?:uses|using|use) {_EN_V}"),
+        ("preference", True, "current", rf"\bprefer(?:s|red)? {_EN_V}"),
+        ("age", True, "current", r"\b(?P<v>\d{1,3}) (?:years?|yrs?) old\b"),
+        ("age", True, "target", r"\b(?:turned|turns|just turned) (?P<v>\d{1,3})\b"),
+        ("head", True, "current",
+         rf"\b(?P<attr>{_EN_HEADS})(?: for (?P<obj>[\w' -]+?))? (?:is|are|was|will be) {_EN_ADV}"
+         rf"(?:set (?:to|for) )?{_EN_RES_V}"),
+        ("head", True, "target",
+         rf"\b(?P<attr>{_EN_HEADS})(?: for (?P<obj>[\w' -]+?))? (?:was |has been |got |is |have been )?"
+         rf"{_EN_CHANGE_VERB}(?: back| forward| up| down)? to {_EN_RES_V}"),
+        ("switch", False, "target",
+         rf"\bfrom (?P<old>[^,;:.!?()]+?) to {_EN_V}"),
+        ("switch", False, "target",
+         rf"\b{_EN_CHANGE_VERB}(?P<obj>(?: (?!to\b|from\b)[\w'-]+){{0,4}}?)(?: over| back)? to (?!be\b){_EN_V}"),
+        ("switch", False, "target",
+         rf"\b(?:rewrote|rebuilt|ported|redid|redesigned)(?P<obj>(?: (?!in\b)[\w'-]+){{0,4}}?) "
+         rf"(?:in|with|using) {_EN_V}"),
+        ("switch", False, "target", rf"\breplac(?:ed|es|ing) (?P<old>[^,;:.!?()]+?) with {_EN_V}"),
+        ("switch", False, "past", rf"\b(?:instead of|rather than) (?P<v>[^,;:.!?()]+)"),
+    ],
+    "sv": [
+        ("residence", True, "current", rf"\b(?:bor|bosatt|boende) (?:i|på) {_SV_RES_V}"),
+        ("residence", True, "target",
+         rf"^{_SV_ADV}(?:flyttat|flyttade|flyttar|flytta) (?:hem |tillbaka )?till {_SV_RES_V}"),
+        ("employer", True, "current",
+         rf"\b(?:jobbar|arbetar|jobbade|arbetade|anställd|praktiserar) (?:{_SV_ADV})?(?:på|hos|för|vid) {_SV_V}"),
+        ("employer", True, "target",
+         rf"\b(?:(?:börjat|började|börjar) (?:jobba |arbeta )?|nytt jobb )(?:på|hos) {_SV_V}"),
+        ("tool", False, "current", rf"\b(?:använder|kör med) {_SV_V}"),
+        ("preference", True, "current", rf"\bföredr(?:ar|og) {_SV_V}"),
+        ("age", True, "current", r"\b(?:är|blev|fyllde|fyller) (?P<v>\d{1,3}) år\b"),
+        ("head", True, "current",
+         rf"\b(?P<attr>{_SV_HEADS})(?: för (?P<obj>[\w -]+?))? (?:är|var|blir) {_SV_ADV}{_SV_RES_V}"),
+        ("switch", False, "target", rf"\bfrån (?P<old>[^,;:.!?()]+?) till {_SV_V}"),
+        ("switch", False, "target",
+         rf"\b(?:byt(?:t|te|er|a)|gått över|gick över|övergått|ändr(?:at|ade|ar)|flytt(?:at|ade|ar|a)|"
+         rf"uppgraderat)"
+         rf"(?P<obj>(?: (?!till\b|från\b)[\w-]+){{0,3}}?) till {_SV_V}"),
+        ("switch", False, "target", rf"\bersatt (?P<old>[^,;:.!?()]+?) med {_SV_V}"),
+        ("switch", False, "past", r"\b(?:istället|i stället) för (?:att )?(?P<v>[^,;:.!?()]+)"),
+    ],
+    "zh": [
+        ("residence", True, "current", rf"(?:住在|定居在?|居住在|生活在){_ZH_V}"),
+        ("residence", True, "target", rf"(?:搬到|搬去|搬回|迁到|移居到?)了?{_ZH_V}"),
+        ("employer", True, "current",
+         r"在(?P<v>[^,.;:!?，。；：！？\s找想要做准备]{1,8}?)(?:工作|上班|任职|实习)"),
+        ("employer", True, "target",
+         r"(?:入职|跳槽到|加入)了?(?P<v>[^,.;:!?，。；：！？\s]{1,12}?)(?=$|[了的,.;:!?，。；：！？\s]|工作|上班)|"
+         r"(?:换到|转到|去|到)了?(?P<v2>[^,.;:!?，。；：！？\s]{1,12}?)(?:工作|上班|任职)"),
+        ("tool", False, "current", rf"^(?:现在|目前|平时|一直|主要)?(?:使用|在用|用){_ZH_V}"),
+        ("preference", True, "current", rf"(?:更喜欢|最喜欢|最爱|偏爱|偏好)(?!的){_ZH_V}"),
+        ("age", True, "current", r"(?P<v>\d{1,3})\s*岁"),
+        ("head", True, "current", rf"(?P<attr>{_ZH_HEADS})(?:是|为|定为|定在){_ZH_V}"),
+        ("head", True, "target", rf"(?P<attr>{_ZH_HEADS})(?:提高|降低|改|调整|推迟|提前)(?:到|为|成)了?{_ZH_V}"),
+        ("switch", False, "target",
+         rf"从(?P<old>[^,.;:!?，。；：！？]+?)(?:换|改|搬|转|切换)(?:成|到|为|去)了?{_ZH_V}"),
+        ("switch", False, "target", rf"(?:改成|换成|改为|换为|改用|换用|切换到|转到|换到|换了)了?{_ZH_V}"),
+        ("switch", False, "past", r"而不是(?P<v>[^,.;:!?，。；：！？]+)"),
+    ],
+}
+
+# Values that name a setting, not an attribute's value ("Works at home", "在家工作").
+GENERIC_VALUES: Final = frozenset({"home", "office", "work", "night", "weekend", "hemma", "jobbet", "kontoret",
+                                   "家", "公司", "家里"})
+# Words that carry no topic: auxiliaries and fillers that bm25s' short English list keeps.
+_TOPIC_FILLER: Final = frozenset({
+    "has", "have", "had", "doe", "does", "did", "doesn", "don", "didn", "isn", "wasn", "aren", "won", "can",
+    "is", "be", "been", "get", "got", "gets", "also", "just", "still", "only", "realli", "really", "veri", "very",
+    "all", "ani", "any", "want", "wants", "decid", "decided", "plan", "plans", "will", "would", "user", "think",
+    "feel", "thing", "lot", "much", "mani", "more", "after", "year", "week", "day", "month", "time", "usual",
+    "often", "alway", "always", "keep", "keeps", "most", "mostli",
+    "är", "har", "hade", "blir", "vill", "ska", "kan", "mycket", "också", "bara", "helt", "ganska",
+    "是", "了", "的", "在", "很", "也", "都", "就", "还", "会", "要", "想", "觉", "得", "觉得", "有", "天", "每", "每天",
+    "自己", "我们", "他们", "她们", "大家",
+})
+# A shared topic made only of these is too vague to carry a polarity flip with full confidence.
+_GENERIC_TOPIC: Final = frozenset({"work", "job", "jobb", "day", "morn", "even", "night", "home", "week",
+                                   "time", "peopl", "thing", "工作", "时间", "早上", "晚上"})
+_CJK_PARTICLES: Final = frozenset("了的是在很也都就还把被着吗呢吧啊")
+_VALUE_FILLER: Final = frozenset({
+    "the", "a", "an", "my", "his", "her", "their", "its", "our", "in", "on", "at", "to", "of", "and", "or", "some",
+    "en", "ett", "den", "det", "min", "mitt", "sin", "sitt", "sina", "och", "eller", "i", "på", "till",
+})
+_SV_MARKERS: Final = frozenset({
+    "och", "att", "är", "har", "inte", "jag", "med", "för", "till", "av", "om", "en", "ett", "den", "det", "som",
+    "bor", "nu", "varje", "på", "sig", "sin", "sitt", "gillar", "tycker", "aldrig", "numera", "igen", "hos",
+    "slutat", "börjat", "bytt", "flyttat", "istället", "längre", "brukade", "helgerna",
+})
+_SV_SUFFIXES: Final = ("arna", "erna", "orna", "heten", "ande", "ende", "ade", "are", "ast", "het",
+                       "en", "et", "ar", "er", "or", "at", "na", "a", "e")
+
+# Confidence levels, named so the policy thresholds can be read against them.
+_CONF_STRONG: Final = 0.9      # the newer memory names the older value as replaced ("from X to Y")
+_CONF_VALUE: Final = 0.85      # same single-valued attribute, different value
+_CONF_POLARITY: Final = 0.8    # negation flip about a specific shared topic
+_CONF_PAST: Final = 0.8        # the newer memory puts the older statement in the past ("used to")
+_CONF_NUMBER: Final = 0.75     # a number next to the same words changed
+_CONF_SWITCH: Final = 0.7      # change words plus a replaced topic, attribute not identified
+_CONF_WEAK: Final = 0.6        # something may have changed, but the rules cannot tell: review
+
+# --------------------------------------------------------------------------- #
+# Compilation
+# --------------------------------------------------------------------------- #
+
+
+def _compile_cues(table: Mapping[str, list[tuple[str, str]]]) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    # A pattern matching "" would fire on every memory; fail at import instead of misjudging silently.
+    rows = []
+    for _language, entries in table.items():
+        for label, pattern in entries:
+            regex = re.compile(pattern)
+            if regex.search("") is not None and not pattern.startswith("^"):
+                raise ValueError(f"cue {label!r}: pattern matches the empty string")
+            rows.append((label, regex))
+    return tuple(rows)
+
+
+_NEGATORS = _compile_cues(NEGATORS)
+_NEGATIVE_WORDS = _compile_cues(NEGATIVE_WORDS)
+_REMEDIES = _compile_cues(REMEDIES)
+_NEGATED_POSITIVES = _compile_cues(NEGATED_POSITIVES)
+_POS = _compile_cues(POSITIVE_CUES)
+_NEUTRAL = _compile_cues(NEUTRAL_CUES)
+_CHANGE = _compile_cues(CHANGE_CUES)
+_WEAK = _compile_cues(WEAK_CHANGE_CUES)
+_PAST = _compile_cues(PAST_CUES)
+_IMPLIED = tuple(
+    (label, re.compile(pattern), words)
+    for rows in IMPLIED_NEGATIONS.values() for label, pattern, words in rows
+)
+_ANTONYMS = tuple(
+    (label_a, re.compile(pattern_a), label_b, re.compile(pattern_b))
+    for rows in ANTONYMS.values() for label_a, pattern_a, label_b, pattern_b in rows
+)
+_TEMPLATES = tuple(
+    (attr, single, role, re.compile(pattern))
+    for rows in TEMPLATES.values() for attr, single, role, pattern in rows
+)
+_CLAUSE_BREAK = re.compile(CLAUSE_BREAKS)
+_DISPREFERRED = re.compile(DISPREFERRED)
+
+_WS = re.compile(r"\s+")
+_WORD = re.compile(r"[^\W_]+(?:['-][^\W_]+)*")
+_CJK_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
+# A unit is one Latin-script word or one Chinese character: the measure of "a few words away".
+_UNIT = re.compile(rf"[{_CJK_CLASS}]|[^\W_{_CJK_CLASS}]+(?:['-][^\W_{_CJK_CLASS}]+)*")
+_NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
+_NUMBER_IN_TEXT = re.compile(r"\d+(?:[.:,]\d+)*")
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
+
+
+# --------------------------------------------------------------------------- #
+# Parsing one memory
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class _Slot:
+    attr: str                 # what compatibility compares ("residence", "head:band favourit")
+    label: str                # what evidence shows ("residence", "favourite band")
+    single: bool
+    role: str                 # current | target | past
+    value: str                # as written (display spelling)
+    vtok: frozenset[str]
+    ctx: frozenset[str]
+
+
+@dataclass(frozen=True)
+class _Cue:
+    cls: str                  # "neg" | "val" | "fix" | "pos" | "chg" (a change word, strong or weak)
+    unit: int                 # index of its first unit
+    last: int                 # index of its last unit
+    text: str
+    forward: bool = False     # reaches only the words after it
+
+
+@dataclass
+class _Parsed:
+    display: str              # the user's spelling, whitespace collapsed (for quotes)
+    low: str                  # what patterns see
+    bare: str                 # low with every cue word blanked out (same offsets)
+    swedish: bool
+    units: list[tuple[int, int]]
+    segment: list[int]        # clause number of each unit
+    flipped: list[bool]       # whether each unit sits on the dispreferred side ("than ...")
+    cues: list[_Cue]
+    implied: list[tuple[int, frozenset[str]]]   # (unit, topic tokens) of implied negations
+    dispreferred: bool
+    change: list[str] = field(default_factory=list)      # labels of strong change cues
+    change_text: list[str] = field(default_factory=list)
+    weak: list[str] = field(default_factory=list)
+    past: bool = False
+    topic: frozenset[str] = frozenset()
+    slots: list[_Slot] = field(default_factory=list)
+    numbers: dict[str, frozenset[str]] = field(default_factory=dict)   # number -> neighbouring tokens
+    number_clause: dict[str, int] = field(default_factory=dict)        # number -> its clause
+
+
+def _prepare(text: str) -> tuple[str, str]:
+    display = _WS.sub(" ", unicodedata.normalize("NFKC", text).translate(_PUNCT_MAP)).strip()
+    low = _fold_chinese(display.casefold())
+    if len(low) != len(display):  # casefold changed lengths (ß -> ss): quote the folded text instead
+        display = low
+    return display, low
+
+
+def _looks_swedish(low: str) -> bool:
+    if re.search(r"[åäö]", low):
+        return True
+    return any(word in _SV_MARKERS for word in _WORD.findall(low))
+
+
+def _sv_stem(token: str) -> str:
+    # A light Swedish suffix strip on top of index.tokenize's English stemming, so that "röker" and
+    # "röka", "jobbar" and "jobbet" share a topic token.
+    for suffix in _SV_SUFFIXES:
+        if token.endswith(suffix) and len(token) - len(suffix) >= 2:
+            return token[: -len(suffix)]
+    return token
+
+
+def _tokens(text: str, swedish: bool) -> set[str]:
+    out: set[str] = set()
+    for token in tokenize(text):
+        if _CJK_CHAR.search(token):
+            # index.tokenize makes every character bigram; one that straddles a particle ("了上"
+            # in "搬到了上海") is not a word and would only invent shared topics.
+            if token not in _TOPIC_FILLER and not (len(token) == 2 and set(token) & _CJK_PARTICLES):
+                out.add(token)
+            continue
+        if _NUMBER.match(token):
+            continue  # numbers are compared by the numeric rule, not as topic words
+        token = _sv_stem(token) if swedish else token
+        if token not in _TOPIC_FILLER:
+            out.add(token)
+    return out
+
+
+def _value_tokens(value: str, swedish: bool) -> frozenset[str]:
+    """Tokens of an attribute value: like topic tokens, but stop words and numbers count ("in May")."""
+    out: set[str] = set()
+    for word in _WORD.findall(value):
+        if word in _VALUE_FILLER:
+            continue
+        if _CJK_CHAR.search(word):
+            out.update(t for t in tokenize(word) if t not in ("了", "的"))
+            continue
+        found = tokenize(word)
+        if not found:
+            found = [word]  # a stop word that is the value itself ("may", the month)
+        out.update(_sv_stem(t) if swedish else t for t in found)
+    return frozenset(out)
+
+
+def _blank(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    chars = list(text)
+    for start, end in spans:
+        for i in range(start, end):
+            chars[i] = " "
+    return "".join(chars)
+
+
+def _unit_at(units: list[tuple[int, int]], offset: int) -> int:
+    """Index of the unit containing (or first after) character ``offset``."""
+    for i, (start, end) in enumerate(units):
+        if offset < end:
+            return i
+    return max(len(units) - 1, 0)
+
+
+def _number_key(raw: str) -> str:
+    # "7.0" and "7" are the same number; "26:30" stays a time.
+    if re.fullmatch(r"\d+[.,]\d+", raw):
+        value = float(raw.replace(",", "."))
+        return f"{value:g}"
+    return raw
+
+
+def _parse(text: str) -> _Parsed:
+    display, low = _prepare(text)
+    swedish = _looks_swedish(low)
+    units = [m.span() for m in _UNIT.finditer(low)]
+
+    # Clauses and the dispreferred side of a comparison.
+    segment, flipped = [0] * len(units), [False] * len(units)
+    breaks = sorted([(m.start(), False) for m in _CLAUSE_BREAK.finditer(low)] +
+                    [(m.start(), True) for m in _DISPREFERRED.finditer(low)])
+    for i, (start, _end) in enumerate(units):
+        before = [flag for offset, flag in breaks if offset <= start]
+        segment[i] = len(before)
+        flipped[i] = bool(before) and before[-1]
+
+    cue_spans: list[tuple[int, int]] = []
+
+    def hits(cues: tuple[tuple[str, re.Pattern[str]], ...], source: str) -> list[tuple[str, re.Match[str]]]:
+        found = []
+        for label, regex in cues:
+            for match in regex.finditer(source):
+                if match.end() > match.start():
+                    found.append((label, match))
+                    cue_spans.append(match.span())
+        return found
+
+    # Idioms like "无辣不欢" are positive: hide them from the negation patterns.
+    polar = _blank(low, [m.span() for _, m in hits(_NEGATED_POSITIVES, low)])
+    cues: list[_Cue] = []
+    for cls, table in (("neg", _NEGATORS), ("val", _NEGATIVE_WORDS), ("fix", _REMEDIES)):
+        for label, match in hits(table, polar):
+            first, last = _unit_at(units, match.start()), _unit_at(units, match.end() - 1)
+            # Tables of several languages may match the same word ("allergic" is also sv "allergi…"):
+            # one word is one cue, or it could cancel a negator twice.
+            if any(c.cls == cls and c.unit <= last and first <= c.last for c in cues):
+                continue
+            cues.append(_Cue(cls, first, last, display[match.start():match.end()], label in FORWARD_ONLY))
+    implied: list[tuple[int, frozenset[str]]] = []
+    for _label, regex, words in _IMPLIED:
+        for match in regex.finditer(low):
+            unit = _unit_at(units, match.start())
+            if not any(c.cls == "val" and c.unit <= unit <= c.last for c in cues):
+                cues.append(_Cue("val", unit, unit, display[match.start():match.end()]))
+            implied.append((unit, frozenset(_tokens(words, swedish))))
+    for _label, match in hits(_POS, low):
+        cues.append(_Cue("pos", _unit_at(units, match.start()), _unit_at(units, match.end() - 1),
+                         display[match.start():match.end()]))
+    hits(_NEUTRAL, low)
+    change = hits(_CHANGE, low)
+    weak = hits(_WEAK, low)
+    for _label, match in change + weak:
+        cues.append(_Cue("chg", _unit_at(units, match.start()), _unit_at(units, match.end() - 1),
+                         display[match.start():match.end()]))
+    past = hits(_PAST, low)
+
+    bare = _blank(low, cue_spans)
+    topic = set(_tokens(bare, swedish))
+    for _unit, words in implied:
+        topic |= words
+
+    # Numbers with the words around them ("3 users", "总分 6.5"), years left out.
+    numbers: dict[str, frozenset[str]] = {}
+    number_clause: dict[str, int] = {}
+    for match in _NUMBER_IN_TEXT.finditer(low):
+        if _YEAR.match(match.group(0)):
+            continue
+        # Glued to a word it is a name ("Q1", "剑桥雅思12", "v2"); before 年/月/日/号 a date part.
+        if match.start() > 0 and (low[match.start() - 1].isalpha()):
+            continue
+        if re.match(r"\s*[年月日号]", low[match.end():]):
+            continue
+        unit = _unit_at(units, match.start())
+        near = [u for u in range(unit - 2, unit + 3)
+                if 0 <= u < len(units) and u != unit and segment[u] == segment[unit]]
+        words: set[str] = set()
+        for u in near:
+            piece = low[units[u][0]:units[u][1]]
+            if not piece[:1].isdigit():
+                # Units count here even where topic matching ignores them ("14 days", "2 hours").
+                words |= _value_tokens(piece, swedish)
+        # Chinese neighbours are single characters; add the bigram just before the number ("总分").
+        if unit >= 2 and all(_CJK_CHAR.match(low[units[u][0]]) for u in (unit - 2, unit - 1)):
+            words.add(low[units[unit - 2][0]] + low[units[unit - 1][0]])
+        key = _number_key(match.group(0))
+        numbers[key] = frozenset(words | numbers.get(key, frozenset()))
+        number_clause.setdefault(key, segment[unit])
+
+    parsed = _Parsed(
+        display=display, low=low, bare=bare, swedish=swedish, units=units, segment=segment,
+        flipped=flipped, cues=cues, implied=implied, dispreferred=any(flag for _, flag in breaks),
+        change=[label for label, _ in change],
+        change_text=[display[m.start():m.end()] for _, m in change],
+        weak=[display[m.start():m.end()] for _, m in weak],
+        past=bool(past), topic=frozenset(topic), numbers=numbers, number_clause=number_clause,
+    )
+    parsed.slots = _slots(parsed)
+    return parsed
+
+
+def _slots(p: _Parsed) -> list[_Slot]:
+    slots: list[_Slot] = []
+    for attr, single, role, regex in _TEMPLATES:
+        for match in regex.finditer(p.low):
+            groups = match.groupdict()
+            vgroup = "v" if groups.get("v") is not None else ("v2" if groups.get("v2") is not None else None)
+            if vgroup is None:
+                continue
+            name, label = attr, attr
+            if groups.get("attr"):
+                name = f"{attr}:{' '.join(sorted(_tokens(groups['attr'], p.swedish)))}"
+                label = p.display[match.start("attr"):match.end("attr")]
+            # Context: the memory outside the template match, plus the template's object, so that
+            # "Uses SQLite | for the side project" and "move the side project | to PostgreSQL"
+            # meet. Blanking (not subtracting tokens) keeps bigrams from straddling the value.
+            ctx_tokens = _tokens(_blank(p.bare, [match.span()]), p.swedish)
+            if groups.get("obj"):
+                ctx_tokens |= _tokens(groups["obj"], p.swedish)
+            # Single Chinese characters are too ambiguous to tell two contexts apart.
+            ctx = frozenset(t for t in ctx_tokens if not (len(t) == 1 and _CJK_CHAR.match(t)))
+            parts = [(vgroup, role)]
+            if groups.get("old"):
+                parts.append(("old", "past"))
+            for group, slot_role in parts:
+                tokens = _value_tokens(groups[group], p.swedish)
+                if not tokens or tokens <= GENERIC_VALUES:
+                    continue
+                start, end = match.span(group)
+                slots.append(_Slot(name, label, single, slot_role, p.display[start:end].strip(), tokens, ctx))
+    if p.past:
+        # "Used to live in Manchester": every value it states is a past value.
+        slots = [_Slot(s.attr, s.label, s.single, "past", s.value, s.vtok, s.ctx) for s in slots]
+    return slots
+
+
+# --------------------------------------------------------------------------- #
+# Polarity about a topic
+# --------------------------------------------------------------------------- #
+
+
+def _occurrences(p: _Parsed, shared: frozenset[str]) -> dict[int, set[str]]:
+    """Units of p that carry a shared topic token, with the tokens they carry."""
+    found: dict[int, set[str]] = {}
+    bigrams = {t for t in shared if len(t) == 2 and all(_CJK_CHAR.match(c) for c in t)}
+    for i, (start, end) in enumerate(p.units):
+        piece = p.bare[start:end]
+        if not piece.strip():
+            continue  # a cue word, not topic
+        if _CJK_CHAR.match(piece):
+            carried = set()
+            if i + 1 < len(p.units) and p.units[i + 1][0] == end:
+                pair = piece + p.bare[p.units[i + 1][0]:p.units[i + 1][1]]
+                if pair in bigrams:
+                    carried.add(pair)
+            if i > 0 and p.units[i - 1][1] == start:
+                pair = p.bare[p.units[i - 1][0]:p.units[i - 1][1]] + piece
+                if pair in bigrams:
+                    carried.add(pair)
+            if not bigrams and piece in shared:
+                carried.add(piece)
+        else:
+            carried = _tokens(piece, p.swedish) & shared
+        if carried:
+            found[i] = carried
+    for unit, words in p.implied:
+        if words & shared:
+            found.setdefault(unit, set()).update(words & shared)
+    return found
+
+
+def _negative_at(p: _Parsed, unit: int) -> tuple[bool, list[str]]:
+    """Whether the statement is negative at ``unit``, and the cue words that make it so."""
+    near = [c for c in p.cues if c.cls in ("neg", "val", "fix") and p.segment[c.unit] == p.segment[unit]
+            and min(abs(c.unit - unit), abs(c.last - unit)) <= CUE_WINDOW
+            and not (c.forward and c.unit > unit)]
+    cancelled: set[int] = set()
+    for i, cue in enumerate(near):
+        if cue.cls != "val" or i in cancelled:
+            continue
+        for j, other in enumerate(near):
+            if j in cancelled or j == i:
+                continue
+            # "doesn't mind", "no longer hates" (negator just before); "ogillar inte" (Swedish
+            # negator just after); "fixed the bug" / "the bug was fixed" (remedy on either side).
+            before = other.cls == "neg" and 0 <= cue.unit - other.last <= 3
+            after_sv = other.cls == "neg" and other.unit - cue.last == 1 and other.text.casefold() == "inte"
+            remedy = other.cls == "fix" and min(abs(other.unit - cue.last), abs(cue.unit - other.last)) <= 3
+            if before or after_sv or remedy:
+                cancelled |= {i, j}
+                break
+    live = [c for k, c in enumerate(near) if k not in cancelled and c.cls in ("neg", "val")]
+    negative = bool(live) != p.flipped[unit]
+    return negative, [c.text for c in live]
+
+
+def _near_cue(p: _Parsed, tokens: frozenset[str], classes: tuple[str, ...], window: int | None) -> bool:
+    """Whether a cue of one of ``classes`` sits in the clause of an occurrence of ``tokens``
+    (and within ``window`` units of it, when a window is given)."""
+    for unit in _occurrences(p, tokens):
+        for cue in p.cues:
+            if cue.cls not in classes or p.segment[cue.unit] != p.segment[unit]:
+                continue
+            if window is None or min(abs(cue.unit - unit), abs(cue.last - unit)) <= window:
+                return True
+    return False
+
+
+def _corrects(p: _Parsed, tokens: frozenset[str]) -> bool:
+    """Whether p negates a negative word next to the topic ("is not allergic to cats after all")."""
+    for unit in _occurrences(p, tokens):
+        negs = [c for c in p.cues if c.cls == "neg" and p.segment[c.unit] == p.segment[unit]]
+        vals = [c for c in p.cues if c.cls == "val" and p.segment[c.unit] == p.segment[unit]
+                and min(abs(c.unit - unit), abs(c.last - unit)) <= CUE_WINDOW]
+        if any(0 <= v.unit - n.last <= 3 for n in negs for v in vals):
+            return True
+    return False
+
+
+def _polarity(p: _Parsed, shared: frozenset[str]) -> dict[str, set[bool]]:
+    """For each shared topic token: the polarities (True = negative) it occurs with in p."""
+    result: dict[str, set[bool]] = {}
+    for unit, carried in _occurrences(p, shared).items():
+        negative, _ = _negative_at(p, unit)
+        for token in carried:
+            result.setdefault(token, set()).add(negative)
+    return result
+
+
+def _mixed(polarity: dict[str, set[bool]]) -> bool:
+    return len(set().union(*polarity.values())) > 1 if polarity else False
+
+
+# --------------------------------------------------------------------------- #
+# Quoting (evidence)
+# --------------------------------------------------------------------------- #
+
+
+def _topic_mask(p: _Parsed, shared: frozenset[str]) -> list[bool]:
+    """Which characters of p.display belong to the shared topic."""
+    mask = [False] * len(p.low)
+    bigrams = {t for t in shared if len(t) == 2 and all(_CJK_CHAR.match(c) for c in t)}
+    for match in _WORD.finditer(p.low):
+        word = match.group(0)
+        if _CJK_CHAR.search(word):
+            for i in range(match.start(), match.end() - 1):
+                if p.low[i:i + 2] in bigrams:
+                    mask[i] = mask[i + 1] = True
+            if not bigrams:
+                for i in range(match.start(), match.end()):
+                    if p.low[i] in shared:
+                        mask[i] = True
+            latin = _CJK_CHAR.sub(" ", word)
+            for sub in _WORD.finditer(latin):
+                if _tokens(sub.group(0), p.swedish) & shared:
+                    for i in range(match.start() + sub.start(), match.start() + sub.end()):
+                        mask[i] = True
+        elif _tokens(word, p.swedish) & shared:
+            for i in range(match.start(), match.end()):
+                mask[i] = True
+    # "side project" is one topic, not "side, project": join marked words across single spaces.
+    for i in range(1, len(mask) - 1):
+        if not mask[i] and p.low[i] == " " and mask[i - 1] and mask[i + 1]:
+            mask[i] = True
+    return mask
+
+
+def _runs(text: str, mask: list[bool], want: bool) -> list[str]:
+    runs, current = [], []
+    for char, flag in zip(text, mask):
+        if flag == want:
+            current.append(char)
+        elif current:
+            runs.append("".join(current))
+            current = []
+    if current:
+        runs.append("".join(current))
+    return runs
+
+
+def _topic_quote(p: _Parsed, shared: Iterable[str]) -> str:
+    shared = frozenset(shared)
+    mask = _topic_mask(p, shared)
+    words = [r.strip(" .,;:!?") for r in _runs(p.display, mask, True)]
+    words = [w for w in dict.fromkeys(words) if w]
+    if not words:
+        return ", ".join(sorted(shared))
+    separator = "、" if all(_CJK_CHAR.search(w) for w in words) else ", "
+    return separator.join(words)
+
+
+def _predicate_quote(p: _Parsed, shared: frozenset[str]) -> str:
+    """The memory with its topic words left out: what it says about the topic."""
+    mask = _topic_mask(p, shared)
+    pieces: list[str] = []
+    for char, flag in zip(p.display, mask):
+        if flag:
+            if not pieces or pieces[-1] != "…":
+                pieces.append("…")
+        else:
+            pieces.append(char)
+    text = re.sub(r"\s*…\s*", " … ", "".join(pieces))
+    # "Enjoys … the" reads better as "Enjoys": articles and particles next to a gap say nothing.
+    dangling = r"(?:the|a|an|to|of|for|from|in|on|at|att|i|på|en|ett)"
+    text = re.sub(rf"(?i)(?:\b{dangling}\s+)+…", "…", text)
+    text = re.sub(rf"(?i)…(?:\s+{dangling}\b)+", "…", text)
+    text = re.sub(r"(?:\s*…\s*)+", " … ", text).strip(" ….,;:!?。，")
+    if _CJK_CHAR.search(text):
+        text = re.sub(r"\s*…\s*", "…", text)
+    return text or p.display
+
+
+def _quote(text: str, limit: int = 80) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------- #
+# The rules
+# --------------------------------------------------------------------------- #
+
+
+def _check_view(view: object, name: str) -> MemoryView:
+    if not isinstance(view, MemoryView):
+        raise ValidationError(f"{name} must be a MemoryView, got {type(view).__name__}; use MemoryView.from_memory()")
+    return view
+
+
+def _check_pair(a: object, b: object) -> tuple[MemoryView, MemoryView]:
+    a, b = _check_view(a, "a"), _check_view(b, "b")
+    if a.id == b.id:
+        raise ValidationError(f"a and b are the same memory (id {a.id}); a memory cannot contradict itself")
+    return a, b
+
+
+def _order(a: MemoryView, b: MemoryView) -> tuple[MemoryView, MemoryView]:
+    """(older, newer); the id breaks ties so the order never depends on argument order."""
+    return (a, b) if (_utc(a.created_at), a.id) <= (_utc(b.created_at), b.id) else (b, a)
+
+
+def _same_value(x: frozenset[str], y: frozenset[str]) -> bool:
+    # Numbers decide on their own: "2000 euros" and "3000 euros" share "euro" but differ.
+    nx = {t for t in x if _NUMBER.match(t)}
+    ny = {t for t in y if _NUMBER.match(t)}
+    if nx and ny and nx != ny:
+        return False
+    # One value containing the other is a refinement ("Paris" / "a flat in Paris"), not a change.
+    return x <= y or y <= x
+
+
+def _compatible(o: _Slot, n: _Slot) -> bool:
+    if o.attr == n.attr:
+        return True
+    # "Switched to X" says nothing about which attribute changed: it meets another memory's value
+    # only in the same setting (both without context, or sharing some), not across settings.
+    return "switch" in (o.attr, n.attr) and (o.ctx & n.ctx or (not o.ctx and not n.ctx))
+
+
+def _ctx_compatible(o: _Slot, n: _Slot) -> bool:
+    # Disjoint contexts mean different settings ("Uses Python at work" / "Uses Go for the game").
+    return not (o.ctx and n.ctx and not (o.ctx & n.ctx))
+
+
+def _attr_name(o: _Slot, n: _Slot) -> str:
+    label = n.label if o.attr == "switch" else o.label
+    return "value" if label == "switch" else label
+
+
+def _verdict(a: MemoryView, b: MemoryView, kind: str, evidence: str, confidence: float) -> Verdict:
+    confidence = round(min(max(confidence, 0.0), 1.0), 2)
+    return Verdict(
+        conflict=kind != "none", kind=kind, evidence=evidence, confidence=confidence,
+        suggestion=suggest(a, b, kind, confidence), path="rules",
+    )
+
+
+def _meaningful(po: _Parsed, pn: _Parsed, shared: frozenset[str]) -> frozenset[str]:
+    """The shared topic without lone Chinese characters, unless they are all there is to go on.
+
+    Without word segmentation a shared character ("学" in 学校 and 同学) is usually chance; in two
+    four-character memories ("喜欢喝茶" / "改成喝咖啡了") it is the verb they share.
+    """
+    implied = frozenset().union(*(w for _, w in po.implied), *(w for _, w in pn.implied))
+    short = all(len(_CJK_CHAR.findall(p.bare)) <= 4 for p in (po, pn))
+    return frozenset(t for t in shared
+                     if not (len(t) == 1 and _CJK_CHAR.match(t)) or short or t in implied)
+
+
+def _antonym(po: _Parsed, pn: _Parsed, shared: frozenset[str]) -> tuple[str, str] | None:
+    """Opposite words (optional / mandatory) about a shared topic, or about nothing else at all."""
+    for label_a, regex_a, label_b, regex_b in _ANTONYMS:
+        for x, y, lx, ly in ((po, pn, label_a, label_b), (pn, po, label_a, label_b)):
+            mx, my = regex_a.search(x.low), regex_b.search(y.low)
+            if not (mx and my) or regex_b.search(x.low) or regex_a.search(y.low):
+                continue
+            # The antonym must be the point of at least one memory: a shared topic, or a memory
+            # that says nothing but it ("Is single").
+            rest_x = x.topic - _tokens(mx.group(0), x.swedish)
+            rest_y = y.topic - _tokens(my.group(0), y.swedish)
+            if shared - _tokens(mx.group(0), x.swedish) - _tokens(my.group(0), y.swedish) or not rest_x or not rest_y:
+                quoted = (x.display[mx.start():mx.end()], y.display[my.start():my.end()])
+                return quoted if x is po else (quoted[1], quoted[0])
+    return None
+
+
+def _number_change(po: _Parsed, pn: _Parsed) -> tuple[str, str, frozenset[str]] | None:
+    """A number next to the same words in both memories that changed ("3 users" -> "5 users"),
+    where the newer memory reports the change in the clause of its number ("extended to 30 days")."""
+    gone = {k: v for k, v in po.numbers.items() if k not in pn.numbers}
+    new = {k: v for k, v in pn.numbers.items() if k not in po.numbers and k in pn.number_clause}
+    change_clauses = {pn.segment[c.unit] for c in pn.cues if c.cls == "chg"}
+    for old_number, old_near in gone.items():
+        for new_number, new_near in new.items():
+            if pn.number_clause[new_number] not in change_clauses:
+                continue
+            # A lone Chinese character ("分" in 总分 and 分钟) is too weak a link.
+            common = {t for t in old_near & new_near if not (len(t) == 1 and _CJK_CHAR.match(t))}
+            if common:
+                return old_number, new_number, frozenset(common)
+    return None
+
+
+def judge_rules(a: MemoryView, b: MemoryView) -> Verdict:
+    """Decide with the rule tables alone (English, Swedish, Chinese) whether a and b contradict.
+
+    The pair is assumed to be on one topic already (the caller picks it by embedding similarity);
+    the rules still ask for a shared topic word before they call a negation flip a conflict.
+    The order of the arguments does not matter: the older memory (by created_at, then id) is the
+    one the newer may overrule. Rules, first match wins: the newer memory puts the older in the
+    past ("used to"); opposite words; a negation flip about a shared topic word (polarity); the same
+    attribute with a new value (value_change); a number next to the same words changed; change
+    words replacing part of the older statement (switch). Raises ValidationError when a or b is
+    not a MemoryView or both are the same memory.
+    """
+    a, b = _check_pair(a, b)
+    older, newer = _order(a, b)
+    po, pn = _parse(older.text), _parse(newer.text)
+    shared = po.topic & pn.topic
+
+    def none(why: str, confidence: float) -> Verdict:
+        return _verdict(a, b, "none", f"no conflict: {why}", confidence)
+
+    if po.low.strip(" .!。") == pn.low.strip(" .!。"):
+        return none("the same statement", 0.95)
+
+    shared = _meaningful(po, pn, shared)
+    pol_o, pol_n = _polarity(po, shared), _polarity(pn, shared)
+    flips = sorted(t for t in set(pol_o) & set(pol_n)
+                   if len(pol_o[t]) == 1 and len(pol_n[t]) == 1 and pol_o[t] != pol_n[t])
+    # A comparison ("rather X than Y") puts one topic word on each side; reading the two sides as
+    # a flip would misread a preference, so a mixed comparison never counts as one.
+    ambiguous = (po.dispreferred and _mixed(pol_o)) or (pn.dispreferred and _mixed(pol_n))
+
+    # 1. A memory about the past. The newer one saying "used to" about what the older one states
+    #    as current means it is no longer so; an older "used to" is history the newer one follows.
+    if pn.past and not po.past:
+        if shared and not flips:
+            return _verdict(a, b, "switch",
+                            f'switch: "{_quote(pn.display)}" puts "{_quote(po.display)}" in the past '
+                            f'(about "{_topic_quote(po, shared)}")', _CONF_PAST)
+        return none("the newer memory only describes the past", 0.6)
+    if po.past and not pn.past:
+        return none("the older memory already describes the past", 0.7)
+
+    # 2. Opposite words about the same thing.
+    opposite = _antonym(po, pn, shared)
+    if opposite:
+        about = f' about "{_topic_quote(po, shared)}"' if shared else ""
+        return _verdict(a, b, "polarity", f'polarity: "{opposite[0]}" vs "{opposite[1]}"{about}',
+                        _CONF_POLARITY if shared else _CONF_NUMBER)
+
+    # 3. Polarity: one negates what the other affirms about a shared topic word. It takes explicit
+    #    evidence: a change word in the newer memory's clause about the topic ("… now", "stopped
+    #    …", "fixed"), a positive word on the affirmative side ("loves …", "… is available"), or a
+    #    newer memory that negates a negative word ("not allergic … after all"). Otherwise a
+    #    paraphrase that merely lacks one negative word ("finds German paperwork overwhelming" /
+    #    "German bureaucracy stresses him out") would pass for a flip.
+    flipped = frozenset(flips)
+    if flips and not ambiguous:
+        positive_side = po if pol_o[flips[0]] == {False} else pn
+        signalled = _near_cue(pn, flipped, ("chg", "fix"), None)
+        affirmed = _near_cue(positive_side, flipped, ("pos",), CUE_WINDOW)
+        if not (signalled or affirmed or _corrects(pn, flipped)):
+            flips = []
+    if flips and not ambiguous:
+        confidence = _CONF_POLARITY
+        if flipped <= _GENERIC_TOPIC:
+            confidence = _CONF_WEAK  # only "work"/"morning" in common: maybe two different things
+        elif pn.change or pn.weak or len(flipped) >= 2:
+            confidence += 0.05
+        return _verdict(a, b, "polarity",
+                        f'polarity: "{_quote(_predicate_quote(po, shared))}" vs '
+                        f'"{_quote(_predicate_quote(pn, shared))}" about "{_topic_quote(po, flipped)}"', confidence)
+
+    # 4. Attribute values (slots) of both memories.
+    strong: list[tuple[float, str, str]] = []
+    weak: list[tuple[float, str, str]] = []
+    agree: list[str] = []
+    multi: list[str] = []
+    new_changes = bool(pn.change or pn.weak)
+    for n in pn.slots:
+        if n.role == "past":
+            # "Moved from VS Code to Neovim", "… instead of taking the bus": the newer memory names
+            # what it replaces. Does the older memory state that?
+            for o in po.slots:
+                if o.role != "past" and _compatible(o, n) and _same_value(o.vtok, n.vtok):
+                    new_value = next((s.value for s in pn.slots if s.role == "target"), "")
+                    arrow = f' → "{new_value}"' if new_value else " (replaced)"
+                    strong.append((_CONF_STRONG, "value_change",
+                                   f'value_change: {_attr_name(o, n)} "{o.value}"{arrow}'))
+            replaced = n.vtok & po.topic
+            if not po.slots and replaced and len(replaced) * 2 >= len(n.vtok):
+                cue = ", ".join(dict.fromkeys(pn.change_text)) or "instead"
+                strong.append((_CONF_STRONG - 0.05, "switch",
+                               f'switch: "{cue}": "{n.value}" is what "{_quote(po.display)}" said'))
+            continue
+        for o in po.slots:
+            if o.role == "past" or not _compatible(o, n):
+                continue
+            if _same_value(o.vtok, n.vtok):
+                agree.append(f'{_attr_name(o, n)} "{n.value}"')
+                continue
+            evidence = f'value_change: {_attr_name(o, n)} "{o.value}" → "{n.value}"'
+            # A newer change target replaces whatever the older memory said; otherwise only a
+            # single-valued attribute (one home, one employer) cannot hold both values.
+            replaces = n.role == "target" or (n.single if o.attr == "switch" else o.single or n.single)
+            if not replaces:
+                if o.ctx & n.ctx:
+                    # Two tools for the same purpose ("Uses SQLite for the side project" / "Uses
+                    # PostgreSQL for the side project"): probably a change, possibly both.
+                    weak.append((_CONF_SWITCH, "value_change",
+                                 evidence + f' (both for "{_topic_quote(pn, o.ctx & n.ctx)}")'))
+                else:
+                    multi.append(f'{_attr_name(o, n)} "{o.value}" / "{n.value}"')
+                continue
+            if _ctx_compatible(o, n):
+                context = o.ctx & n.ctx
+                if context:
+                    evidence += f' (both about "{_topic_quote(pn, context)}")'
+                strong.append((_CONF_VALUE + (0.05 if new_changes else 0.0), "value_change", evidence))
+            elif new_changes:
+                weak.append((_CONF_WEAK, "value_change", evidence + " in different contexts"))
+    if strong:
+        confidence, kind, evidence = max(strong)
+        return _verdict(a, b, kind, evidence, confidence)
+
+    # 5. A number next to the same words changed ("allows 3 users" -> "allows 5 users"), in a newer
+    #    memory that reports a change: without one, two numbers are usually two events ("Did 14 km
+    #    for the long run" / "Did 20 km for the long run"), both true.
+    changed = _number_change(po, pn)
+    if changed and shared:
+        old_number, new_number, near = changed
+        confidence = _CONF_NUMBER + (0.05 if new_changes else 0.0)
+        return _verdict(a, b, "value_change",
+                        f'value_change: "{old_number}" → "{new_number}" '
+                        f'(next to "{_topic_quote(po, near) if near & po.topic else ", ".join(sorted(near))}")',
+                        confidence)
+
+    if agree:
+        return none(f"same value for {agree[0]}", 0.85)
+    if weak:
+        confidence, kind, evidence = max(weak)
+        return _verdict(a, b, kind, evidence, confidence)
+
+    # 6. Switch: the newer memory reports a change and replaces part of what the older one said.
+    switch_cues = [text for label, text in zip(pn.change, pn.change_text) if label in SWITCH_LABELS]
+    only_old, only_new = po.topic - pn.topic, pn.topic - po.topic
+    # "搬到校外" (moved off campus) is a change of residence; an older memory that says nothing about
+    # residence is not what it replaces, whatever words they share.
+    specific = {s.attr for s in pn.slots if s.role == "target" and s.attr != "switch"}
+    if specific and not specific & {s.attr for s in po.slots}:
+        switch_cues = []
+    if switch_cues and shared and only_old and only_new:
+        confidence = _CONF_SWITCH + (0.05 if len(shared) >= 2 else 0.0)
+        return _verdict(a, b, "switch",
+                        f'switch: "{", ".join(dict.fromkeys(switch_cues))}": '
+                        f'"{_quote(_predicate_quote(po, shared))}" → "{_quote(_predicate_quote(pn, shared))}" '
+                        f'about "{_topic_quote(po, shared)}"', confidence)
+
+    negative_o = pol_o and all(v == {True} for v in pol_o.values())
+    negative_n = pol_n and all(v == {True} for v in pol_n.values())
+    if negative_o and negative_n:
+        return none(f'both negative about "{_topic_quote(po, shared)}"', 0.8)
+    if multi:
+        return none(f"different values of an attribute that can hold several: {multi[0]}", 0.6)
+    return none("no negation flip, value change or change word between them", 0.6)
+
+
+# --------------------------------------------------------------------------- #
+# Resolution policy
+# --------------------------------------------------------------------------- #
+
+
+def suggest(a: MemoryView, b: MemoryView, kind: str, confidence: float) -> str:
+    """The resolution to suggest for a verdict of ``kind`` and ``confidence`` on a and b.
+
+    Policy, first match wins: no conflict (``kind == "none"``) -> ``keep_both``; confidence below
+    :data:`REVIEW_BELOW` -> ``review``; one explicit, one inferred -> ``explicit_wins``, unless the
+    inferred one is more than :data:`MUCH_NEWER` newer (the user may have changed; ``review``);
+    same kind and less than :data:`SAME_DAY` apart -> ``review``; otherwise ``newer_wins``.
+    Raises ValidationError for an unknown kind or a confidence outside [0, 1].
+    """
+    a, b = _check_pair(a, b)
+    if kind not in KINDS:
+        raise ValidationError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if not _is_number(confidence) or not math.isfinite(confidence) or not 0 <= confidence <= 1:
+        raise ValidationError(f"confidence must be a number in [0, 1], got {confidence!r}")
+    if kind == "none":
+        return "keep_both"
+    if confidence < REVIEW_BELOW:
+        return "review"
+    older, newer = _order(a, b)
+    gap = _utc(newer.created_at) - _utc(older.created_at)
+    if older.kind != newer.kind:
+        # An explicit statement beats an inferred conclusion, but a conclusion drawn long after an
+        # old statement may reflect a real change the user never spelled out.
+        if newer.kind == "inferred" and gap > MUCH_NEWER:
+            return "review"
+        return "explicit_wins"
+    if gap < SAME_DAY:
+        return "review"
+    return "newer_wins"
+
+
+def auto_resolution(verdict: Verdict, a: MemoryView, b: MemoryView, min_confidence: float = 0.8) -> str | None:
+    """Which clear rule (one of :data:`AUTO_RULES`) an automatic policy would apply, or None.
+
+    None (leave it to an operator) unless the verdict is a conflict with confidence at least
+    ``min_confidence`` whose suggestion is ``newer_wins`` or ``explicit_wins`` and still holds
+    for a and b: ``newer_wins`` needs the same kind and dates at least :data:`SAME_DAY` apart,
+    ``explicit_wins`` needs exactly one explicit memory and the inferred one not much newer (an
+    LLM's suggestion is checked against the policy, never trusted blindly).
+    """
+    if not isinstance(verdict, Verdict):
+        raise ValidationError(f"verdict must be a Verdict, got {type(verdict).__name__}")
+    a, b = _check_pair(a, b)
+    if not _is_number(min_confidence) or not math.isfinite(min_confidence) or not 0 <= min_confidence <= 1:
+        raise ValidationError(f"min_confidence must be a number in [0, 1], got {min_confidence!r}")
+    if not verdict.conflict or verdict.confidence < min_confidence or verdict.suggestion not in AUTO_RULES:
+        return None
+    if suggest(a, b, verdict.kind, verdict.confidence) != verdict.suggestion:
+        return None
+    return verdict.suggestion
+
+
+# --------------------------------------------------------------------------- #
+# LLM judge
+# --------------------------------------------------------------------------- #
+
+SYSTEM_PROMPT: Final = """\
+You check the long-term memory of an AI assistant for contradictions. Each memory is a short \
+statement the assistant keeps about one user (in English, Swedish or Chinese). You get two memories \
+that are about the same topic. Decide whether they CONTRADICT: they cannot both be true of the user \
+at the same time, so one of them must be outdated or wrong.
+
+Not contradictions: paraphrases and duplicates ("Prefers tea" / "Likes tea best"); refinements that \
+add detail ("Likes coffee" / "Likes coffee with oat milk"); compatible facts on one topic ("Runs on \
+Sundays" / "Training for a half marathon"); two negative statements ("Doesn't eat meat" / "Never eats \
+pork"); a past fact and the present one that follows it ("Used to live in Manchester" / "Lives in \
+Stockholm").
+
+Contradictions, by kind:
+- "polarity": one negates what the other affirms ("Doesn't like maths" / "Finds maths fun now").
+- "value_change": the same attribute with a new value ("Lives in Paris" / "Moved to Berlin").
+- "switch": explicit change words replace the old statement ("Prefers tea" / "Switched to coffee").
+Use "none" when there is no contradiction.
+
+Suggest a resolution:
+- "newer_wins": a direct contradiction where the newer memory is the current truth.
+- "explicit_wins": one memory is explicit (the user said it) and the other inferred (the assistant \
+concluded it); the explicit one should win.
+- "keep_both": both can be true in context, or there is no contradiction.
+- "review": you are unsure; a person should decide.
+
+"confidence" is how sure you are of "conflict", from 0 to 1. "evidence" is one short sentence naming \
+the words or values that disagree. Refer to memories only by the ids you were given.
+"""
+
+_SCHEMA_HINT: Final = (
+    '{"conflict": true or false, "kind": "polarity|value_change|switch|none", '
+    '"evidence": "one short sentence", "confidence": a number from 0 to 1, '
+    '"suggestion": "newer_wins|explicit_wins|keep_both|review"}'
+)
+_ID_KEY = re.compile(r"(?:^|_)ids?$|^(?:winner|loser|keep|drop|older|newer|memory|memories|supersede[sd]?)$",
+                     re.IGNORECASE)
+_ID_IN_TEXT = re.compile(r"\b(?:memory|memories|mem|id|ids)\s*[#:]?\s*#?(\d+)|#(\d+)\b", re.IGNORECASE)
+_EVIDENCE_LIMIT: Final = 500
+
+
+def _describe(view: MemoryView) -> str:
+    when = _utc(view.created_at).date().isoformat()
+    return f"Memory {view.id} (stored {when}, {view.kind}): {json.dumps(view.text, ensure_ascii=False)}"
+
+
+def _messages(a: MemoryView, b: MemoryView) -> list[dict[str, str]]:
+    older, newer = _order(a, b)
+    user = (
+        f"Older memory:\n{_describe(older)}\n\nNewer memory:\n{_describe(newer)}\n\n"
+        f"Do they contradict? The only valid memory ids are {older.id} and {newer.id}."
+    )
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def _ids_mentioned(value: Any, key: str = "") -> set[int]:
+    """Every memory id the reply refers to: values of id-like keys, and "memory 12" in texts."""
+    found: set[int] = set()
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            found |= _ids_mentioned(v, str(k))
+    elif isinstance(value, list):
+        for item in value:
+            found |= _ids_mentioned(item, key)
+    elif isinstance(value, bool):
+        pass
+    elif isinstance(value, int) and _ID_KEY.search(key):
+        found.add(value)
+    elif isinstance(value, float) and _ID_KEY.search(key) and value.is_integer():
+        found.add(int(value))
+    elif isinstance(value, str):
+        if _ID_KEY.search(key) and value.strip().isdigit():
+            found.add(int(value.strip()))
+        for match in _ID_IN_TEXT.finditer(value):
+            found.add(int(match.group(1) or match.group(2)))
+    return found
+
+
+def _verdict_from_reply(reply: Any, a: MemoryView, b: MemoryView, endpoint: str) -> Verdict:
+    def bad(why: str) -> LLMError:
+        return LLMError(f"LLM conflict judge at {endpoint} answered an unusable verdict: {why}")
+
+    if not isinstance(reply, dict):
+        raise bad(f"expected a JSON object, got a JSON {type(reply).__name__}")
+    if "conflict" not in reply:
+        raise bad('"conflict" is missing')
+    conflict = reply["conflict"]
+    if not isinstance(conflict, bool):
+        raise bad(f'"conflict" must be true or false, got {conflict!r}')
+    confidence = reply.get("confidence")
+    if not _is_number(confidence) or not math.isfinite(confidence) or not 0 <= confidence <= 1:
+        raise bad(f'"confidence" must be a number from 0 to 1, got {confidence!r}')
+    suggestion = reply.get("suggestion")
+    if suggestion not in SUGGESTIONS:
+        raise bad(f'"suggestion" must be one of {", ".join(SUGGESTIONS)}, got {suggestion!r}')
+    kind = reply.get("kind", "llm" if conflict else "none")
+    if not isinstance(kind, str):
+        raise bad(f'"kind" must be a string, got {kind!r}')
+    evidence = reply.get("evidence", "")
+    if not isinstance(evidence, str):
+        raise bad(f'"evidence" must be a string, got {type(evidence).__name__}')
+    strangers = _ids_mentioned(reply) - {a.id, b.id}
+    if strangers:
+        # A model that invents memories cannot be trusted with this pair either.
+        raise bad(f"it refers to memory id(s) {sorted(strangers)}, but only {a.id} and {b.id} were given")
+
+    evidence = _quote(evidence, _EVIDENCE_LIMIT) or "the model gave no reason"
+    if not conflict:
+        return Verdict(False, "none", evidence, float(confidence), "keep_both", "llm")
+    kind = kind if kind in ("polarity", "value_change", "switch") else "llm"
+    # The model may be more careful than the policy (keep_both, review), never less: a
+    # newer_wins/explicit_wins it suggests is replaced by what the policy says for these memories.
+    if suggestion not in AUTO_RULES:
+        final = suggestion
+    else:
+        final = suggest(a, b, kind, float(confidence))
+    return Verdict(True, kind, evidence, float(confidence), final, "llm")
+
+
+def judge_llm(a: MemoryView, b: MemoryView, client: LLMClient) -> Verdict:
+    """Ask the LLM behind ``client`` whether a and b contradict; returns a Verdict with path "llm".
+
+    The model gets both memories (ids, dates, kinds, texts) and must answer strict JSON
+    ``{"conflict", "kind", "evidence", "confidence", "suggestion"}`` (one repair request is made
+    by :meth:`LLMClient.chat_json` if it does not parse). Raises LLMError when the endpoint fails
+    or the reply is not of that shape: "conflict" missing or not a bool, "confidence" not a number
+    in [0, 1], an unknown "suggestion", or a reference to memory ids other than a.id and b.id.
+    An unknown "kind" on a conflict becomes "llm". A ``newer_wins``/``explicit_wins`` suggestion is
+    re-derived with :func:`suggest`, so the model cannot make the policy less careful.
+    """
+    a, b = _check_pair(a, b)
+    if not isinstance(client, LLMClient):
+        raise ValidationError(f"client must be a memory_core.llm.LLMClient, got {type(client).__name__}")
+    reply = client.chat_json(_messages(a, b), schema_hint=_SCHEMA_HINT)
+    return _verdict_from_reply(reply, a, b, client.endpoint)
+
+
+def judge(a: MemoryView, b: MemoryView, client: LLMClient | None = None) -> Verdict:
+    """Judge a and b with the LLM when ``client`` is given and works, else with the rules.
+
+    Any LLMError (endpoint down, timeout, unusable reply) falls back to :func:`judge_rules`;
+    ``Verdict.path`` says which one decided ("llm" or "rules").
+    """
+    a, b = _check_pair(a, b)
+    result = with_fallback(lambda c: judge_llm(a, b, c), lambda: judge_rules(a, b), client)
+    return result.value
+
+
+# --------------------------------------------------------------------------- the bank's side
+
+# Candidates share a topic but are not the same statement: contradictions in the demo set sit
+# between cosine 0.3 and 0.85 with the bundled model; identical statements sit above 0.985.
+CANDIDATE_BAND: Final = (0.3, 0.985)
+NEIGHBOURS: Final = 25
+
+
+def candidate_pairs(ids: np.ndarray, vectors: np.ndarray, rows: Sequence[int] | None = None,
+                    band: tuple[float, float] = CANDIDATE_BAND, neighbours: int = NEIGHBOURS) -> list[tuple[int, int]]:
+    """Pairs of memory ids on one topic: each row's nearest ``neighbours`` with cosine inside ``band``.
+
+    ``rows`` limits the left side (new memories, for incremental detection); pairs are unordered
+    and unique, and ordered by id for determinism.
+    """
+    lo, hi = band
+    left = np.arange(len(ids)) if rows is None else np.asarray(list(rows), dtype=np.int64)
+    pairs: set[tuple[int, int]] = set()
+    for start in range(0, len(left), 512):  # blocks keep memory bounded on large namespaces
+        block = left[start:start + 512]
+        sims = vectors[block] @ vectors.T
+        for i, r in enumerate(block):
+            row = sims[i]
+            k = min(neighbours + 1, len(row))
+            near = np.argpartition(-row, k - 1)[:k]
+            for j in near:
+                if j != r and lo <= row[j] <= hi:
+                    a, b = int(ids[r]), int(ids[j])
+                    pairs.add((min(a, b), max(a, b)))
+    return sorted(pairs)
+
+
+# How far the rules can be trusted, by kind and by how close the two memories are in meaning.
+# Measured on the demo bank's planted contradictions against every candidate pair the rules
+# flagged (precision by cosine bucket): "value_change" 0.44 from cosine 0.4, 0.75 from 0.5, 1.0
+# from 0.6; "polarity" 0.25 / 0.43 / 0.53, and 0.83 from 0.7; "switch" 0.18 / 0.33 / 0.67.
+# Below the floor a rule verdict is not recorded; the auto policy needs confidence >= 0.8.
+_TOPIC_CONFIDENCE: Final = {
+    "value_change": ((0.6, 0.9), (0.5, 0.7)),
+    "polarity": ((0.7, 0.85), (0.6, 0.7)),
+    "switch": ((0.7, 0.8), (0.6, 0.65)),
+}
+
+
+def topic_confidence(kind: str, cosine: float) -> float:
+    """The most a rule verdict of ``kind`` can be trusted for two memories this close; 0 = not at all."""
+    for floor, confidence in _TOPIC_CONFIDENCE.get(kind, ((0.6, 0.7),)):
+        if cosine >= floor:
+            return confidence
+    return 0.0
+
+
+def detect(bank: Any, namespace: str, *, memory_ids: Iterable[int] | None = None, client: LLMClient | None = None,
+           band: tuple[float, float] = CANDIDATE_BAND) -> list[Any]:
+    """Find contradictions among the live memories of ``namespace`` and record them in the bank.
+
+    Candidates come from the dense index (same topic, not a duplicate); :func:`judge` decides (the
+    LLM when ``client`` works, else the rules). With ``memory_ids``, only pairs involving those
+    memories are judged: what runs when memories are added. Pairs recorded before (including
+    dismissed ones) are not flagged again. Returns the newly recorded conflicts.
+    """
+    ids, vectors = bank.live_vectors(namespace)
+    if len(ids) < 2:
+        return []
+    rows = None
+    if memory_ids is not None:
+        wanted = {int(i) for i in memory_ids}
+        rows = [r for r, mid in enumerate(ids.tolist()) if mid in wanted]
+        if not rows:
+            return []
+    pairs = candidate_pairs(ids, vectors, rows, band)
+    if not pairs:
+        return []
+    row_of = {int(m): r for r, m in enumerate(ids.tolist())}
+    memories = {m.id: m for m in bank.memories(namespace=namespace, status="active", limit=None)}
+    known = {(c.a.id, c.b.id) for c in bank.conflicts(namespace=namespace, status=None)}
+    found = []
+    for a_id, b_id in pairs:
+        a, b = sorted((memories[a_id], memories[b_id]), key=lambda m: (m.created_at, m.id))
+        if (a.id, b.id) in known:
+            continue
+        verdict = judge(MemoryView.from_memory(a), MemoryView.from_memory(b), client)
+        if not verdict.conflict:
+            continue
+        confidence = verdict.confidence
+        if verdict.path == "rules":
+            cos = float(vectors[row_of[a.id]] @ vectors[row_of[b.id]])
+            confidence = min(confidence, topic_confidence(verdict.kind, cos))
+            if confidence == 0.0:
+                continue
+        suggestion = suggest(MemoryView.from_memory(a), MemoryView.from_memory(b), verdict.kind, confidence) \
+            if verdict.path == "rules" else verdict.suggestion
+        recorded = bank.record_conflict(a.id, b.id, kind=verdict.kind, evidence=verdict.evidence,
+                                        confidence=confidence, suggestion=suggestion, path=verdict.path)
+        if recorded is not None:
+            found.append(recorded)
+    return found
+
+
+def auto_rule(conflict: Any, min_confidence: float = 0.8) -> str | None:
+    """The rule an automatic policy applies to a recorded conflict, or None to leave it to an
+    operator: only the two clear rules, only when confident, never on a pinned memory."""
+    if conflict.status != "open" or conflict.a.pinned or conflict.b.pinned:
+        return None
+    if conflict.a.status != "active" or conflict.b.status != "active":
+        return None
+    verdict = Verdict(conflict=True, kind=conflict.kind or "switch", evidence=conflict.evidence or "",
+                      confidence=float(conflict.confidence), suggestion=conflict.suggestion or "review",
+                      path=conflict.path or "rules")
+    return auto_resolution(verdict, MemoryView.from_memory(conflict.a), MemoryView.from_memory(conflict.b),
+                           min_confidence=min_confidence)
