@@ -833,6 +833,19 @@ class MemoryBank:
                 raise NotFoundError(f"no memory with id {mid} in {self.path}")
         return found
 
+    def reinforce(self, memory_id: int, *, importance: float | None = None, at: Any = None) -> Memory:
+        """Count a restatement of a stored memory as a use: one more access, the later access time,
+        and the higher importance. What ingest does instead of storing a near-duplicate twice."""
+        mid = self._check_id(memory_id)
+        at_dt = parse_time(at, "at") or utcnow()
+        with self._session(write=False) as con:
+            m = self._get(con, mid)
+        fields: dict[str, Any] = {"access_count": m.access_count + 1,
+                                  "last_accessed_at": max(filter(None, (m.last_accessed_at, at_dt)))}
+        if importance is not None and check_importance(importance) > m.importance:
+            fields["importance"] = importance
+        return self._apply(mid, fields, "reinforce", require_status=("active",))
+
     def forget(self, memory_id: int, hard: bool = False, reason: str | None = None) -> None:
         """Soft-delete (archive: kept, never recalled, restorable) or, with ``hard=True``, delete for
         real: the text and vector are erased from the file and the history keeps only the id and
@@ -1079,6 +1092,31 @@ class MemoryBank:
                 "AND importance >= ?", [namespace, float(min_importance)],
                 order="importance DESC, created_at DESC, id", limit=limit).to_pylist()
         return Profile(namespace, [_memory_from_row(r) for r in rows])
+
+    # -- curation entry points (the logic lives in extract, conflicts, merge and forget) ----------
+
+    def ingest(self, conversation: Any, namespace: str, *, pii: str = "redact", client: Any = None) -> Any:
+        """Distil a conversation (a list of {"role", "content", "at"} turns) into memories of
+        ``namespace``; see :func:`memory_core.extract.ingest`. Uses the bank's LLM when set."""
+        from . import extract
+
+        return extract.ingest(self, conversation, namespace, client=client or self.llm, pii=pii)
+
+    def detect_conflicts(self, namespace: str, *, memory_ids: Iterable[int] | None = None,
+                         client: Any = None) -> list[Conflict]:
+        """Find and record contradictions in ``namespace`` (only involving ``memory_ids`` when given);
+        returns the newly recorded ones. See :func:`memory_core.conflicts.detect`."""
+        from . import conflicts
+
+        return conflicts.detect(self, namespace, memory_ids=memory_ids, client=client or self.llm)
+
+    def maintain(self, *, dry_run: bool = False, now: Any = None, steps: list[str] | None = None,
+                 namespace: str | None = None, plan: Any = None, progress: Any = None) -> Any:
+        """Run (or preview) the maintenance plan; see :func:`memory_core.forget.run`."""
+        from . import forget
+
+        return forget.run(self, now=now, plan=plan, steps=steps, namespace=namespace, dry_run=dry_run,
+                          client=self.llm, progress=progress)
 
     # -- conflicts ---------------------------------------------------------------------------
 

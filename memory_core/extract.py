@@ -58,6 +58,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Final, NamedTuple
 
+import numpy as np
+
 from .errors import LLMError, ValidationError
 from .llm import LLMClient, with_fallback
 from .models import CATEGORIES, KINDS, check_choice, check_importance, parse_time
@@ -65,7 +67,7 @@ from .redact import PII_KINDS, find_pii, placeholder_pattern, redact
 
 __all__ = [
     "RULES", "Turn", "Candidate", "Extraction", "PII_MODES", "parse_conversation",
-    "extract_rules", "extract_llm", "extract", "explain_rules",
+    "extract_rules", "extract_llm", "extract", "explain_rules", "IngestReport", "ingest",
 ]
 
 ROLES: Final = ("user", "assistant", "system")
@@ -1635,3 +1637,55 @@ def extract(turns: Any, client: LLMClient | None = None, *, pii: str = "redact")
     else:
         extraction.path, extraction.detail = "rules", f"rule-based extractor: {outcome.detail}"
     return extraction
+
+
+# --------------------------------------------------------------------------- into a bank
+
+
+@dataclass
+class IngestReport:
+    """What ingesting a conversation did: new memories, reinforced ones, conflicts flagged."""
+
+    extraction: Extraction
+    added: list[int] = field(default_factory=list)
+    reinforced: list[tuple[int, str]] = field(default_factory=list)  # (existing id, the restated text)
+    conflicts: list[Any] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"extraction": self.extraction.to_dict(), "added": self.added,
+                "reinforced": [list(r) for r in self.reinforced], "conflicts": [c.to_dict() for c in self.conflicts]}
+
+
+def ingest(bank: Any, conversation: Any, namespace: str, *, client: Any = None, pii: str = "redact",
+           duplicate_threshold: float = 0.9) -> IngestReport:
+    """Distil a conversation into ``namespace``: extract, then store what is new.
+
+    A candidate whose meaning is already stored (cosine ≥ ``duplicate_threshold`` with a live
+    memory) reinforces that memory (one more use, the higher importance) instead of being stored
+    twice; the new memories then go through conflict detection, so a new statement that
+    contradicts an old one is flagged at once.
+    """
+    from . import conflicts
+
+    result = extract(parse_conversation(conversation), client, pii=pii)
+    report = IngestReport(result)
+    if not result.memories:
+        return report
+    vectors = bank.embedder.encode([c.text for c in result.memories])
+    ids, existing = bank.live_vectors(namespace)
+    rows = []
+    for cand, vec in zip(result.memories, vectors):
+        if len(ids):
+            sims = existing @ vec
+            best = int(np.argmax(sims))
+            if sims[best] >= duplicate_threshold:
+                bank.reinforce(int(ids[best]), importance=cand.importance, at=cand.created_at)
+                report.reinforced.append((int(ids[best]), cand.text))
+                continue
+        rows.append({"text": cand.text, "namespace": namespace, "category": cand.category, "kind": cand.kind,
+                     "importance": cand.importance, "created_at": cand.created_at, "source": "conversation",
+                     "embedding": vec})
+    if rows:
+        report.added = bank.add_many(rows)
+        report.conflicts = conflicts.detect(bank, namespace, memory_ids=report.added, client=client)
+    return report
