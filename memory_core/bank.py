@@ -347,21 +347,27 @@ class MemoryBank:
         source: str | None = None,
         embedding: Any = None,
         pinned: bool = False,
+        detect_conflicts: bool = True,
     ) -> int:
         """Store one memory and return its id.
 
         ``text`` should be a short distilled statement ("Prefers vegetarian food"). ``importance``
         is in [0, 1]; ``kind`` is explicit (the user said it) or inferred (the agent concluded it);
-        ``created_at`` (default now) keeps an imported memory's own date.
+        ``created_at`` (default now) keeps an imported memory's own date. A new memory that
+        contradicts a stored one is flagged at once (see :meth:`conflicts`) unless
+        ``detect_conflicts=False``.
         """
         row = {"text": text, "namespace": namespace, "importance": importance, "kind": kind,
                "category": category, "created_at": created_at, "source": source, "pinned": pinned}
         if embedding is not None:
             row["embedding"] = embedding
         try:
-            return self.add_many([row])[0]
+            mid = self.add_many([row])[0]
         except (ValidationError, ModelMismatchError) as exc:
             raise type(exc)(str(exc).removeprefix("row 1: ")) from None
+        if detect_conflicts:
+            self.detect_conflicts(namespace, memory_ids=[mid])
+        return mid
 
     def _normalize_row(self, row: Any, now: datetime) -> dict[str, Any]:
         if not isinstance(row, dict):
@@ -962,14 +968,24 @@ class MemoryBank:
         return group
 
     def live_vectors(self, namespace: str) -> tuple[np.ndarray, np.ndarray]:
-        """Ids and unit vectors of a namespace's live memories (copies), for clustering and for
-        finding conflict candidates without scanning other namespaces."""
+        """Ids and unit vectors of a namespace's live memories, for clustering and for finding
+        conflict candidates without scanning other namespaces. Read-only views, not copies: a
+        large namespace is not copied on every added memory."""
         check_namespace(namespace)
         with self._session(write=False) as con:
             idx = self._ns_index(con, namespace)
         if idx is None:
             return np.zeros(0, dtype=np.int64), np.zeros((0, self.dim or 0), dtype=np.float32)
-        return idx.ids[: idx.n].copy(), idx.emb[: idx.n].copy()
+        ids, emb = idx.ids[: idx.n], idx.emb[: idx.n]
+        ids.flags.writeable = False
+        emb.flags.writeable = False
+        return ids, emb
+
+    def get_many(self, ids: Iterable[int]) -> dict[int, Memory]:
+        """Several memories by id, in one read; NotFoundError names the first missing id."""
+        wanted = [self._check_id(i) for i in ids]
+        with self._session(write=False) as con:
+            return self._get_rows(con, wanted)
 
     def forget_many(self, ids: Iterable[int], *, hard: bool = False, reason: str | None = None) -> int | None:
         """Forget several memories as one operation (soft: archived, undoable with ``undo_group``;
@@ -1158,31 +1174,51 @@ class MemoryBank:
         Returns None when the pair was recorded before, whatever became of it: a dismissed pair is
         never flagged again, and an open one is not flagged twice.
         """
-        a_id, b_id = self._check_id(a_id), self._check_id(b_id)
-        if a_id == b_id:
-            raise ValidationError("a memory cannot contradict itself")
-        if not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
-            raise ValidationError(f"confidence must be between 0 and 1, got {confidence!r}")
+        return self.record_conflicts([dict(a_id=a_id, b_id=b_id, kind=kind, evidence=evidence,
+                                           confidence=confidence, suggestion=suggestion, path=path)])[0]
+
+    def record_conflicts(self, found: list[dict[str, Any]]) -> list[Conflict | None]:
+        """Record several conflicts (dicts of :meth:`record_conflict`'s arguments) in one operation;
+        a bad one refuses them all. Returns each recorded Conflict, or None for a known pair."""
+        checked = []
+        for f in found:
+            a_id, b_id = self._check_id(f["a_id"]), self._check_id(f["b_id"])
+            if a_id == b_id:
+                raise ValidationError("a memory cannot contradict itself")
+            confidence = f["confidence"]
+            if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+                raise ValidationError(f"confidence must be between 0 and 1, got {confidence!r}")
+            checked.append((a_id, b_id, f))
+        out: list[Conflict | None] = []
         with self._session() as con:
-            pair = self._get_rows(con, [a_id, b_id])
-            a, b = sorted(pair.values(), key=lambda m: (m.created_at, m.id))
-            if a.namespace != b.namespace:
-                raise ValidationError("a conflict is between memories of one namespace; these are in "
-                                      f"{a.namespace!r} and {b.namespace!r}")
-            if a.status != "active" or b.status != "active":
-                raise StateError(f"only live memories conflict; memory {a.id} is {a.status}, {b.id} is {b.status}")
-            seen = con.execute("SELECT count(*) FROM conflicts WHERE a_id = ? AND b_id = ?", [a.id, b.id]).fetchone()[0]
-            if seen:
-                return None
-            cid = Store.take_ids(con, "next_conflict_id", 1)
-            con.execute(
-                "INSERT INTO conflicts (id, namespace, a_id, b_id, kind, evidence, confidence, suggestion, path, "
-                "status, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)",
-                [cid, a.namespace, a.id, b.id, kind, evidence, float(confidence), suggestion, path,
-                 to_naive_utc(utcnow())])
-            Store.log_event(con, self.actor, "conflict_detected", None, None,
-                            {"conflict_id": cid, "a_id": a.id, "b_id": b.id, "kind": kind}, utcnow())
-            return self._conflict(con, cid)
+            pairs = self._get_rows(con, sorted({i for a, b, _ in checked for i in (a, b)}))
+            new_ids = []
+            for a_id, b_id, f in checked:
+                a, b = sorted((pairs[a_id], pairs[b_id]), key=lambda m: (m.created_at, m.id))
+                if a.namespace != b.namespace:
+                    raise ValidationError("a conflict is between memories of one namespace; these are in "
+                                          f"{a.namespace!r} and {b.namespace!r}")
+                if a.status != "active" or b.status != "active":
+                    raise StateError(f"only live memories conflict; memory {a.id} is {a.status}, {b.id} is {b.status}")
+                seen = con.execute("SELECT count(*) FROM conflicts WHERE a_id = ? AND b_id = ?",
+                                   [a.id, b.id]).fetchone()[0]
+                if seen:
+                    new_ids.append(None)
+                    continue
+                cid = Store.take_ids(con, "next_conflict_id", 1)
+                con.execute(
+                    "INSERT INTO conflicts (id, namespace, a_id, b_id, kind, evidence, confidence, suggestion, "
+                    "path, status, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)",
+                    [cid, a.namespace, a.id, b.id, f["kind"], f["evidence"], float(f["confidence"]),
+                     f["suggestion"], f["path"], to_naive_utc(utcnow())])
+                Store.log_event(con, self.actor, "conflict_detected", None, None,
+                                {"conflict_id": cid, "a_id": a.id, "b_id": b.id, "kind": f["kind"]}, utcnow())
+                new_ids.append(cid)
+            if any(new_ids):
+                Store.next_seq(con)  # other processes' caches of conflicts must notice
+            for cid in new_ids:
+                out.append(None if cid is None else self._conflict(con, cid))
+        return out
 
     def resolve_conflict(self, conflict_id: int, rule: str, *, memory_id: int | None = None,
                          text: str | None = None) -> Conflict:

@@ -1609,7 +1609,7 @@ def topic_confidence(kind: str, cosine: float) -> float:
 
 
 def detect(bank: Any, namespace: str, *, memory_ids: Iterable[int] | None = None, client: LLMClient | None = None,
-           band: tuple[float, float] = CANDIDATE_BAND) -> list[Any]:
+           band: tuple[float, float] = CANDIDATE_BAND, max_per_memory: int = 3) -> list[Any]:
     """Find contradictions among the live memories of ``namespace`` and record them in the bank.
 
     Candidates come from the dense index (same topic, not a duplicate); :func:`judge` decides (the
@@ -1630,9 +1630,13 @@ def detect(bank: Any, namespace: str, *, memory_ids: Iterable[int] | None = None
     if not pairs:
         return []
     row_of = {int(m): r for r, m in enumerate(ids.tolist())}
-    memories = {m.id: m for m in bank.memories(namespace=namespace, status="active", limit=None)}
-    known = {(c.a.id, c.b.id) for c in bank.conflicts(namespace=namespace, status=None)}
-    found = []
+    wanted = set() if memory_ids is None else wanted
+    memories = bank.get_many(sorted({i for pair in pairs for i in pair}))
+    if memory_ids is None:
+        known = {(c.a.id, c.b.id) for c in bank.conflicts(namespace=namespace, status=None)}
+    else:
+        known = {(c.a.id, c.b.id) for mid in wanted for c in bank.conflicts(status=None, memory_id=mid)}
+    judged = []
     for a_id, b_id in pairs:
         a, b = sorted((memories[a_id], memories[b_id]), key=lambda m: (m.created_at, m.id))
         if (a.id, b.id) in known:
@@ -1640,19 +1644,29 @@ def detect(bank: Any, namespace: str, *, memory_ids: Iterable[int] | None = None
         verdict = judge(MemoryView.from_memory(a), MemoryView.from_memory(b), client)
         if not verdict.conflict:
             continue
+        cos = float(vectors[row_of[a.id]] @ vectors[row_of[b.id]])
         confidence = verdict.confidence
         if verdict.path == "rules":
-            cos = float(vectors[row_of[a.id]] @ vectors[row_of[b.id]])
             confidence = min(confidence, topic_confidence(verdict.kind, cos))
             if confidence == 0.0:
                 continue
         suggestion = suggest(MemoryView.from_memory(a), MemoryView.from_memory(b), verdict.kind, confidence) \
             if verdict.path == "rules" else verdict.suggestion
-        recorded = bank.record_conflict(a.id, b.id, kind=verdict.kind, evidence=verdict.evidence,
-                                        confidence=confidence, suggestion=suggestion, path=verdict.path)
-        if recorded is not None:
-            found.append(recorded)
-    return found
+        judged.append(((confidence, cos), dict(a_id=a.id, b_id=b.id, kind=verdict.kind, evidence=verdict.evidence,
+                                               confidence=confidence, suggestion=suggestion, path=verdict.path)))
+    if memory_ids is not None:
+        # A new memory is flagged against the few stored ones it most clearly contradicts; a flood
+        # of flags on one write helps no operator (and templated logs would cause one).
+        judged.sort(key=lambda j: j[0], reverse=True)
+        per_memory: dict[int, int] = {}
+        kept = []
+        for key, row in judged:
+            new = row["a_id"] if row["a_id"] in wanted else row["b_id"]
+            if per_memory.get(new, 0) < max_per_memory:
+                per_memory[new] = per_memory.get(new, 0) + 1
+                kept.append((key, row))
+        judged = kept
+    return [c for c in bank.record_conflicts([row for _, row in judged]) if c is not None] if judged else []
 
 
 def auto_rule(conflict: Any, min_confidence: float = 0.8) -> str | None:
