@@ -634,24 +634,22 @@ class MemoryBank:
             return int(con.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()[0])
 
     @staticmethod
-    def _filters(namespace, status, kind, category, contains) -> tuple[str, list[Any]]:
-        clauses, params = ["TRUE"], []
-        if namespace is not None:
-            clauses.append("namespace = ?")
-            params.append(check_namespace(namespace))
-        if status is not None:
-            clauses.append("status = ?")
-            params.append(check_choice(status, STATUSES, "status"))
-        if kind is not None:
-            clauses.append("kind = ?")
-            params.append(check_choice(kind, KINDS, "kind"))
-        if category is not None:
-            clauses.append("category = ?")
-            params.append(check_choice(category, CATEGORIES, "category"))
+    def _where(**equal: Any) -> tuple[str, list[Any]]:
+        """``col = ?`` for every value that is not None, joined by AND (columns are our own names)."""
+        items = [(col, value) for col, value in equal.items() if value is not None]
+        return " AND ".join(["TRUE"] + [f"{col} = ?" for col, _ in items]), [value for _, value in items]
+
+    @classmethod
+    def _filters(cls, namespace, status, kind, category, contains) -> tuple[str, list[Any]]:
+        where, params = cls._where(
+            namespace=None if namespace is None else check_namespace(namespace),
+            status=None if status is None else check_choice(status, STATUSES, "status"),
+            kind=None if kind is None else check_choice(kind, KINDS, "kind"),
+            category=None if category is None else check_choice(category, CATEGORIES, "category"))
         if contains:
-            clauses.append("contains(lower(text), lower(?))")
+            where += " AND contains(lower(text), lower(?))"
             params.append(str(contains))
-        return " AND ".join(clauses), params
+        return where, params
 
     def namespaces(self) -> list[tuple[str, int]]:
         """Every namespace with its number of active memories, largest first."""
@@ -1139,18 +1137,14 @@ class MemoryBank:
     def conflicts(self, namespace: str | None = None, status: str | None = "open",
                   memory_id: int | None = None) -> list[Conflict]:
         """Recorded contradictions, newest first; ``status=None`` for every status."""
-        clauses, params = ["TRUE"], []
-        if namespace is not None:
-            clauses.append("namespace = ?")
-            params.append(check_namespace(namespace))
-        if status is not None:
-            clauses.append("status = ?")
-            params.append(check_choice(status, CONFLICT_STATUSES, "status"))
+        where, params = self._where(
+            namespace=None if namespace is None else check_namespace(namespace),
+            status=None if status is None else check_choice(status, CONFLICT_STATUSES, "status"))
         if memory_id is not None:
-            clauses.append("(a_id = ? OR b_id = ?)")
+            where += " AND (a_id = ? OR b_id = ?)"
             params += [self._check_id(memory_id)] * 2
         with self._session(write=False) as con:
-            rows = con.sql(f"SELECT * FROM conflicts WHERE {' AND '.join(clauses)} ORDER BY id DESC",
+            rows = con.sql(f"SELECT * FROM conflicts WHERE {where} ORDER BY id DESC",
                            params=params).to_arrow_table().to_pylist()
             memories = self._get_rows(con, sorted({r["a_id"] for r in rows} | {r["b_id"] for r in rows}))
         return [_conflict(r, memories) for r in rows]
@@ -1331,17 +1325,12 @@ class MemoryBank:
     def merges(self, namespace: str | None = None, *, merge_id: int | None = None,
                include_undone: bool = True) -> list[MergeRecord]:
         """Past merges, newest first."""
-        clauses, params = ["TRUE"], []
-        if namespace is not None:
-            clauses.append("namespace = ?")
-            params.append(check_namespace(namespace))
-        if merge_id is not None:
-            clauses.append("id = ?")
-            params.append(self._check_id(merge_id))
+        where, params = self._where(namespace=None if namespace is None else check_namespace(namespace),
+                                    id=None if merge_id is None else self._check_id(merge_id))
         if not include_undone:
-            clauses.append("undone_at IS NULL")
+            where += " AND undone_at IS NULL"
         with self._session(write=False) as con:
-            rows = con.sql(f"SELECT * FROM merges WHERE {' AND '.join(clauses)} ORDER BY id DESC",
+            rows = con.sql(f"SELECT * FROM merges WHERE {where} ORDER BY id DESC",
                            params=params).to_arrow_table().to_pylist()
         if merge_id is not None and not rows:
             raise NotFoundError(f"no merge with id {merge_id}")

@@ -247,9 +247,12 @@ def demo(obj: _Context, memories_file: str | None, queries_file: str | None, for
         with click.progressbar(queries, label="replaying recall history", file=sys.stderr) as bar:
             for q in bar:
                 bank.recall(q["query"], namespace=q["namespace"], now=q["at"], gate=bool(q.get("gate", False)))
+        names = [ns for ns, n in bank.namespaces() if n]
+        with click.progressbar(names, label="looking for contradictions", file=sys.stderr) as bar:
+            found = sum(len(bank.detect_conflicts(ns)) for ns in bar)
         s = bank.stats()
     click.echo(f"demo bank {obj.bank_path}: {report.added} memories in {s['namespaces']} namespaces, "
-               f"{len(queries)} recalls replayed")
+               f"{len(queries)} recalls replayed, {found} open conflicts")
 
 
 @cli.command()
