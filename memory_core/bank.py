@@ -672,7 +672,7 @@ class MemoryBank:
             by_category = group("category", "AND status = 'active'")
             touched = con.execute(
                 f"SELECT greatest(created_at, coalesce(last_accessed_at, created_at)) FROM memories "
-                f"WHERE {where} AND status = 'active'", params).fetchall()
+                f"WHERE {where} AND status = 'active' AND created_at <= ?", params + [to_naive_utc(now_dt)]).fetchall()
             retrievals = con.execute(
                 f"SELECT count(*), count(*) FILTER (WHERE n_results = 0) FROM retrievals WHERE {where}",
                 params).fetchone()
@@ -961,6 +961,9 @@ class MemoryBank:
                 con.execute("UPDATE merges SET undone_at = ? WHERE id IN (SELECT unnest(?))",
                             [to_naive_utc(utcnow()), merge_ids])
             con.execute("UPDATE events SET undone_by = ? WHERE group_id = ?", [group, gid])
+            # The undo is in the history even when it changed no memory (a dismissal reopened).
+            Store.log_event(con, self.actor, "undo", None, {"group_id": gid}, None, utcnow(),
+                            f"undo group {gid}", group)
 
         group, _, _ = self._change(changes, "undo", removals=removals, extra=revert, note=f"undo group {gid}")
         return group

@@ -1594,7 +1594,9 @@ def candidate_pairs(ids: np.ndarray, vectors: np.ndarray, rows: Sequence[int] | 
 # from 0.6; "polarity" 0.25 / 0.43 / 0.53, and 0.83 from 0.7; "switch" 0.18 / 0.33 / 0.67.
 # Below the floor a rule verdict is not recorded; the auto policy needs confidence >= 0.8.
 _TOPIC_CONFIDENCE: Final = {
-    "value_change": ((0.6, 0.9), (0.5, 0.7)),
+    # "Lives in Paris" / "Moved to Berlin" embed at only 0.385: a changed value of one attribute
+    # is flagged from 0.35, for an operator to look at (never applied automatically below 0.5).
+    "value_change": ((0.6, 0.9), (0.5, 0.7), (0.35, 0.6)),
     "polarity": ((0.7, 0.85), (0.6, 0.7)),
     "switch": ((0.7, 0.8), (0.6, 0.65)),
 }
@@ -1609,13 +1611,14 @@ def topic_confidence(kind: str, cosine: float) -> float:
 
 
 def detect(bank: Any, namespace: str, *, memory_ids: Iterable[int] | None = None, client: LLMClient | None = None,
-           band: tuple[float, float] = CANDIDATE_BAND, max_per_memory: int = 3) -> list[Any]:
+           band: tuple[float, float] = CANDIDATE_BAND, max_per_memory: int = 3, record: bool = True) -> list[Any]:
     """Find contradictions among the live memories of ``namespace`` and record them in the bank.
 
     Candidates come from the dense index (same topic, not a duplicate); :func:`judge` decides (the
     LLM when ``client`` works, else the rules). With ``memory_ids``, only pairs involving those
     memories are judged: what runs when memories are added. Pairs recorded before (including
-    dismissed ones) are not flagged again. Returns the newly recorded conflicts.
+    dismissed ones) are not flagged again. Returns the newly recorded conflicts; with
+    ``record=False`` (a preview), the conflicts it would record, with id 0, and nothing is written.
     """
     ids, vectors = bank.live_vectors(namespace)
     if len(ids) < 2:
@@ -1666,7 +1669,17 @@ def detect(bank: Any, namespace: str, *, memory_ids: Iterable[int] | None = None
                 per_memory[new] = per_memory.get(new, 0) + 1
                 kept.append((key, row))
         judged = kept
-    return [c for c in bank.record_conflicts([row for _, row in judged]) if c is not None] if judged else []
+    if not judged:
+        return []
+    if not record:
+        from .models import Conflict
+
+        now = datetime.now(timezone.utc)
+        return [Conflict(id=0, namespace=namespace, a=memories[row["a_id"]], b=memories[row["b_id"]],
+                         kind=row["kind"], evidence=row["evidence"], confidence=row["confidence"],
+                         suggestion=row["suggestion"], path=row["path"], status="open", resolution=None,
+                         detected_at=now) for _, row in judged]
+    return [c for c in bank.record_conflicts([row for _, row in judged]) if c is not None]
 
 
 def auto_rule(conflict: Any, min_confidence: float = 0.8) -> str | None:

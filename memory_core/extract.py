@@ -1673,7 +1673,7 @@ def ingest(bank: Any, conversation: Any, namespace: str, *, client: Any = None, 
         return report
     vectors = bank.embedder.encode([c.text for c in result.memories])
     ids, existing = bank.live_vectors(namespace)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for cand, vec in zip(result.memories, vectors):
         if len(ids):
             sims = existing @ vec
@@ -1682,6 +1682,12 @@ def ingest(bank: Any, conversation: Any, namespace: str, *, client: Any = None, 
                 bank.reinforce(int(ids[best]), importance=cand.importance, at=cand.created_at)
                 report.reinforced.append((int(ids[best]), cand.text))
                 continue
+        # Said twice in this conversation: keep one, the later wording and date, the higher importance.
+        same = next((r for r in rows if float(r["embedding"] @ vec) >= duplicate_threshold), None)
+        if same is not None:
+            same.update(text=cand.text, created_at=cand.created_at, embedding=vec,
+                        importance=max(same["importance"], cand.importance))
+            continue
         rows.append({"text": cand.text, "namespace": namespace, "category": cand.category, "kind": cand.kind,
                      "importance": cand.importance, "created_at": cand.created_at, "source": "conversation",
                      "embedding": vec})

@@ -50,13 +50,22 @@ class MaintenancePlan:
             if f.name == "expire_action":
                 if value not in ("archive", "hard"):
                     raise ValidationError(f"expire_action must be 'archive' or 'hard', got {value!r}")
-            elif isinstance(value, bool) or value is None:
+            elif f.name in ("detect_conflicts", "resolve_conflicts"):
+                if not isinstance(value, bool):
+                    raise ValidationError(f"{f.name} must be true or false, got {value!r}")
+            elif f.name == "merge_threshold" and value is None:
                 continue
-            elif not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            elif (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                  or value < 0):
                 raise ValidationError(f"{f.name} must be a number >= 0, got {value!r}")
         for name in ("expire_below_importance", "conflict_min_confidence"):
             if getattr(self, name) > 1:
                 raise ValidationError(f"{name} must be between 0 and 1")
+        if self.merge_threshold is not None and not 0 < self.merge_threshold <= 1:
+            raise ValidationError(f"merge_threshold must be above 0 and at most 1, got {self.merge_threshold}")
+        for name in ("cleanup_every_days", "merge_every_days"):
+            if getattr(self, name) <= 0:
+                raise ValidationError(f"{name} must be above 0 days")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -134,6 +143,8 @@ def run(
 
     plan = plan or MaintenancePlan()
     now_dt = parse_time(now, "now") or utcnow()
+    if isinstance(steps, str):
+        steps = [steps]
     steps = due_steps(bank, now_dt, plan) if steps is None else list(steps)
     for s in steps:
         if s not in STEPS:
@@ -142,6 +153,7 @@ def run(
     report = MaintenanceReport(dry_run=dry_run, now=now_dt, steps=steps)
     counts = {"expired": 0, "merged": 0, "merges": 0, "superseded": 0, "conflicts_detected": 0}
     namespaces = [namespace] if namespace else [ns for ns, n in bank.namespaces() if n]
+    gone: set[int] = set()  # memories earlier steps expire or supersede: later steps leave them be
     total = len(namespaces) * len(steps) + 1
     done = 0
 
@@ -157,8 +169,10 @@ def run(
                                          unused_days=plan.unused_days, namespace=namespace)
         for m in expired:
             used = "never recalled" if m.last_accessed_at is None else f"last recalled {m.last_accessed_at:%Y-%m-%d}"
+            # An erased memory's words must not survive in the run's report either.
+            what = f"memory {m.id}" if plan.expire_action == "hard" else repr(m.text)
             report.changes.append(PlannedChange(
-                "cleanup", "expire", [m.id], f"{m.text!r}: created {m.created_at:%Y-%m-%d}, importance "
+                "cleanup", "expire", [m.id], f"{what}: created {m.created_at:%Y-%m-%d}, importance "
                 f"{m.importance:.2f}, {used}", m.namespace))
         if expired and not dry_run:
             gid = bank.forget_many([m.id for m in expired], hard=plan.expire_action == "hard",
@@ -166,16 +180,26 @@ def run(
             for c in report.changes:
                 c.group_id = gid if plan.expire_action == "archive" else None
         counts["expired"] = len(expired)
+        gone.update(m.id for m in expired)
         for ns in namespaces:
-            if plan.detect_conflicts and not dry_run:
-                counts["conflicts_detected"] += len(conflicts.detect(bank, ns, client=client))
+            new: list[Any] = []
+            if plan.detect_conflicts:
+                # A dry run judges the same pairs but records nothing, so its preview is complete.
+                new = conflicts.detect(bank, ns, client=client, record=not dry_run)
+                counts["conflicts_detected"] += len(new)
             if plan.resolve_conflicts:
-                for c in bank.conflicts(namespace=ns, status="open"):
+                pending = bank.conflicts(namespace=ns, status="open") + (new if dry_run else [])
+                for c in pending:
+                    if c.a.id in gone or c.b.id in gone:
+                        continue
                     rule = conflicts.auto_rule(c, min_confidence=plan.conflict_min_confidence)
                     if rule is None:
                         continue
+                    loser = c.a if rule == "newer_wins" or c.a.kind == "inferred" else c.b
+                    gone.add(loser.id)
+                    name = f"conflict {c.id}" if c.id else "a new conflict"
                     change = PlannedChange("cleanup", "resolve_conflict", [c.a.id, c.b.id],
-                                           f"conflict {c.id} by {rule}: {c.a.text!r} vs {c.b.text!r}", ns)
+                                           f"{name} by {rule}: {c.a.text!r} vs {c.b.text!r}", ns)
                     if not dry_run:
                         change.group_id = bank.resolve_conflict(c.id, rule).group_id
                     report.changes.append(change)
@@ -184,7 +208,8 @@ def run(
 
     if "merge" in steps:
         for ns in namespaces:
-            for cluster, preview in merge.plan_merges(bank, ns, threshold=plan.merge_threshold, client=client):
+            for cluster, preview in merge.plan_merges(bank, ns, threshold=plan.merge_threshold, client=client,
+                                                      exclude=gone if dry_run else None):
                 change = PlannedChange("merge", "merge", list(cluster.ids),
                                        f"{cluster.reason} ({preview.path}): {preview.text!r}", ns)
                 if not dry_run:

@@ -476,12 +476,22 @@ def _numbers(text: str) -> set[str]:
     minutes" share every word but one.
     """
     out = set()
-    for match in _NUMBER.findall(unicodedata.normalize("NFKC", text)):
+    normalized = unicodedata.normalize("NFKC", text)
+    for match in _NUMBER.findall(normalized):
         parts = re.split(r"([.,:])", match)
         # Only the integer part loses leading zeros: "07:30" == "7:30", but "6.05" != "6.5".
         head, rest = parts[0], parts[1:]
         out.add(str(int(head)) + "".join("." if p == "," else p for p in rest))
+    # Months and weekdays are values too: "move in March" and "move in April" are an update.
+    out.update(f"@{m.lower()[:3]}" for m in _CALENDAR.findall(normalized))
     return out
+
+
+_CALENDAR = re.compile(
+    r"\b(january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"januari|februari|mars|maj|juni|juli|augusti|oktober|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    r"måndag|tisdag|onsdag|torsdag|fredag|lördag|söndag)\b", re.IGNORECASE)
 
 
 # Negation words of the languages the project serves (English, Swedish, Chinese). Chinese 不/没
@@ -650,16 +660,16 @@ def preview(members: list[Candidate], client: LLMClient | None = None) -> MergeP
 # --------------------------------------------------------------------------- the bank's side
 
 
-def candidates(bank: Any, namespace: str) -> list[Candidate]:
-    """The namespace's live memories as clustering candidates, except those an operator pinned
-    and those in an open conflict (a contradiction must be resolved, not merged away)."""
+def candidates(bank: Any, namespace: str, exclude: set[int] | None = None) -> list[Candidate]:
+    """The namespace's live memories as clustering candidates, except those an operator pinned,
+    those in an open conflict (a contradiction must be resolved, not merged away) and ``exclude``."""
     ids, vectors = bank.live_vectors(namespace)
     by_id = {m.id: m for m in bank.memories(namespace=namespace, status="active", limit=None)}
     held = {m for c in bank.conflicts(namespace=namespace, status="open") for m in (c.a.id, c.b.id)}
     out = []
     for mid, vec in zip(ids.tolist(), vectors):
         m = by_id.get(mid)
-        if m is None or m.pinned or mid in held:
+        if m is None or m.pinned or mid in held or (exclude and mid in exclude):
             continue
         out.append(Candidate(id=mid, text=m.text, content_hash=m.content_hash, vector=vec, importance=m.importance,
                              created_at=m.created_at, access_count=m.access_count, kind=m.kind, category=m.category))
@@ -668,12 +678,12 @@ def candidates(bank: Any, namespace: str) -> list[Candidate]:
 
 def plan_merges(bank: Any, namespace: str, *, threshold: float | None = None,
                 related_threshold: float | None = None, client: LLMClient | None = None,
-                max_size: int = 6) -> list[tuple[Cluster, MergePreview]]:
+                max_size: int = 6, exclude: set[int] | None = None) -> list[tuple[Cluster, MergePreview]]:
     """Every merge worth making in ``namespace`` with its preview, changing nothing.
 
     Apply one with ``bank.merge(cluster.ids, preview.text, path=preview.path, detail=preview.detail)``.
     """
-    cands = candidates(bank, namespace)
+    cands = candidates(bank, namespace, exclude)
     by_id = {c.id: c for c in cands}
     clusters = find_clusters(cands, threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
                              related_threshold=related_threshold, max_size=max_size)

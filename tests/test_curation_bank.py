@@ -203,8 +203,8 @@ def test_a_version_1_bank_is_migrated(tmp_path, embedder):
         con.execute("INSERT INTO meta VALUES (?, ?)", [key, value])
     con.close()
     with MemoryBank.open(path, embedder=embedder) as bank:
-        a = bank.add("Prefers tea", namespace="n")
-        b = bank.add("Switched to coffee", namespace="n")
+        a = bank.add("Prefers tea", namespace="n", detect_conflicts=False)
+        b = bank.add("Switched to coffee", namespace="n", detect_conflicts=False)
         assert record(bank, a, b).status == "open"
     con = duckdb.connect(str(path))
     assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == 2
