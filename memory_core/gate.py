@@ -166,7 +166,7 @@ RULES: dict[str, list[tuple[str, str, str, str]]] = {
         # "when was the last time X won" is trivia, not a callback, hence the
         # look-behinds.
         ("en.earlier_talk.last_time", "earlier_talk",
-         r"(?<!was the )(?<!'s the )(?<!is the )\blast (?:time|session|chat|conversation)\b",
+         r"(?<!\bwas the )(?<!'s the )(?<!\bis the )\blast (?:time|session|chat|conversation)\b",
          "What did we talk about last time?"),
         ("en.earlier_talk.as_discussed", "earlier_talk",
          r"\bas discussed\b|\b(?:as|like) (?:we|i|you) (?:discussed|talked about|said|mentioned|"

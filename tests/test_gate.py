@@ -683,3 +683,9 @@ def test_long_adversarial_input_is_fast(text: str) -> None:
     start = time.perf_counter()
     should_recall(text)
     assert time.perf_counter() - start < 2.0
+
+
+def test_trivia_lookbehind_respects_word_boundaries() -> None:
+    """'paris the last time' ends in '...is the ', but it is no 'is the last time' trivia question."""
+    assert should_recall("paris the last time").recall is True
+    assert should_recall("this is the last time").recall is False
