@@ -648,11 +648,16 @@ _TRIGGERS = ["last time", "as we discussed", "my wife", "my favourite", "what sh
              "recommend me", "where was i", "mitt projekt", "förra gången", "上次", "我的目标"]
 
 
+# "is the last time ..." is deliberately read as trivia ("when is the last time X ..."), so
+# "is" stays out of the words that surround a trigger here.
+_AROUND_TRIGGERS = [w for w in _NEUTRAL_WORDS if w != "is"]
+
+
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.sampled_from(_NEUTRAL_WORDS), max_size=8),
+    st.lists(st.sampled_from(_AROUND_TRIGGERS), max_size=8),
     st.sampled_from(_TRIGGERS),
-    st.lists(st.sampled_from(_NEUTRAL_WORDS), max_size=8),
+    st.lists(st.sampled_from(_AROUND_TRIGGERS), max_size=8),
 )
 def test_trigger_fires_wherever_it_appears(before: list[str], trigger: str, after: list[str]) -> None:
     text = " ".join([*before, trigger, *after])
