@@ -81,6 +81,9 @@ class MemoryBank:
         self._acknowledged: dict[int, set[int]] | None = None
         self.gate = gate_mod.Gate()
         self.llm: Any = None  # an LLM client, when configured with use_llm()
+        self.last_retrieval_id: int | None = None  # the log entry of this bank's latest real recall
+        # Access counts a recall wrote, applied to the indexes once its transaction committed.
+        self._pending_access: tuple[int, list[dict]] | None = None
         self.closed = False
 
     # -- opening and closing -------------------------------------------------------------------
@@ -1495,8 +1498,6 @@ class MemoryBank:
                 idx.set_fields(mid, _ts(row["created_at"]), _ts(row["last_accessed_at"]),
                                float(row["importance"]), float(row["access_count"]))
 
-    _pending_access: tuple[int, list[dict]] | None = None
-    last_retrieval_id: int | None = None
 
     def retrievals(self, namespace: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         """The latest logged recalls, newest first, each with its hits and their score components."""
