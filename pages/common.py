@@ -61,7 +61,7 @@ def namespace_picker(bank: MemoryBank, key: str = "namespace", allow_all: bool =
     """A sidebar-remembered namespace choice; None means every namespace (when allowed)."""
     names = [ns for ns, _ in bank.namespaces()]
     options = (["(all)"] if allow_all else []) + names
-    if not options:
+    if not names:
         st.info("This bank has no memories yet. Add one on the Browse page, or import with `memctl import`.")
         st.stop()
     current = st.session_state.get("namespace_choice")

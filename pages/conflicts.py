@@ -1,0 +1,119 @@
+"""Conflicts: contradictions between memories, side by side, resolved by a rule and undoable.
+
+Memory text is shown as plain text (st.text), never as markdown: memories may contain markup.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from memory_core.models import Conflict, Memory
+from pages.common import get_bank, namespace_picker, readable_errors
+
+RULES = [  # (rule, button label, what it does)
+    ("newer_wins", "Newer wins", "the older memory becomes superseded by the newer one"),
+    ("explicit_wins", "Explicit wins", "the inferred memory becomes superseded by the explicit one"),
+    ("keep_both", "Keep both", "both stay; recall returns them together and states the contradiction"),
+    ("dismiss", "Dismiss", "not a conflict; this pair is never flagged again"),
+]
+LABELS = {rule: label for rule, label, _ in RULES} | {"edit": "Edit"}
+LAST = "conflicts_last_resolution"  # (conflict id, group id, rule) of this session's last resolution
+
+bank = get_bank()
+st.title("Conflicts")
+st.caption("Memories that contradict each other. Resolve each by a rule; every resolution can be undone.")
+
+
+def _resolve(c: Conflict, rule: str, **kwargs) -> None:
+    with readable_errors():
+        done = bank.resolve_conflict(c.id, rule, **kwargs)
+        st.session_state[LAST] = (done.id, done.group_id, rule)
+        st.rerun()
+
+
+def _undo(group_id: int) -> None:
+    with readable_errors():
+        bank.undo_group(group_id)
+        st.session_state.pop(LAST, None)
+        st.session_state["conflicts_undone"] = group_id
+        st.rerun()
+
+
+def _memory(col, m: Memory, label: str) -> None:
+    col.markdown(f"**{label}** · memory {m.id}")
+    col.text(m.text if m.text is not None else "(erased)")
+    col.caption(f"created {m.created_at:%Y-%m-%d %H:%M} · {m.kind} · importance {m.importance:.2f} · "
+                f"{m.category} · {m.status}")
+
+
+with readable_errors():
+    if not bank.namespaces():
+        st.info("This bank has no memories yet, so nothing can conflict. Add memories on the Browse page "
+                "or import them with `memctl import`, then run detection here.")
+        st.stop()
+    namespace = namespace_picker(bank, allow_all=True)
+    namespaces = [namespace] if namespace else [ns for ns, n in bank.namespaces() if n]
+
+    if st.button("Run detection now", help="Look for new contradictions (pairs found before are not flagged again)"):
+        bar = st.progress(0.0, text="Detecting conflicts…")
+        found = 0
+        for i, ns in enumerate(namespaces):
+            bar.progress(i / max(len(namespaces), 1), text=f"Detecting in {ns}…")
+            found += len(bank.detect_conflicts(ns))
+        bar.progress(1.0, text="Detection done")
+        st.success(f"Detection found {found} new conflict{'s' if found != 1 else ''}.")
+
+    if st.session_state.pop("conflicts_undone", None) is not None:
+        st.success("Undone: the memories and the conflict are back as they were.")
+    last = st.session_state.get(LAST)
+    if last:
+        cid, gid, rule = last
+        box = st.container(border=True)
+        box.success(f"Conflict {cid} resolved: {LABELS.get(rule, rule)}.")
+        if gid is not None and box.button("Undo", key="undo-last", type="primary"):
+            _undo(gid)
+
+    open_conflicts = bank.conflicts(namespace=namespace, status="open")
+    where = namespace or "any namespace"
+    st.subheader(f"Open conflicts ({len(open_conflicts)})")
+    if not open_conflicts:
+        st.info(f"No open conflicts in {where}. Press “Run detection now” to look for contradictions; "
+                "conflicts also appear when agents add memories or maintenance runs.")
+    for c in open_conflicts:
+        with st.container(border=True):
+            st.markdown(f"#### Conflict {c.id} · {c.kind}")
+            st.caption(f"namespace {c.namespace} · confidence {c.confidence:.2f} · found by {c.path} · "
+                       f"detected {c.detected_at:%Y-%m-%d %H:%M}")
+            st.text(f"Evidence: {c.evidence}")
+            left, right = st.columns(2)
+            _memory(left, c.a, "Older")
+            _memory(right, c.b, "Newer")
+            st.markdown(f"Suggested rule: **{LABELS.get(c.suggestion, c.suggestion)}**")
+            cols = st.columns(len(RULES))
+            for col, (rule, label, help_text) in zip(cols, RULES):
+                disabled = rule == "explicit_wins" and c.a.kind == c.b.kind
+                if col.button(label, key=f"resolve-{c.id}-{rule}", help=help_text, disabled=disabled,
+                              type="primary" if rule == c.suggestion else "secondary", width="stretch"):
+                    _resolve(c, rule)
+            with st.expander("Edit one of the two instead"):
+                which = st.radio("Memory to edit", [c.a.id, c.b.id], key=f"edit-which-{c.id}", horizontal=True,
+                                 format_func=lambda mid, c=c: f"{'older' if mid == c.a.id else 'newer'} ({mid})")
+                current = c.a if which == c.a.id else c.b
+                text = st.text_input("New text", value=current.text or "", key=f"edit-text-{c.id}-{which}")
+                if st.button("Save edit and resolve", key=f"resolve-{c.id}-edit",
+                             type="primary" if c.suggestion == "edit" else "secondary"):
+                    _resolve(c, "edit", memory_id=which, text=text)
+
+    recent = [c for c in bank.conflicts(namespace=namespace, status=None) if c.status != "open"]
+    recent.sort(key=lambda c: c.resolved_at or c.detected_at, reverse=True)
+    st.subheader("Recently resolved")
+    if not recent:
+        st.caption("Nothing resolved yet.")
+    for c in recent[:20]:
+        with st.container(border=True):
+            info, action = st.columns([5, 1])
+            when = f" · {c.resolved_at:%Y-%m-%d %H:%M}" if c.resolved_at else ""
+            info.markdown(f"Conflict {c.id} · **{c.status}** by {LABELS.get(c.resolution, c.resolution)}{when}")
+            info.text(f"older ({c.a.id}, now {c.a.status}): {c.a.text}\nnewer ({c.b.id}, now {c.b.status}): {c.b.text}")
+            if c.group_id is not None and action.button("Undo", key=f"undo-{c.id}"):
+                _undo(c.group_id)

@@ -1,0 +1,126 @@
+"""Merges: clusters of near-duplicate memories, their previewed merged text (editable), merge and undo.
+
+Memory text is shown as plain text (st.text), never as markdown: memories may contain markup.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from memory_core import MemoryCoreError, NotFoundError
+from memory_core import merge as merge_mod
+from pages.common import get_bank, namespace_picker, readable_errors
+
+bank = get_bank()
+st.title("Merges")
+st.caption("Near-duplicate memories merged into one. The members are kept (status merged) and every merge "
+           "can be undone.")
+
+
+def _key(ids: tuple[int, ...]) -> str:
+    return "-".join(map(str, ids))
+
+
+def _text_for(cluster, preview) -> tuple[str, str, str]:
+    """The text the operator settled on, and the path and detail to record with it."""
+    text = st.session_state.get(f"merge-text-{_key(cluster.ids)}", preview.text)
+    if text.strip() == preview.text.strip():
+        return preview.text, preview.path, preview.detail
+    return text, "manual", f"edited by the operator from the {preview.path} preview"
+
+
+with readable_errors():
+    if not bank.namespaces():
+        st.info("This bank has no memories yet, so there is nothing to merge. Add memories on the Browse page "
+                "or import them with `memctl import`.")
+        st.stop()
+    namespace = namespace_picker(bank)
+
+    for msg in st.session_state.pop("merges_done", []):
+        st.success(msg)
+
+    left, right = st.columns(2)
+    threshold = left.slider("Similarity threshold", 0.5, 1.0, float(merge_mod.DEFAULT_THRESHOLD), 0.01,
+                            key="merge_threshold",
+                            help="Memories at least this similar (cosine) are near duplicates.")
+    related = None
+    if right.checkbox("Also suggest same-subject clusters", key="merge_related_on",
+                      help="A lower threshold that groups memories about one subject (review these closely)."):
+        related = right.slider("Same-subject threshold", 0.3, 1.0,
+                               min(float(merge_mod.DEFAULT_RELATED_THRESHOLD), threshold - 0.01), 0.01,
+                               key="merge_related")
+        if related >= threshold:
+            st.warning("The same-subject threshold must be lower than the similarity threshold; ignoring it.")
+            related = None
+
+    plan = merge_mod.plan_merges(bank, namespace, threshold=threshold, related_threshold=related, client=bank.llm)
+    st.subheader(f"Candidate clusters in {namespace} ({len(plan)})")
+    if not plan:
+        st.info(f"No merge candidates in {namespace} at threshold {threshold:.2f}. Lower the threshold or turn on "
+                "same-subject clusters to see more; pick another namespace above.")
+    elif st.button(f"Merge all {len(plan)}", key="merge-all", type="primary"):
+        bar = st.progress(0.0, text="Merging…")
+        done, failed = [], []
+        for i, (cluster, preview) in enumerate(plan):
+            text, path, detail = _text_for(cluster, preview)
+            try:
+                record = bank.merge(cluster.ids, text, path=path, detail=detail)
+                done.append(f"Merged {len(cluster.ids)} memories into memory {record.merged_id}.")
+            except MemoryCoreError as exc:  # one stale cluster must not stop the others; shown below
+                failed.append(f"Cluster {list(cluster.ids)}: {exc}")
+            bar.progress((i + 1) / len(plan), text=f"Merged {i + 1} of {len(plan)}")
+        for msg in failed:
+            st.error(msg)
+        if not failed:
+            st.session_state["merges_done"] = [f"Merged {len(done)} cluster{'s' if len(done) != 1 else ''}."]
+            st.rerun()
+
+    members = bank.get_many([i for cluster, _ in plan for i in cluster.ids]) if plan else {}
+    for n, (cluster, preview) in enumerate(plan, 1):
+        key = _key(cluster.ids)
+        with st.container(border=True):
+            st.markdown(f"#### Cluster {n} · {cluster.reason} · min similarity {cluster.min_similarity:.2f}")
+            for mid in cluster.ids:
+                m = members.get(mid)
+                if m is None:
+                    continue
+                st.text(m.text if m.text is not None else "(erased)")
+                st.caption(f"memory {m.id} · created {m.created_at:%Y-%m-%d} · {m.kind} · importance "
+                           f"{m.importance:.2f} · used {m.access_count}×")
+            st.text_area("Merged text (edit before merging if you like)", value=preview.text,
+                         key=f"merge-text-{key}")
+            st.caption(f"preview by {preview.path} ({preview.detail}) · importance {preview.importance:.2f} · "
+                       f"{preview.kind} · {preview.category}")
+            if st.button("Merge", key=f"merge-{key}"):
+                text, path, detail = _text_for(cluster, preview)
+                with readable_errors():
+                    record = bank.merge(cluster.ids, text, path=path, detail=detail)
+                    st.session_state["merges_done"] = [
+                        f"Merged {len(cluster.ids)} memories into memory {record.merged_id} (merge {record.id})."]
+                    st.rerun()
+
+    st.subheader("Past merges")
+    past = bank.merges(namespace=namespace)
+    if not past:
+        st.caption(f"No merges in {namespace} yet.")
+    merged: dict = {}
+    for r in past[:50]:
+        if r.undone_at is None:  # an undone merge's memory is gone
+            try:
+                merged[r.merged_id] = bank.get(r.merged_id)
+            except NotFoundError:
+                pass
+    for r in past[:50]:
+        with st.container(border=True):
+            info, action = st.columns([5, 1])
+            state = f"undone {r.undone_at:%Y-%m-%d %H:%M}" if r.undone_at else "active"
+            info.markdown(f"Merge {r.id} · {r.created_at:%Y-%m-%d %H:%M} · members {', '.join(map(str, r.member_ids))} "
+                          f"→ memory {r.merged_id} · {r.path} · {state}")
+            m = merged.get(r.merged_id)
+            if m is not None and m.text is not None:
+                info.text(m.text)
+            if r.undone_at is None and action.button("Undo", key=f"undo-merge-{r.id}"):
+                with readable_errors():
+                    bank.undo_merge(r.id)
+                    st.session_state["merges_done"] = [f"Merge {r.id} undone: its members are back."]
+                    st.rerun()

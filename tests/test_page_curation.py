@@ -1,0 +1,265 @@
+"""The curation pages (Conflicts, Merges, Maintenance) driven through the dashboard with AppTest.
+
+Every test uses its own bank file: st.cache_resource shares one bank per path.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from memory_core import MemoryBank
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+MARKUP = "**bold** <b>x</b> lives in Oslo"
+
+
+def ago(days: float) -> datetime:
+    return datetime.now(timezone.utc) - timedelta(days=days)
+
+
+def _app(path: Path, monkeypatch, page: str) -> AppTest:
+    monkeypatch.setenv("MEMCTL_BANK", str(path))
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    assert not at.exception, at.exception
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _plain_texts(at: AppTest) -> list[str]:
+    return [t.value for t in at.text] + [c.value for c in at.code]
+
+
+def _markdown(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def _conflict_bank(path: Path, embedder, older: str = "Lives in Paris", newer: str = "Moved to Berlin"):
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        a, b = bank.add_many([
+            {"text": older, "namespace": "alice", "created_at": ago(30)},
+            {"text": newer, "namespace": "alice", "created_at": ago(2)},
+        ])
+        c = bank.record_conflict(a, b, kind="switch", evidence="Paris vs Berlin", confidence=0.9,
+                                 suggestion="newer_wins", path="rules")
+    return a, b, c.id
+
+
+# -- empty banks --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("page", ["pages/conflicts.py", "pages/merges.py", "pages/maintenance.py"])
+def test_pages_explain_an_empty_bank(tmp_path, embedder, monkeypatch, page):
+    path = tmp_path / f"empty-{Path(page).stem}.duckdb"
+    MemoryBank.open(path, embedder=embedder).close()
+    at = _app(path, monkeypatch, page)
+    assert any("no memories yet" in i.value for i in at.info)
+
+
+# -- conflicts ----------------------------------------------------------------------------------
+
+def test_conflicts_newer_wins_then_undo(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-newer.duckdb"
+    a, b, cid = _conflict_bank(path, embedder)
+    at = _app(path, monkeypatch, "pages/conflicts.py")
+    texts = _plain_texts(at)
+    assert "Lives in Paris" in texts and "Moved to Berlin" in texts
+    assert at.button(key=f"resolve-{cid}-newer_wins").proto.type == "primary"  # the suggestion stands out
+
+    at.button(key=f"resolve-{cid}-newer_wins").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.get(a).status == "superseded" and bank.get(a).superseded_by == b
+        assert bank.get(b).status == "active"
+        assert bank.conflict(cid).status == "resolved"
+    assert any("resolved" in s.value for s in at.success)
+
+    at.button(key="undo-last").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.get(a).status == "active" and bank.get(a).superseded_by is None
+        assert bank.conflict(cid).status == "open"
+    assert at.button(key=f"resolve-{cid}-newer_wins")  # open again on the page
+
+
+def test_conflicts_dismiss_and_undo_from_recent(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-dismiss.duckdb"
+    a, b, cid = _conflict_bank(path, embedder)
+    at = _app(path, monkeypatch, "pages/conflicts.py")
+    at.button(key=f"resolve-{cid}-dismiss").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.conflict(cid).status == "dismissed"
+        assert bank.get(a).status == "active" and bank.get(b).status == "active"
+    assert any("No open conflicts" in i.value for i in at.info)
+
+    at.button(key=f"undo-{cid}").click().run()  # from the recently resolved list
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.conflict(cid).status == "open"
+
+
+def test_conflicts_edit_one_memory(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-edit.duckdb"
+    a, b, cid = _conflict_bank(path, embedder)
+    at = _app(path, monkeypatch, "pages/conflicts.py")
+    at.text_input(key=f"edit-text-{cid}-{a}").input("Lived in Paris until 2025").run()
+    at.button(key=f"resolve-{cid}-edit").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.get(a).text == "Lived in Paris until 2025"
+        assert bank.conflict(cid).resolution == "edit"
+
+
+def test_conflicts_explicit_wins_is_refused_readably_for_same_kinds(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-kinds.duckdb"
+    _, _, cid = _conflict_bank(path, embedder)
+    at = _app(path, monkeypatch, "pages/conflicts.py")
+    assert at.button(key=f"resolve-{cid}-explicit_wins").disabled  # both memories are explicit
+
+
+def test_conflicts_show_markup_literally(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-markup.duckdb"
+    _conflict_bank(path, embedder, older=MARKUP, newer="Lives in Bergen")
+    at = _app(path, monkeypatch, "pages/conflicts.py")
+    assert MARKUP in _plain_texts(at)
+    assert "<b>x</b>" not in _markdown(at) and "**bold**" not in _markdown(at)
+
+
+def test_conflicts_detection_button_runs(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-detect.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        bank.add_many([{"text": "Works night shifts", "namespace": "bob"}])
+    at = _app(path, monkeypatch, "pages/conflicts.py")
+    assert any("No open conflicts" in i.value for i in at.info)
+    next(b for b in at.button if b.label == "Run detection now").click().run()
+    assert not at.exception, at.exception
+    assert any("Detection found" in s.value for s in at.success)
+
+
+# -- merges -------------------------------------------------------------------------------------
+
+def _dupes_bank(path: Path, embedder, text: str = "Prefers dark mode in every editor") -> list[int]:
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        return bank.add_many([
+            {"text": text, "namespace": "bob", "importance": 0.6, "created_at": ago(40)},
+            {"text": text, "namespace": "bob", "importance": 0.5, "created_at": ago(20)},
+            {"text": "Works night shifts at the hospital", "namespace": "bob", "created_at": ago(5)},
+        ])
+
+
+def test_merge_from_the_page_then_undo(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "merge-one.duckdb"
+    a, b, other = _dupes_bank(path, embedder)
+    at = _app(path, monkeypatch, "pages/merges.py")
+    key = f"{a}-{b}"
+    assert at.text_area(key=f"merge-text-{key}").value == "Prefers dark mode in every editor"
+    at.text_area(key=f"merge-text-{key}").input("Prefers dark mode in all editors").run()
+    at.button(key=f"merge-{key}").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        [record] = bank.merges()
+        assert record.member_ids == (a, b) and record.path == "manual"
+        new = bank.get(record.merged_id)
+        assert new.text == "Prefers dark mode in all editors" and new.status == "active"
+        assert bank.get(a).status == "merged" and bank.get(other).status == "active"
+    assert any("Merged 2 memories" in s.value for s in at.success)
+    assert "Prefers dark mode in all editors" in _plain_texts(at)  # listed under past merges
+
+    at.button(key=f"undo-merge-{record.id}").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.merges()[0].undone_at is not None
+        assert bank.get(a).status == "active" and bank.get(b).status == "active"
+        assert bank.count(namespace="bob") == 3
+        with pytest.raises(Exception):
+            bank.get(record.merged_id)
+    assert at.button(key=f"merge-{key}")  # the cluster is a candidate again
+
+
+def test_merge_all_and_markup_shown_literally(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "merge-all.duckdb"
+    a, b, _ = _dupes_bank(path, embedder, text=MARKUP)
+    at = _app(path, monkeypatch, "pages/merges.py")
+    assert MARKUP in _plain_texts(at)
+    assert "<b>x</b>" not in _markdown(at)
+    at.button(key="merge-all").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        [record] = bank.merges()
+        assert record.member_ids == (a, b) and bank.get(record.merged_id).text == MARKUP
+    assert any("No merge candidates" in i.value for i in at.info)
+
+
+def test_merges_threshold_slider_changes_the_candidates(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "merge-slider.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        bank.add_many([{"text": "Works night shifts", "namespace": "bob"},
+                       {"text": "Likes hiking in the Alps", "namespace": "bob"}])
+    at = _app(path, monkeypatch, "pages/merges.py")
+    assert any("No merge candidates" in i.value for i in at.info)
+    at.checkbox(key="merge_related_on").check().run()
+    assert not at.exception, at.exception
+
+
+# -- maintenance --------------------------------------------------------------------------------
+
+def _expiry_bank(path: Path, embedder) -> tuple[int, int]:
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        old, keep = bank.add_many([
+            {"text": "Asked about a parking ticket once", "namespace": "alice", "importance": 0.2,
+             "created_at": ago(400)},
+            {"text": "Prefers tea in the morning", "namespace": "alice", "importance": 0.8, "created_at": ago(10)},
+        ])
+    return old, keep
+
+
+def test_maintenance_dry_run_changes_nothing_then_apply_archives(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "maintenance.duckdb"
+    old, keep = _expiry_bank(path, embedder)
+    at = _app(path, monkeypatch, "pages/maintenance.py")
+    assert not at.dataframe  # nothing previewed yet
+
+    at.button(key="m_dry").click().run()
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    assert list(table["action"]) == ["expire"] and list(table["memories"]) == [str(old)]
+    assert "Asked about a parking ticket once" in table["detail"].iloc[0]
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.get(old).status == "active" and bank.get(keep).status == "active"
+        assert [r["dry_run"] for r in bank.maintenance_runs()] == [True]
+
+    at.button(key="m_apply").click().run()
+    assert not at.exception, at.exception
+    assert any("Maintenance applied" in s.value for s in at.success)
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.get(old).status == "archived" and bank.get(keep).status == "active"
+        runs = bank.maintenance_runs(include_dry_runs=False)
+        assert len(runs) == 1 and runs[0]["report"]["counts"]["expired"] == 1
+    assert any(e.label.startswith(f"Run {runs[0]['id']} ") and "applied" in e.label for e in at.expander)
+
+
+def test_maintenance_plan_inputs_change_the_dry_run(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "maintenance-plan.duckdb"
+    old, _ = _expiry_bank(path, embedder)
+    at = _app(path, monkeypatch, "pages/maintenance.py")
+    at.number_input(key="m_expire_after").set_value(500.0).run()  # the old memory is 400 days old
+    at.button(key="m_dry").click().run()
+    assert not at.exception, at.exception
+    assert any("Nothing to change" in i.value for i in at.info)
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.get(old).status == "active"
+        assert bank.maintenance_runs()[0]["plan"]["expire_after_days"] == 500.0
+
+
+def test_maintenance_hard_expiry_needs_confirmation(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "maintenance-hard.duckdb"
+    _expiry_bank(path, embedder)
+    at = _app(path, monkeypatch, "pages/maintenance.py")
+    at.selectbox(key="m_action").select("hard").run()
+    assert at.button(key="m_apply").disabled
+    at.checkbox(key="m_confirm_hard").check().run()
+    assert not at.button(key="m_apply").disabled
