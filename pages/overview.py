@@ -1,36 +1,86 @@
-"""Overview: the bank at a glance (first version: counts, a what-if recall and the memory list)."""
+"""Overview (home): the bank at a glance — counts, distributions, growth, conflicts, maintenance."""
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
+import plotly.express as px
 import streamlit as st
 
-from pages.common import get_bank, namespace_picker, readable_errors
+from pages.common import get_bank, readable_errors
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _bar(title: str, counts: dict, x: str) -> None:
+    """A small plotly bar chart of name → count (or a caption when there is nothing to draw)."""
+    st.markdown(f"**{title}**")
+    if not counts:
+        st.caption("nothing yet")
+        return
+    df = pd.DataFrame({x: [str(k) for k in counts], "memories": list(counts.values())})
+    fig = px.bar(df, x=x, y="memories", height=260)
+    fig.update_layout(margin=dict(l=10, r=10, t=10, b=10))
+    st.plotly_chart(fig, width="stretch", key=f"chart_{x}")
+
 
 bank = get_bank()
 st.title("Memory Console")
 with readable_errors():
     stats = bank.stats()
-    cols = st.columns(4)
+    open_conflicts = len(bank.conflicts(status="open"))
+    cols = st.columns(5)
     cols[0].metric("active memories", stats["active"])
     cols[1].metric("namespaces", stats["namespaces"])
     cols[2].metric("recalls logged", stats["retrievals"])
     cols[3].metric("empty recalls", stats["empty_retrievals"])
+    cols[4].metric("open conflicts", open_conflicts)
 
-    namespace = namespace_picker(bank)
-    query = st.text_input("Try a recall (what-if: changes nothing)", placeholder="what kind of food do I like?")
-    if query.strip():
-        hits = bank.recall(query, namespace=namespace, record=False)
-        if not hits:
-            st.write("No memory clears the threshold: an empty result is a correct answer.")
-        else:
-            st.dataframe(pd.DataFrame([{"score": round(h.score, 3), **{k: round(v, 3) for k, v in h.components.items()},
-                                        "text": h.memory.text} for h in hits]), hide_index=True)
-    memories = bank.memories(namespace=namespace, status=None, limit=500)
-    st.subheader(f"Memories of {namespace}")
-    st.dataframe(
-        pd.DataFrame([{"id": m.id, "text": m.text, "category": m.category, "kind": m.kind,
-                       "importance": m.importance, "status": m.status, "created": m.created_at,
-                       "uses": m.access_count} for m in memories]),
-        hide_index=True, width="stretch",
-    )
+    if stats["total"] == 0:
+        st.info("This bank is empty. Build the demo bank with `make demo` "
+                "(or `memctl --bank data/demo.duckdb demo`) and start the dashboard with "
+                "`streamlit run app.py -- --bank data/demo.duckdb`; or add a memory by hand on the Browse page.")
+    else:
+        left, right = st.columns(2)
+        with left:
+            _bar("Memories by status", stats["by_status"], "status")
+            _bar("Active memories by category", stats["by_category"], "category")
+        with right:
+            _bar("Active memories by namespace", dict(bank.namespaces()), "namespace")
+            _bar("Active memories by tier", stats["by_tier"], "tier")
+
+        # Growth: every memory (any status) by the month it was created. Fine for demo-sized banks;
+        # a bank-side GROUP BY month would scale better (see the report).
+        created = [m.created_at for m in bank.memories(status=None, limit=None)]
+        if created:
+            months = pd.Series(pd.to_datetime(created, utc=True)).dt.strftime("%Y-%m")
+            growth = months.value_counts().sort_index()
+            df = pd.DataFrame({"month": growth.index, "new memories": growth.values})
+            df["total"] = df["new memories"].cumsum()
+            st.markdown("**Growth: memories by created month**")
+            fig = px.bar(df, x="month", y="new memories", hover_data=["total"], height=280)
+            fig.update_layout(margin=dict(l=10, r=10, t=10, b=10))
+            st.plotly_chart(fig, width="stretch", key="chart_growth")
+
+    st.subheader("Conflicts")
+    if open_conflicts:
+        st.write(f"**{open_conflicts}** open conflict(s) wait for a decision.")
+    else:
+        st.write("No open conflicts.")
+    if os.path.exists(os.path.join(HERE, "conflicts.py")):
+        st.page_link("pages/conflicts.py", label="Review conflicts", icon="⚖️")
+
+    st.subheader("Maintenance and scoring")
+    runs = bank.maintenance_runs(limit=1)
+    if runs:
+        run = runs[0]
+        kind = "dry run" if run.get("dry_run") else "run"
+        st.write(f"Last maintenance {kind}: {run['started_at']:%Y-%m-%d %H:%M} UTC"
+                 + (f" (finished {run['finished_at']:%H:%M})" if run.get("finished_at") else ""))
+    else:
+        st.write("No maintenance run yet.")
+    name, params = bank.active_preset()
+    st.write(f"Active scoring preset: **{name}**")
+    with st.expander("Preset parameters"):
+        st.json(params.to_dict())

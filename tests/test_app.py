@@ -1,4 +1,4 @@
-"""The dashboard placeholder: opens a bank, lists it, and tries a what-if recall without writing."""
+"""The dashboard's home page (Overview): the bank at a glance, an empty bank, a broken bank."""
 
 from __future__ import annotations
 
@@ -11,28 +11,41 @@ from memory_core import MemoryBank
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
 
-def test_app_lists_the_bank_and_recalls_without_writing(bank_path, embedder, monkeypatch):
-    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_overview_shows_the_bank_at_a_glance(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "overview.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
         bank.add("Prefers vegetarian food", namespace="alice", importance=0.8, category="preference")
-        bank.add("Moved to Berlin in August", namespace="alice")
+        a = bank.add("Moved to Berlin in August", namespace="alice")
         bank.add("Works night shifts", namespace="bob")
+        bank.forget(a)
+        bank.recall("vegetarian food for dinner", namespace="alice")
         seq = bank.stats()["change_seq"]
-    monkeypatch.setenv("MEMCTL_BANK", str(bank_path))
+    monkeypatch.setenv("MEMCTL_BANK", str(path))
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
-    assert [m.value for m in at.metric][:2] == ["3", "2"]  # active memories, namespaces
-    assert at.selectbox[0].options == ["alice", "bob"]
-    table = at.dataframe[-1].value
-    assert set(table["text"]) == {"Prefers vegetarian food", "Moved to Berlin in August"}
+    m = metrics(at)
+    assert m["active memories"] == "2" and m["namespaces"] == "2"
+    assert m["recalls logged"] == "1" and m["open conflicts"] == "0"
+    assert len(at.get("plotly_chart")) == 5  # status, category, namespace, tier, growth
+    text = " ".join(md.value for md in at.markdown)
+    assert "No maintenance run yet." in text and "Active scoring preset" in text
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.stats()["change_seq"] == seq  # looking changes nothing
 
-    at.text_input[0].input("vegetarian food for dinner").run()
+
+def test_overview_of_an_empty_bank_says_how_to_build_the_demo(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "empty.duckdb"
+    MemoryBank.open(path, embedder=embedder).close()
+    monkeypatch.setenv("MEMCTL_BANK", str(path))
+    at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
-    hits = at.dataframe[0].value
-    assert hits["text"].iloc[0] == "Prefers vegetarian food"
-    at.selectbox[0].select("bob").run()
-    assert set(at.dataframe[-1].value["text"]) == {"Works night shifts"}
-    with MemoryBank.open(bank_path, embedder=embedder) as bank:
-        assert bank.stats()["change_seq"] == seq and bank.retrievals() == []
+    assert metrics(at)["active memories"] == "0"
+    assert "make demo" in at.info[0].value
+    assert len(at.get("plotly_chart")) == 0
 
 
 def test_app_explains_a_broken_bank(tmp_path, monkeypatch):
