@@ -1499,11 +1499,26 @@ class MemoryBank:
                                float(row["importance"]), float(row["access_count"]))
 
 
-    def retrievals(self, namespace: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
-        """The latest logged recalls, newest first, each with its hits and their score components."""
-        where, params = ("WHERE namespace = ?", [check_namespace(namespace)]) if namespace else ("", [])
+    def retrievals(self, namespace: str | None = None, limit: int | None = 50, *, since: Any = None,
+                   until: Any = None, memory_id: int | None = None) -> list[dict[str, Any]]:
+        """Logged recalls, newest first, each with its hits and their score components.
+
+        ``since``/``until`` bound the recall time; ``memory_id`` keeps the recalls that returned
+        that memory (its recall log); ``limit=None`` returns them all.
+        """
+        where, params = self._where(namespace=None if namespace is None else check_namespace(namespace))
+        if since is not None:
+            where += " AND recalled_at >= ?"
+            params.append(to_naive_utc(parse_time(since, "since")))
+        if until is not None:
+            where += " AND recalled_at <= ?"
+            params.append(to_naive_utc(parse_time(until, "until")))
+        if memory_id is not None:
+            where += " AND id IN (SELECT retrieval_id FROM retrieval_hits WHERE memory_id = ?)"
+            params.append(self._check_id(memory_id))
+        page = "" if limit is None else f" LIMIT {int(limit)}"
         with self._session(write=False) as con:
-            heads = con.sql(f"SELECT * FROM retrievals {where} ORDER BY id DESC LIMIT {int(limit)}",
+            heads = con.sql(f"SELECT * FROM retrievals WHERE {where} ORDER BY id DESC{page}",
                             params=params).to_arrow_table().to_pylist()
             ids = [h["id"] for h in heads]
             hits = con.sql("SELECT * FROM retrieval_hits WHERE retrieval_id IN (SELECT unnest(?)) "
