@@ -611,28 +611,38 @@ class MemoryBank:
                 "ORDER BY id DESC LIMIT ?", params + [int(limit)]).fetchall()
         return [_event(r) for r in rows]
 
+    _ORDERS = {  # the sort orders Browse offers; never user text in ORDER BY
+        "newest": "created_at DESC, id DESC", "oldest": "created_at, id",
+        "importance": "importance DESC, created_at DESC, id DESC",
+        "most used": "access_count DESC, created_at DESC, id DESC",
+        "recently used": "last_accessed_at DESC NULLS LAST, id DESC",
+    }
+
     def memories(
         self,
         namespace: str | None = None,
         status: str | None = "active",
         *,
-        kind: str | None = None,
-        category: str | None = None,
-        contains: str | None = None,
         limit: int | None = 100,
         offset: int = 0,
+        order: str = "newest",
+        **filters: Any,
     ) -> list[Memory]:
-        """Memories matching the filters, newest first. ``status=None`` means every status."""
-        where, params = self._filters(namespace, status, kind, category, contains)
+        """Memories matching the filters, newest first by default. ``status=None`` means every status.
+
+        Filters: ``kind``, ``category``, ``contains`` (plain text), ``pinned``, ``min_importance``,
+        ``max_importance``, ``created_after``, ``created_before``, ``used_after``, ``used_before``.
+        ``order`` is one of newest, oldest, importance, most used, recently used.
+        """
+        where, params = self._filters(namespace, status, **filters)
+        order_sql = self._ORDERS.get(check_choice(order, self._ORDERS, "order"))
         with self._session(write=False) as con:
-            rows = Store.fetch_rows(con, where, params, order="created_at DESC, id DESC",
-                                    limit=limit, offset=offset).to_pylist()
+            rows = Store.fetch_rows(con, where, params, order=order_sql, limit=limit, offset=offset).to_pylist()
         return [_memory_from_row(r) for r in rows]
 
     def count(self, namespace: str | None = None, status: str | None = "active", **filters: Any) -> int:
         """How many memories match the filters of :meth:`memories`."""
-        where, params = self._filters(namespace, status, filters.get("kind"), filters.get("category"),
-                                      filters.get("contains"))
+        where, params = self._filters(namespace, status, **filters)
         with self._session(write=False) as con:
             return int(con.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()[0])
 
@@ -643,15 +653,31 @@ class MemoryBank:
         return " AND ".join(["TRUE"] + [f"{col} = ?" for col, _ in items]), [value for _, value in items]
 
     @classmethod
-    def _filters(cls, namespace, status, kind, category, contains) -> tuple[str, list[Any]]:
+    def _filters(cls, namespace: str | None, status: str | None, *, kind: str | None = None,
+                 category: str | None = None, contains: str | None = None, pinned: bool | None = None,
+                 min_importance: float | None = None, max_importance: float | None = None,
+                 created_after: Any = None, created_before: Any = None, used_after: Any = None,
+                 used_before: Any = None) -> tuple[str, list[Any]]:
+        if pinned is not None and not isinstance(pinned, bool):
+            raise ValidationError("pinned must be true, false or None")
         where, params = cls._where(
             namespace=None if namespace is None else check_namespace(namespace),
             status=None if status is None else check_choice(status, STATUSES, "status"),
             kind=None if kind is None else check_choice(kind, KINDS, "kind"),
-            category=None if category is None else check_choice(category, CATEGORIES, "category"))
+            category=None if category is None else check_choice(category, CATEGORIES, "category"),
+            pinned=pinned)
         if contains:
             where += " AND contains(lower(text), lower(?))"
             params.append(str(contains))
+        for sql, value, check in (
+            ("importance >= ?", min_importance, check_importance), ("importance <= ?", max_importance, check_importance),
+            ("created_at >= ?", created_after, parse_time), ("created_at <= ?", created_before, parse_time),
+            ("last_accessed_at >= ?", used_after, parse_time), ("last_accessed_at <= ?", used_before, parse_time),
+        ):
+            if value is not None:
+                checked = check(value)
+                where += f" AND {sql}"
+                params.append(to_naive_utc(checked) if isinstance(checked, datetime) else checked)
         return where, params
 
     def namespaces(self) -> list[tuple[str, int]]:
@@ -681,6 +707,11 @@ class MemoryBank:
                 params).fetchone()
             meta = Store.meta(con)
             name, _ = self._active(con)
+            open_conflicts = con.execute(f"SELECT count(*) FROM conflicts WHERE {where} AND status = 'open'",
+                                         params).fetchone()[0]
+            by_month = {str(k): int(v) for k, v in con.execute(
+                f"SELECT strftime(created_at, '%Y-%m'), count(*) FROM memories WHERE {where} GROUP BY 1 ORDER BY 1",
+                params).fetchall()}
         tiers = {"hot": 0, "warm": 0, "cold": 0}
         for (t,) in touched:
             tiers[tier_of((now_dt - to_aware(t)).total_seconds() / 86400.0)] += 1
@@ -691,6 +722,7 @@ class MemoryBank:
             "namespaces": len(self.namespaces()) if namespace is None else 1,
             "retrievals": int(retrievals[0]), "empty_retrievals": int(retrievals[1]),
             "active_preset": name, "change_seq": int(meta["change_seq"]),
+            "open_conflicts": int(open_conflicts), "by_month": by_month,
             "file_bytes": self.path.stat().st_size if self.path.exists() else 0,
         }
 

@@ -240,6 +240,16 @@ def blend(
     return score, components
 
 
+PARTS = (("relevance", "alpha"), ("recency", "beta"), ("importance", "gamma"), ("frequency", "delta"))
+
+
+def parts(params: ScoringParams, components: dict[str, float]) -> dict[str, float]:
+    """A hit's score split into what each weighted component contributes (they add up to the score):
+    ``weight × component ÷ weight sum × tier``. The Tune page draws these as a stacked bar."""
+    tier = components["tier"]
+    return {name: getattr(params, weight) * components[name] / params.weight_sum * tier for name, weight in PARTS}
+
+
 def top_k(score: np.ndarray, ids: np.ndarray, k: int, threshold: float) -> np.ndarray:
     """Positions of the best ``k`` scores that reach ``threshold``, best first.
 

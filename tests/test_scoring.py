@@ -106,3 +106,12 @@ def test_params_round_trip_and_copy():
         p.replace(gamma_ray=1)
     with pytest.raises(Exception, match="unknown built-in preset"):
         ScoringParams.preset("fast")
+
+
+def test_parts_add_up_to_the_score():
+    p = ScoringParams(alpha=0.5, beta=0.3, gamma=0.15, delta=0.05, tier_warm=0.8)
+    s, c = score_one(p, sim=0.6, lex=0.4, age_days=30, importance=0.7, uses=2)
+    from memory_core.scoring import parts
+    shares = parts(p, {k: float(v) for k, v in c.items()})
+    assert set(shares) == {"relevance", "recency", "importance", "frequency"}
+    assert sum(shares.values()) == pytest.approx(s)

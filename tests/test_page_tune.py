@@ -1,0 +1,218 @@
+"""The Tune page: live what-if ranking, threshold, stacked bars that add up to Hit.score, presets."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from memory_core import MemoryBank
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+PAGE = "pages/tune.py"
+QUERY = "what food does she like for dinner"
+
+
+@pytest.fixture
+def tune_bank(tmp_path, embedder, monkeypatch):
+    """A small bank (its own path per test: AppTest shares the cached bank per path) with a logged recall."""
+    path = tmp_path / "tune.duckdb"
+    now = datetime.now(timezone.utc)
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        bank.add("Prefers vegetarian food for dinner", namespace="alice", importance=0.3, category="preference")
+        bank.add("Her daughter is called Mia", namespace="alice", importance=1.0, category="fact",
+                 created_at=now - timedelta(days=120))
+        bank.add("Moved to Berlin in August", namespace="alice", importance=0.5)
+        bank.add("Is learning to play the cello", namespace="alice", importance=0.6,
+                 created_at=now - timedelta(days=30))
+        bank.add("Works night shifts", namespace="bob")
+        bank.recall("vegetarian dinner ideas", namespace="alice")  # logged, counts accesses
+        bank.recall("where does she live", namespace="alice")
+    monkeypatch.setenv("MEMCTL_BANK", str(path))
+    return path
+
+
+def open_tune(query: str | None = QUERY) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    if query:
+        at.text_input(key="tune_query").input(query).run()
+        assert not at.exception
+    return at
+
+
+def chart(at: AppTest) -> dict:
+    charts = at.get("plotly_chart")
+    assert charts, "no plotly chart on the page"
+    return json.loads(charts[-1].proto.spec)
+
+
+def values(x) -> list[float]:
+    if isinstance(x, dict) and "bdata" in x:  # plotly's typed-array encoding
+        return np.frombuffer(base64.b64decode(x["bdata"]), dtype=np.dtype(x["dtype"])).tolist()
+    return [float(v) for v in x]
+
+
+def bar_totals(at: AppTest) -> dict[int, float]:
+    """Memory id → the sum of its stacked bar segments."""
+    totals: dict[int, float] = {}
+    for trace in chart(at)["data"]:
+        for label, x in zip(trace["y"], values(trace["x"])):
+            mid = int(label.split("#", 1)[1].split()[0])
+            totals[mid] = totals.get(mid, 0.0) + x
+    return totals
+
+
+def frames(at: AppTest) -> tuple:
+    """The candidate table, then the active preset's top k and these settings' top k."""
+    values_ = [d.value for d in at.dataframe]
+    i = next(i for i, v in enumerate(values_) if "total" in v.columns)
+    return values_[i], values_[i + 1], values_[i + 2]
+
+
+def ranking(at: AppTest) -> list[int]:
+    return list(frames(at)[0]["id"])
+
+
+def set_sliders(at: AppTest, **values_: float) -> AppTest:
+    for field, value in values_.items():
+        at.slider(key=f"tune_{field}").set_value(value)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def snapshot(path) -> tuple:
+    with MemoryBank.open(path) as bank:
+        counts = {m.id: (m.access_count, m.last_accessed_at) for m in bank.memories(namespace=None, limit=100)}
+        return counts, bank.retrievals(limit=100), bank.stats()["change_seq"]
+
+
+def test_page_renders_with_the_active_preset(tune_bank):
+    at = open_tune(query=None)
+    assert at.title[0].value == "Tune recall"
+    assert at.selectbox(key="tune_preset").value == "default"
+    assert at.slider(key="tune_alpha").value == pytest.approx(0.7)
+    assert at.slider(key="tune_k").value == 5
+    assert "vegetarian dinner ideas" in at.selectbox(key="tune_logged").options
+    at = open_tune()
+    assert len(ranking(at)) == 4
+    assert chart(at)["layout"]["shapes"][0]["x0"] == pytest.approx(0.35)  # the threshold line
+
+
+def test_a_logged_query_can_be_picked(tune_bank):
+    at = open_tune(query=None)
+    at.selectbox(key="tune_logged").select("vegetarian dinner ideas").run()
+    assert not at.exception
+    assert ranking(at)[0] == 1  # Prefers vegetarian food
+
+
+def test_moving_weights_reorders_the_ranking_as_the_formula_says(tune_bank):
+    at = open_tune()
+    assert ranking(at)[0] == 1  # relevance dominates: vegetarian food
+    set_sliders(at, alpha=0.0, beta=0.0, gamma=1.0, delta=0.0)
+    ranked = ranking(at)
+    assert ranked[0] == 2  # importance only: the most important memory (Mia, 1.0) first
+    assert ranked == [2, 4, 3, 1]  # by importance 1.0, 0.6, 0.5, 0.3
+    set_sliders(at, alpha=1.0, gamma=0.0)
+    assert ranking(at)[0] == 1
+
+
+def test_bar_totals_equal_hit_scores(tune_bank, embedder):
+    at = open_tune()
+    set_sliders(at, alpha=0.5, beta=0.3, gamma=0.4, delta=0.2, tier_hot=0.8, tier_warm=0.6, tier_cold=0.5,
+                half_life_days=20.0)
+    totals = bar_totals(at)
+    table = frames(at)[0]
+    with MemoryBank.open(tune_bank, embedder=embedder) as bank:
+        p = bank.preset("default").replace(alpha=0.5, beta=0.3, gamma=0.4, delta=0.2, tier_hot=0.8, tier_warm=0.6,
+                                           tier_cold=0.5, half_life_days=20.0, threshold=0.0, k=15)
+        hits = bank.recall(QUERY, namespace="alice", params=p, record=False)
+    assert set(totals) == {h.memory.id for h in hits} == set(table["id"])
+    page_scores = dict(zip(table["id"], table["score"]))  # the page's Hit.score, unrounded
+    for h in hits:
+        assert totals[h.memory.id] == pytest.approx(page_scores[h.memory.id], rel=1e-12, abs=1e-12)
+        # and the same as a recall made here (a few seconds later: recency moved a hair)
+        assert totals[h.memory.id] == pytest.approx(h.score, abs=1e-6)
+    assert all(h.components["tier"] < 1 for h in hits)  # the tier multiplier is inside the bars too
+
+
+def test_threshold_at_max_empties_the_in_set(tune_bank):
+    at = open_tune()
+    assert frames(at)[0]["in"].any()
+    set_sliders(at, threshold=1.0)
+    table = frames(at)[0]
+    assert len(table) == 4 and not table["in"].any()
+    assert frames(at)[2].empty
+    assert not frames(at)[1].empty
+    assert any("leaves" in m.value for m in at.markdown)
+    # the active preset returns something for both logged queries; nothing passes now
+    assert at.metric[-1].value == "2 of 2"
+
+
+def test_k_limits_the_in_set_and_replay_counts_no_change_at_the_active_settings(tune_bank):
+    at = open_tune()
+    assert at.metric[-1].value == "0 of 2"
+    set_sliders(at, threshold=0.0, k=2)
+    table = frames(at)[0]
+    assert list(table["in"]) == [True, True, False, False]
+
+
+def test_save_preset_then_make_it_active(tune_bank, embedder):
+    before = snapshot(tune_bank)[:2]
+    at = open_tune()
+    set_sliders(at, alpha=0.2, gamma=0.9, threshold=0.3)
+    at.text_input(key="tune_save_name").input("importance-first").run()
+    at.button(key="tune_save").click().run()
+    assert not at.exception
+    assert "Saved preset 'importance-first'" in at.success[0].value
+    with MemoryBank.open(tune_bank, embedder=embedder) as bank:
+        saved = bank.presets()["importance-first"]
+        assert (saved.alpha, saved.gamma, saved.threshold) == (0.2, 0.9, 0.3)
+        assert bank.active_preset()[0] == "default"
+    assert "importance-first" in at.selectbox(key="tune_preset").options
+
+    at.selectbox(key="tune_activate_name").select("importance-first").run()
+    at.button(key="tune_activate").click().run()
+    assert not at.exception
+    assert "'importance-first' is now active" in at.success[0].value
+    with MemoryBank.open(tune_bank, embedder=embedder) as bank:
+        assert bank.active_preset()[0] == "importance-first"
+        event = bank.events(limit=1)[0]
+        assert event.action == "set_active_preset" and event.after == {"name": "importance-first"}
+    # tuning and preset changes never touch access counts or the retrieval log
+    assert snapshot(tune_bank)[:2] == before
+
+
+def test_saving_a_builtin_name_shows_a_readable_error(tune_bank):
+    at = open_tune()
+    at.text_input(key="tune_save_name").input("default").run()
+    at.button(key="tune_save").click().run()
+    assert not at.exception
+    assert any("built-in" in e.value for e in at.error)
+
+
+def test_switching_preset_loads_its_values(tune_bank):
+    at = open_tune()
+    at.selectbox(key="tune_preset").select("generative-agents").run()
+    assert not at.exception
+    assert at.slider(key="tune_alpha").value == pytest.approx(0.6)
+    assert at.slider(key="tune_k").value == 3
+    assert at.slider(key="tune_threshold").value == pytest.approx(0.45)
+
+
+def test_using_the_page_changes_no_access_counts_or_retrievals(tune_bank):
+    before = snapshot(tune_bank)
+    at = open_tune()
+    set_sliders(at, alpha=0.1, beta=0.9, threshold=0.0, k=1)
+    at.selectbox(key="tune_logged").select("vegetarian dinner ideas").run()
+    at.date_input(key="tune_as_of").set_value(datetime.now(timezone.utc).date() - timedelta(days=60)).run()
+    assert not at.exception
+    assert 1 not in ranking(at)  # created today: unseen as of 60 days ago
+    assert snapshot(tune_bank) == before
