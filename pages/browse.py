@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import date, datetime, time, timedelta, timezone
 
 import pandas as pd
 import streamlit as st
@@ -17,6 +18,9 @@ from pages.common import get_bank, namespace_picker, readable_errors
 
 PAGE_SIZE = 50
 ANY = "(any)"
+ORDERS = ["newest", "oldest", "importance", "most used", "recently used"]
+DATE_MIN, DATE_MAX = date(1970, 1, 1), date(2100, 12, 31)  # imported memories may be old
+PINNED = {"any": None, "pinned": True, "not pinned": False}
 
 bank = get_bank()
 st.title("Browse memories")
@@ -32,12 +36,39 @@ def when(dt) -> str:
     return "" if dt is None else f"{dt:%Y-%m-%d %H:%M}"
 
 
+def day_bounds(picked) -> tuple[datetime | None, datetime | None]:
+    """A date_input range → (start of the first day, end of the last day) in UTC; missing ends are None.
+
+    An empty range means no bound; a single picked day (a range still being chosen) bounds the start only.
+    """
+    days = [d for d in (picked if isinstance(picked, (list, tuple)) else [picked]) if isinstance(d, date)]
+    start = datetime.combine(days[0], time.min, tzinfo=timezone.utc) if days else None
+    end = (datetime.combine(days[1], time.min, tzinfo=timezone.utc) + timedelta(days=1) - timedelta(microseconds=1)
+           if len(days) > 1 else None)
+    return start, end
+
+
 def row_of(m, score: float | None = None) -> dict:
     row = {} if score is None else {"score": round(score, 3)}
     row.update({"id": m.id, "text": m.text if m.text is not None else "(erased)", "namespace": m.namespace,
                 "category": m.category, "kind": m.kind, "importance": round(m.importance, 3),
                 "status": m.status, "pinned": m.pinned, "created": when(m.created_at), "uses": m.access_count})
     return row
+
+
+def matches(m, f: dict) -> bool:
+    """Whether memory ``m`` passes the table filters (for the semantic hits, which recall ranks itself)."""
+    def within(value, lo, hi) -> bool:
+        if lo is None and hi is None:
+            return True
+        return value is not None and (lo is None or value >= lo) and (hi is None or value <= hi)
+    return ((f["kind"] is None or m.kind == f["kind"])
+            and (f["category"] is None or m.category == f["category"])
+            and (f["contains"] is None or f["contains"].lower() in (m.text or "").lower())
+            and (f["pinned"] is None or m.pinned == f["pinned"])
+            and within(m.importance, f["min_importance"], f["max_importance"])
+            and within(m.created_at, f["created_after"], f["created_before"])
+            and within(m.last_accessed_at, f["used_after"], f["used_before"]))
 
 
 def add_form(default_namespace: str) -> None:
@@ -75,9 +106,24 @@ with readable_errors():
     contains = s1.text_input("Text contains", key="browse_contains", placeholder="plain text, case-insensitive")
     query = s2.text_input("Semantic search (what-if: records nothing)", key="browse_query",
                           placeholder="what kind of food do I like?")
+    r1, r2, r3 = st.columns(3)
+    imp_lo, imp_hi = r1.slider("Importance", 0.0, 1.0, (0.0, 1.0), 0.05, key="browse_importance")
+    imp_lo, imp_hi = round(float(imp_lo), 2), round(float(imp_hi), 2)  # no float noise from the slider steps
+    created_after, created_before = day_bounds(r2.date_input("Created between", value=(), key="browse_created",
+                                                             min_value=DATE_MIN, max_value=DATE_MAX,
+                                                             help="leave empty for no bound"))
+    used_after, used_before = day_bounds(r3.date_input("Last used between", value=(), key="browse_used",
+                                                       min_value=DATE_MIN, max_value=DATE_MAX,
+                                                       help="leave empty for no bound"))
+    o1, o2 = st.columns(2)
+    pinned = o1.selectbox("Pinned", list(PINNED), key="browse_pinned")
+    order = o2.selectbox("Sort by", ORDERS, key="browse_order")
     filters = dict(namespace=namespace, status=None if status == ANY else status,
                    kind=None if kind == ANY else kind, category=None if category == ANY else category,
-                   contains=contains.strip() or None)
+                   contains=contains.strip() or None, pinned=PINNED[pinned],
+                   min_importance=imp_lo if imp_lo > 0 else None, max_importance=imp_hi if imp_hi < 1 else None,
+                   created_after=created_after, created_before=created_before,
+                   used_after=used_after, used_before=used_before)
 
     # -- the table --------------------------------------------------------------------------
     semantic = bool(query.strip())
@@ -88,19 +134,18 @@ with readable_errors():
         else:
             hits = bank.recall(query, namespace=namespace, record=False, threshold=0, k=50)
             # recall sees active memories only; the other filters apply to its hits.
-            hits = [h for h in hits
-                    if (filters["kind"] is None or h.memory.kind == filters["kind"])
-                    and (filters["category"] is None or h.memory.category == filters["category"])
-                    and (filters["contains"] is None or filters["contains"].lower() in (h.memory.text or "").lower())]
+            hits = [h for h in hits if matches(h.memory, filters)]
             shown = [h.memory for h in hits]
             rows = [row_of(h.memory, h.score) for h in hits]
-            st.caption(f"{len(hits)} active memories ranked by recall score (threshold 0, top 50).")
+            st.caption(f"{len(hits)} active memories ranked by recall score (threshold 0, top 50; "
+                       "the sort order does not apply).")
     else:
         total = bank.count(**filters)
         n_pages = max(1, math.ceil(total / PAGE_SIZE))
         p1, p2 = st.columns([1, 4])
         page_no = p1.selectbox("Page", list(range(1, n_pages + 1)), key="browse_page")
-        shown = bank.memories(**filters, limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE)
+        page_no = min(int(page_no or 1), n_pages)  # the filters may have shrunk the page count
+        shown = bank.memories(**filters, order=order, limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE)
         rows = [row_of(m) for m in shown]
         first = (page_no - 1) * PAGE_SIZE
         p2.caption(f"{total} matching memories · showing {first + 1 if shown else 0}–{first + len(shown)}")
@@ -123,7 +168,7 @@ with readable_errors():
         with readable_errors():
             bank.forget_many(active_selected)
             flash(f"Archived {len(active_selected)} memories (restorable).")
-    export = shown if semantic else bank.memories(**filters, limit=None)
+    export = shown if semantic else bank.memories(**filters, order=order, limit=None)
     if export:
         b2.download_button("Export filtered set as CSV", key="export_csv", mime="text/csv",
                            file_name="memories.csv",
@@ -206,6 +251,16 @@ with readable_errors():
                         with readable_errors():
                             bank.forget(m.id, hard=True)
                             flash(f"Memory #{m.id} was deleted forever.")
+
+        st.markdown("**Recall log**")
+        log = [{"when": when(r["recalled_at"]), "query": r.get("query") or "",
+                "rank": h["rank"], "score": None if h.get("score") is None else round(h["score"], 3)}
+               for r in bank.retrievals(memory_id=m.id, limit=50) for h in r["hits"] if h["memory_id"] == m.id]
+        if log:
+            st.caption(f"The {len(log)} most recent logged recall(s) that returned this memory (at most 50).")
+            st.dataframe(pd.DataFrame(log), hide_index=True, width="stretch", key="detail_recalls")
+        else:
+            st.caption("This memory was never recalled yet.")
 
         st.markdown("**History**")
         events = bank.history(m.id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -19,13 +20,18 @@ def browse(tmp_path, embedder, monkeypatch):
     path = tmp_path / "browse.duckdb"
     with MemoryBank.open(path, embedder=embedder) as bank:
         ids = {
-            "veg": bank.add("Prefers vegetarian food", namespace="alice", importance=0.8, category="preference"),
-            "berlin": bank.add("Moved to Berlin in August", namespace="alice", category="fact"),
-            "marathon": bank.add("Wants to run a marathon next year", namespace="alice", category="goal"),
+            "veg": bank.add("Prefers vegetarian food", namespace="alice", importance=0.8, category="preference",
+                            created_at="2024-01-15T10:00:00Z"),
+            "berlin": bank.add("Moved to Berlin in August", namespace="alice", category="fact",
+                               created_at="2025-08-10T10:00:00Z"),
+            "marathon": bank.add("Wants to run a marathon next year", namespace="alice", category="goal",
+                                 created_at="2025-06-01T10:00:00Z"),
             "markup": bank.add(MARKUP, namespace="alice", category="other"),
             "night": bank.add("Works night shifts", namespace="bob", category="fact"),
         }
         bank.forget(ids["berlin"])
+        # One logged recall: bob's only active memory is returned; alice's are never recalled.
+        assert [h.memory.id for h in bank.recall("night shifts at work", namespace="bob", record=True)] == [ids["night"]]
     monkeypatch.setenv("MEMCTL_BANK", str(path))
     at = AppTest.from_file(APP, default_timeout=60).run()
     at.switch_page("pages/browse.py").run()
@@ -76,13 +82,15 @@ def test_plain_text_search_finds_a_memory(browse):
 
 def test_semantic_search_ranks_the_relevant_memory_first_and_records_nothing(browse):
     at, ids, open_bank = browse
+    with open_bank() as bank:
+        logged = len(bank.retrievals(limit=None))
     at.text_input(key="browse_query").input("what should I cook for dinner, any meat?").run()
     assert not at.exception
     t = table(at)
     assert t["text"].iloc[0] == "Prefers vegetarian food"
     assert list(t["score"]) == sorted(t["score"], reverse=True)
     with open_bank() as bank:
-        assert bank.retrievals() == []
+        assert len(bank.retrievals(limit=None)) == logged  # only the fixture's recall
 
 
 def test_soft_delete_hides_from_recall_and_restore_brings_it_back(browse):
@@ -179,3 +187,66 @@ def test_bulk_soft_delete_of_the_selection_and_exports(browse):
     assert not at.exception and "Archived 2 memories" in at.success[0].value
     with open_bank() as bank:
         assert [bank.get(i).status for i in first_two] == ["archived", "archived"]
+
+
+def test_importance_range_narrows_the_table(browse):
+    at, ids, _ = browse
+    at.slider(key="browse_importance").set_value((0.7, 1.0)).run()
+    assert not at.exception
+    assert texts(at) == {"Prefers vegetarian food"}
+    at.slider(key="browse_importance").set_value((0.0, 0.6)).run()
+    assert texts(at) == {"Wants to run a marathon next year", MARKUP}
+
+
+def test_created_date_range_narrows_the_table(browse):
+    at, ids, _ = browse
+    at.date_input(key="browse_created").set_value((date(2025, 1, 1), date(2025, 12, 31))).run()
+    assert not at.exception
+    assert texts(at) == {"Wants to run a marathon next year"}
+    at.selectbox(key="browse_status").select("(any)").run()
+    assert texts(at) == {"Wants to run a marathon next year", "Moved to Berlin in August"}
+    # the end day is included whole
+    at.date_input(key="browse_created").set_value((date(2024, 1, 1), date(2024, 1, 15))).run()
+    assert texts(at) == {"Prefers vegetarian food"}
+
+
+def test_last_used_and_pinned_filters(browse):
+    at, ids, _ = browse
+    at.selectbox(key="browse_namespace").select("(all)").run()
+    at.date_input(key="browse_used").set_value((date(2000, 1, 1), date(2100, 1, 1))).run()
+    assert not at.exception
+    assert texts(at) == {"Works night shifts"}  # the only memory ever recalled
+    at.date_input(key="browse_used").set_value(()).run()
+    at.selectbox(key="browse_pinned").select("pinned").run()
+    assert texts(at) == set()
+    at.selectbox(key="browse_pinned").select("not pinned").run()
+    assert "Works night shifts" in texts(at)
+
+
+def test_sort_by_importance_puts_the_most_important_first(browse):
+    at, ids, _ = browse
+    assert table(at)["text"].iloc[0] != "Prefers vegetarian food"  # newest first: it is the oldest
+    at.selectbox(key="browse_order").select("importance").run()
+    assert not at.exception
+    t = table(at)
+    assert t["text"].iloc[0] == "Prefers vegetarian food"
+    assert list(t["importance"]) == sorted(t["importance"], reverse=True)
+
+
+def recall_log(at):
+    """The detail view's recall log table, or None (non-selectable dataframes expose no key in AppTest)."""
+    logs = [d.value for d in at.dataframe if list(d.value.columns) == ["when", "query", "rank", "score"]]
+    return logs[0] if logs else None
+
+
+def test_detail_view_shows_the_recall_log(browse):
+    at, ids, _ = browse
+    detail(at, ids["veg"])
+    assert any("never recalled yet" in c.value for c in at.caption)
+    assert recall_log(at) is None
+    at.selectbox(key="browse_namespace").select("bob").run()
+    detail(at, ids["night"])
+    assert not any("never recalled yet" in c.value for c in at.caption)
+    log = recall_log(at)
+    assert list(log["query"]) == ["night shifts at work"] and list(log["rank"]) == [1]
+    assert log["when"].iloc[0] != "" and log["score"].iloc[0] is not None
