@@ -23,6 +23,7 @@ PAGES = [  # (module in pages/, title, icon); the first is the home page
     ("conflicts", "Conflicts", "⚖️"),
     ("merges", "Merges", "🧩"),
     ("maintenance", "Maintenance", "🧹"),
+    ("usage", "Usage", "📈"),
 ]
 page = st.navigation([
     st.Page(f"pages/{module}.py", title=title, icon=icon, default=i == 0)

@@ -1,0 +1,272 @@
+"""Usage metrics over a bank's retrieval log: what the Usage page of the dashboard shows.
+
+Pure functions over the bank's public API (:meth:`MemoryBank.retrievals`, :meth:`MemoryBank.memories`,
+:meth:`MemoryBank.get_many`, :meth:`MemoryBank.stats`); they read, never write, and return pandas
+DataFrames or plain dicts so a page only renders them.
+
+Vocabulary. A *turn* is one logged recall (one row of ``bank.retrievals()``). Its *outcome* is
+
+* ``skipped`` — the recall gate said no (``recalled`` is false), nothing was searched;
+* ``empty`` — the bank was searched and nothing reached the threshold;
+* ``returned`` — the bank was searched and at least one memory came back.
+
+Usage rate (did the agent use what it recalled?) and precision@k need feedback from agents,
+which the bank does not record yet; :func:`feedback_metrics` says so instead of guessing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Any
+
+import pandas as pd
+
+from .bank import MemoryBank
+
+__all__ = [
+    "OUTCOMES", "FEEDBACK_NOTE", "day_bounds", "usage_frame", "summary", "daily", "hits_frame",
+    "score_distribution", "rank_distribution", "most_recalled", "never_recalled", "weekly_dates",
+    "tiers_over_time", "feedback_metrics", "span",
+]
+
+OUTCOMES: tuple[str, ...] = ("returned", "empty", "skipped")
+FEEDBACK_NOTE = ("No feedback recorded yet — agents report whether they used a recalled memory with "
+                 "`bank.feedback` (coming). Usage rate and precision@k appear here once feedback exists.")
+
+_USAGE_COLUMNS = ["id", "recalled_at", "day", "namespace", "query", "preset", "threshold", "k", "gated",
+                  "gate_reason", "recalled", "latency_ms", "n_results", "top_score", "outcome"]
+_HIT_COLUMNS = ["retrieval_id", "recalled_at", "day", "namespace", "query", "rank", "memory_id", "score",
+                "threshold", "margin", "similarity", "lexical", "recency", "importance", "frequency"]
+
+
+def day_bounds(start: date | None, end: date | None) -> tuple[datetime | None, datetime | None]:
+    """UTC datetimes covering whole days ``start`` … ``end`` inclusive (None stays open-ended)."""
+    since = None if start is None else datetime.combine(start, time.min, tzinfo=timezone.utc)
+    until = None if end is None else datetime.combine(end, time.max, tzinfo=timezone.utc)
+    return since, until
+
+
+def _retrievals(bank: MemoryBank, namespace: str | None, since: Any, until: Any) -> list[dict[str, Any]]:
+    if isinstance(since, date) and not isinstance(since, datetime):
+        since = day_bounds(since, None)[0]
+    if isinstance(until, date) and not isinstance(until, datetime):
+        until = day_bounds(None, until)[1]
+    rows = bank.retrievals(namespace, limit=None, since=since, until=until)
+    return sorted(rows, key=lambda r: (r["recalled_at"], r["id"]))
+
+
+def usage_frame(bank: MemoryBank, namespace: str | None = None, since: Any = None,
+                until: Any = None) -> pd.DataFrame:
+    """One row per logged recall, oldest first.
+
+    ``since``/``until`` are datetimes (or ISO strings), or dates meaning whole UTC days inclusive.
+    Columns: id, recalled_at (UTC), day (date), namespace, query, preset, threshold, k, gated (the turn
+    asked the gate), gate_reason, recalled (the gate let it search), latency_ms, n_results, top_score
+    (best hit score or NaN) and outcome (returned / empty / skipped).
+    """
+    records = []
+    for r in _retrievals(bank, namespace, since, until):
+        params = r.get("params") or {}
+        gate = r.get("gate")
+        recalled = bool(r["recalled"])
+        n = int(r["n_results"])
+        records.append({
+            "id": int(r["id"]),
+            "recalled_at": r["recalled_at"],
+            "day": r["recalled_at"].astimezone(timezone.utc).date(),
+            "namespace": r["namespace"],
+            "query": r["query"],
+            "preset": r.get("preset"),
+            "threshold": params.get("threshold"),
+            "k": params.get("k"),
+            "gated": gate is not None,
+            "gate_reason": None if gate is None else gate.get("reason"),
+            "recalled": recalled,
+            "latency_ms": float(r["latency_ms"]) if r.get("latency_ms") is not None else float("nan"),
+            "n_results": n,
+            "top_score": max((h["score"] for h in r["hits"]), default=float("nan")),
+            "outcome": "skipped" if not recalled else ("empty" if n == 0 else "returned"),
+        })
+    return pd.DataFrame.from_records(records, columns=_USAGE_COLUMNS)
+
+
+def _rate(num: int, den: int) -> float | None:
+    return None if den == 0 else num / den
+
+
+def summary(df: pd.DataFrame) -> dict[str, Any]:
+    """Headline numbers of a :func:`usage_frame`.
+
+    * ``retrievals``: logged turns; ``searched`` / ``returned`` / ``empty`` / ``skipped``: turns by outcome;
+    * ``retrieval_frequency``: share of logged turns where retrieval ran and returned something;
+    * ``gate_yes_rate``: share of gated turns the gate let through (None when no turn asked the gate);
+    * ``empty_rate``: share of searches that returned nothing;
+    * ``latency_mean_ms`` / ``latency_p50_ms`` / ``latency_p95_ms``: over the turns that searched.
+
+    Rates are fractions in [0, 1], or None when their denominator is zero.
+    """
+    total = len(df)
+    counts = df["outcome"].value_counts() if total else pd.Series(dtype=int)
+    returned, empty, skipped = (int(counts.get(o, 0)) for o in OUTCOMES)
+    gated = df[df["gated"]] if total else df
+    searched_lat = df.loc[df["recalled"], "latency_ms"].dropna() if total else pd.Series(dtype=float)
+    lat = (None, None, None) if searched_lat.empty else (
+        float(searched_lat.mean()), float(searched_lat.quantile(0.5)), float(searched_lat.quantile(0.95)))
+    return {
+        "retrievals": total,
+        "searched": returned + empty,
+        "returned": returned,
+        "empty": empty,
+        "skipped": skipped,
+        "gated": len(gated),
+        "retrieval_frequency": _rate(returned, total),
+        "gate_yes_rate": _rate(int(gated["recalled"].sum()) if len(gated) else 0, len(gated)),
+        "empty_rate": _rate(empty, returned + empty),
+        "latency_mean_ms": lat[0],
+        "latency_p50_ms": lat[1],
+        "latency_p95_ms": lat[2],
+    }
+
+
+def daily(df: pd.DataFrame, start: date | None = None, end: date | None = None) -> pd.DataFrame:
+    """Turns per UTC day, one row per day from ``start`` (default: first recall) to ``end`` (default: last).
+
+    Columns: day, returned, empty, skipped, turns, retrieval_frequency (returned / turns) and
+    empty_share (empty / searched); days without turns are zeros and NaN rates.
+    """
+    cols = ["day", *OUTCOMES, "turns", "retrieval_frequency", "empty_share"]
+    if df.empty and (start is None or end is None):
+        return pd.DataFrame(columns=cols)
+    first = start if start is not None else min(df["day"])
+    last = end if end is not None else max(df["day"])
+    days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    table = pd.crosstab(df["day"], df["outcome"]) if not df.empty else pd.DataFrame()
+    table = table.reindex(index=days, columns=list(OUTCOMES), fill_value=0)
+    out = table.rename_axis(index="day", columns=None).reset_index()
+    out[list(OUTCOMES)] = out[list(OUTCOMES)].astype(int)
+    out["turns"] = out[list(OUTCOMES)].sum(axis=1)
+    searched = out["returned"] + out["empty"]
+    out["retrieval_frequency"] = (out["returned"] / out["turns"]).where(out["turns"] > 0)
+    out["empty_share"] = (out["empty"] / searched).where(searched > 0)
+    return out[cols]
+
+
+def hits_frame(bank: MemoryBank, namespace: str | None = None, since: Any = None,
+               until: Any = None) -> pd.DataFrame:
+    """One row per returned memory of every logged recall: its rank, score, components and the
+    threshold that recall used (``margin`` = score − threshold). Same filters as :func:`usage_frame`."""
+    records = []
+    for r in _retrievals(bank, namespace, since, until):
+        threshold = (r.get("params") or {}).get("threshold")
+        for h in r["hits"]:
+            score = float(h["score"])
+            records.append({
+                "retrieval_id": int(r["id"]), "recalled_at": r["recalled_at"],
+                "day": r["recalled_at"].astimezone(timezone.utc).date(), "namespace": r["namespace"],
+                "query": r["query"], "rank": int(h["rank"]), "memory_id": int(h["memory_id"]), "score": score,
+                "threshold": threshold, "margin": None if threshold is None else score - float(threshold),
+                **{c: h.get(c) for c in ("similarity", "lexical", "recency", "importance", "frequency")},
+            })
+    return pd.DataFrame.from_records(records, columns=_HIT_COLUMNS)
+
+
+def score_distribution(hits: pd.DataFrame) -> dict[str, Any]:
+    """Hit scores against the thresholds their recalls used.
+
+    Returns ``scores`` (list of floats), ``thresholds`` (threshold → number of hits scored under it,
+    most used first) and ``below_threshold`` (hits that came back below their threshold: the partner
+    of an acknowledged conflict pair does).
+    """
+    if hits.empty:
+        return {"scores": [], "thresholds": {}, "below_threshold": 0}
+    th = hits["threshold"].dropna().astype(float).value_counts()
+    return {
+        "scores": [float(s) for s in hits["score"]],
+        "thresholds": {float(t): int(n) for t, n in th.items()},
+        "below_threshold": int((hits["margin"].dropna() < 0).sum()),
+    }
+
+
+def rank_distribution(hits: pd.DataFrame) -> pd.DataFrame:
+    """How many hits came back at each rank (1 = best). Columns: rank, hits."""
+    if hits.empty:
+        return pd.DataFrame({"rank": pd.Series(dtype=int), "hits": pd.Series(dtype=int)})
+    counts = hits["rank"].value_counts().sort_index()
+    return pd.DataFrame({"rank": counts.index.astype(int), "hits": counts.values.astype(int)})
+
+
+def most_recalled(bank: MemoryBank, hits: pd.DataFrame, n: int = 10) -> pd.DataFrame:
+    """The ``n`` memories returned most often in ``hits`` (a :func:`hits_frame`), most first.
+
+    Columns: memory_id, text, namespace, status, recalls (in the window), mean_rank, last_recalled,
+    access_count (all time). Ties break by the smaller id.
+    """
+    cols = ["memory_id", "text", "namespace", "status", "recalls", "mean_rank", "last_recalled", "access_count"]
+    if hits.empty:
+        return pd.DataFrame(columns=cols)
+    g = hits.groupby("memory_id").agg(recalls=("rank", "size"), mean_rank=("rank", "mean"),
+                                      last_recalled=("recalled_at", "max")).reset_index()
+    g = g.sort_values(["recalls", "memory_id"], ascending=[False, True]).head(int(n))
+    found = bank.get_many(int(i) for i in g["memory_id"])
+    g["text"] = [found[i].text if i in found else "(deleted)" for i in g["memory_id"]]
+    g["namespace"] = [found[i].namespace if i in found else None for i in g["memory_id"]]
+    g["status"] = [found[i].status if i in found else "deleted" for i in g["memory_id"]]
+    g["access_count"] = [found[i].access_count if i in found else None for i in g["memory_id"]]
+    return g[cols].reset_index(drop=True)
+
+
+def never_recalled(bank: MemoryBank, namespace: str | None = None) -> pd.DataFrame:
+    """Active memories no real recall ever returned (access_count 0), oldest first.
+
+    Columns: memory_id, text, namespace, category, importance, created_at, age_days.
+    """
+    now = datetime.now(timezone.utc)
+    rows = [{"memory_id": m.id, "text": m.text, "namespace": m.namespace, "category": m.category,
+             "importance": m.importance, "created_at": m.created_at,
+             "age_days": round((now - m.created_at).total_seconds() / 86400.0, 1)}
+            for m in bank.memories(namespace, status="active", limit=None) if m.access_count == 0]
+    df = pd.DataFrame.from_records(rows, columns=["memory_id", "text", "namespace", "category", "importance",
+                                                  "created_at", "age_days"])
+    return df.sort_values(["created_at", "memory_id"]).reset_index(drop=True)
+
+
+def weekly_dates(start: date, end: date) -> list[date]:
+    """Points for a trend: every 7 days from ``start``, always ending with ``end``."""
+    if end < start:
+        return []
+    out = [start + timedelta(days=7 * i) for i in range((end - start).days // 7 + 1)]
+    if out[-1] != end:
+        out.append(end)
+    return out
+
+
+def tiers_over_time(bank: MemoryBank, namespace: str | None, dates: Iterable[date]) -> pd.DataFrame:
+    """Live memories by tier as of the end of each date (UTC): ``bank.stats(now=…)["by_tier"]``.
+
+    Long format: date, tier (hot / warm / cold), memories. A memory counts from its creation;
+    status and last access are today's (the bank keeps no history of them), so a memory recalled
+    after a date counts as hot on it, and one archived since does not count at all.
+    """
+    rows = []
+    for d in dates:
+        tiers = bank.stats(namespace, now=day_bounds(None, d)[1])["by_tier"]
+        rows.extend({"date": d, "tier": t, "memories": int(tiers.get(t, 0))} for t in ("hot", "warm", "cold"))
+    return pd.DataFrame.from_records(rows, columns=["date", "tier", "memories"])
+
+
+def feedback_metrics(bank: MemoryBank, namespace: str | None = None) -> dict[str, Any] | None:
+    """Usage rate and precision@k from agent feedback, or None while the bank records no feedback.
+
+    The bank has no feedback API yet; this returns None so a page shows :data:`FEEDBACK_NOTE`
+    rather than made-up numbers.
+    """
+    if not callable(getattr(bank, "feedback", None)):
+        return None
+    return None  # the API is not settled yet: compute once feedback rows exist
+
+
+def span(df: pd.DataFrame) -> tuple[date, date] | None:
+    """The first and last day of a :func:`usage_frame`, or None when it is empty."""
+    return None if df.empty else (min(df["day"]), max(df["day"]))
+

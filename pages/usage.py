@@ -1,0 +1,147 @@
+"""Usage: how agents use the bank — recalls over time, gate and empty rates, scores, ranks, tiers.
+
+Thin page: every number comes from memory_core.metrics; this file reads the filters and renders.
+Memory texts are shown as plain text (dataframe cells), never as markdown.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from memory_core import metrics as mx
+from pages.common import get_bank, namespace_picker, readable_errors
+
+COLORS = {"returned": "#2e7d32", "empty": "#f9a825", "skipped": "#9e9e9e"}
+TIER_COLORS = {"hot": "#d84315", "warm": "#fb8c00", "cold": "#1e88e5"}
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0%}"
+
+
+def _ms(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0f} ms"
+
+
+def _show(fig, key: str, height: int = 280) -> None:
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10))
+    st.plotly_chart(fig, width="stretch", key=key)
+
+
+bank = get_bank()
+st.title("Usage")
+with readable_errors():
+    if not bank.retrievals(limit=1):
+        st.info("No recalls logged yet. Every real recall is logged when an agent calls "
+                "`bank.recall(query, namespace=...)` (record=True, the default); "
+                "`memctl demo` replays a history of recalls into a bank.")
+        st.stop()
+
+    left, right = st.columns([1, 2])
+    with left:
+        namespace = namespace_picker(bank, key="usage_namespace", allow_all=True)
+    everything = mx.usage_frame(bank, namespace)
+    first, last = mx.span(everything) or (date.today(), date.today())
+    with right:
+        picked = st.date_input("Dates (UTC)", value=(first, last), key="usage_dates")
+    picked = tuple(picked) if isinstance(picked, (tuple, list)) else (picked,)
+    start = picked[0] if picked else first
+    end = picked[1] if len(picked) > 1 else start
+
+    df = everything[(everything["day"] >= start) & (everything["day"] <= end)].reset_index(drop=True)
+    hits = mx.hits_frame(bank, namespace, since=start, until=end)
+    s = mx.summary(df)
+
+    cols = st.columns(6)
+    cols[0].metric("retrievals", s["retrievals"], help="Logged recall turns in the window.")
+    cols[1].metric("retrieval frequency", _pct(s["retrieval_frequency"]),
+                   help="Share of logged turns where retrieval ran (the gate said yes or was not asked) "
+                        "and returned at least one memory.")
+    cols[2].metric("gate yes-rate", _pct(s["gate_yes_rate"]),
+                   help=f"Share of the {s['gated']} turn(s) that asked the gate which it let through.")
+    cols[3].metric("empty results", _pct(s["empty_rate"]),
+                   help=f"Share of the {s['searched']} search(es) that returned nothing.")
+    cols[4].metric("latency p50", _ms(s["latency_p50_ms"]),
+                   help=f"Mean {_ms(s['latency_mean_ms'])}, over the turns that searched.")
+    cols[5].metric("latency p95", _ms(s["latency_p95_ms"]))
+    if mx.feedback_metrics(bank, namespace) is None:
+        st.caption(f"Usage rate and precision@k: {mx.FEEDBACK_NOTE}")
+
+    if df.empty:
+        st.info(f"No recalls between {start} and {end}"
+                + ("" if namespace is None else f" in namespace {namespace}")
+                + f". Recalls were logged from {first} to {last}.")
+    else:
+        per_day = mx.daily(df, start, end)
+        st.subheader("Retrievals over time")
+        long = per_day[["day", *mx.OUTCOMES]].melt(id_vars="day", var_name="outcome", value_name="turns")
+        long["outcome"] = long["outcome"].replace({"skipped": "skipped by gate"})
+        _show(px.bar(long, x="day", y="turns", color="outcome", barmode="stack",
+                     color_discrete_map={**COLORS, "skipped by gate": COLORS["skipped"]}), "usage_daily")
+
+        a, b = st.columns(2)
+        with a:
+            st.markdown("**Retrieval frequency by day**")
+            fig = px.line(per_day, x="day", y="retrieval_frequency", markers=True)
+            fig.update_yaxes(tickformat=".0%", range=[0, 1.05])
+            _show(fig, "usage_frequency", 240)
+        with b:
+            st.markdown("**Share of searches with empty results by day**")
+            fig = px.line(per_day, x="day", y="empty_share", markers=True, color_discrete_sequence=[COLORS["empty"]])
+            fig.update_yaxes(tickformat=".0%", range=[0, 1.05])
+            _show(fig, "usage_empty", 240)
+
+    a, b = st.columns(2)
+    with a:
+        st.markdown("**Hit scores and the threshold**")
+        dist = mx.score_distribution(hits)
+        if not dist["scores"]:
+            st.caption("no hits in this window")
+        else:
+            fig = px.histogram(pd.DataFrame({"score": dist["scores"]}), x="score", nbins=30)
+            for t, n in dist["thresholds"].items():
+                fig.add_vline(x=t, line_dash="dash", line_color="red", annotation_text=f"threshold {t:g} ({n} hits)")
+            _show(fig, "usage_scores")
+            if dist["below_threshold"]:
+                st.caption(f"{dist['below_threshold']} hit(s) below their threshold: partners of "
+                           "acknowledged conflicts come back together.")
+    with b:
+        st.markdown("**Hits by rank**")
+        ranks = mx.rank_distribution(hits)
+        if ranks.empty:
+            st.caption("no hits in this window")
+        else:
+            fig = px.bar(ranks.astype({"rank": str}), x="rank", y="hits")
+            _show(fig, "usage_ranks")
+
+    a, b = st.columns(2)
+    with a:
+        st.markdown("**Most recalled memories** (in the window)")
+        top = mx.most_recalled(bank, hits, n=15)
+        if top.empty:
+            st.caption("no hits in this window")
+        else:
+            st.dataframe(top, hide_index=True, column_config={
+                "mean_rank": st.column_config.NumberColumn(format="%.1f"),
+                "last_recalled": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+    with b:
+        never = mx.never_recalled(bank, namespace)
+        st.markdown(f"**Never recalled** ({len(never)} active memories, all time)")
+        if never.empty:
+            st.caption("every active memory has been recalled at least once")
+        else:
+            st.dataframe(never, hide_index=True, column_config={
+                "importance": st.column_config.NumberColumn(format="%.2f"),
+                "created_at": st.column_config.DatetimeColumn(format="YYYY-MM-DD")})
+
+    st.subheader("Memories by tier over time")
+    tiers = mx.tiers_over_time(bank, namespace, mx.weekly_dates(start, end))
+    fig = px.area(tiers, x="date", y="memories", color="tier", color_discrete_map=TIER_COLORS,
+                  category_orders={"tier": ["hot", "warm", "cold"]})
+    _show(fig, "usage_tiers")
+    st.caption("Weekly points, each as of the end of that day. Status and last access are today's "
+               "(the bank keeps no history of them), so past points are approximate.")

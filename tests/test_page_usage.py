@@ -1,0 +1,90 @@
+"""The Usage page: renders a bank with a recall history and an empty one; its filters change the numbers."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from memory_core import MemoryBank
+from test_metrics import build_history
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+
+
+def usage_page(path: Path, monkeypatch) -> AppTest:
+    """The Usage page, reached through the app's navigation."""
+    monkeypatch.setenv("MEMCTL_BANK", str(path))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("pages/usage.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def tiles(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def frame(at, column: str):
+    """The table that has ``column`` ("recalls": most recalled; "age_days": never recalled), or None."""
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    return found[0] if found else None
+
+
+def test_usage_page_shows_the_history_and_filters_change_the_numbers(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "usage.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        h = build_history(bank)
+        seq = bank.stats()["change_seq"]
+    at = usage_page(path, monkeypatch)
+    t = tiles(at)
+    assert t["retrievals"] == "6" and t["retrieval frequency"] == "50%"
+    assert t["gate yes-rate"] == "33%" and t["empty results"] == "25%"
+    assert at.date_input(key="usage_dates").value == (date(2026, 3, 2), date(2026, 3, 5))
+    assert len(at.get("plotly_chart")) == 6  # daily, frequency, empty share, scores, ranks, tiers
+    assert any("bank.feedback" in c.value for c in at.caption)
+    most = frame(at, "recalls")
+    assert most["recalls"].sum() == 5  # every hit of every recall
+    never = frame(at, "age_days")
+    assert {h["ids"]["c1"], h["ids"]["c2"], h["ids"]["c3"]} <= set(never["memory_id"])
+    assert "Plays the cello" in set(never["text"])  # plain text cell
+
+    at.selectbox(key="usage_namespace").select("bob").run()
+    assert not at.exception
+    t = tiles(at)
+    assert t["retrievals"] == "1" and t["retrieval frequency"] == "100%" and t["gate yes-rate"] == "—"
+    assert frame(at, "age_days") is None  # both bob memories were recalled
+
+    at.selectbox(key="usage_namespace").select("alice").run()
+    at.date_input(key="usage_dates").set_value((date(2026, 3, 3), date(2026, 3, 5))).run()
+    assert not at.exception
+    t = tiles(at)
+    assert t["retrievals"] == "2" and t["retrieval frequency"] == "50%" and t["gate yes-rate"] == "50%"
+    assert t["empty results"] == "0%"
+    assert frame(at, "recalls")["recalls"].sum() == 1
+
+    at.date_input(key="usage_dates").set_value((date(2026, 4, 1), date(2026, 4, 30))).run()
+    assert not at.exception
+    assert tiles(at)["retrievals"] == "0"
+    assert any("No recalls between 2026-04-01 and 2026-04-30" in i.value for i in at.info)
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.stats()["change_seq"] == seq  # looking changes nothing
+
+
+def test_usage_page_of_a_bank_without_recalls_says_how_they_get_logged(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "empty.duckdb"
+    MemoryBank.open(path, embedder=embedder).close()
+    at = usage_page(path, monkeypatch)
+    text = " ".join(i.value for i in at.info)
+    assert "No recalls logged yet" in text and "bank.recall" in text and "memctl demo" in text
+    assert len(at.get("plotly_chart")) == 0 and not at.metric
+
+
+def test_usage_page_with_memories_but_no_recalls(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "quiet.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        bank.add("Prefers vegetarian food", namespace="alice")
+    at = usage_page(path, monkeypatch)
+    assert "No recalls logged yet" in at.info[0].value
