@@ -1,0 +1,353 @@
+"""The dashboard in a real browser: every page renders, Tune reacts, Conflicts resolves, memory text is inert.
+
+Runs the real `streamlit run app.py` on a small temp bank and drives Debian's chromium
+(/usr/bin/chromium, or $CHROMIUM) with Playwright's sync API. Screenshots go to test-artifacts/.
+`.ci/run` installs chromium when it is missing; a developer without it gets a clear failure.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from memory_core import MemoryBank
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES_DIR = ROOT / "pages"
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+XSS = '<script>window.__pwned=1</script> **bold** <img src="http://example.invalid/x.png">'
+XSS_TEXT = f"Note from a chat: {XSS}"
+TUNE_QUERY = "what does she drink in the morning"
+
+# module in pages/ -> (title in the sidebar nav, text the page shows once it has run)
+PAGES = {
+    "overview": ("Overview", "Memory Console"),
+    "browse": ("Browse", "Browse memories"),
+    "tune": ("Tune", "Tune recall"),
+    "conflicts": ("Conflicts", "Open conflicts"),
+    "merges": ("Merges", "Merges"),
+    "maintenance": ("Maintenance", "Maintenance"),
+    "usage": ("Usage", "Usage"),
+}
+PAGE_FILES = sorted(p.stem for p in PAGES_DIR.glob("*.py") if p.stem not in {"common", "__init__"})
+
+try:
+    from playwright.sync_api import Page, expect, sync_playwright
+except ImportError:  # pragma: no cover - the test extra is installed in the venv
+    sync_playwright = None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ago(days: float) -> datetime:
+    return datetime.now(timezone.utc) - timedelta(days=days)
+
+
+# -- fixtures -----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def bank_file(tmp_path_factory, embedder):
+    """A small bank: three namespaces, one open conflict (tea vs coffee), a markup memory, logged recalls.
+
+    Yields (path, ids); at teardown (after the server stopped) checks that "newer wins" really
+    superseded the older memory in the file.
+    """
+    path = tmp_path_factory.mktemp("browser") / "bank.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        older, newer, xss = bank.add_many([
+            {"text": "Drinks tea every morning", "namespace": "alice", "created_at": _ago(40),
+             "category": "preference"},
+            {"text": "Switched from tea to coffee in the morning", "namespace": "alice", "created_at": _ago(3),
+             "category": "preference"},
+            {"text": XSS_TEXT, "namespace": "alice", "created_at": _ago(5)},
+        ])
+        bank.add_many([
+            {"text": "Prefers vegetarian food for dinner", "namespace": "alice", "importance": 0.8,
+             "category": "preference", "created_at": _ago(60)},
+            {"text": "Her daughter is called Mia", "namespace": "alice", "importance": 1.0, "category": "fact",
+             "created_at": _ago(120)},
+            {"text": "Moved to Berlin in August", "namespace": "alice", "created_at": _ago(20)},
+            {"text": "Is learning to play the cello", "namespace": "alice", "importance": 0.6},
+            {"text": "Works night shifts", "namespace": "bob"},
+            {"text": "Allergic to peanuts", "namespace": "bob", "importance": 0.9, "category": "fact"},
+            {"text": "Uses a standing desk", "namespace": "carol"},
+        ])
+        conflict = bank.record_conflict(older, newer, kind="switch", evidence="tea vs coffee", confidence=0.9,
+                                        suggestion="newer_wins", path="rules")
+        assert conflict is not None
+        bank.recall("what does she drink", namespace="alice")
+        bank.recall("vegetarian dinner ideas", namespace="alice")
+        bank.recall("where does she live", namespace="alice")
+        bank.recall("allergies", namespace="bob")
+    ids = {"older": older, "newer": newer, "xss": xss, "conflict": conflict.id}
+    yield path, ids
+
+    state = _RESOLVED.get("newer_wins")
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        if state:  # only when the Conflicts test clicked the button
+            assert bank.get(older).status == "superseded", bank.get(older)
+            assert bank.get(newer).status == "active"
+            assert not bank.conflicts(status="open")
+
+
+_RESOLVED: dict[str, bool] = {}  # set by the Conflicts test, checked in the bank at teardown
+
+
+@pytest.fixture(scope="module")
+def server(bank_file):
+    """`streamlit run app.py -- --bank PATH` on a free port; yields its base URL, kills it at the end."""
+    path, _ = bank_file
+    port = _free_port()
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env.pop("MEMCTL_BANK", None)
+    log = open(path.parent / "streamlit.log", "w+b")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--", "--bank", str(path)],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                pytest.fail(f"streamlit exited with {proc.returncode}:\n{log.read().decode(errors='replace')}")
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().decode().strip() == "ok":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                log.seek(0)
+                pytest.fail(f"streamlit not healthy after 60 s:\n{log.read().decode(errors='replace')}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if sync_playwright is None:
+        pytest.fail("the Python package `playwright` is not installed in this venv")
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"no chromium at {CHROMIUM}: install it (`apt-get install -y chromium` on Debian; "
+                    ".ci/run does it) or point $CHROMIUM at a chromium binary")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+class Tab:
+    """One browser tab (its own Streamlit session) that records every request it makes."""
+
+    def __init__(self, page: Page, base_url: str):
+        self.page, self.base_url, self.requests = page, base_url, []
+        page.on("request", lambda req: self.requests.append(req.url))
+        page.on("pageerror", lambda exc: self.page_errors.append(str(exc)))
+        self.page_errors: list[str] = []
+
+    def settle(self, timeout: float = 60_000) -> None:
+        """Wait until the script has finished running (and stays finished for a moment)."""
+        page = self.page
+        for _ in range(2):
+            page.wait_for_function(
+                """() => {
+                    const app = document.querySelector('[data-testid="stApp"]');
+                    return app && app.getAttribute('data-test-script-state') === 'notRunning'
+                        && !document.querySelector('[data-testid="stStatusWidget"] [data-testid="stStatusWidgetRunningIcon"]');
+                }""", timeout=timeout)
+            page.wait_for_timeout(400)
+
+    def goto(self, module: str) -> None:
+        """Open the app's home page, then the page by its link in the sidebar nav."""
+        title, marker = PAGES[module]
+        page = self.page
+        if not page.url.startswith(self.base_url):
+            page.goto(self.base_url + "/")
+            expect(page.locator('[data-testid="stSidebarNav"]')).to_be_visible(timeout=60_000)
+            self.settle()
+        link = page.locator('[data-testid="stSidebarNav"] a').filter(has_text=title)
+        expect(link, f"pages/{module}.py exists but the sidebar nav has no {title!r} link "
+                     "(is it listed in app.py's PAGES?)").to_have_count(1)
+        link.click()
+        self.settle()
+        expect(page.locator('[data-testid="stMain"]').get_by_text(marker).first).to_be_visible(
+            timeout=60_000)
+        self.settle()
+
+    def check_clean(self, name: str) -> None:
+        """No exception box, the markup memory stayed inert, nothing was fetched off this host."""
+        page = self.page
+        exc = page.locator('[data-testid="stException"]')
+        assert exc.count() == 0, f"{name}: exception shown:\n" + "\n".join(exc.all_inner_texts())
+        assert page.evaluate("window.__pwned") is None, f"{name}: the memory's <script> ran"
+        outside = [u for u in self.requests if urlparse(u).hostname not in ("127.0.0.1", "localhost", None)
+                   and not u.startswith(("data:", "blob:"))]
+        assert not outside, f"{name}: requests left the dashboard: {outside}"
+        assert not any("example.invalid" in u for u in self.requests)
+
+    def screenshot(self, name: str) -> Path:
+        """A full-page screenshot: the viewport grows to the main area's height (Streamlit scrolls inside it)."""
+        page = self.page
+        height = page.evaluate("""() => Math.max(document.body.scrollHeight,
+            ...[...document.querySelectorAll('[data-testid="stMain"], [data-testid="stAppViewContainer"]')]
+                .map(e => e.scrollHeight))""")
+        page.set_viewport_size({"width": 1400, "height": min(max(int(height) + 40, 900), 8000)})
+        page.wait_for_timeout(500)
+        ARTIFACTS.mkdir(exist_ok=True)
+        out = ARTIFACTS / f"{name}.png"
+        page.screenshot(path=str(out), full_page=True)
+        page.set_viewport_size({"width": 1400, "height": 900})
+        return out
+
+
+@pytest.fixture
+def tab(browser, server):
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    # Only the dashboard itself may be reached; anything else is recorded (by Tab) and aborted.
+    context.route("**/*", lambda route: route.continue_()
+                  if urlparse(route.request.url).hostname in ("127.0.0.1", "localhost") else route.abort())
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    t = Tab(page, server)
+    yield t
+    context.close()
+
+
+# -- tests --------------------------------------------------------------------------------------
+
+def test_every_page_file_is_known():
+    """Each page module in pages/ has an entry here, so no page is skipped silently."""
+    unknown = [m for m in PAGE_FILES if m not in PAGES]
+    assert not unknown, f"pages without a browser test entry: {unknown}"
+    for required in ["overview", "browse", "tune", "conflicts", "merges", "maintenance"]:
+        assert required in PAGE_FILES, f"pages/{required}.py is missing"
+
+
+@pytest.mark.parametrize("module", [m for m in PAGES if m != "usage" or (PAGES_DIR / "usage.py").exists()])
+def test_page_renders(tab, module):
+    if not (PAGES_DIR / f"{module}.py").exists():
+        pytest.fail(f"pages/{module}.py does not exist (yet): the {PAGES[module][0]} page cannot be tested")
+    tab.goto(module)
+    main = tab.page.locator('[data-testid="stMain"]')
+    if module == "overview":
+        metric = main.locator('[data-testid="stMetric"]').filter(has_text="active memories")
+        expect(metric).to_contain_text("10")
+        expect(main.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
+    elif module == "browse":
+        expect(main.locator('[data-testid="stDataFrame"]').first).to_be_visible()
+    elif module == "conflicts":
+        expect(main.get_by_text("Evidence: tea vs coffee")).to_be_visible()
+    tab.check_clean(module)
+    tab.screenshot(module)
+    assert not tab.page_errors, f"{module}: JavaScript errors: {tab.page_errors}"
+
+
+def test_markup_in_a_memory_is_shown_as_text(tab):
+    """Browse filtered to the markup memory: its text is shown literally, the script never runs."""
+    tab.goto("browse")
+    page = tab.page
+    box = page.get_by_label("Text contains")
+    box.fill("pwned")
+    box.press("Enter")
+    tab.settle()
+    main = page.locator('[data-testid="stMain"]')
+    expect(main.get_by_text("1 matching memories", exact=False)).to_be_visible()
+    code = main.locator('[data-testid="stCode"]').first
+    expect(code).to_contain_text("<script>window.__pwned=1</script>")
+    expect(code).to_contain_text('<img src="http://example.invalid/x.png">')
+    assert main.locator("img[src*='example.invalid']").count() == 0
+    tab.check_clean("browse-markup")
+    tab.screenshot("browse-markup")
+
+
+def _tune_heading(main) -> str:
+    heading = main.locator("h3").filter(has_text="candidates in")
+    expect(heading).to_have_count(1)
+    return heading.inner_text()
+
+
+def _nudge(tab: Tab, label: str, key: str) -> None:
+    page = tab.page
+    slider = page.locator('[data-testid="stSlider"]').filter(
+        has=page.get_by_text(label, exact=True)).get_by_role("slider")  # [role=slider] or <input type=range>
+    expect(slider).to_have_count(1)
+    slider.focus()
+    page.keyboard.press(key)
+    tab.settle()
+
+
+def test_tune_ranking_reacts_to_sliders(tab):
+    if not (PAGES_DIR / "tune.py").exists():
+        pytest.fail("pages/tune.py does not exist (yet): the Tune page cannot be tested")
+    tab.goto("tune")
+    page = tab.page
+    main = page.locator('[data-testid="stMain"]')
+    query = page.get_by_label("Query", exact=True)
+    query.fill(TUNE_QUERY)
+    query.press("Enter")
+    tab.settle()
+    expect(main.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
+    before = _tune_heading(main)
+    assert "threshold=1.00" not in before and "k=1," not in before, before
+    # the chart's bar labels carry the memory texts; plotly draws them as SVG text
+    expect(main.locator('[data-testid="stPlotlyChart"]').first).to_contain_text("tea")
+
+    _nudge(tab, "threshold", "End")  # threshold 1.00: nothing can get in
+    after_threshold = _tune_heading(main)
+    assert after_threshold.startswith("0 of ") and "threshold=1.00" in after_threshold, after_threshold
+    assert after_threshold != before
+
+    _nudge(tab, "threshold", "Home")  # threshold 0.00 ...
+    _nudge(tab, "k (top memories returned)", "Home")  # ... and k=1: exactly one gets in
+    after_k = _tune_heading(main)
+    assert after_k.startswith("1 of ") and "k=1," in after_k and "threshold=0.00" in after_k, after_k
+    expect(main.get_by_text("➖ leaves:", exact=False).first).to_be_visible()
+    tab.check_clean("tune")
+    tab.screenshot("tune-moved")
+
+
+def test_conflicts_newer_wins(tab, bank_file):
+    _, ids = bank_file
+    tab.goto("conflicts")
+    page = tab.page
+    main = page.locator('[data-testid="stMain"]')
+    expect(main.get_by_text("Open conflicts (1)")).to_be_visible()
+    expect(main.get_by_text("Drinks tea every morning").first).to_be_visible()
+    button = main.get_by_role("button", name="Newer wins", exact=True)
+    expect(button).to_have_count(1)
+    button.click()
+    tab.settle()
+    expect(main.get_by_text(f"Conflict {ids['conflict']} resolved: Newer wins.")).to_be_visible()
+    expect(main.get_by_text("Open conflicts (0)")).to_be_visible()
+    expect(main.get_by_text("resolved by Newer wins", exact=False)).to_be_visible()
+    expect(main.get_by_text(f"older ({ids['older']}, now superseded)", exact=False)).to_be_visible()
+    _RESOLVED["newer_wins"] = True
+    tab.check_clean("conflicts-resolved")
+    tab.screenshot("conflicts-resolved")
