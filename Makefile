@@ -6,9 +6,23 @@ PORT ?= 8501
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup run test demo clean
+.PHONY: setup browser run test demo clean
 
 setup: $(VENV)/.installed
+
+# The browser tests drive Debian's chromium (Playwright cannot download its own browsers here);
+# as root it is installed when missing, otherwise the command to run is printed.
+browser:
+	@if [ ! -x /usr/bin/chromium ] && [ -z "$$CHROMIUM" ]; then \
+		if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing Debian's chromium for the browser tests" >&2; \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || \
+			{ echo "apt-get could not install chromium" >&2; exit 1; }; \
+		else \
+			echo "the browser tests need chromium: sudo apt-get install chromium (or set CHROMIUM=/path)" >&2; exit 1; \
+		fi; \
+	fi
 
 # torch goes first and pinned: sentence-transformers would otherwise pull a multi-GB CUDA build.
 $(VENV)/.installed: pyproject.toml
@@ -25,7 +39,7 @@ run: demo
 	$(VENV)/bin/streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) \
 		--server.headless true --browser.gatherUsageStats false -- --bank $(BANK)
 
-test: setup
+test: setup browser
 	$(PY) -m pytest
 
 clean:
