@@ -11,7 +11,7 @@ import streamlit as st
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from pages.common import bank_path, get_bank, readable_errors  # noqa: E402
+from pages.common import bank_path, get_bank, readable_errors, require_password  # noqa: E402
 
 st.set_page_config(page_title="Memory Console", page_icon="🧠", layout="wide")
 
@@ -29,6 +29,7 @@ page = st.navigation([
     st.Page(f"pages/{module}.py", title=title, icon=icon, default=i == 0)
     for i, (module, title, icon) in enumerate(PAGES) if os.path.exists(os.path.join(HERE, "pages", f"{module}.py"))
 ])
+require_password()  # pages check again through get_bank(): a page can be reached by its URL alone
 
 bank = get_bank()
 with st.sidebar:

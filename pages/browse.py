@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from memory_core.models import CATEGORIES, KINDS, STATUSES
-from pages.common import get_bank, namespace_picker, readable_errors
+from pages.common import configured_password, get_bank, namespace_picker, password_matches, readable_errors
 
 PAGE_SIZE = 50
 ANY = "(any)"
@@ -244,9 +244,14 @@ with readable_errors():
                            "and its content are removed from the file; its history keeps only the id and a "
                            "content hash. This cannot be undone (a soft delete can).")
                 confirm = st.text_input(f"Type the memory id {m.id} to confirm", key=f"hard_confirm_{m.id}")
+                # On a dashboard guarded by a password, erasing for good asks for it again.
+                again = (st.text_input("Password again", type="password", key=f"hard_password_{m.id}")
+                         if configured_password() else None)
                 if st.button("Delete forever", key=f"hard_delete_{m.id}", type="primary"):
                     if confirm.strip() != str(m.id):
                         st.error(f"Type {m.id} in the box to confirm: nothing was deleted.")
+                    elif again is not None and not password_matches(again):
+                        st.error("Wrong password: nothing was deleted.")
                     else:
                         with readable_errors():
                             bank.forget(m.id, hard=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hmac
 import os
 from typing import Iterator
 
@@ -33,7 +34,12 @@ def _open(path: str) -> MemoryBank:
 
 
 def get_bank() -> MemoryBank:
-    """The dashboard's bank, or a readable error and a stopped page."""
+    """The dashboard's bank, or a readable error and a stopped page.
+
+    Every page starts here, so the password check runs whichever way a page is reached
+    (Streamlit can also serve files in pages/ by URL on its own).
+    """
+    require_password()
     path = bank_path()
     try:
         return _open(path)
@@ -69,3 +75,44 @@ def namespace_picker(bank: MemoryBank, key: str = "namespace", allow_all: bool =
     choice = st.selectbox("Namespace", options, index=index, key=key)
     st.session_state["namespace_choice"] = choice
     return None if choice == "(all)" else choice
+
+
+PASSWORD_ENV = "MEMCTL_DASHBOARD_PASSWORD"
+
+
+def configured_password() -> str | None:
+    """The dashboard password: MEMCTL_DASHBOARD_PASSWORD, or `dashboard_password` in Streamlit's
+    secrets. None means no password (the default, for a dashboard on 127.0.0.1)."""
+    if os.environ.get(PASSWORD_ENV):
+        return os.environ[PASSWORD_ENV]
+    try:
+        return st.secrets.get("dashboard_password") or None
+    except Exception:  # no secrets file at all is the normal case
+        return None
+
+
+def password_matches(given: str) -> bool:
+    """Constant-time comparison, so response times do not leak how much of a guess was right."""
+    expected = configured_password()
+    return expected is not None and hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+
+
+def signed_in() -> bool:
+    """True when no password is configured or this session gave it."""
+    return configured_password() is None or bool(st.session_state.get("signed_in"))
+
+
+def require_password() -> None:
+    """When a password is configured, show a sign-in form and stop the page until it is given."""
+    if signed_in():
+        return
+    st.title("Memory Console")
+    with st.form("sign_in"):
+        given = st.text_input("Password", type="password")
+        submitted = st.form_submit_button("Sign in")
+    if submitted:
+        if password_matches(given):
+            st.session_state["signed_in"] = True
+            st.rerun()
+        st.error("Wrong password.")
+    st.stop()

@@ -112,11 +112,22 @@ _RESOLVED: dict[str, bool] = {}  # set by the Conflicts test, checked in the ban
 @pytest.fixture(scope="module")
 def server(bank_file):
     """`streamlit run app.py -- --bank PATH` on a free port; yields its base URL, kills it at the end."""
-    path, _ = bank_file
+    yield from _serve(bank_file[0])
+
+
+@pytest.fixture(scope="module")
+def guarded_server(bank_file):
+    """The same dashboard with a password."""
+    yield from _serve(bank_file[0], MEMCTL_DASHBOARD_PASSWORD="correct horse")
+
+
+def _serve(path: Path, **extra_env: str):
     port = _free_port()
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", **extra_env)
     env.pop("MEMCTL_BANK", None)
-    log = open(path.parent / "streamlit.log", "w+b")
+    if "MEMCTL_DASHBOARD_PASSWORD" not in extra_env:
+        env.pop("MEMCTL_DASHBOARD_PASSWORD", None)
+    log = open(path.parent / f"streamlit-{port}.log", "w+b")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
@@ -351,3 +362,26 @@ def test_conflicts_newer_wins(tab, bank_file):
     _RESOLVED["newer_wins"] = True
     tab.check_clean("conflicts-resolved")
     tab.screenshot("conflicts-resolved")
+
+
+def test_a_password_guards_pages_opened_by_url(browser, guarded_server):
+    """Every page, even opened by its URL, shows only the sign-in form until the password is given."""
+    page = browser.new_page()
+    try:
+        for module in ("browse", "tune", "conflicts"):
+            page.goto(f"{guarded_server}/{module}")
+            page.get_by_role("button", name="Sign in").wait_for(timeout=60_000)
+            body = page.inner_text("body")
+            assert "Prefers" not in body and "Drinks" not in body, f"{module} shows memories before sign-in"
+        page.goto(f"{guarded_server}/browse")
+        page.get_by_role("button", name="Sign in").wait_for(timeout=60_000)
+        page.locator('input[type="password"]').first.fill("wrong")
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_text("Wrong password.").wait_for(timeout=30_000)
+        assert "Text contains" not in page.inner_text("body")
+        page.locator('input[type="password"]').first.fill("correct horse")
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_text("Text contains").wait_for(timeout=60_000)
+        assert "Wrong password" not in page.inner_text("body")
+    finally:
+        page.close()
