@@ -8,7 +8,8 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from pages.common import get_bank, readable_errors
+from memory_core import merge
+from pages.common import bank_path, get_bank, readable_errors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -23,6 +24,14 @@ def _bar(title: str, counts: dict, x: str) -> None:
     fig = px.bar(df, x=x, y="memories", height=260)
     fig.update_layout(margin=dict(l=10, r=10, t=10, b=10))
     st.plotly_chart(fig, width="stretch", key=f"chart_{x}")
+
+
+@st.cache_data(ttl=300, show_spinner="Looking for merge candidates…")
+def merge_candidates(path: str, change_seq: int) -> dict[str, int]:
+    """Near-duplicate clusters per namespace, recomputed only when the bank changed."""
+    del path, change_seq  # the cache key: this bank, as of this change
+    return {ns: n for ns in (name for name, count in bank.namespaces() if count)
+            if (n := len(merge.find_clusters(merge.candidates(bank, ns))))}
 
 
 bank = get_bank()
@@ -68,6 +77,16 @@ with readable_errors():
         st.write("No open conflicts.")
     if os.path.exists(os.path.join(HERE, "conflicts.py")):
         st.page_link("pages/conflicts.py", label="Review conflicts", icon="⚖️")
+
+    st.subheader("Merge candidates")
+    clusters = merge_candidates(bank_path(), bank.stats()["change_seq"])
+    if clusters:
+        st.write(f"**{sum(clusters.values())}** cluster(s) of near-duplicates could be merged: "
+                 + ", ".join(f"{ns} {n}" for ns, n in clusters.items()) + ".")
+    else:
+        st.write("No near-duplicates to merge.")
+    if os.path.exists(os.path.join(HERE, "merges.py")):
+        st.page_link("pages/merges.py", label="Review merges", icon="🧩")
 
     st.subheader("Maintenance and scoring")
     runs = bank.maintenance_runs(limit=1)

@@ -55,3 +55,15 @@ def test_app_explains_a_broken_bank(tmp_path, monkeypatch):
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
     assert "broken.duckdb" in at.error[0].value
+
+
+def test_overview_counts_merge_candidates(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "dups.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        bank.add_many([{"text": "Plans to move to Berlin in March 2026", "namespace": "bob"},
+                       {"text": "Planning to move to Berlin in March 2026", "namespace": "bob"},
+                       {"text": "Has a dog called Pixel", "namespace": "bob"}])
+    monkeypatch.setenv("MEMCTL_BANK", str(path))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert any("**1** cluster(s) of near-duplicates could be merged: bob 1." in m.value for m in at.markdown)
