@@ -31,7 +31,7 @@ from .models import (
     CATEGORIES, CONFLICT_STATUSES, KINDS, RESOLUTIONS, STATUSES, Conflict, Event, Hit, ImportReport, Memory,
     MergeRecord, Profile, check_choice, check_importance, check_namespace, check_text, parse_time,
 )
-from .scoring import PRESETS, ScoringParams, blend, tier_of, top_k
+from .scoring import COLD_DAYS, HOT_DAYS, PRESETS, ScoringParams, blend, tier_of, top_k
 from .store import MEMORY_COLUMNS, Store, content_hash, to_aware, to_naive_utc, utcnow
 
 Progress = Callable[[int], None]
@@ -631,7 +631,8 @@ class MemoryBank:
         """Memories matching the filters, newest first by default. ``status=None`` means every status.
 
         Filters: ``kind``, ``category``, ``contains`` (plain text), ``pinned``, ``min_importance``,
-        ``max_importance``, ``created_after``, ``created_before``, ``used_after``, ``used_before``.
+        ``max_importance``, ``created_after``, ``created_before``, ``used_after``, ``used_before``,
+        ``tier`` (hot, warm or cold as of ``now``).
         ``order`` is one of newest, oldest, importance, most used, recently used.
         """
         where, params = self._filters(namespace, status, **filters)
@@ -657,7 +658,7 @@ class MemoryBank:
                  category: str | None = None, contains: str | None = None, pinned: bool | None = None,
                  min_importance: float | None = None, max_importance: float | None = None,
                  created_after: Any = None, created_before: Any = None, used_after: Any = None,
-                 used_before: Any = None) -> tuple[str, list[Any]]:
+                 used_before: Any = None, tier: str | None = None, now: Any = None) -> tuple[str, list[Any]]:
         if pinned is not None and not isinstance(pinned, bool):
             raise ValidationError("pinned must be true, false or None")
         where, params = cls._where(
@@ -678,6 +679,15 @@ class MemoryBank:
                 checked = check(value)
                 where += f" AND {sql}"
                 params.append(to_naive_utc(checked) if isinstance(checked, datetime) else checked)
+        if tier is not None:
+            # The tier of scoring.tier_of, by the time since the memory was last touched, as of now.
+            check_choice(tier, ("hot", "warm", "cold"), "tier")
+            now_dt = to_naive_utc(parse_time(now, "now") or utcnow())
+            touched = "greatest(created_at, coalesce(last_accessed_at, created_at))"
+            hot, cold = now_dt - timedelta(days=HOT_DAYS), now_dt - timedelta(days=COLD_DAYS)
+            where += {"hot": f" AND {touched} > ?", "warm": f" AND {touched} <= ? AND {touched} >= ?",
+                      "cold": f" AND {touched} < ?"}[tier]
+            params += {"hot": [hot], "warm": [hot, cold], "cold": [cold]}[tier]
         return where, params
 
     def namespaces(self) -> list[tuple[str, int]]:

@@ -13,6 +13,7 @@ from datetime import date, datetime, time, timedelta, timezone
 import pandas as pd
 import streamlit as st
 
+from memory_core import scoring
 from memory_core.models import CATEGORIES, KINDS, STATUSES
 from pages.common import configured_password, get_bank, namespace_picker, password_matches, readable_errors
 
@@ -68,7 +69,14 @@ def matches(m, f: dict) -> bool:
             and (f["pinned"] is None or m.pinned == f["pinned"])
             and within(m.importance, f["min_importance"], f["max_importance"])
             and within(m.created_at, f["created_after"], f["created_before"])
-            and within(m.last_accessed_at, f["used_after"], f["used_before"]))
+            and within(m.last_accessed_at, f["used_after"], f["used_before"])
+            and (f["tier"] is None or tier_of(m) == f["tier"]))
+
+
+def tier_of(m) -> str:
+    """The memory's tier now (hot, warm, cold), by the time since it was last touched."""
+    touched = max(m.created_at, m.last_accessed_at or m.created_at)
+    return scoring.tier_of((datetime.now(timezone.utc) - touched).total_seconds() / 86400.0)
 
 
 def add_form(default_namespace: str) -> None:
@@ -115,15 +123,17 @@ with readable_errors():
     used_after, used_before = day_bounds(r3.date_input("Last used between", value=(), key="browse_used",
                                                        min_value=DATE_MIN, max_value=DATE_MAX,
                                                        help="leave empty for no bound"))
-    o1, o2 = st.columns(2)
+    o1, o2, o3 = st.columns(3)
     pinned = o1.selectbox("Pinned", list(PINNED), key="browse_pinned")
-    order = o2.selectbox("Sort by", ORDERS, key="browse_order")
+    tier = o2.selectbox("Tier", [ANY, "hot", "warm", "cold"], key="browse_tier",
+                        help="hot: touched in the last 7 days; warm: 7-90 days; cold: longer ago")
+    order = o3.selectbox("Sort by", ORDERS, key="browse_order")
     filters = dict(namespace=namespace, status=None if status == ANY else status,
                    kind=None if kind == ANY else kind, category=None if category == ANY else category,
                    contains=contains.strip() or None, pinned=PINNED[pinned],
                    min_importance=imp_lo if imp_lo > 0 else None, max_importance=imp_hi if imp_hi < 1 else None,
                    created_after=created_after, created_before=created_before,
-                   used_after=used_after, used_before=used_before)
+                   used_after=used_after, used_before=used_before, tier=None if tier == ANY else tier)
 
     # -- the table --------------------------------------------------------------------------
     semantic = bool(query.strip())

@@ -333,3 +333,14 @@ def test_supplied_embedding_skips_the_model(bank, embedder):
     hit = bank.recall("Plays the cello", namespace="m", record=False, threshold=0)[0]
     assert hit.memory.id == mid and hit.components["similarity"] == pytest.approx(1.0, abs=1e-5)
     assert np.isclose(np.linalg.norm(vec), 1.0)
+
+
+def test_tier_filter_matches_the_tier_counts(bank):
+    rows = [("hot one", 2, None), ("warm one", 30, None), ("cold one", 200, None), ("cold but used", 200, 1)]
+    bank.add_many([{"text": t, "namespace": "t", "created_at": NOW - timedelta(days=d),
+                    "last_accessed_at": None if u is None else NOW - timedelta(days=u)} for t, d, u in rows])
+    got = {tier: sorted(m.text for m in bank.memories(namespace="t", tier=tier, now=NOW)) for tier in ("hot", "warm", "cold")}
+    assert got == {"hot": ["cold but used", "hot one"], "warm": ["warm one"], "cold": ["cold one"]}
+    assert {t: len(v) for t, v in got.items()} == bank.stats(namespace="t", now=NOW)["by_tier"]
+    with pytest.raises(ValidationError):
+        bank.memories(tier="lukewarm")

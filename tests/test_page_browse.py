@@ -250,3 +250,13 @@ def test_detail_view_shows_the_recall_log(browse):
     log = recall_log(at)
     assert list(log["query"]) == ["night shifts at work"] and list(log["rank"]) == [1]
     assert log["when"].iloc[0] != "" and log["score"].iloc[0] is not None
+
+
+def test_tier_filter_narrows_the_table(browse):
+    """The fixture's dated memories are long untouched (cold); the undated ones were made today (hot)."""
+    at, ids, _ = browse
+    at.selectbox(key="browse_tier").select("cold").run()
+    assert texts(at) == {"Prefers vegetarian food", "Wants to run a marathon next year"}
+    at.selectbox(key="browse_tier").select("hot").run()
+    assert texts(at) == {MARKUP}
+    assert not at.exception
