@@ -63,12 +63,17 @@ def readable_errors() -> Iterator[None]:
         st.error(str(exc))
 
 
-def namespace_picker(bank: MemoryBank, key: str = "namespace", allow_all: bool = False) -> str | None:
-    """A sidebar-remembered namespace choice; None means every namespace (when allowed)."""
+def namespace_picker(bank: MemoryBank, key: str = "namespace", allow_all: bool = False,
+                     empty: str = "Add one on the Browse page, or import with `memctl import`.") -> str | None:
+    """A sidebar-remembered namespace choice; None means every namespace (when allowed).
+
+    On a bank without memories it shows "This bank has no memories yet" and ``empty`` (what to do
+    on this page) and stops the page.
+    """
     names = [ns for ns, _ in bank.namespaces()]
     options = (["(all)"] if allow_all else []) + names
     if not names:
-        st.info("This bank has no memories yet. Add one on the Browse page, or import with `memctl import`.")
+        st.info(f"This bank has no memories yet{'' if empty[0] in ',:;' else '. '}{empty}")
         st.stop()
     current = st.session_state.get("namespace_choice")
     index = options.index(current) if current in options else 0

@@ -47,11 +47,8 @@ def _memory(col, m: Memory, label: str) -> None:
 
 
 with readable_errors():
-    if not bank.namespaces():
-        st.info("This bank has no memories yet, so nothing can conflict. Add memories on the Browse page "
-                "or import them with `memctl import`, then run detection here.")
-        st.stop()
-    namespace = namespace_picker(bank, allow_all=True)
+    namespace = namespace_picker(bank, allow_all=True, empty=", so nothing can conflict. Add memories on the "
+                                 "Browse page or import them with `memctl import`, then run detection here.")
     namespaces = [namespace] if namespace else [ns for ns, n in bank.namespaces() if n]
 
     if st.button("Run detection now", help="Look for new contradictions (pairs found before are not flagged again)"):

@@ -38,11 +38,8 @@ def _report(report: dict, title: str) -> None:
 
 
 with readable_errors():
-    if not bank.namespaces():
-        st.info("This bank has no memories yet, so there is nothing to maintain. Add memories on the Browse page "
-                "or import them with `memctl import`.")
-        st.stop()
-    namespace = namespace_picker(bank, allow_all=True)
+    namespace = namespace_picker(bank, allow_all=True, empty=", so there is nothing to maintain. Add memories "
+                                 "on the Browse page or import them with `memctl import`.")
 
     st.subheader("Plan")
     c1, c2, c3 = st.columns(3)

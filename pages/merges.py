@@ -30,11 +30,8 @@ def _text_for(cluster, preview) -> tuple[str, str, str]:
 
 
 with readable_errors():
-    if not bank.namespaces():
-        st.info("This bank has no memories yet, so there is nothing to merge. Add memories on the Browse page "
-                "or import them with `memctl import`.")
-        st.stop()
-    namespace = namespace_picker(bank)
+    namespace = namespace_picker(bank, empty=", so there is nothing to merge. Add memories on the Browse page "
+                                       "or import them with `memctl import`.")
 
     for msg in st.session_state.pop("merges_done", []):
         st.success(msg)
