@@ -7,6 +7,7 @@ bank; each operation first catches up with what others changed (by change sequen
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import math
@@ -14,6 +15,7 @@ import os
 import shutil
 import threading
 import time
+import weakref
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
@@ -27,6 +29,7 @@ from .errors import (
     BankReadOnlyError, ImportFormatError, ModelMismatchError, NotFoundError, StateError, ValidationError,
 )
 from .index import NamespaceIndex, namespace_key, tokenize
+from .recall_log import FLUSH_AT, FLUSH_INTERVAL, RecallJournal
 from .models import (
     CATEGORIES, CONFLICT_STATUSES, KINDS, RESOLUTIONS, STATUSES, Conflict, Event, Hit, ImportReport, Memory,
     MergeRecord, Profile, check_choice, check_importance, check_namespace, check_text, parse_time,
@@ -39,6 +42,40 @@ Progress = Callable[[int], None]
 _EDITABLE = ("text", "namespace", "kind", "category", "importance", "created_at", "pinned", "source")
 _MEMORY_CACHE_MAX = 20_000
 _SAVE_EVERY = 1000  # index changes before a long-lived bank saves its index cache unasked
+_RETRIEVAL_ID_BLOCK = 256  # retrieval ids a bank reserves at a time (recall knows its id at once)
+INDEX_MODES = ("exact", "ivf")
+# What a Memory needs beyond the index's arrays, kept per row so recall never opens the file for it.
+_INFO_COLUMNS = ("text", "kind", "category", "created_at", "updated_at", "last_accessed_at", "pinned", "source",
+                 "embedding_model", "superseded_by", "merged_into")
+_OPEN_BANKS: "weakref.WeakSet[MemoryBank]" = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_open_banks() -> None:
+    """Write what open banks still buffer when the interpreter exits without closing them."""
+    for bank in list(_OPEN_BANKS):
+        try:
+            bank.flush()
+        except Exception:  # the journal keeps it; the next opener writes it
+            pass
+
+
+def _info(cols: dict[str, list], i: int) -> tuple:
+    return tuple(cols[c][i] for c in _INFO_COLUMNS)
+
+
+def _memory_from_index(idx: NamespaceIndex, r: int) -> Memory | None:
+    info = idx.info[r]
+    if info is None:
+        return None
+    text, kind, category, created, updated, last, pinned, source, model, superseded_by, merged_into = info
+    return Memory(
+        id=int(idx.ids[r]), text=text, namespace=idx.namespace, kind=kind, category=category,
+        importance=float(idx.importance[r]), created_at=to_aware(created), updated_at=to_aware(updated),
+        last_accessed_at=to_aware(last), access_count=int(idx.access_count[r]), status="active",
+        pinned=bool(pinned), source=source, content_hash=idx.hashes[r], embedding_model=model,
+        superseded_by=superseded_by, merged_into=merged_into,
+    )
 
 
 def _ts(value: datetime | None) -> float:
@@ -82,8 +119,12 @@ class MemoryBank:
         self.gate = gate_mod.Gate()
         self.llm: Any = None  # an LLM client, when configured with use_llm()
         self.last_retrieval_id: int | None = None  # the log entry of this bank's latest real recall
-        # Access counts a recall wrote, applied to the indexes once its transaction committed.
-        self._pending_access: tuple[int, list[dict]] | None = None
+        self.last_search: dict[str, Any] = {}  # how the latest recall searched (approximate, pruned, ...)
+        self._index_mode = "exact"
+        self._journal = RecallJournal(store.path)
+        self._retrieval_ids = (0, 0)  # the reserved block: next id, end (exclusive)
+        self._flusher: threading.Thread | None = None
+        self._wake = threading.Event()
         self.closed = False
 
     # -- opening and closing -------------------------------------------------------------------
@@ -133,7 +174,12 @@ class MemoryBank:
         dim = int(meta["embedding_dim"]) if meta.get("embedding_dim") else None
         bank = cls(store, bank_model, dim, actor, embedder)
         bank._synced_seq = int(meta["change_seq"])
+        bank._index_mode = meta.get("index_mode", "exact")
         bank._signature = store.signature()
+        if not read_only:
+            _OPEN_BANKS.add(bank)
+            if bank._journal.folder.is_dir():  # recalls a crashed process journaled but never wrote
+                bank.flush()
         return bank
 
     @property
@@ -157,16 +203,70 @@ class MemoryBank:
         return self._store.lock_waits
 
     def close(self) -> None:
-        """Save changed index caches and let go. Safe to call twice."""
+        """Write buffered recalls, save changed index caches and let go. Safe to call twice."""
         with self._lock:
             if self.closed:
                 return
+            if not self._store.read_only:
+                self.flush()
             self.closed = True
+            self._wake.set()
+            _OPEN_BANKS.discard(self)
+            self._journal.close()
             if self._store.read_only:
                 return
             for idx in self._indexes.values():
                 if idx.changes_since_save:
                     self._save_index(idx)
+        if self._flusher is not None and self._flusher is not threading.current_thread():
+            self._flusher.join(timeout=5)
+
+    def flush(self) -> int:
+        """Write recorded recalls still buffered (this process's, and any a crashed process left in
+        its journal) to the store now; returns how many. Recall buffers them (see
+        :mod:`memory_core.recall_log`); every other operation of this bank flushes first."""
+        with self._lock:
+            if self.closed or self._store.read_only:
+                return 0
+            return self._flush_locked()
+
+    def _flush_locked(self) -> int:
+        entries = list(self._journal.pending)
+        orphans = list(self._journal.orphans())
+        if not entries and not orphans:
+            return 0
+        with self._session(flush=False) as con:
+            seq, touched = Store.write_recalls(con, entries + [e for _, found, _ in orphans for e in found])
+            rows = Store.fetch_rows(con, "id IN (SELECT unnest(?))", [touched]).to_pylist() if touched else []
+        self._journal.written()
+        for path, _, fh in orphans:
+            path.unlink(missing_ok=True)
+            fh.close()
+        if seq is not None:
+            self._synced_seq = seq
+            for idx in self._indexes.values():
+                idx.seq = seq
+            for row in rows:  # the store's counts now include every flushed recall: take them
+                mid = int(row["id"])
+                self._memories.pop(mid, None)
+                idx = self._indexes.get(row["namespace"])
+                if idx is not None and mid in idx.row_of and row["status"] == "active":
+                    idx.set_fields(mid, _ts(row["created_at"]), _ts(row["last_accessed_at"]),
+                                   float(row["importance"]), float(row["access_count"]))
+                    info = idx.info[idx.row_of[mid]]
+                    if info is not None:
+                        idx.set_info(mid, info[:5] + (row["last_accessed_at"],) + info[6:])
+        return len(entries) + sum(len(found) for _, found, _ in orphans)
+
+    def _flush_loop(self) -> None:
+        """The background writer: pending recalls reach the store every FLUSH_INTERVAL seconds."""
+        while not self.closed:
+            self._wake.wait(FLUSH_INTERVAL)
+            self._wake.clear()
+            try:
+                self.flush()
+            except Exception:
+                pass  # the file is busy or gone: the journal keeps the recalls for the next try
 
     def __enter__(self) -> "MemoryBank":
         return self
@@ -180,7 +280,7 @@ class MemoryBank:
     # -- sessions: hold the file for one operation ---------------------------------------------
 
     @contextlib.contextmanager
-    def _session(self, write: bool = True) -> Iterator[Any]:
+    def _session(self, write: bool = True, flush: bool = True) -> Iterator[Any]:
         if self.closed:
             raise StateError("this bank is closed; open it again with MemoryBank.open")
         if write and self._store.read_only:
@@ -188,6 +288,9 @@ class MemoryBank:
                 f"the bank {self.path} was opened read-only; open it without read_only=True to change "
                 "it (recall with record=False reads without writing)")
         with self._lock:
+            if flush and self._journal.pending:
+                # Whatever this operation reads (the log, counts) or changes sees every recall.
+                self._flush_locked()
             with self._store.connect(write) as con:
                 self._catch_up(con)
                 yield con
@@ -209,6 +312,7 @@ class MemoryBank:
             self.dim = int(meta["embedding_dim"])
         self._active_params = None
         self._acknowledged = None
+        self._index_mode = meta.get("index_mode", "exact")
         for (mid,) in con.execute("SELECT id FROM removed_memories WHERE seq > ?", [self._synced_seq]).fetchall():
             self._memories.pop(mid, None)
             for idx in self._indexes.values():
@@ -248,10 +352,12 @@ class MemoryBank:
             r = idx.row_of.get(mid)
             if r is not None and idx.hashes[r] == cols["content_hash"][i]:
                 idx.set_fields(mid, *fields)
+                idx.set_info(mid, _info(cols, i))
             else:
                 if vectors is None:
                     vectors = Store.embeddings_of(rows, self.dim)
-                idx.upsert(mid, vectors[i], tokenize(cols["text"][i]), cols["content_hash"][i], *fields)
+                idx.upsert(mid, vectors[i], tokenize(cols["text"][i]), cols["content_hash"][i], *fields,
+                           info=_info(cols, i))
 
     # -- namespace indexes ---------------------------------------------------------------------
 
@@ -265,8 +371,8 @@ class MemoryBank:
             return None
         cached = NamespaceIndex.load(self.index_folder, namespace, self.model, self.dim)
         live = con.sql(
-            "SELECT id, seq, created_at, last_accessed_at, importance, access_count, content_hash "
-            "FROM memories WHERE namespace = ? AND status = 'active'", params=[namespace],
+            "SELECT id, seq, importance, access_count, content_hash, " + ", ".join(_INFO_COLUMNS) +
+            " FROM memories WHERE namespace = ? AND status = 'active'", params=[namespace],
         ).to_arrow_table().to_pydict()
         seq_now = Store.change_seq(con)
         rebuild = cached is None
@@ -291,6 +397,7 @@ class MemoryBank:
         for i, mid in enumerate(live["id"]):
             idx.set_fields(mid, _ts(live["created_at"][i]), _ts(live["last_accessed_at"][i]),
                            float(live["importance"][i]), float(live["access_count"][i]))
+            idx.set_info(mid, _info(live, i))
         idx.seq = seq_now
         self._indexes[namespace] = idx
         if rebuild or idx.changes_since_save:
@@ -306,7 +413,7 @@ class MemoryBank:
             np.asarray(cols["id"], dtype=np.int64), vectors, [tokenize(t) for t in cols["text"]],
             list(cols["content_hash"]), np.array([_ts(t) for t in cols["created_at"]]),
             np.array([_ts(t) for t in cols["last_accessed_at"]]), np.asarray(cols["importance"], dtype=np.float64),
-            np.asarray(cols["access_count"], dtype=np.float64),
+            np.asarray(cols["access_count"], dtype=np.float64), [_info(cols, i) for i in range(rows.num_rows)],
         )
 
     def _save_index(self, idx: NamespaceIndex) -> None:
@@ -1425,6 +1532,9 @@ class MemoryBank:
         check_namespace(namespace)
         if not isinstance(record, bool) or not isinstance(gate, bool):
             raise ValidationError("record and gate must be true or false")
+        if record and self._store.read_only:
+            raise BankReadOnlyError(
+                f"the bank {self.path} was opened read-only; recall with record=False reads without writing")
         preset_name, p = self._resolve_params(params)
         if k is not None or threshold is not None:
             p = p.replace(**{n: v for n, v in (("k", k), ("threshold", threshold)) if v is not None})
@@ -1434,23 +1544,26 @@ class MemoryBank:
         if (decision is None or decision.recall) and self.dim is not None:
             vector = self.embedder.encode_one(query)
         with self._lock:
+            if self.closed:
+                raise StateError("this bank is closed; open it again with MemoryBank.open")
+            # Reserved before ranking: taking a new block may catch up with other processes.
+            rid = self._next_retrieval_id() if record else None
             idx = self._indexes.get(namespace)
-            if (not record and idx is not None and self._acknowledged is not None
+            if ((vector is None or (idx is not None and self._acknowledged is not None))
                     and self._store.signature() == self._signature):
-                # Nobody wrote since this bank last looked: a what-if needs no file access.
-                return self._rank(None, idx, query, p, now_dt, vector)
-            with self._session(write=record) as con:
-                hits: list[Hit] = []
-                if vector is not None:
-                    self._acknowledged_pairs(con)
-                    idx = self._ns_index(con, namespace)
-                    if idx is not None:
-                        hits = self._rank(con, idx, query, p, now_dt, vector)
-                if record:
-                    self._record(con, query, namespace, p, preset_name, decision, hits, now_dt,
-                                 (time.perf_counter() - started) * 1000.0)
+                # Nobody wrote since this bank last looked: no file access at all.
+                hits = [] if vector is None else self._rank(None, idx, query, p, now_dt, vector)
+            else:
+                with self._session(write=False) as con:
+                    hits = []
+                    if vector is not None:
+                        self._acknowledged_pairs(con)
+                        idx = self._ns_index(con, namespace)
+                        if idx is not None:
+                            hits = self._rank(con, idx, query, p, now_dt, vector)
             if record:
-                self._after_record(hits)
+                self._record(rid, query, namespace, p, preset_name, decision, hits, now_dt,
+                             (time.perf_counter() - started) * 1000.0)
         return hits
 
     def _resolve_params(self, params: ScoringParams | str | None) -> tuple[str | None, ScoringParams]:
@@ -1464,19 +1577,14 @@ class MemoryBank:
 
     def _rank(self, con: Any | None, idx: NamespaceIndex, query: str, p: ScoringParams, now_dt: datetime,
               vector: np.ndarray) -> list[Hit]:
-        n = idx.n
-        if n == 0:
+        if idx.n == 0:
             return []
-        now = now_dt.timestamp()
-        lexical = idx.lexical.scores(tokenize(query)) if p.lexical_weight > 0 else np.zeros(n)
-        score, comps = blend(
-            p, similarity=idx.similarities(vector), lexical=lexical, created=idx.created[:n],
-            last_access=idx.last_access[:n], importance=idx.importance[:n], access_count=idx.access_count[:n],
-            now=now,
-        )
-        # An "as of" recall must not see memories written after that moment.
-        score = np.where(idx.created[:n] <= now, score, -np.inf)
-        rows = [int(r) for r in top_k(score, idx.ids[:n], p.k, p.threshold)]
+        idx.mode = self._index_mode
+        ranking = idx.rank(p, tokenize(query), vector, now_dt.timestamp())
+        self.last_search = {"approximate": ranking.approximate, **ranking.stats}
+        rows = [int(r) for r in ranking.rows]
+        score = {r: float(s) for r, s in zip(rows, ranking.scores)}
+        comps = {r: {name: float(v[j]) for name, v in ranking.components.items()} for j, r in enumerate(rows)}
         # A pair an operator chose to keep both of comes back together, even below the threshold,
         # so the model sees the contradiction instead of one side of it.
         partner_of: dict[int, int] = {}
@@ -1484,62 +1592,103 @@ class MemoryBank:
         for r in list(rows):
             for partner in sorted(pairs.get(int(idx.ids[r]), ())):
                 pr = idx.row_of.get(partner)
-                if pr is not None and np.isfinite(score[pr]):
+                if pr is None:
+                    continue
+                if pr not in score:
+                    s, c = ranking.score_rows(np.array([pr]))
+                    score[pr] = float(s[0])
+                    comps[pr] = {name: float(v[0]) for name, v in c.items()}
+                if np.isfinite(score[pr]):
                     partner_of[int(idx.ids[r])] = partner
                     partner_of.setdefault(partner, int(idx.ids[r]))
                     if pr not in rows:
                         rows.insert(rows.index(r) + 1, pr)
         ids = [int(idx.ids[r]) for r in rows]
-        memories = self._get_many(con, ids)
+        memories = {mid: m for mid, r in zip(ids, rows) if (m := _memory_from_index(idx, r)) is not None}
+        if len(memories) < len(ids):
+            memories.update(self._get_many(con, [mid for mid in ids if mid not in memories]))
         return [
-            Hit(memory=memories[mid], score=float(score[r]), rank=rank + 1,
-                components={name: float(comps[name][r]) for name in comps}, conflict_with=partner_of.get(mid))
+            Hit(memory=memories[mid], score=score[r], rank=rank + 1, components=comps[r],
+                conflict_with=partner_of.get(mid), approximate=ranking.approximate)
             for rank, (mid, r) in enumerate(zip(ids, rows))
         ]
 
-    def _record(self, con: Any, query: str, namespace: str, p: ScoringParams, preset: str | None,
+    def _next_retrieval_id(self) -> int:
+        """A retrieval id for a recall, from a block reserved in the store (ids a closed bank did
+        not use are skipped, never reused)."""
+        nxt, end = self._retrieval_ids
+        if nxt >= end:
+            with self._session() as con:
+                nxt = Store.take_ids(con, "next_retrieval_id", _RETRIEVAL_ID_BLOCK)
+            end = nxt + _RETRIEVAL_ID_BLOCK
+        self._retrieval_ids = (nxt + 1, end)
+        return nxt
+
+    def _record(self, rid: int, query: str, namespace: str, p: ScoringParams, preset: str | None,
                 decision: gate_mod.GateDecision | None, hits: list[Hit], now_dt: datetime,
                 latency_ms: float) -> None:
-        """Log a real recall and count the access of every memory it returned."""
-        rid = Store.take_ids(con, "next_retrieval_id", 1)
-        con.execute(
-            "INSERT INTO retrievals VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [rid, to_naive_utc(now_dt), self.actor, namespace, query, p.to_json(), preset,
-             None if decision is None else json.dumps(decision.to_dict(), ensure_ascii=False),
-             decision is None or decision.recall, latency_ms, len(hits)])
+        """Log a real recall and count the access of every memory it returned.
+
+        Journaled and buffered (see :mod:`memory_core.recall_log`); this bank's indexes count the
+        access at once, so its next recall ranks with the new counts, as the store will.
+        """
+        at = to_naive_utc(now_dt)
+        self._journal.append({
+            "id": rid, "recalled_at": at.isoformat(), "actor": self.actor, "namespace": namespace,
+            "query": query, "params": p.to_json(), "preset": preset,
+            "gate": None if decision is None else json.dumps(decision.to_dict(), ensure_ascii=False),
+            "recalled": decision is None or decision.recall, "latency_ms": latency_ms, "n_results": len(hits),
+            "hits": [[h.rank, h.memory.id, h.score, *(h.components[c] for c in
+                      ("similarity", "lexical", "recency", "importance", "frequency"))] for h in hits],
+        })
         self.last_retrieval_id = rid
-        if not hits:
-            return
-        con.executemany(
-            "INSERT INTO retrieval_hits VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [[rid, h.rank, h.memory.id, h.score, *(h.components[c] for c in
-              ("similarity", "lexical", "recency", "importance", "frequency"))] for h in hits])
-        seq = Store.next_seq(con)
-        ids = [h.memory.id for h in hits]
-        con.execute(
-            "UPDATE memories SET access_count = access_count + 1, seq = ?, "
-            "last_accessed_at = greatest(coalesce(last_accessed_at, ?), ?) "
-            "WHERE id IN (SELECT unnest(?)) AND status = 'active'",
-            [seq, to_naive_utc(now_dt), to_naive_utc(now_dt), ids])
-        self._pending_access = (seq, Store.fetch_rows(con, "id IN (SELECT unnest(?))", [ids]).to_pylist())
+        idx = self._indexes.get(namespace)
+        for h in hits:
+            mid = h.memory.id
+            self._memories.pop(mid, None)
+            r = None if idx is None else idx.row_of.get(mid)
+            if r is None:
+                continue
+            last = idx.last_access[r]
+            info = idx.info[r]
+            if math.isnan(last) or last < now_dt.timestamp():
+                last = now_dt.timestamp()
+                if info is not None:
+                    info = info[:5] + (at,) + info[6:]
+            idx.set_fields(mid, idx.created[r], last, idx.importance[r], idx.access_count[r] + 1)
+            idx.set_info(mid, info)
+        if self._flusher is None:
+            self._flusher = threading.Thread(target=self._flush_loop, name="memory-bank-flush", daemon=True)
+            self._flusher.start()
+        if len(self._journal.pending) >= FLUSH_AT:
+            self._wake.set()
 
-    def _after_record(self, hits: list[Hit]) -> None:
-        """Once the recall's transaction committed, reflect the new access counts in memory."""
-        pending, self._pending_access = self._pending_access, None
-        if not hits or pending is None:
-            return
-        seq, rows = pending
-        self._synced_seq = seq
-        for idx in self._indexes.values():
-            idx.seq = seq
-        for row in rows:
-            mid = int(row["id"])
-            self._memories[mid] = _memory_from_row(row)
-            idx = self._indexes.get(row["namespace"])
-            if idx is not None and mid in idx.row_of:
-                idx.set_fields(mid, _ts(row["created_at"]), _ts(row["last_accessed_at"]),
-                               float(row["importance"]), float(row["access_count"]))
+    # -- index mode ----------------------------------------------------------------------------
 
+    @property
+    def index_mode(self) -> str:
+        """``exact`` (default: recall scores every live memory, pruned only with a proof) or ``ivf``
+        (opt-in: namespaces of 50,000+ memories search an inverted-file index; hits say
+        ``approximate=True``)."""
+        return self._index_mode
+
+    def set_index_mode(self, mode: str) -> None:
+        """Choose how this bank's recall searches large namespaces: ``exact`` or ``ivf``.
+
+        The setting is stored in the bank (every process that opens it follows) and recorded as an
+        event. ``ivf`` trades exactness for speed in namespaces of 50,000 memories or more: the
+        dense part of the score is searched in an inverted-file index (k-means cells, 8-bit
+        codes), the candidates and the lexical matches are then scored exactly, and every hit is
+        marked ``approximate``. bench/recall_scale.py measures its recall@k against exact.
+        """
+        check_choice(mode, INDEX_MODES, "index mode")
+        with self._session() as con:
+            old = Store.meta(con).get("index_mode", "exact")
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('index_mode', ?)", [mode])
+            Store.next_seq(con)  # other processes re-read the bank's settings
+            Store.log_event(con, self.actor, "set_index_mode", None, {"index_mode": old}, {"index_mode": mode},
+                            utcnow())
+        self._index_mode = mode
 
     def retrievals(self, namespace: str | None = None, limit: int | None = 50, *, since: Any = None,
                    until: Any = None, memory_id: int | None = None) -> list[dict[str, Any]]:

@@ -21,12 +21,14 @@ import re
 import unicodedata
 from collections import Counter
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import faiss
 import numpy as np
 
 from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN, STOPWORDS_SWEDISH
+
+from .scoring import ScoringParams, blend, top_k, upper_bound
 
 FORMAT_VERSION = 1
 
@@ -84,6 +86,9 @@ class LexicalIndex:
         self.doc_terms: list[Counter] = []
         self.lengths = np.zeros(16, dtype=np.float64)  # document lengths by row
         self.total_len = 0
+        # Posting lists as arrays, built on first use and dropped when the term's postings change:
+        # walking a Python dict of 100k postings costs ~10 ms per query term, an array ~0.1 ms.
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def __len__(self) -> int:
         return len(self.doc_terms)
@@ -98,6 +103,7 @@ class LexicalIndex:
         self.total_len += self.lengths[row]
         for term, tf in counts.items():
             self.postings.setdefault(term, {})[row] = tf
+            self._arrays.pop(term, None)
 
     def swap_remove(self, row: int) -> None:
         """Remove ``row`` by moving the last row into its place (as the parallel arrays do)."""
@@ -105,6 +111,7 @@ class LexicalIndex:
         gone = self.doc_terms[row]
         self.total_len -= sum(gone.values())
         for term in gone:
+            self._arrays.pop(term, None)
             plist = self.postings[term]
             del plist[row]
             if not plist:
@@ -112,6 +119,7 @@ class LexicalIndex:
         if row != last:
             moved = self.doc_terms[last]
             for term in moved:
+                self._arrays.pop(term, None)
                 plist = self.postings[term]
                 plist[row] = plist.pop(last)
             self.doc_terms[row] = moved
@@ -123,6 +131,17 @@ class LexicalIndex:
         df = len(self.postings.get(term, ()))
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
+    def _posting_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        arrays = self._arrays.get(term)
+        if arrays is None:
+            plist = self.postings.get(term)
+            if not plist:
+                return None
+            arrays = (np.fromiter(plist.keys(), dtype=np.int64, count=len(plist)),
+                      np.fromiter(plist.values(), dtype=np.float64, count=len(plist)))
+            self._arrays[term] = arrays
+        return arrays
+
     def raw_scores(self, query_tokens: Iterable[str]) -> np.ndarray:
         """Unnormalized BM25 of every row for the unique ``query_tokens``."""
         n = len(self.doc_terms)
@@ -131,15 +150,41 @@ class LexicalIndex:
             return out
         avgdl = self.total_len / n if self.total_len else 1.0
         for term in dict.fromkeys(query_tokens):
-            plist = self.postings.get(term)
-            if not plist:
+            arrays = self._posting_arrays(term)
+            if arrays is None:
                 continue
-            rows = np.fromiter(plist.keys(), dtype=np.int64, count=len(plist))
-            tf = np.fromiter(plist.values(), dtype=np.float64, count=len(plist))
+            rows, tf = arrays
             dl = self.lengths[rows]
             denom = tf + self.k1 * (1.0 - self.b + self.b * dl / avgdl)
             out[rows] += self.idf(term) * tf / denom
         return out
+
+    def sparse_scores(self, query_tokens: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The rows matching any query term (sorted) and their :meth:`scores`; every other row scores 0.
+
+        Touches only the query terms' posting lists, so its cost does not grow with the namespace
+        the way a dense array of n scores does.
+        """
+        terms = list(dict.fromkeys(query_tokens))
+        n = len(self.doc_terms)
+        found = [(t, a) for t in terms if (a := self._posting_arrays(t)) is not None]
+        if not found or n == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        avgdl = self.total_len / n if self.total_len else 1.0
+        norm = sum(self.idf(t) for t in terms) / (1.0 + self.k1)
+        parts_rows, parts_vals = [], []
+        for term, (rows, tf) in found:
+            dl = self.lengths[rows]
+            parts_rows.append(rows)
+            parts_vals.append(self.idf(term) * tf / (tf + self.k1 * (1.0 - self.b + self.b * dl / avgdl)))
+        rows = np.concatenate(parts_rows)
+        vals = np.concatenate(parts_vals)
+        uniq = np.unique(rows)
+        # Summing in the same term order as raw_scores keeps the floats identical to the dense path.
+        total = np.zeros(len(uniq), dtype=np.float64)
+        for rows_t, vals_t in zip(parts_rows, parts_vals):
+            total[np.searchsorted(uniq, rows_t)] += vals_t
+        return uniq, np.minimum(total / norm, 1.0)
 
     def scores(self, query_tokens: Iterable[str]) -> np.ndarray:
         """BM25 normalized to [0, 1]: 1 when a row holds every query term as an average-length
@@ -171,10 +216,20 @@ class NamespaceIndex:
         self.importance = np.zeros(cap, dtype=np.float64)
         self.access_count = np.zeros(cap, dtype=np.float64)
         self.hashes: list[str] = []
+        # Per row, what a Memory needs beyond the arrays (text, kind, dates...; see MemoryBank), so
+        # recall can hand out hits without opening the database; None until the bank fills it.
+        self.info: list[tuple | None] = []
         self.row_of: dict[int, int] = {}
         self.lexical = LexicalIndex()
         self.seq = 0  # change sequence this index reflects
         self.changes_since_save = 0
+        # Upper bounds of the priors over the namespace, for pruning: they only ever grow while the
+        # index lives (a removal leaves them as they were, still a valid bound).
+        self.importance_max = 0.0
+        self.access_count_max = 0.0
+        self.mode = "exact"  # or "ivf": the bank's opt-in approximate dense search
+        self._sq: _Sq8 | None = None
+        self._ivf: _Ivf | None = None
 
     _ARRAYS = ("ids", "emb", "created", "last_access", "importance", "access_count")
 
@@ -197,9 +252,16 @@ class NamespaceIndex:
         r = self.row_of[mid]
         self.created[r], self.last_access[r] = created, last_access
         self.importance[r], self.access_count[r] = importance, access_count
+        self.importance_max = max(self.importance_max, float(importance))
+        self.access_count_max = max(self.access_count_max, float(access_count))
+
+    def set_info(self, mid: int, info: tuple | None) -> None:
+        """Replace the descriptive fields of an indexed memory (see :attr:`info`)."""
+        self.info[self.row_of[mid]] = info
 
     def upsert(self, mid: int, vector: np.ndarray, tokens: list[str], content_hash: str,
-               created: float, last_access: float, importance: float, access_count: float) -> None:
+               created: float, last_access: float, importance: float, access_count: float,
+               info: tuple | None = None) -> None:
         """Add a memory, or replace it whole when its id is already indexed."""
         if mid in self.row_of:
             self.remove(mid)
@@ -208,6 +270,7 @@ class NamespaceIndex:
         self.ids[r] = mid
         self.emb[r] = vector
         self.hashes.append(content_hash)
+        self.info.append(info)
         self.lexical.append(tokens)
         self.row_of[mid] = r
         self.n += 1
@@ -216,7 +279,7 @@ class NamespaceIndex:
 
     def add_many(self, ids: np.ndarray, vectors: np.ndarray, token_lists: list[list[str]], hashes: list[str],
                  created: np.ndarray, last_access: np.ndarray, importance: np.ndarray,
-                 access_count: np.ndarray) -> None:
+                 access_count: np.ndarray, infos: list[tuple | None] | None = None) -> None:
         """Append memories that are not yet indexed, in bulk."""
         m = len(ids)
         if m == 0:
@@ -230,7 +293,10 @@ class NamespaceIndex:
         self.ids[sl], self.emb[sl] = ids, vectors
         self.created[sl], self.last_access[sl] = created, last_access
         self.importance[sl], self.access_count[sl] = importance, access_count
+        self.importance_max = max(self.importance_max, float(np.max(importance)))
+        self.access_count_max = max(self.access_count_max, float(np.max(access_count)))
         self.hashes.extend(hashes)
+        self.info.extend(infos if infos is not None else [None] * m)
         for i, tokens in enumerate(token_lists):
             self.lexical.append(tokens)
             self.row_of[int(ids[i])] = start + i
@@ -243,13 +309,18 @@ class NamespaceIndex:
         if r is None:
             return
         last = self.n - 1
+        for side in (self._sq, self._ivf):
+            if side is not None:
+                side.changed(r)  # the last row's vector moves into r
         if r != last:
             for name in self._ARRAYS:
                 arr = getattr(self, name)
                 arr[r] = arr[last]
             self.hashes[r] = self.hashes[last]
+            self.info[r] = self.info[last]
             self.row_of[int(self.ids[r])] = r
         self.hashes.pop()
+        self.info.pop()
         self.lexical.swap_remove(r)
         self.n -= 1
         self.changes_since_save += 1
@@ -257,6 +328,106 @@ class NamespaceIndex:
     def similarities(self, query: np.ndarray) -> np.ndarray:
         """Cosine similarity of every row to a unit query vector."""
         return self.emb[: self.n] @ query.astype(np.float32)
+
+    # -- ranking ---------------------------------------------------------------------------------
+
+    # Namespaces below this size are scored whole: a flat scan of them costs less than pruning.
+    PRUNE_MIN_ROWS = 20_000
+    # Approximate (IVF) search is used only from this size on; smaller namespaces stay exact.
+    APPROX_MIN_ROWS = 50_000
+
+    def rank(self, params: ScoringParams, query_tokens: list[str], vector: np.ndarray, now: float) -> "Ranking":
+        """The top ``params.k`` rows reaching ``params.threshold`` by the blended score, best first.
+
+        Exact unless the index is in ``ivf`` mode and large enough (then ``Ranking.approximate``).
+        Large namespaces are pruned: a first pass over 8-bit quantized vectors bounds every
+        row's similarity from above (the quantization error of each dimension is measured, so
+        ``|q·x − q·x̂| ≤ Σ|q_i|·err_i`` holds for every stored row); :func:`scoring.upper_bound`
+        turns that into a bound of the blended score, and only rows whose bound reaches the k-th
+        best exact score (or the threshold) are scored exactly. Rows are never dropped on a guess.
+        """
+        q = np.ascontiguousarray(vector, dtype=np.float32)
+        if params.lexical_weight > 0:
+            lex_rows, lex_vals = self.lexical.sparse_scores(query_tokens)
+        else:
+            lex_rows, lex_vals = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        ranking = Ranking(self, params, q, now, lex_rows, lex_vals)
+        n = self.n
+        if n == 0:
+            return ranking
+        if self.mode == "ivf" and n >= self.APPROX_MIN_ROWS:
+            ranking.approximate = True
+            return ranking.finish(self._ivf_candidates(q, lex_rows, lex_vals, params))
+        if n >= self.PRUNE_MIN_ROWS:
+            rows = self._pruned_candidates(ranking)
+            if rows is not None:
+                ranking.stats["pruned"] = True
+                return ranking.finish(rows)
+        ranking.stats["pruned"] = False
+        return ranking.finish(None)
+
+    def _pending_rows(self, side: "_Sq8 | _Ivf") -> np.ndarray:
+        """Rows the side index does not describe faithfully: changed since its build, or added after."""
+        changed = np.fromiter((r for r in side.dirty if r < self.n), dtype=np.int64)
+        return np.concatenate([changed, np.arange(side.m, self.n, dtype=np.int64)]) if self.n > side.m else changed
+
+    def _side_stale(self, side: "_Sq8 | _Ivf | None") -> bool:
+        return side is None or len(side.dirty) + max(0, self.n - side.m) > max(2000, self.n // 20)
+
+    def _pruned_candidates(self, ranking: "Ranking") -> np.ndarray | None:
+        """Rows that can still be in the top k, or None when pruning would not pay (score all)."""
+        if self._side_stale(self._sq):
+            self._sq = _Sq8(self.emb[: self.n])
+        sq, p, q = self._sq, ranking.params, ranking.query
+        slack = float(np.abs(q).astype(np.float64) @ sq.err) + 1e-4  # + float rounding of the scan
+        pending = self._pending_rows(sq)
+        lex_rows, lex_vals = ranking.lex_rows, ranking.lex_vals
+        k = max(4096, self.n // 50)
+        while True:
+            k = min(k, sq.m)
+            dist, found = sq.index.search(q[None, :], k)
+            dist, found = dist[0], found[0]
+            ok = (found >= 0) & (found < self.n)
+            if sq.dirty:
+                ok &= ~np.isin(found, np.fromiter(sq.dirty, dtype=np.int64))
+            cand = np.union1d(found[ok], pending)
+            # Every clean row the scan did not return has q·x̂ ≤ the last value it returned.
+            rest_sim = float(dist[-1]) + slack if k < sq.m and len(dist) else -np.inf
+            scores = ranking.exact(cand)
+            level = max(ranking.kth_best(scores), p.threshold)
+            bound = dict(importance_max=self.importance_max, access_count_max=self.access_count_max)
+            outside = ~np.isin(lex_rows, cand)
+            if outside.any():
+                ub = upper_bound(p, similarity=rest_sim, lexical=lex_vals[outside], **bound)
+                more = lex_rows[outside][ub >= level]
+                if more.size:
+                    cand = np.union1d(cand, more)
+                    ranking.exact(more)
+            ranking.stats.update(scan_k=k, candidates=int(cand.size))
+            if rest_sim == -np.inf or upper_bound(p, similarity=rest_sim, lexical=0.0, **bound) < level:
+                return cand
+            if k >= sq.m or k * 8 > sq.m // 2:
+                return None  # the bound cannot exclude enough rows: a full exact scan is cheaper
+            k *= 8
+
+    def _ivf_candidates(self, q: np.ndarray, lex_rows: np.ndarray, lex_vals: np.ndarray,
+                        p: ScoringParams) -> np.ndarray:
+        if self._side_stale(self._ivf):
+            self._ivf = _Ivf(self.emb[: self.n])
+        ivf = self._ivf
+        k = min(ivf.m, max(200, 20 * p.k))
+        _, found = ivf.index.search(q[None, :], k)
+        found = found[0]
+        found = found[(found >= 0) & (found < self.n)]
+        if ivf.dirty:
+            found = found[~np.isin(found, np.fromiter(ivf.dirty, dtype=np.int64))]
+        lexical_best = lex_rows[np.argsort(-lex_vals, kind="stable")[:k]]
+        return np.union1d(np.union1d(found, self._pending_rows(ivf)), lexical_best)
+
+    def build_approximate(self) -> None:
+        """Build the IVF side index now (it is otherwise built on the first approximate recall)."""
+        if self.n >= self.APPROX_MIN_ROWS and self._side_stale(self._ivf):
+            self._ivf = _Ivf(self.emb[: self.n])
 
     # -- persistence -----------------------------------------------------------------------------
 
@@ -326,6 +497,133 @@ class NamespaceIndex:
         idx.seq = int(header["seq"])
         idx.changes_since_save = 0
         return idx
+
+
+# -- ranking helpers -------------------------------------------------------------------------------
+
+
+class Ranking:
+    """One recall's scoring over a namespace index: exact scores of the rows it looked at, the
+    chosen rows (best first) with their scores and components, and what the search did."""
+
+    def __init__(self, idx: NamespaceIndex, params: ScoringParams, query: np.ndarray, now: float,
+                 lex_rows: np.ndarray, lex_vals: np.ndarray):
+        self.idx, self.params, self.query, self.now = idx, params, query, now
+        self.lex_rows, self.lex_vals = lex_rows, lex_vals
+        self.approximate = False
+        self.stats: dict[str, Any] = {}
+        self.rows = np.zeros(0, dtype=np.int64)
+        self.scores = np.zeros(0, dtype=np.float64)
+        self.components: dict[str, np.ndarray] = {}
+        self._seen_rows = np.zeros(0, dtype=np.int64)  # sorted
+        self._seen_scores = np.zeros(0, dtype=np.float64)
+
+    def _lexical(self, rows: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(rows), dtype=np.float64)
+        if self.lex_rows.size and len(rows):
+            pos = np.minimum(np.searchsorted(self.lex_rows, rows), self.lex_rows.size - 1)
+            hit = self.lex_rows[pos] == rows
+            out[hit] = self.lex_vals[pos[hit]]
+        return out
+
+    def score_rows(self, rows: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Exact blended scores of these rows (−inf for a memory created after ``now``)."""
+        i = self.idx
+        rows = np.asarray(rows, dtype=np.int64)
+        sim = i.emb[rows] @ self.query if len(rows) else np.zeros(0, dtype=np.float32)
+        score, comps = blend(self.params, similarity=sim, lexical=self._lexical(rows), created=i.created[rows],
+                             last_access=i.last_access[rows], importance=i.importance[rows],
+                             access_count=i.access_count[rows], now=self.now)
+        # An "as of" recall must not see memories written after that moment.
+        return np.where(i.created[rows] <= self.now, score, -np.inf), comps
+
+    def exact(self, rows: np.ndarray) -> np.ndarray:
+        """Score rows not scored yet and remember their scores (they tighten the k-th best)."""
+        new = np.setdiff1d(rows, self._seen_rows, assume_unique=False)
+        if new.size:
+            score, _ = self.score_rows(new)
+            allrows = np.concatenate([self._seen_rows, new])
+            order = np.argsort(allrows, kind="stable")
+            self._seen_rows = allrows[order]
+            self._seen_scores = np.concatenate([self._seen_scores, score])[order]
+        return self._seen_scores[np.searchsorted(self._seen_rows, rows)]
+
+    def kth_best(self, _scores: np.ndarray | None = None) -> float:
+        """The k-th best exact score seen so far: a lower bound of the true k-th best (−inf when
+        fewer than k memories were scored)."""
+        k = self.params.k
+        finite = self._seen_scores[np.isfinite(self._seen_scores)]
+        if finite.size < k:
+            return -np.inf
+        return float(np.partition(-finite, k - 1)[k - 1] * -1.0)
+
+    def finish(self, candidates: np.ndarray | None) -> "Ranking":
+        """Pick the top k among ``candidates`` (None: every row, scored whole)."""
+        p, i = self.params, self.idx
+        if candidates is None:
+            n = i.n
+            lexical = np.zeros(n, dtype=np.float64)
+            lexical[self.lex_rows] = self.lex_vals
+            score, comps = blend(p, similarity=i.similarities(self.query), lexical=lexical, created=i.created[:n],
+                                 last_access=i.last_access[:n], importance=i.importance[:n],
+                                 access_count=i.access_count[:n], now=self.now)
+            score = np.where(i.created[:n] <= self.now, score, -np.inf)
+            chosen = top_k(score, i.ids[:n], p.k, p.threshold)
+            self.rows, self.scores = chosen.astype(np.int64), score[chosen]
+            self.components = {name: np.asarray(v)[chosen] for name, v in comps.items()}
+            self.stats["candidates"] = n
+            return self
+        candidates = np.asarray(candidates, dtype=np.int64)
+        score = self.exact(candidates)
+        chosen = candidates[top_k(score, i.ids[candidates], p.k, p.threshold)]
+        self.rows = chosen
+        self.scores, self.components = self.score_rows(chosen)
+        self.stats.setdefault("candidates", int(candidates.size))
+        return self
+
+
+class _Sq8:
+    """8-bit scalar-quantized copy of a namespace's vectors (rows 0..m-1 as of its build), with the
+    largest quantization error of each dimension measured over those rows."""
+
+    def __init__(self, emb: np.ndarray):
+        self.m, d = emb.shape
+        self.dirty: set[int] = set()
+        self.index = faiss.IndexScalarQuantizer(d, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
+        self.index.train(np.ascontiguousarray(emb))  # per-dimension min and max: every row is in range
+        self.err = np.zeros(d, dtype=np.float64)
+        for s in range(0, self.m, 65536):
+            chunk = np.ascontiguousarray(emb[s:s + 65536])
+            codes = self.index.sa_encode(chunk)
+            self.err = np.maximum(self.err, np.abs(self.index.sa_decode(codes) - chunk).max(axis=0))
+            self.index.add_sa_codes(codes)
+
+    def changed(self, row: int) -> None:
+        if row < self.m:
+            self.dirty.add(row)
+
+
+class _Ivf:
+    """An inverted-file index (k-means cells, 8-bit codes) over rows 0..m-1: the approximate mode."""
+
+    def __init__(self, emb: np.ndarray):
+        self.m, d = emb.shape
+        self.dirty: set[int] = set()
+        nlist = int(min(1024, max(16, math.sqrt(self.m) / 2)))
+        quantizer = faiss.IndexFlatIP(d)
+        self.index = faiss.IndexIVFScalarQuantizer(quantizer, d, nlist, faiss.ScalarQuantizer.QT_8bit,
+                                                   faiss.METRIC_INNER_PRODUCT)
+        rng = np.random.default_rng(0)
+        sample = emb[np.sort(rng.choice(self.m, size=min(self.m, 40 * nlist), replace=False))]
+        self.index.train(np.ascontiguousarray(sample))
+        for s in range(0, self.m, 65536):
+            self.index.add(np.ascontiguousarray(emb[s:s + 65536]))
+        self.index.nprobe = max(8, nlist // 32)
+        self.quantizer = quantizer  # the IVF index does not own it: keep it alive
+
+    def changed(self, row: int) -> None:
+        if row < self.m:
+            self.dirty.add(row)
 
 
 def namespace_key(namespace: str) -> str:

@@ -58,10 +58,14 @@ class Hit:
     # The id of a memory this one contradicts, when an operator chose to keep both: recall then
     # returns the pair together and format_for_prompt states the contradiction with both dates.
     conflict_with: int | None = None
+    # True when the bank's approximate index mode found this hit: the top k may then miss a memory
+    # exact scoring would have returned (see MemoryBank.set_index_mode).
+    approximate: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "score": self.score, "components": dict(self.components),
-                "memory": self.memory.to_dict(), "conflict_with": self.conflict_with}
+                "memory": self.memory.to_dict(), "conflict_with": self.conflict_with,
+                "approximate": self.approximate}
 
 
 @dataclass(frozen=True)

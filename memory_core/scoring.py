@@ -264,3 +264,36 @@ def top_k(score: np.ndarray, ids: np.ndarray, k: int, threshold: float) -> np.nd
         keep = keep[-score[keep] <= kth]
     order = np.lexsort((ids[keep], -score[keep]))
     return keep[order][:k]
+
+
+def upper_bound(
+    params: ScoringParams,
+    *,
+    similarity: np.ndarray | float,
+    lexical: np.ndarray | float = 1.0,
+    importance_max: float = 1.0,
+    access_count_max: float = math.inf,
+) -> np.ndarray | float:
+    """The highest blended score any memory can reach with cosine similarity at most ``similarity``
+    and lexical match at most ``lexical``, whatever its age, tier and usage, given that no memory
+    of the namespace has importance above ``importance_max`` or more than ``access_count_max`` uses.
+
+    Exact recall prunes with it: a memory whose bound is below the k-th best score found so far
+    cannot be in the top k, so it never needs scoring. It relies on :func:`blend` being
+    non-decreasing in similarity and in lexical match for fixed priors, and on recency, importance,
+    frequency and tier each staying within the maxima used here; tests/test_recall_scale.py checks
+    ``blend <= upper_bound`` on random inputs, so a change to the formula that breaks it fails there.
+    """
+    p = params
+    sim = np.asarray(similarity, dtype=np.float64)
+    lex = np.clip(np.asarray(lexical, dtype=np.float64), 0.0, 1.0)
+    dense = np.clip((sim - p.similarity_floor) / (p.similarity_ceiling - p.similarity_floor), 0.0, 1.0)
+    relevance = (1.0 - p.lexical_weight) * dense + p.lexical_weight * lex
+    recency = max(1.0, p.recency_floor)
+    frequency = min(1.0, p.frequency_base + p.frequency_step * access_count_max) if math.isfinite(
+        access_count_max) else (1.0 if p.frequency_step > 0 else min(1.0, p.frequency_base))
+    frequency = max(frequency, min(1.0, p.frequency_base))
+    importance = min(max(importance_max, 0.0), 1.0)
+    tier = max(p.tier_hot, p.tier_warm, p.tier_cold)
+    out = tier * (p.alpha * relevance + p.beta * recency + p.gamma * importance + p.delta * frequency) / p.weight_sum
+    return float(out) if out.ndim == 0 else out

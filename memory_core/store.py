@@ -413,3 +413,75 @@ class Store:
              None if after is None else json.dumps(after, default=str, ensure_ascii=False), note, group],
         )
         return eid
+
+    @staticmethod
+    def write_recalls(con: Connection, entries: list[dict[str, Any]]) -> tuple[int | None, list[int]]:
+        """Write journaled recalls (see :mod:`memory_core.recall_log`) in bulk: their log rows, their
+        hits, and the access counts and last-access times of the memories they returned.
+
+        Idempotent: a retrieval id already in the store is skipped with its access counts, so a
+        journal can be written again after a crash. Returns the change sequence given to the
+        memories whose counts changed (None when none did) and their ids.
+        """
+        if not entries:
+            return None, []
+        ids = [int(e["id"]) for e in entries]
+        have = {r[0] for r in con.execute("SELECT id FROM retrievals WHERE id IN (SELECT unnest(?))",
+                                          [ids]).fetchall()}
+        new = [e for e in entries if int(e["id"]) not in have]
+        if not new:
+            return None, []
+        at = [datetime.fromisoformat(e["recalled_at"]) for e in new]
+        heads = pa.table({
+            "id": pa.array([int(e["id"]) for e in new], pa.int64()),
+            "recalled_at": pa.array(at, pa.timestamp("us")),
+            "actor": pa.array([e["actor"] for e in new], pa.string()),
+            "namespace": pa.array([e["namespace"] for e in new], pa.string()),
+            "query": pa.array([e["query"] for e in new], pa.string()),
+            "params": pa.array([e["params"] for e in new], pa.string()),
+            "preset": pa.array([e["preset"] for e in new], pa.string()),
+            "gate": pa.array([e["gate"] for e in new], pa.string()),
+            "recalled": pa.array([bool(e["recalled"]) for e in new], pa.bool_()),
+            "latency_ms": pa.array([e["latency_ms"] for e in new], pa.float64()),
+            "n_results": pa.array([int(e["n_results"]) for e in new], pa.int32()),
+        })
+        con.register("_heads", heads)
+        try:
+            con.execute("INSERT INTO retrievals (id, recalled_at, actor, namespace, query, params, preset, gate, "
+                        "recalled, latency_ms, n_results) SELECT * FROM _heads")
+        finally:
+            con.unregister("_heads")
+        hit_rows = [(int(e["id"]), *h) for e in new for h in e["hits"]]
+        if not hit_rows:
+            return None, []
+        cols = list(zip(*hit_rows))
+        hits = pa.table({
+            "retrieval_id": pa.array(cols[0], pa.int64()), "rank": pa.array(cols[1], pa.int32()),
+            "memory_id": pa.array(cols[2], pa.int64()),
+            **{name: pa.array(cols[3 + j], pa.float64()) for j, name in enumerate(
+                ("score", "similarity", "lexical", "recency", "importance", "frequency"))},
+        })
+        uses: dict[int, list] = {}
+        for e, when in zip(new, at):
+            for h in e["hits"]:
+                use = uses.setdefault(int(h[1]), [0, when])
+                use[0] += 1
+                use[1] = max(use[1], when)
+        touched = list(uses)
+        access = pa.table({"id": pa.array(touched, pa.int64()),
+                           "n": pa.array([uses[m][0] for m in touched], pa.int64()),
+                           "at": pa.array([uses[m][1] for m in touched], pa.timestamp("us"))})
+        con.register("_hits", hits)
+        con.register("_access", access)
+        try:
+            con.execute("INSERT INTO retrieval_hits (retrieval_id, rank, memory_id, score, similarity, lexical, "
+                        "recency, importance, frequency) SELECT * FROM _hits")
+            seq = Store.next_seq(con)
+            con.execute(
+                "UPDATE memories SET access_count = memories.access_count + _access.n, seq = ?, "
+                "last_accessed_at = greatest(coalesce(memories.last_accessed_at, _access.at), _access.at) "
+                "FROM _access WHERE memories.id = _access.id AND memories.status = 'active'", [seq])
+        finally:
+            con.unregister("_hits")
+            con.unregister("_access")
+        return seq, touched

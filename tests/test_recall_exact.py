@@ -29,6 +29,7 @@ T0 = datetime(2025, 9, 1, tzinfo=timezone.utc)
 def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, now: datetime,
                 qvec: np.ndarray) -> list[tuple[int, float]]:
     """Score every live memory of the namespace one by one; return [(id, score)] best first."""
+    bank.flush()  # recorded recalls reach the file in batches; this reads the file directly
     with bank._store.connect(write=False) as con:
         table = Store.fetch_rows(con, "namespace = ? AND status = 'active'", [namespace], with_embedding=True)
     rows = table.to_pylist()

@@ -1,0 +1,102 @@
+"""The retrieval log's write buffer: recorded recalls are journaled at once and written in batches.
+
+Writing each recall to DuckDB costs two transactions' worth of opening and committing the file
+(~25 ms), ten to a hundred times the ranking itself. So a recorded recall appends one JSON line to
+this process's journal file (``<bank>.journal/<pid>-<random>.jsonl``) and returns; the bank writes
+the pending recalls (their log rows and the access counts they add) to the store in one
+transaction: from a background thread every :data:`FLUSH_INTERVAL` seconds, before any other
+operation of the same bank touches the file (so ``retrievals()``, ``stats()`` and usage metrics
+read in the same process always see every recall), on :meth:`MemoryBank.close`, and at exit.
+
+What a crash loses: nothing a process crash (kill -9, an exception that kills the interpreter)
+can take. The journal line is written to the operating system before ``recall`` returns; each
+journal file is locked (``flock``) by its owner for as long as the owner lives, and whoever opens
+or flushes the bank next finds journals nobody holds and writes them to the store. Writing is
+idempotent (a retrieval id already in the store is skipped, together with its access counts), so
+a crash between committing a batch and emptying the journal counts nothing twice. Only a crash of
+the whole machine (power loss) can lose the lines the OS had not yet put on disk: the journal is
+not fsynced per recall, which would cost more than the batching saves.
+
+Other processes see a recall once it is flushed: within :data:`FLUSH_INTERVAL` seconds while the
+recalling process lives, at once when it closes the bank.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+FLUSH_INTERVAL = 2.0  # seconds between background writes of pending recalls
+FLUSH_AT = 512  # pending recalls that wake the writer before the interval is up
+
+
+class RecallJournal:
+    """This process's journal of recorded recalls not yet in the store."""
+
+    def __init__(self, bank_path: Path):
+        self.folder = Path(str(bank_path) + ".journal")
+        self.pending: list[dict[str, Any]] = []
+        self._fh: IO[str] | None = None
+        self.path: Path | None = None
+
+    def _open(self) -> IO[str]:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.path = self.folder / f"{os.getpid()}-{secrets.token_hex(4)}.jsonl"
+        fh = open(self.path, "a+", encoding="utf-8")
+        fcntl.flock(fh, fcntl.LOCK_EX)  # held while we live: an unlocked journal is an orphan
+        return fh
+
+    def append(self, entry: dict[str, Any]) -> None:
+        """Journal one recorded recall (in the OS's hands when this returns) and queue it."""
+        if self._fh is None:
+            self._fh = self._open()
+        self._fh.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self._fh.flush()
+        self.pending.append(entry)
+
+    def written(self) -> None:
+        """The pending recalls are committed to the store: forget them."""
+        self.pending.clear()
+        if self._fh is not None:
+            self._fh.seek(0)
+            self._fh.truncate(0)
+
+    def close(self) -> None:
+        """Drop the (empty) journal file. Call after :meth:`written`; pending entries would stay
+        on disk for the next opener to replay."""
+        if self._fh is None:
+            return
+        fh, self._fh = self._fh, None
+        if not self.pending and self.path is not None:
+            self.path.unlink(missing_ok=True)
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
+
+    def orphans(self) -> Iterator[tuple[Path, list[dict[str, Any]], IO[str]]]:
+        """Journals of processes that are gone, each with its entries and an open handle holding
+        its lock (close it after deleting the file)."""
+        if not self.folder.is_dir():
+            return
+        for path in sorted(self.folder.glob("*.jsonl")):
+            if path == self.path:
+                continue
+            try:
+                fh = open(path, "r+", encoding="utf-8")
+            except FileNotFoundError:
+                continue
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                fh.close()  # its owner is alive and will write it itself
+                continue
+            entries = []
+            for line in fh.read().splitlines():
+                try:
+                    entries.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass  # a line cut short by the crash: the recall never returned
+            yield path, entries, fh
