@@ -125,6 +125,7 @@ class MemoryBank:
         self._retrieval_ids = (0, 0)  # the reserved block: next id, end (exclusive)
         self._flusher: threading.Thread | None = None
         self._wake = threading.Event()
+        self._last_replayed = 0
         self.closed = False
 
     # -- opening and closing -------------------------------------------------------------------
@@ -224,39 +225,51 @@ class MemoryBank:
     def flush(self) -> int:
         """Write recorded recalls still buffered (this process's, and any a crashed process left in
         its journal) to the store now; returns how many. Recall buffers them (see
-        :mod:`memory_core.recall_log`); every other operation of this bank flushes first."""
+        :mod:`memory_core.recall_log`); every other operation of this bank writes them first, in
+        its own transaction."""
         with self._lock:
             if self.closed or self._store.read_only:
                 return 0
-            return self._flush_locked()
+            before = len(self._journal.pending)
+            if not before:
+                found = list(self._journal.orphans())
+                for _, _, fh in found:
+                    fh.close()  # the session below takes them again
+                if not found:
+                    return 0
+            with self._session() as con:
+                pass
+            return before + self._last_replayed
 
-    def _flush_locked(self) -> int:
-        entries = list(self._journal.pending)
-        orphans = list(self._journal.orphans())
-        if not entries and not orphans:
-            return 0
-        with self._session(flush=False) as con:
-            seq, touched = Store.write_recalls(con, entries + [e for _, found, _ in orphans for e in found])
-            rows = Store.fetch_rows(con, "id IN (SELECT unnest(?))", [touched]).to_pylist() if touched else []
+    def _write_recalls(self, con: Any, entries: list[dict], orphans: list) -> tuple[int | None, list[dict]]:
+        seq, touched = Store.write_recalls(con, entries + [e for _, found, _ in orphans for e in found])
+        rows = Store.fetch_rows(con, "id IN (SELECT unnest(?))", [touched]).to_pylist() if touched else []
+        return seq, rows
+
+    def _recalls_written(self, written: tuple[int | None, list[dict]], orphans: list) -> None:
+        """The session that wrote buffered recalls committed: forget them, take the store's counts."""
         self._journal.written()
+        self._last_replayed = sum(len(found) for _, found, _ in orphans)
         for path, _, fh in orphans:
             path.unlink(missing_ok=True)
             fh.close()
-        if seq is not None:
+        seq, rows = written
+        if seq is None:
+            return
+        if seq > self._synced_seq:
             self._synced_seq = seq
             for idx in self._indexes.values():
                 idx.seq = seq
-            for row in rows:  # the store's counts now include every flushed recall: take them
-                mid = int(row["id"])
-                self._memories.pop(mid, None)
-                idx = self._indexes.get(row["namespace"])
-                if idx is not None and mid in idx.row_of and row["status"] == "active":
-                    idx.set_fields(mid, _ts(row["created_at"]), _ts(row["last_accessed_at"]),
-                                   float(row["importance"]), float(row["access_count"]))
-                    info = idx.info[idx.row_of[mid]]
-                    if info is not None:
-                        idx.set_info(mid, info[:5] + (row["last_accessed_at"],) + info[6:])
-        return len(entries) + sum(len(found) for _, found, _ in orphans)
+        for row in rows:  # the store's counts now include every flushed recall: take them
+            mid = int(row["id"])
+            self._memories.pop(mid, None)
+            idx = self._indexes.get(row["namespace"])
+            if idx is not None and mid in idx.row_of and row["status"] == "active":
+                idx.set_fields(mid, _ts(row["created_at"]), _ts(row["last_accessed_at"]),
+                               float(row["importance"]), float(row["access_count"]))
+                info = idx.info[idx.row_of[mid]]
+                if info is not None:
+                    idx.set_info(mid, info[:5] + (row["last_accessed_at"],) + info[6:])
 
     def _flush_loop(self) -> None:
         """The background writer: pending recalls reach the store every FLUSH_INTERVAL seconds."""
@@ -288,12 +301,23 @@ class MemoryBank:
                 f"the bank {self.path} was opened read-only; open it without read_only=True to change "
                 "it (recall with record=False reads without writing)")
         with self._lock:
-            if flush and self._journal.pending:
-                # Whatever this operation reads (the log, counts) or changes sees every recall.
-                self._flush_locked()
-            with self._store.connect(write) as con:
-                self._catch_up(con)
-                yield con
+            # Buffered recalls are written in this operation's transaction, first: whatever it reads
+            # (the log, access counts) or changes sees every recall.
+            entries = list(self._journal.pending) if flush else []
+            orphans = list(self._journal.orphans()) if flush and not self._store.read_only else []
+            written = None
+            try:
+                with self._store.connect(write or bool(entries or orphans)) as con:
+                    self._catch_up(con)
+                    if entries or orphans:
+                        written = self._write_recalls(con, entries, orphans)
+                    yield con
+            except BaseException:
+                for _, _, fh in orphans:
+                    fh.close()
+                raise
+            if written is not None:
+                self._recalls_written(written, orphans)
             self._signature = self._store.signature()
 
     def _catch_up(self, con: Any) -> None:

@@ -177,13 +177,18 @@ class LexicalIndex:
             dl = self.lengths[rows]
             parts_rows.append(rows)
             parts_vals.append(self.idf(term) * tf / (tf + self.k1 * (1.0 - self.b + self.b * dl / avgdl)))
-        rows = np.concatenate(parts_rows)
-        vals = np.concatenate(parts_vals)
-        uniq = np.unique(rows)
         # Summing in the same term order as raw_scores keeps the floats identical to the dense path.
-        total = np.zeros(len(uniq), dtype=np.float64)
-        for rows_t, vals_t in zip(parts_rows, parts_vals):
-            total[np.searchsorted(uniq, rows_t)] += vals_t
+        if sum(len(r) for r in parts_rows) * 16 < n:
+            uniq = np.unique(np.concatenate(parts_rows))
+            total = np.zeros(len(uniq), dtype=np.float64)
+            for rows_t, vals_t in zip(parts_rows, parts_vals):
+                total[np.searchsorted(uniq, rows_t)] += vals_t
+        else:  # long posting lists: a dense accumulator beats sorting them
+            dense = np.zeros(n, dtype=np.float64)
+            for rows_t, vals_t in zip(parts_rows, parts_vals):
+                dense[rows_t] += vals_t
+            uniq = np.flatnonzero(dense)  # every matching row scores above 0 (idf > 0, tf > 0)
+            total = dense[uniq]
         return uniq, np.minimum(total / norm, 1.0)
 
     def scores(self, query_tokens: Iterable[str]) -> np.ndarray:

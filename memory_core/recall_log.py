@@ -81,6 +81,8 @@ class RecallJournal:
         its lock (close it after deleting the file)."""
         if not self.folder.is_dir():
             return
+        if self.path is not None and not any(p != self.path for p in self.folder.glob("*.jsonl")):
+            return
         for path in sorted(self.folder.glob("*.jsonl")):
             if path == self.path:
                 continue
