@@ -338,6 +338,9 @@ class NamespaceIndex:
 
     # Namespaces below this size are scored whole: a flat scan of them costs less than pruning.
     PRUNE_MIN_ROWS = 20_000
+    # Rows the first quantized pass returns at least (widened 8× while the bound cannot rule out
+    # the rest; past half the namespace a plain full scan is cheaper).
+    PRUNE_FIRST_SCAN = 4096
     # Approximate (IVF) search is used only from this size on; smaller namespaces stay exact.
     APPROX_MIN_ROWS = 50_000
 
@@ -387,7 +390,7 @@ class NamespaceIndex:
         slack = float(np.abs(q).astype(np.float64) @ sq.err) + 1e-4  # + float rounding of the scan
         pending = self._pending_rows(sq)
         lex_rows, lex_vals = ranking.lex_rows, ranking.lex_vals
-        k = max(4096, self.n // 50)
+        k = max(self.PRUNE_FIRST_SCAN, self.n // 50)
         while True:
             k = min(k, sq.m)
             dist, found = sq.index.search(q[None, :], k)
@@ -408,7 +411,7 @@ class NamespaceIndex:
                 if more.size:
                     cand = np.union1d(cand, more)
                     ranking.exact(more)
-            ranking.stats.update(scan_k=k, candidates=int(cand.size))
+            ranking.stats.update(scan_k=k, candidates=int(cand.size), first_pass=True)
             if rest_sim == -np.inf or upper_bound(p, similarity=rest_sim, lexical=0.0, **bound) < level:
                 return cand
             if k >= sq.m or k * 8 > sq.m // 2:

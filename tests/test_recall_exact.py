@@ -48,7 +48,8 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
         retriever.index([d if d else [""] for d in docs], show_progress=False)
         # bm25s counts an empty document as one empty token; our index counts it as length 0.
         if all(docs):
-            lex = np.minimum(retriever.get_scores(known) * (1 + 1.5) / norm, 1.0)
+            # float64, or tiny weights (a 1e-307 tier) underflow to 0 in float32 and pass any threshold
+            lex = np.minimum(retriever.get_scores(known).astype(np.float64) * (1 + 1.5) / norm, 1.0)
         else:
             pytest.skip("bm25s cannot index an empty document")
     out = []
