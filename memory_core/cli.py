@@ -267,6 +267,17 @@ def reembed(obj: _Context, model: str | None) -> None:
         click.echo(f"re-embedded {n} memories with {bank.model}")
 
 
+@cli.command(name="index-mode")
+@click.argument("mode", required=False, type=click.Choice(["exact", "ivf"]))
+@click.pass_obj
+def index_mode(obj: _Context, mode: str | None) -> None:
+    """Show or set how recall searches large namespaces: exact (default) or ivf (approximate)."""
+    with MemoryBank.open(obj.bank_path, actor="cli") as bank:
+        if mode is not None:
+            bank.set_index_mode(mode)
+        click.echo(bank.index_mode)
+
+
 @cli.group()
 def preset() -> None:
     """List, save and activate scoring presets."""

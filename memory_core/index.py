@@ -13,6 +13,7 @@ another dimension) triggers a rebuild from the store. Nothing is lost when they 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -21,7 +22,7 @@ import re
 import unicodedata
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import faiss
 import numpy as np
@@ -393,7 +394,8 @@ class NamespaceIndex:
         k = max(self.PRUNE_FIRST_SCAN, self.n // 50)
         while True:
             k = min(k, sq.m)
-            dist, found = sq.index.search(q[None, :], k)
+            with _one_thread():
+                dist, found = sq.index.search(q[None, :], k)
             dist, found = dist[0], found[0]
             ok = (found >= 0) & (found < self.n)
             if sq.dirty:
@@ -424,7 +426,8 @@ class NamespaceIndex:
             self._ivf = _Ivf(self.emb[: self.n])
         ivf = self._ivf
         k = min(ivf.m, max(200, 20 * p.k))
-        _, found = ivf.index.search(q[None, :], k)
+        with _one_thread():
+            _, found = ivf.index.search(q[None, :], k)
         found = found[0]
         found = found[(found >= 0) & (found < self.n)]
         if ivf.dirty:
@@ -632,6 +635,19 @@ class _Ivf:
     def changed(self, row: int) -> None:
         if row < self.m:
             self.dirty.add(row)
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """Search one query on one OpenMP thread: splitting a single query's scan across threads gains
+    little on two cores and loses much when other processes keep them busy (OpenMP threads spin
+    while they wait for each other). The setting is per calling thread, so this is thread-safe."""
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
 
 
 def namespace_key(namespace: str) -> str:
