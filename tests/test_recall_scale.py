@@ -291,3 +291,19 @@ def test_index_mode_round_trip_and_approximate_hits(bank_path, embedder, monkeyp
     finally:
         del embedder._recent[query]
         bank.close()
+
+
+def test_cli_index_mode_shows_and_sets_the_bank_setting(bank_path, embedder):
+    from click.testing import CliRunner
+
+    from memory_core.cli import cli
+
+    MemoryBank.open(bank_path, embedder=embedder).close()
+    shown = CliRunner().invoke(cli, ["--bank", str(bank_path), "index-mode"])
+    assert shown.exit_code == 0 and shown.output.strip() == "exact"
+    changed = CliRunner().invoke(cli, ["--bank", str(bank_path), "index-mode", "ivf"])
+    assert changed.exit_code == 0 and changed.output.strip() == "ivf"
+    refused = CliRunner().invoke(cli, ["--bank", str(bank_path), "index-mode", "hnsw"])
+    assert refused.exit_code != 0
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        assert bank.index_mode == "ivf"
