@@ -60,6 +60,13 @@ def _flush_open_banks() -> None:
             pass
 
 
+def _columns(rows: Any) -> dict[str, list]:
+    """An Arrow table's columns as Python lists, all but the embedding."""
+    if "embedding" in rows.column_names:
+        rows = rows.drop_columns(["embedding"])
+    return rows.to_pydict()
+
+
 def _info(cols: dict[str, list], i: int) -> tuple:
     return tuple(cols[c][i] for c in _INFO_COLUMNS)
 
@@ -356,7 +363,8 @@ class MemoryBank:
         """Bring loaded namespace indexes in line with these store rows (an Arrow table)."""
         if rows.num_rows == 0:
             return
-        cols = rows.to_pydict()
+        # Vectors stay in Arrow: as Python lists they would cost seconds per 100k rows.
+        cols = _columns(rows)
         vectors = None
         for i, mid in enumerate(cols["id"]):
             self._memories.pop(mid, None)
@@ -397,7 +405,7 @@ class MemoryBank:
         live = con.sql(
             "SELECT id, seq, importance, access_count, content_hash, " + ", ".join(_INFO_COLUMNS) +
             " FROM memories WHERE namespace = ? AND status = 'active'", params=[namespace],
-        ).to_arrow_table().to_pydict()
+        ).to_arrow_table().to_pydict() if cached is not None else {}
         seq_now = Store.change_seq(con)
         rebuild = cached is None
         if cached is not None:
@@ -418,10 +426,11 @@ class MemoryBank:
             rows = Store.fetch_rows(con, "namespace = ? AND status = 'active'", [namespace], with_embedding=True)
             idx = NamespaceIndex(namespace, self.dim)
             self._fill(idx, rows)
-        for i, mid in enumerate(live["id"]):
-            idx.set_fields(mid, _ts(live["created_at"][i]), _ts(live["last_accessed_at"][i]),
-                           float(live["importance"][i]), float(live["access_count"][i]))
-            idx.set_info(mid, _info(live, i))
+        if not rebuild:  # a rebuild read these fields in this same transaction already
+            for i, mid in enumerate(live["id"]):
+                idx.set_fields(mid, _ts(live["created_at"][i]), _ts(live["last_accessed_at"][i]),
+                               float(live["importance"][i]), float(live["access_count"][i]))
+                idx.set_info(mid, _info(live, i))
         idx.seq = seq_now
         self._indexes[namespace] = idx
         if rebuild or idx.changes_since_save:
@@ -431,7 +440,8 @@ class MemoryBank:
     def _fill(self, idx: NamespaceIndex, rows: Any) -> None:
         if rows.num_rows == 0:
             return
-        cols = rows.to_pydict()
+        # Vectors stay in Arrow: as Python lists they would cost seconds per 100k rows.
+        cols = _columns(rows)
         vectors = Store.embeddings_of(rows, self.dim)
         idx.add_many(
             np.asarray(cols["id"], dtype=np.int64), vectors, [tokenize(t) for t in cols["text"]],

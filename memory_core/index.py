@@ -333,7 +333,7 @@ class NamespaceIndex:
 
     def similarities(self, query: np.ndarray) -> np.ndarray:
         """Cosine similarity of every row to a unit query vector."""
-        return self.emb[: self.n] @ query.astype(np.float32)
+        return _dot(self.emb[: self.n], query)
 
     # -- ranking ---------------------------------------------------------------------------------
 
@@ -541,7 +541,7 @@ class Ranking:
         """Exact blended scores of these rows (−inf for a memory created after ``now``)."""
         i = self.idx
         rows = np.asarray(rows, dtype=np.int64)
-        sim = i.emb[rows] @ self.query if len(rows) else np.zeros(0, dtype=np.float32)
+        sim = _dot(i.emb[rows], self.query)
         score, comps = blend(self.params, similarity=sim, lexical=self._lexical(rows), created=i.created[rows],
                              last_access=i.last_access[rows], importance=i.importance[rows],
                              access_count=i.access_count[rows], now=self.now)
@@ -635,6 +635,19 @@ class _Ivf:
     def changed(self, row: int) -> None:
         if row < self.m:
             self.dirty.add(row)
+
+
+def _dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``matrix @ query`` in float32 on the calling thread (FAISS's SIMD kernel). numpy hands a
+    matrix-vector product to a multi-threaded BLAS whose threads spin while they wait: on a shared
+    two-core machine that cost 8 ms of CPU for 10,000 rows instead of 0.3 ms."""
+    n = len(matrix)
+    out = np.empty(n, dtype=np.float32)
+    if n:
+        m = np.ascontiguousarray(matrix, dtype=np.float32)
+        q = np.ascontiguousarray(query, dtype=np.float32)
+        faiss.fvec_inner_products_ny(faiss.swig_ptr(out), faiss.swig_ptr(q), faiss.swig_ptr(m), q.shape[0], n)
+    return out
 
 
 @contextlib.contextmanager
