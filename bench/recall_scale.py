@@ -65,7 +65,7 @@ class Synthetic:
         while len(words) < vocab:
             n = int(self.rng.integers(2, 4))
             w = "".join(c + v for c, v in zip(self.rng.choice(letters, n), self.rng.choice(vowels, n)))
-            if len(tokenize(w)) == 1:  # not a stop word
+            if tokenize(w) == [w]:  # not a stop word, and its own stem: the words are the tokens
                 words.add(w)
         self.words = np.array(sorted(words))
         p = 1.0 / (np.arange(vocab) + 10.0)  # Zipf with a flattened head: no stop-word-like giants
@@ -251,6 +251,104 @@ def approximate_mode(bank: MemoryBank, texts: list[str], queries: int, exact_res
             "hits_marked_approximate": flagged, "ivf_build_s": round(build_s, 1)}
 
 
+def index_scale(n: int, queries: int, check: int) -> dict[str, Any]:
+    """The ranking core alone at n memories: a NamespaceIndex filled directly (no DuckDB file, no
+    import, no journal), ``NamespaceIndex.rank`` with the default preset against a bare flat FAISS
+    search, interleaved; exactness against brute force; the IVF mode's speed-up and recall@k.
+
+    For when building a bank of n memories through the store takes longer than the machine allows
+    (a million rows: tens of minutes of import on two busy cores); the bank adds to this only
+    O(k) work per recall (building k Memory objects, one journal line)."""
+    from memory_core.index import NamespaceIndex
+
+    gen = Synthetic(7)
+    idx = NamespaceIndex("big", DIM)
+    rng = np.random.default_rng(n)
+    chosen = set(rng.choice(n, size=queries + check, replace=False).tolist())
+    picked: dict[int, tuple[np.ndarray, list[str]]] = {}
+    started = time.perf_counter()
+    step = 50_000
+    for s in range(0, n, step):
+        m = min(step, n - s)
+        v, texts, imp, ages = gen.batch(m)
+        tokens = [t.split() for t in texts]
+        idx.add_many(np.arange(s, s + m, dtype=np.int64), v, tokens, [""] * m,
+                     NOW.timestamp() - ages * 86400.0, np.full(m, np.nan), imp, np.zeros(m))
+        for r in chosen:
+            if s <= r < s + m:
+                picked[r] = (v[r - s].copy(), tokens[r - s])
+    out: dict[str, Any] = {"memories": n, "fill_s": round(time.perf_counter() - started, 1)}
+    p = ScoringParams()
+    now = NOW.timestamp()
+    qs = []
+    for j, r in enumerate(sorted(picked)):
+        vec, words = picked[r]
+        q = vec + 0.03 * rng.normal(size=DIM).astype(np.float32)
+        qs.append(((q / np.linalg.norm(q)).astype(np.float32),
+                   list(rng.choice(words, size=min(3, len(words)), replace=False))))
+    t, c = time.perf_counter(), time.process_time()
+    idx.rank(p, qs[0][1], qs[0][0], now)
+    out["first_rank_s"] = round(time.perf_counter() - t, 2)
+    out["first_rank_cpu_s"] = round(time.process_time() - c, 2)
+    flat = faiss.IndexFlatIP(DIM)
+    flat.add(np.ascontiguousarray(idx.emb[: idx.n]))
+    rec, bare, rec_cpu, bare_cpu, pruned, cands = [], [], [], [], 0, []
+    for q, words in qs[:queries]:
+        t, c = time.perf_counter(), time.process_time()
+        flat.search(q[None, :], p.k)
+        bare.append(time.perf_counter() - t)
+        bare_cpu.append(time.process_time() - c)
+        t, c = time.perf_counter(), time.process_time()
+        ranking = idx.rank(p, words, q, now)
+        rec.append(time.perf_counter() - t)
+        rec_cpu.append(time.process_time() - c)
+        pruned += bool(ranking.stats.get("pruned"))
+        cands.append(ranking.stats.get("candidates", 0))
+    del flat
+    gc.collect()
+    out.update(rank=pct(rec), bare_faiss_flat=pct(bare), rank_cpu=pct(rec_cpu), bare_faiss_flat_cpu=pct(bare_cpu))
+    out["ratio_p50"] = round(out["rank"]["p50_ms"] / out["bare_faiss_flat"]["p50_ms"], 3)
+    out["ratio_cpu_p50"] = round(out["rank_cpu"]["p50_ms"] / max(out["bare_faiss_flat_cpu"]["p50_ms"], 1e-9), 3)
+    out["pruned_share"] = round(pruned / queries, 3)
+    out["candidates_median"] = int(statistics.median(cands))
+    ok, exact_ids = 0, []
+    for q, words in qs[queries:]:
+        ranking = idx.rank(p, words, q, now)
+        got = [(int(idx.ids[r]), float(s)) for r, s in zip(ranking.rows, ranking.scores)]
+        exact_ids.append({i for i, _ in got})
+        sim = idx.emb[: idx.n].astype(np.float64) @ q.astype(np.float64)
+        score, _ = blend(p, similarity=sim, lexical=idx.lexical.scores(words), created=idx.created[: idx.n],
+                         last_access=idx.last_access[: idx.n], importance=idx.importance[: idx.n],
+                         access_count=idx.access_count[: idx.n], now=now)
+        ok += same_result(got, [(int(idx.ids[r]), float(score[r])) for r in top_k(score, idx.ids[: idx.n], p.k,
+                                                                                  p.threshold)])
+    out["exact_checked"], out["exact_equal_brute_force"] = len(qs) - queries, ok
+    exact_times = []
+    for q, words in qs[:queries]:
+        t = time.perf_counter()
+        idx.rank(p, words, q, now)
+        exact_times.append(time.perf_counter() - t)
+    idx.mode = "ivf"
+    t = time.perf_counter()
+    idx.build_approximate()
+    build_s = time.perf_counter() - t
+    approx_times = []
+    for q, words in qs[:queries]:
+        t = time.perf_counter()
+        idx.rank(p, words, q, now)
+        approx_times.append(time.perf_counter() - t)
+    found = total = 0
+    for (q, words), want in zip(qs[queries:], exact_ids):
+        ranking = idx.rank(p, words, q, now)
+        found += len(want & {int(idx.ids[r]) for r in ranking.rows})
+        total += len(want)
+    e, a = pct(exact_times), pct(approx_times)
+    out["approximate"] = {"exact": e, "ivf": a, "speedup_p50": round(e["p50_ms"] / a["p50_ms"], 2),
+                          f"recall_at_{p.k}": round(found / max(total, 1), 4), "queries_checked": len(exact_ids),
+                          "ivf_build_s": round(build_s, 1)}
+    return out
+
+
 def tenants(folder: Path, n: int, namespaces: int, queries: int) -> dict[str, Any]:
     """n memories over many namespaces: one namespace's recall must not touch the others."""
     path = folder / f"tenants-{n}.duckdb"
@@ -366,7 +464,21 @@ def main() -> None:
     parser.add_argument("--namespaces", type=int, default=None)
     parser.add_argument("--json", dest="json_out", default=str(RESULTS))
     parser.add_argument("--markdown", default=None, help="also write the BENCHMARKS.md section here")
+    parser.add_argument("--index-only", type=int, default=None,
+                        help="measure the ranking core alone at this many memories (no bank); see index_scale")
     args = parser.parse_args()
+    if args.index_only:
+        threads = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(1)
+        try:
+            res = index_scale(args.index_only, queries=args.queries or 100, check=20)
+        finally:
+            faiss.omp_set_num_threads(threads)
+        res["load_average_at_start"] = round(os.getloadavg()[0], 1)
+        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json_out).write_text(json.dumps(res, indent=2) + "\n")
+        print(json.dumps(res, indent=2))
+        return
     if args.sizes is None and args.queries is None and args.tenants is None:
         result = run(args.quick)
     else:

@@ -392,6 +392,7 @@ class NamespaceIndex:
         pending = self._pending_rows(sq)
         lex_rows, lex_vals = ranking.lex_rows, ranking.lex_vals
         k = max(self.PRUNE_FIRST_SCAN, self.n // 50)
+        bound = dict(importance_max=self.importance_max, access_count_max=self.access_count_max)
         while True:
             k = min(k, sq.m)
             with _one_thread():
@@ -400,16 +401,24 @@ class NamespaceIndex:
             ok = (found >= 0) & (found < self.n)
             if sq.dirty:
                 ok &= ~np.isin(found, np.fromiter(sq.dirty, dtype=np.int64))
-            cand = np.union1d(found[ok], pending)
+            rows = found[ok]
+            # The best few by quantized similarity, scored exactly, set a k-th best score to beat.
+            seed = np.union1d(rows[: max(8 * p.k, 64)], pending)
+            ranking.exact(seed)
+            level = max(ranking.kth_best(), p.threshold)
+            # Each scanned row's own bound (quantized similarity + the error, its lexical match):
+            # only rows that could reach the level are scored exactly.
+            ub = upper_bound(p, similarity=dist[ok].astype(np.float64) + slack, lexical=ranking._lexical(rows),
+                             **bound)
+            cand = np.union1d(rows[ub >= level], seed)
+            ranking.exact(cand)
+            level = max(ranking.kth_best(), p.threshold)
             # Every clean row the scan did not return has q·x̂ ≤ the last value it returned.
             rest_sim = float(dist[-1]) + slack if k < sq.m and len(dist) else -np.inf
-            scores = ranking.exact(cand)
-            level = max(ranking.kth_best(scores), p.threshold)
-            bound = dict(importance_max=self.importance_max, access_count_max=self.access_count_max)
-            outside = ~np.isin(lex_rows, cand)
+            outside = ~np.isin(lex_rows, rows) & ~np.isin(lex_rows, pending)
             if outside.any():
-                ub = upper_bound(p, similarity=rest_sim, lexical=lex_vals[outside], **bound)
-                more = lex_rows[outside][ub >= level]
+                lub = upper_bound(p, similarity=rest_sim, lexical=lex_vals[outside], **bound)
+                more = lex_rows[outside][lub >= level]
                 if more.size:
                     cand = np.union1d(cand, more)
                     ranking.exact(more)
