@@ -216,7 +216,12 @@ class MemoryBank:
             if self.closed:
                 return
             if not self._store.read_only:
-                self.flush()
+                try:
+                    self.flush()
+                except Exception:
+                    # The file stayed busy past lock_timeout: the recalls stay in the journal, which
+                    # the next process to open or flush the bank writes.
+                    pass
             self.closed = True
             self._wake.set()
             _OPEN_BANKS.discard(self)
