@@ -434,7 +434,9 @@ class NamespaceIndex:
         if self._side_stale(self._ivf):
             self._ivf = _Ivf(self.emb[: self.n])
         ivf = self._ivf
-        k = min(ivf.m, max(200, 20 * p.k))
+        # Candidates are rescored exactly, and the priors reorder them: a wide net costs ~1 ms and
+        # is what keeps recall@k high (200 candidates gave 0.52 at 1M; see bench/recall_scale.py).
+        k = min(ivf.m, max(2000, 100 * p.k))
         with _one_thread():
             _, found = ivf.index.search(q[None, :], k)
         found = found[0]
@@ -638,7 +640,7 @@ class _Ivf:
         self.index.train(np.ascontiguousarray(sample))
         for s in range(0, self.m, 65536):
             self.index.add(np.ascontiguousarray(emb[s:s + 65536]))
-        self.index.nprobe = max(8, nlist // 32)
+        self.index.nprobe = max(16, nlist // 16)
         self.quantizer = quantizer  # the IVF index does not own it: keep it alive
 
     def changed(self, row: int) -> None:
