@@ -172,6 +172,7 @@ class LexicalIndex:
         if not found or n == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         avgdl = self.total_len / n if self.total_len else 1.0
+        # An average-length row holding a term once scores idf / (1 + k1) for it.
         norm = sum(self.idf(t) for t in terms) / (1.0 + self.k1)
         parts_rows, parts_vals = [], []
         for term, (rows, tf) in found:
@@ -195,13 +196,14 @@ class LexicalIndex:
     def scores(self, query_tokens: Iterable[str]) -> np.ndarray:
         """BM25 normalized to [0, 1]: 1 when a row holds every query term as an average-length
         memory holding each once would. Query terms absent from the namespace count against
-        the match, so a query sharing one rare word out of five scores low, not 1."""
-        terms = list(dict.fromkeys(query_tokens))
-        if not terms:
-            return np.zeros(len(self.doc_terms), dtype=np.float64)
-        # An average-length row holding a term once scores idf / (1 + k1) for it.
-        norm = sum(self.idf(t) for t in terms) / (1.0 + self.k1)
-        return np.minimum(self.raw_scores(terms) / norm, 1.0)
+        the match, so a query sharing one rare word out of five scores low, not 1.
+
+        Computed by :meth:`sparse_scores` (which recall uses): the formula lives there only.
+        """
+        out = np.zeros(len(self.doc_terms), dtype=np.float64)
+        rows, values = self.sparse_scores(query_tokens)
+        out[rows] = values
+        return out
 
 
 # -- one namespace ---------------------------------------------------------------------------------
