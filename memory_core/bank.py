@@ -1593,7 +1593,9 @@ class MemoryBank:
                 # Nobody wrote since this bank last looked: no file access at all.
                 hits = [] if vector is None else self._rank(None, idx, query, p, now_dt, vector)
             else:
-                with self._session(write=False) as con:
+                # No flush here: the index already counts this bank's buffered recalls, and a
+                # write transaction per recall would hold the file longer for other processes.
+                with self._session(write=False, flush=False) as con:
                     hits = []
                     if vector is not None:
                         self._acknowledged_pairs(con)
