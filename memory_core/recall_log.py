@@ -96,7 +96,9 @@ class RecallJournal:
                 fh.close()  # its owner is alive and will write it itself
                 continue
             entries = []
-            for line in fh.read().splitlines():
+            for line in fh.read().split("\n"):  # not splitlines(): a query may hold U+2028
+                if not line:
+                    continue
                 try:
                     entries.append(json.loads(line))
                 except json.JSONDecodeError:
