@@ -11,11 +11,15 @@ read in the same process always see every recall), on :meth:`MemoryBank.close`, 
 What a crash loses: nothing a process crash (kill -9, an exception that kills the interpreter)
 can take. The journal line is written to the operating system before ``recall`` returns; each
 journal file is locked (``flock``) by its owner for as long as the owner lives, and whoever opens
-or flushes the bank next finds journals nobody holds and writes them to the store. Writing is
-idempotent (a retrieval id already in the store is skipped, together with its access counts), so
-a crash between committing a batch and emptying the journal counts nothing twice. Only a crash of
-the whole machine (power loss) can lose the lines the OS had not yet put on disk: the journal is
-not fsynced per recall, which would cost more than the batching saves.
+or flushes the bank next finds journals nobody holds and writes them to the store. A journal is
+locked before it appears under its ``*.jsonl`` name (it is created as ``.<name>.creating`` and
+renamed once locked), so no other process can take a live journal for an abandoned one; a
+process killed in that instant leaves an empty ``.creating`` file and no recall (none had
+returned). Writing is idempotent (a retrieval id already in the store is skipped, together with
+its access counts), so a crash between committing a batch and emptying the journal counts
+nothing twice. Only a crash of the whole machine (power loss) can lose the lines the OS had not
+yet put on disk: the journal is not fsynced per recall, which would cost more than the batching
+saves.
 
 Other processes see a recall once it is flushed: within :data:`FLUSH_INTERVAL` seconds while the
 recalling process lives, at once when it closes the bank.
@@ -45,9 +49,16 @@ class RecallJournal:
 
     def _open(self) -> IO[str]:
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.path = self.folder / f"{os.getpid()}-{secrets.token_hex(4)}.jsonl"
-        fh = open(self.path, "a+", encoding="utf-8")
+        name = f"{os.getpid()}-{secrets.token_hex(4)}"
+        # Created under a name orphans() does not look at, locked, then renamed (the lock stays
+        # with the file): a journal is never visible unlocked. Created and then locked under its
+        # final name, another process flushing in between took it for an orphan, found it empty
+        # and deleted it, and this process journaled into a deleted file from then on.
+        creating = self.folder / f".{name}.creating"
+        fh = open(creating, "a+", encoding="utf-8")
         fcntl.flock(fh, fcntl.LOCK_EX)  # held while we live: an unlocked journal is an orphan
+        self.path = self.folder / f"{name}.jsonl"
+        os.replace(creating, self.path)
         return fh
 
     def append(self, entry: dict[str, Any]) -> None:
@@ -94,6 +105,13 @@ class RecallJournal:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 fh.close()  # its owner is alive and will write it itself
+                continue
+            try:
+                current = os.stat(path).st_ino == os.fstat(fh.fileno()).st_ino
+            except FileNotFoundError:
+                current = False
+            if not current:
+                fh.close()  # another process replayed and deleted it while we waited to open it
                 continue
             entries = []
             for line in fh.read().split("\n"):  # not splitlines(): a query may hold U+2028

@@ -117,6 +117,11 @@ READER = _PRELUDE + textwrap.dedent(
 def _child_env() -> dict[str, str]:
     env = dict(os.environ)
     env.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
+    # The children must import the memory_core under test (this checkout), not whichever one the
+    # interpreter has installed: they run from the bank's folder, so the parent's cwd is not on
+    # their path.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
+                                                       env.get("PYTHONPATH")]))
     return env
 
 

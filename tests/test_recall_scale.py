@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
@@ -218,6 +219,66 @@ def test_recalls_of_a_killed_process_are_written_by_the_next_opener(bank_path, e
     with MemoryBank.open(bank_path, embedder=embedder) as bank:
         assert len(bank.retrievals("alice", limit=None)) == 5
         assert bank.get(ids[3]).access_count == 5
+
+
+AGENT_PAUSED_AT_ITS_FIRST_JOURNAL_LOCK = textwrap.dedent("""
+    import fcntl, json, os, signal, sys, time
+    from pathlib import Path
+    from memory_core import MemoryBank
+
+    bank_path, paused, go = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    real_flock = fcntl.flock
+
+    def flock(fd, op):
+        # The first blocking lock is the owner locking its new journal: stop just before it, so the
+        # other process can look at the journal folder in exactly that moment.
+        if op == fcntl.LOCK_EX and not paused.exists():
+            paused.touch()
+            while not go.exists():
+                time.sleep(0.01)
+        return real_flock(fd, op)
+
+    fcntl.flock = flock
+    bank = MemoryBank.open(bank_path, actor="agent")
+    rids = []
+    for _ in range(3):
+        bank.recall("my dog", namespace="alice", threshold=0.0, k=1)
+        rids.append(bank.last_retrieval_id)
+    print(json.dumps(rids), flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # no close, no atexit: the journal is all that is left
+""")
+
+
+def test_a_journal_is_never_taken_for_an_orphan_while_its_owner_creates_it(bank_path, embedder, tmp_path):
+    """Another process that flushes while a recalling process is creating its journal must not
+    mistake the new, not yet locked journal for an abandoned one: it used to lock it, find it
+    empty, and delete it, so the owner journaled into a deleted file and a crash lost its recalls."""
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        ids = _seed(bank)
+    paused, go = tmp_path / "paused", tmp_path / "go"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.getcwd()}
+    agent = subprocess.Popen([sys.executable, "-c", AGENT_PAUSED_AT_ITS_FIRST_JOURNAL_LOCK, str(bank_path),
+                              str(paused), str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env)
+    try:
+        other = MemoryBank.open(bank_path, embedder=embedder, actor="dashboard")
+        deadline = time.monotonic() + 240
+        while not paused.exists():
+            assert agent.poll() is None and time.monotonic() < deadline, agent.communicate()[1]
+            time.sleep(0.02)
+        other.flush()  # the moment between the journal's creation and its owner's lock
+        other.close()
+        go.touch()
+        out, err = agent.communicate(timeout=240)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    assert agent.returncode == -signal.SIGKILL, err
+    rids = json.loads(out.strip().splitlines()[-1])
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        assert sorted(r["id"] for r in bank.retrievals("alice", limit=None)) == sorted(rids)
+        assert bank.get(ids[3]).access_count == 3
 
 
 def test_replaying_a_journal_already_written_counts_nothing_twice(bank_path, embedder):
