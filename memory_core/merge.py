@@ -41,6 +41,7 @@ __all__ = [
     "Candidate",
     "Cluster",
     "DEFAULT_RELATED_THRESHOLD",
+    "RELATED_MUTUAL_RANK",
     "DEFAULT_THRESHOLD",
     "MAX_MERGED_CHARS",
     "MergePreview",
@@ -64,11 +65,20 @@ __all__ = [
 # 0.90, where recall halves (the second planted pair found sits at 0.91). Merging is previewed and
 # undoable, but precision still comes first: a wrong merge blurs two facts, a missed one costs a row.
 DEFAULT_THRESHOLD = 0.88
-# "Same subject" suggestions: lower, only offered when asked for, always previewed. On the demo set
-# at 0.70 (with the default near-duplicate threshold): recall 0.13, precision 0.19, and 4 of 45
-# planted contradictions land in a suggestion ("CSV export is only on the Team plans" / "... is
-# included in all plans"): run conflict detection first and keep conflicting memories out.
-DEFAULT_RELATED_THRESHOLD = 0.70
+# "Same subject" suggestions: lower, only offered when asked for, always previewed. Loose
+# paraphrases ("Prefers dark mode everywhere" / "Always asks for dark themes", 0.54) sit among
+# unrelated pairs of the same namespace (templated logs, the English model on Chinese text), so a
+# cosine bar alone is weak: on the demo set at 0.70 it puts 13% of the planted duplicate pairs in
+# a suggestion (12 of 34 planted clusters) at pair precision 0.22, and lowering it to 0.60 gains
+# recall (0.19, 16 clusters) at precision 0.17. Also requiring every pair to be among each other's
+# RELATED_MUTUAL_RANK closest memories (mutual nearest neighbours: a subject's paraphrases pick
+# each other, a generic memory close to many does not) keeps that recall at precision 0.23. What
+# stays out is mostly beyond any cosine bar: a third of the planted pairs cross languages (Chinese
+# or Swedish beside English) and the bundled English model rates them 0.0-0.4. Run conflict
+# detection first: a suggestion can still hold an update ("CSV export is only on Team" / "... in
+# all plans").
+DEFAULT_RELATED_THRESHOLD = 0.60
+RELATED_MUTUAL_RANK = 2
 # A near-duplicate pair must also share this much of its content words (Dice coefficient of the
 # index's tokens); see _Compatibility for why.
 MIN_SHARED_TOKENS = 0.25
@@ -282,12 +292,29 @@ class _Compatibility:
         return 2 * len(ti & tj) / (len(ti) + len(tj)) >= self._min_shared
 
 
+def _mutual_neighbours(mat: np.ndarray, rank: int) -> set[tuple[int, int]]:
+    """Pairs (i < j) of rows that are each among the other's ``rank`` most similar rows."""
+    n = mat.shape[0]
+    if n < 2:
+        return set()
+    m = min(rank, n - 1)
+    top = np.empty((n, m), dtype=np.int64)
+    for start in range(0, n, _BLOCK_ROWS):
+        stop = min(n, start + _BLOCK_ROWS)
+        block = mat[start:stop] @ mat.T
+        block[np.arange(stop - start), np.arange(start, stop)] = -np.inf  # never its own neighbour
+        top[start:stop] = np.argpartition(-block, m - 1, axis=1)[:, :m]
+    near = {(i, int(j)) for i in range(n) for j in top[i]}
+    return {(i, j) for i, j in near if i < j and (j, i) in near}
+
+
 def _complete_linkage(
     mat: np.ndarray,
     pool: np.ndarray,
     threshold: float,
     max_size: int,
     compatible: Callable[[int, int], bool],
+    mutual: set[tuple[int, int]] | None = None,
 ) -> list[list[int]]:
     """Group rows of ``pool`` so that every pair in a group has cosine >= threshold and is compatible.
 
@@ -295,12 +322,17 @@ def _complete_linkage(
     (ties by row, which is by id) and two groups are joined only when every cross pair clears the
     threshold (and ``compatible``) and the result fits in ``max_size``. Checking all cross pairs (not
     just the pair that triggered the join) is what keeps chains A~B~C from collapsing into one
-    group. Returns groups of two or more rows (indices into ``mat``).
+    group. With ``mutual`` (pairs of rows of ``mat``), only those pairs start or join a group; the
+    threshold and ``compatible`` still hold for every pair. Returns groups of two or more rows
+    (indices into ``mat``).
     """
     if pool.size < 2:
         return []
     sub = mat[pool]
     r, c, s = _neighbour_edges(sub, threshold)
+    if mutual is not None and r.size:
+        keep = np.fromiter(((int(pool[a]), int(pool[b])) in mutual for a, b in zip(r, c)), bool, r.size)
+        r, c, s = r[keep], c[keep], s[keep]
     if r.size == 0:
         return []
     # Rounding the sort key makes the order immune to last-bit BLAS differences between machines;
@@ -320,6 +352,9 @@ def _complete_linkage(
             if cross.min() < threshold:
                 continue
         if not all(compatible(int(pool[x]), int(pool[y])) for x in ga for y in gb):
+            continue
+        if mutual is not None and not all(
+                (min(pool[x], pool[y]), max(pool[x], pool[y])) in mutual for x in ga for y in gb):
             continue
         keep, drop = (a, b) if a < b else (b, a)
         members[keep] = sorted(ga + gb)
@@ -351,7 +386,9 @@ def find_clusters(
        content tokens >= :data:`MIN_SHARED_TOKENS` (the bundled model is English-only and rates
        unrelated Swedish or Chinese sentences as close).
     3. **Same subject** (only when ``related_threshold`` is given, and lower than ``threshold``):
-       among memories still unclustered, complete-linkage groups at ``related_threshold``.
+       among memories still unclustered, complete-linkage groups at ``related_threshold`` whose
+       pairs also pass the lexical checks and are mutual nearest neighbours (each among the
+       other's :data:`RELATED_MUTUAL_RANK` closest candidates).
 
     A memory is in at most one cluster (an exact-duplicate group is not extended with its
     paraphrases: after that merge, the next run finds them). No cluster has more than
@@ -406,12 +443,12 @@ def find_clusters(
                 clusters.append(Cluster(tuple(cands[i].id for i in chunk), REASON_EXACT, 1.0))
 
     compatible = _Compatibility(cands, MIN_SHARED_TOKENS)
-    stages = [(threshold, REASON_NEAR)]
+    stages: list[tuple[float, str, set[tuple[int, int]] | None]] = [(threshold, REASON_NEAR, None)]
     if related_threshold is not None:
-        stages.append((related_threshold, REASON_RELATED))
-    for level, reason in stages:
+        stages.append((related_threshold, REASON_RELATED, _mutual_neighbours(mat, RELATED_MUTUAL_RANK)))
+    for level, reason, mutual in stages:
         pool = np.flatnonzero(~taken)
-        for group in _complete_linkage(mat, pool, level, max_size, compatible):
+        for group in _complete_linkage(mat, pool, level, max_size, compatible, mutual):
             taken[group] = True
             clusters.append(Cluster(tuple(cands[i].id for i in group), reason, _min_pairwise(mat, group)))
 

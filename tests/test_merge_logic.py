@@ -580,10 +580,13 @@ def test_demo_set_related_pass(demo):
     print(f"\ndemo set, threshold {DEFAULT_THRESHOLD} + related {DEFAULT_RELATED_THRESHOLD}: {m['clusters']} clusters, {m['pairs']} pairs, "
           f"precision {m['precision']:.2f}, recall {m['recall']:.3f} ({m['found']}/{m['gold']}), "
           f"contradiction pairs inside suggestions: {len(m['contradictions'])}")
-    # Measured: precision 0.19, recall 0.13, 4 of 45 contradictions inside a "same subject" suggestion.
-    assert m["recall"] >= 0.1
-    assert m["precision"] >= 0.15
-    assert len(m["contradictions"]) <= 6
+    # Measured at 0.60 with mutual nearest neighbours: precision 0.24, recall 0.23 (21/93), 8 of
+    # 45 contradictions inside a "same subject" suggestion (0.70 without the mutual rule: 0.19 /
+    # 0.13 / 4). Here conflict detection has not run; plan_merges keeps memories in open conflicts
+    # out, and test_detection_quality checks that no planted contradiction is then planned.
+    assert m["recall"] >= 0.18
+    assert m["precision"] >= 0.18
+    assert len(m["contradictions"]) <= 10
 
 
 def test_demo_set_thresholds_trade_precision_for_recall(demo):
