@@ -440,7 +440,8 @@ def merge_plan(obj: _Context, namespace: str | None, threshold: float | None, re
             click.echo("nothing to merge")
             return
         for ns, cl, pv in planned:
-            click.echo(f"[{ns}] {cl.reason}, similarity >= {cl.min_similarity:.2f}: {list(cl.ids)}")
+            click.echo(f"[{ns}] {cl.reason}, similarity >= {cl.min_similarity:.2f}: {list(cl.ids)}"
+                       + (f"  ({cl.detail})" if cl.detail else ""))
             click.echo(f"    -> {pv.text}  ({pv.path}: {pv.detail})")
         if apply_:
             with click.progressbar(planned, label="merging", file=sys.stderr) as bar:
