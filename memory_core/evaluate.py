@@ -17,7 +17,8 @@ Configuration. The answering model is the LLM of :mod:`memory_core.llm` (``MEMCT
 ``[llm]`` in the config file). The judge may be another endpoint: ``MEMCTL_JUDGE_BASE_URL``,
 ``MEMCTL_JUDGE_MODEL``, ``MEMCTL_JUDGE_API_KEY``, ``MEMCTL_JUDGE_TIMEOUT`` or a ``[judge]`` table
 with the keys of ``[llm]``; whatever is not set there is taken from the answering model's
-configuration. API keys are never printed (``LLMConfig`` masks them).
+configuration, except the API key when the judge's base URL is another one. API keys are never
+printed (``LLMConfig`` masks them).
 """
 
 from __future__ import annotations
@@ -154,8 +155,9 @@ def judge_config(answer: LLMConfig | None, *, model: str | None = None,
     if answer is not None:
         values = {"base_url": answer.base_url, "model": answer.model, "api_key": answer.api_key,
                   "timeout": answer.timeout, "max_retries": answer.max_retries, "temperature": answer.temperature}
-    # A judge on another endpoint must not inherit the answering endpoint's key.
-    if table.get("base_url") or os.environ.get(JUDGE_ENV["base_url"], "").strip():
+    judge_url = os.environ.get(JUDGE_ENV["base_url"], "").strip() or table.get("base_url")
+    if judge_url and answer is not None and str(judge_url).rstrip("/") != answer.base_url:
+        # The answering endpoint's key is never sent to another host.
         values.pop("api_key", None)
     values.update({k: v for k, v in table.items() if v is not None})
     for key, env in JUDGE_ENV.items():
