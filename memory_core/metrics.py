@@ -214,15 +214,24 @@ def rank_distribution(hits: pd.DataFrame) -> pd.DataFrame:
 def most_recalled(bank: MemoryBank, hits: pd.DataFrame, n: int = 10) -> pd.DataFrame:
     """The ``n`` memories returned most often in ``hits`` (a :func:`hits_frame`), most first.
 
-    Columns: memory_id, text, namespace, status, recalls (in the window), mean_rank, last_recalled,
-    access_count (all time). Ties break by the smaller id.
+    Columns: memory_id, text, namespace, status, recalls (in the window), used (how many of those
+    recalls' answers used it, from feedback), mean_rank, last_recalled, access_count (all time).
+    Ties break by the smaller id.
     """
-    cols = ["memory_id", "text", "namespace", "status", "recalls", "mean_rank", "last_recalled", "access_count"]
+    cols = ["memory_id", "text", "namespace", "status", "recalls", "used", "mean_rank", "last_recalled",
+            "access_count"]
     if hits.empty:
         return pd.DataFrame(columns=cols)
     g = hits.groupby("memory_id").agg(recalls=("rank", "size"), mean_rank=("rank", "mean"),
                                       last_recalled=("recalled_at", "max")).reset_index()
     g = g.sort_values(["recalls", "memory_id"], ascending=[False, True]).head(int(n))
+    in_window = set(int(r) for r in hits["retrieval_id"])
+    used: dict[int, int] = {}
+    for f in bank.feedback_log(since=hits["recalled_at"].min(), until=hits["recalled_at"].max()):
+        if f.retrieval_id in in_window:
+            for mid in f.used_ids:
+                used[mid] = used.get(mid, 0) + 1
+    g["used"] = [used.get(int(i), 0) for i in g["memory_id"]]
     found = bank.get_many(int(i) for i in g["memory_id"])
     g["text"] = [found[i].text if i in found else "(deleted)" for i in g["memory_id"]]
     g["namespace"] = [found[i].namespace if i in found else None for i in g["memory_id"]]

@@ -144,6 +144,10 @@ def test_usage_metrics_on_a_known_log(tmp_path, embedder):
         day = mx.feedback_metrics(bank, "alice", since=date(2026, 3, 3), until=date(2026, 3, 3))
         assert (day["judged"], day["used"]) == (1, 1)
         assert mx.feedback_metrics(bank, since=date(2026, 3, 4)) is None
+        top = mx.most_recalled(bank, mx.hits_frame(bank), n=10).set_index("memory_id")
+        expected = {veg: 1, h["ids"]["night"]: 1}
+        expected[only] = expected.get(only, 0) + 1
+        assert {m: u for m, u in top["used"].items() if u} == expected
         per_day = mx.daily_usage(mx.feedback_frame(bank))
         assert per_day.set_index("day")["used"].to_dict() == {date(2026, 3, 2): 1, date(2026, 3, 3): 2}
 
