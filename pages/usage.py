@@ -98,7 +98,10 @@ with readable_errors():
     if fb is None:
         notes.append(f"Usage rate: {mx.FEEDBACK_NOTE}")
     if ab is None:
-        notes.append(mx.ABLATION_NOTE)
+        outside = len(bank.ablation_runs(limit=None))
+        notes.append(mx.ABLATION_NOTE if not outside else
+                     f"No ablation run started between {start} and {end} ({outside} run(s) at other dates: "
+                     "widen the dates, or see the Evaluate page).")
     notes.append("Precision@k needs relevance labels: `memctl metrics --labels FILE`.")
     st.caption(" ".join(notes))
 

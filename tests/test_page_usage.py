@@ -110,3 +110,7 @@ def test_usage_page_shows_usage_rate_and_ablation_figures(tmp_path, embedder, mo
     at.selectbox(key="usage_namespace").select("bob").run()
     t = tiles(at)
     assert t["usage rate"] == "100%" and t["net benefit"] == "—"  # every ablation case was alice's
+
+    at.date_input(key="usage_dates").set_value((date(2026, 3, 4), date(2026, 3, 5))).run()
+    assert not at.exception and tiles(at)["net benefit"] == "—"
+    assert any("1 run(s) at other dates" in c.value for c in at.caption)
