@@ -1061,6 +1061,12 @@ class MemoryBank:
             for eid, b, a in con.execute("SELECT id, before, after FROM events WHERE memory_id IN (SELECT unnest(?))",
                                          [member_ids]).fetchall():
                 con.execute("UPDATE events SET before = ?, after = ? WHERE id = ?", [_scrub(b), _scrub(a), eid])
+            # Answers written with the memory in the prompt may quote it: feedback answers of recalls
+            # that returned it, and ablation answers (and the judge's reasons) of cases that saw it.
+            con.execute("UPDATE feedback SET answer = NULL WHERE retrieval_id IN (SELECT retrieval_id FROM "
+                        "retrieval_hits WHERE memory_id IN (SELECT unnest(?)))", [member_ids])
+            con.execute("UPDATE ablation_cases SET answer_with = NULL, reason = NULL "
+                        "WHERE list_has_any(memory_ids, ?::BIGINT[])", [member_ids])
             Store.log_events(con, self.actor, "hard_delete", member_ids,
                              [{"id": m.id, "content_hash": m.content_hash, "status": m.status}
                               for m in (befores[i] for i in member_ids)],
@@ -1591,7 +1597,8 @@ class MemoryBank:
 
         Feedback is an event (logged with action ``feedback``). Giving feedback again for the same
         retrieval **replaces** the earlier feedback (``replaced`` is then true): one answer per
-        recall. Raises ``NotFoundError`` for an unknown retrieval and ``ValidationError`` when a
+        recall. A hard delete of a returned memory erases the stored answer (it may quote the
+        memory) and keeps the decisions. Raises ``NotFoundError`` for an unknown retrieval and ``ValidationError`` when a
         used id is not among the retrieval's hits, when nothing is given, or for wrong types;
         nothing changes then.
         """

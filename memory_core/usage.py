@@ -75,7 +75,7 @@ def citations(answer: str) -> list[int]:
 
 def sentences(answer: str) -> list[str]:
     """The answer's sentences worth comparing with memories (citation markers removed)."""
-    text = _CITATION_RE.sub(" ", answer or "")
+    text = re.sub(r"[ \t]+([.,!?;:])", r"\1", _CITATION_RE.sub(" ", answer or ""))  # "tea [m:4]." → "tea."
     parts = (" ".join(p.split()) for p in _SENTENCE_END_RE.split(text))
     out = [p.strip(" -*•\t") for p in parts if p and p.strip()]
     # CJK text has no spaces between words: count characters instead.

@@ -79,6 +79,12 @@ def test_ablation_end_to_end_knows_each_outcome_and_stores_the_run(bank, llm_ser
     assert mx.ablation_metrics(bank, namespace="alice")["n"] == 3
     with pytest.raises(NotFoundError):
         bank.ablation_cases(result.run_id + 1)
+    # Erasing a memory for good erases the answers that were written with it in the prompt.
+    bank.forget(peanut.id, hard=True)
+    stored = bank.ablation_cases(result.run_id)
+    assert stored[0]["answer_with"] is None and stored[0]["answer_without"] == "I don't know."
+    assert stored[1]["answer_with"] is not None
+    assert b"Allergic to peanuts" not in bank.path.read_bytes()
 
 
 def test_position_is_randomised_and_mapped_back(bank, llm_server):

@@ -73,7 +73,7 @@ def test_the_bar_keeps_its_calibrated_precision_and_recall(embedder):
 
 def test_sentences_split_answers_and_drop_fragments():
     parts = usage.sentences("Sure! You prefer tea [m:4]. It costs 3.50 euros.\n- Buy sencha\n我喜欢喝绿茶。你呢？")
-    assert parts == ["You prefer tea .", "It costs 3.50 euros.", "Buy sencha", "我喜欢喝绿茶。"]
+    assert parts == ["You prefer tea.", "It costs 3.50 euros.", "Buy sencha", "我喜欢喝绿茶。"]
 
 
 def test_given_ids_win_and_bad_ids_change_nothing(bank):
@@ -116,6 +116,11 @@ def test_feedback_without_hits_and_after_a_hard_delete(bank):
     fb = bank.feedback(rid, answer="You prefer vegetarian food, so cook a vegetable curry.")
     gone = next(h for h in fb.hits if h.memory_id == ids["veg"])
     assert not gone.used and gone.similarity is None  # its vector is erased: nothing to compare
+    bank.feedback(rid, answer="Cook with peanut-free ingredients, and the cast-iron pan you own.")
+    bank.forget(ids["pan"], hard=True)
+    [log] = bank.feedback_log()
+    assert log.answer is None and len(log.hits) == 3  # the answer may quote the erased memory: it goes too
+    assert b"cast-iron" not in bank.path.read_bytes()
     bank.recall("hello there", namespace="alice", gate=True)  # the gate skips: nothing returned
     fb = bank.feedback(bank.last_retrieval_id, helpful=False)
     assert fb.hits == () and fb.decided_by is None
