@@ -599,6 +599,30 @@ def _read_labels(path: str) -> dict[Any, list[int]]:
 
 
 @cli.command()
+@click.argument("retrieval_id", type=int)
+@click.option("--answer", default=None, help="The answer the agent gave (usage is decided from it).")
+@click.option("--used", "used_ids", type=int, multiple=True, help="A memory id the answer used (repeatable).")
+@click.option("--helpful/--not-helpful", default=None, help="Did the answer help?")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def feedback(obj: _Context, retrieval_id: int, answer: str | None, used_ids: tuple[int, ...],
+             helpful: bool | None, as_json: bool) -> None:
+    """Report what happened after recall RETRIEVAL_ID: which returned memories the answer used."""
+    with obj.open() as bank:
+        fb = bank.feedback(retrieval_id, answer=answer, used_ids=list(used_ids) if used_ids else None,
+                           helpful=helpful)
+    if as_json:
+        click.echo(json.dumps(fb.to_dict(), indent=2, ensure_ascii=False))
+        return
+    click.echo(f"feedback for retrieval {fb.retrieval_id}" + (" (replaced the earlier one)" if fb.replaced else ""))
+    for h in fb.hits:
+        sim = "" if h.similarity is None else f", similarity {h.similarity:.2f}"
+        click.echo(f"  memory {h.memory_id}: {'used' if h.used else 'not used'} ({h.decided_by}{sim})")
+    if not fb.hits:
+        click.echo("  no returned memories to decide on")
+
+
+@cli.command()
 @click.option("-n", "--namespace", default=None, help="Default: every namespace.")
 @click.option("--since", default=None, help="From this ISO date or time (dates are whole UTC days).")
 @click.option("--until", default=None, help="Up to this ISO date or time (a date includes the whole day).")

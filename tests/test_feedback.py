@@ -219,3 +219,10 @@ def test_cli_metrics_reads_filters_and_labels(tmp_path, embedder):
     data = json.loads(run("--json", "--since", "2026-03-03").output)
     assert data["retrieval"]["retrievals"] == 3 and data["feedback"] is None
     assert run("--since", "yesterday").exit_code != 0
+
+    fb = CliRunner().invoke(cli, ["--bank", str(path), "feedback", str(r1["id"]), "--used", str(h["ids"]["berlin"])])
+    assert fb.exit_code == 1 and "not returned by retrieval" in fb.output  # berlin was not among its hits
+    fb = CliRunner().invoke(cli, ["--bank", str(path), "feedback", str(r1["id"]), "--answer",
+                                 f"Try a vegetarian chili [m:{h['ids']['veg']}].", "--not-helpful"])
+    assert fb.exit_code == 0, fb.output
+    assert "replaced the earlier one" in fb.output and f"memory {h['ids']['veg']}: used (citation)" in fb.output
