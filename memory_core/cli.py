@@ -244,15 +244,38 @@ def demo(obj: _Context, memories_file: str | None, queries_file: str | None, for
         with click.progressbar(length=total, label="importing demo memories", file=sys.stderr) as bar:
             report = bank.import_jsonl(memories_file, progress=bar.update)
         queries = [json.loads(line) for line in open(queries_file, encoding="utf-8") if line.strip()]
+        relevant = _demo_relevance(bank, memories_file, queries_file)
         with click.progressbar(queries, label="replaying recall history", file=sys.stderr) as bar:
-            for q in bar:
-                bank.recall(q["query"], namespace=q["namespace"], now=q["at"], gate=bool(q.get("gate", False)))
+            for line, q in enumerate(bar, start=1):
+                hits = bank.recall(q["query"], namespace=q["namespace"], now=q["at"],
+                                   gate=bool(q.get("gate", False)))
+                if hits and line in relevant:
+                    # A simulated agent's feedback: its answer used the returned memories the answer
+                    # key marks relevant, so the Usage page has a usage rate out of the box.
+                    returned = {h.memory.id for h in hits}
+                    bank.feedback(bank.last_retrieval_id, used_ids=sorted(returned & relevant[line]), at=q["at"])
         names = [ns for ns, n in bank.namespaces() if n]
         with click.progressbar(names, label="looking for contradictions", file=sys.stderr) as bar:
             found = sum(len(bank.detect_conflicts(ns)) for ns in bar)
         s = bank.stats()
     click.echo(f"demo bank {obj.bank_path}: {report.added} memories in {s['namespaces']} namespaces, "
                f"{len(queries)} recalls replayed, {found} open conflicts")
+
+
+def _demo_relevance(bank: MemoryBank, memories_file: str, queries_file: str) -> dict[int, set[int]]:
+    """Relevant memory ids per query line from data/demo_truth.json, when the bank holds exactly the
+    shipped demo memories (ids = line numbers on a fresh import); {} for other files."""
+    truth = DATA_DIR / "demo_truth.json"
+    shipped = (Path(memories_file).resolve() == (DATA_DIR / "demo_memories.jsonl").resolve()
+               and Path(queries_file).resolve() == (DATA_DIR / "demo_queries.jsonl").resolve())
+    if not shipped or not truth.exists():
+        return {}
+    first = json.loads(next(line for line in open(memories_file, encoding="utf-8") if line.strip()))
+    found = bank.get_many([1]).get(1)
+    if found is None or found.text != first["text"]:
+        return {}  # not a fresh import: ids do not match line numbers
+    return {int(q["line"]): {int(i) for i in q.get("relevant_lines") or []}
+            for q in json.loads(truth.read_text(encoding="utf-8")).get("queries", [])}
 
 
 @cli.command()
