@@ -22,14 +22,15 @@ import duckdb
 import numpy as np
 
 from . import gate as gate_mod
+from . import usage as usage_mod
 from .embed import DEFAULT_MODEL, Embedder, canonical_model_name, get_embedder
 from .errors import (
     BankReadOnlyError, ImportFormatError, ModelMismatchError, NotFoundError, StateError, ValidationError,
 )
 from .index import NamespaceIndex, namespace_key, tokenize
 from .models import (
-    CATEGORIES, CONFLICT_STATUSES, KINDS, RESOLUTIONS, STATUSES, Conflict, Event, Hit, ImportReport, Memory,
-    MergeRecord, Profile, check_choice, check_importance, check_namespace, check_text, parse_time,
+    CATEGORIES, CONFLICT_STATUSES, KINDS, RESOLUTIONS, STATUSES, Conflict, Event, Feedback, Hit, ImportReport,
+    Memory, MergeRecord, Profile, check_choice, check_importance, check_namespace, check_text, parse_time,
 )
 from .scoring import COLD_DAYS, HOT_DAYS, PRESETS, ScoringParams, blend, tier_of, top_k
 from .store import MEMORY_COLUMNS, Store, content_hash, to_aware, to_naive_utc, utcnow
@@ -1060,6 +1061,12 @@ class MemoryBank:
             for eid, b, a in con.execute("SELECT id, before, after FROM events WHERE memory_id IN (SELECT unnest(?))",
                                          [member_ids]).fetchall():
                 con.execute("UPDATE events SET before = ?, after = ? WHERE id = ?", [_scrub(b), _scrub(a), eid])
+            # Answers written with the memory in the prompt may quote it: feedback answers of recalls
+            # that returned it, and ablation answers (and the judge's reasons) of cases that saw it.
+            con.execute("UPDATE feedback SET answer = NULL WHERE retrieval_id IN (SELECT retrieval_id FROM "
+                        "retrieval_hits WHERE memory_id IN (SELECT unnest(?)))", [member_ids])
+            con.execute("UPDATE ablation_cases SET answer_with = NULL, reason = NULL "
+                        "WHERE list_has_any(memory_ids, ?::BIGINT[])", [member_ids])
             Store.log_events(con, self.actor, "hard_delete", member_ids,
                              [{"id": m.id, "content_hash": m.content_hash, "status": m.status}
                               for m in (befores[i] for i in member_ids)],
@@ -1574,6 +1581,192 @@ class MemoryBank:
             head["gate"] = json.loads(head["gate"]) if head["gate"] else None
             head["hits"] = by_id.get(head["id"], [])
         return heads
+
+    # -- feedback: did the answer use what recall returned? -----------------------------------
+
+    def feedback(self, retrieval_id: int, answer: str | None = None, used_ids: Iterable[int] | None = None,
+                 helpful: bool | None = None, *, at: Any = None) -> Feedback:
+        """Record what happened after a recall: the answer, which memories it used, whether it helped.
+
+        ``retrieval_id`` is the logged recall (``bank.last_retrieval_id`` after ``recall``, or an
+        id from :meth:`retrievals`). Usage of each returned memory is decided by the first path
+        that applies (see :mod:`memory_core.usage`): ``used_ids`` given by the agent; else
+        citation markers ``[m:ID]`` in ``answer``; else the similarity of the answer's sentences
+        with each memory against the calibrated bar ``usage.USED_BAR``. ``helpful`` is the
+        agent's own judgement of the answer (optional).
+
+        Feedback is an event (logged with action ``feedback``). Giving feedback again for the same
+        retrieval **replaces** the earlier feedback (``replaced`` is then true): one answer per
+        recall. A hard delete of a returned memory erases the stored answer (it may quote the
+        memory) and keeps the decisions. Raises ``NotFoundError`` for an unknown retrieval and ``ValidationError`` when a
+        used id is not among the retrieval's hits, when nothing is given, or for wrong types;
+        nothing changes then.
+        """
+        if isinstance(retrieval_id, bool) or not isinstance(retrieval_id, (int, np.integer)):
+            raise ValidationError(f"retrieval_id is a whole number (bank.last_retrieval_id), got {retrieval_id!r}")
+        rid = int(retrieval_id)
+        if answer is not None:
+            if not isinstance(answer, str):
+                raise ValidationError(f"answer must be a string, got {type(answer).__name__}")
+            if not answer.strip():
+                raise ValidationError("answer must not be empty: pass the answer text, or leave it out")
+            if "\x00" in answer:
+                raise ValidationError("answer contains a NUL character; remove it")
+        if helpful is not None and not isinstance(helpful, bool):
+            raise ValidationError(f"helpful must be true, false or None, got {helpful!r}")
+        given: list[int] | None = None
+        if used_ids is not None:
+            if isinstance(used_ids, (str, bytes)) or not isinstance(used_ids, Iterable):
+                raise ValidationError("used_ids must be a list of memory ids")
+            given = [self._check_id(i) for i in used_ids]
+        if answer is None and given is None and helpful is None:
+            raise ValidationError("give at least one of answer, used_ids or helpful")
+        given_at = parse_time(at, "at") or utcnow()
+
+        with self._session(write=False) as con:
+            head = con.execute("SELECT namespace FROM retrievals WHERE id = ?", [rid]).fetchone()
+            if head is None:
+                raise NotFoundError(f"no retrieval with id {rid}; use the id recall logged "
+                                    "(bank.last_retrieval_id) or one from bank.retrievals()")
+            hit_ids = [int(r[0]) for r in con.execute(
+                "SELECT memory_id FROM retrieval_hits WHERE retrieval_id = ? ORDER BY rank", [rid]).fetchall()]
+            vectors: dict[int, Any] = {}
+            if given is None and answer is not None and hit_ids and not usage_mod.citations(answer):
+                for mid, emb in con.execute("SELECT id, embedding FROM memories WHERE id IN (SELECT unnest(?))",
+                                            [hit_ids]).fetchall():
+                    vectors[int(mid)] = None if emb is None else np.asarray(emb, dtype=np.float32)
+        namespace = head[0]
+        if given is not None:
+            stray = sorted(set(given) - set(hit_ids))
+            if stray:
+                raise ValidationError(
+                    f"memory id(s) {', '.join(map(str, stray))} were not returned by retrieval {rid} "
+                    f"(it returned {', '.join(map(str, hit_ids)) or 'nothing'}); used_ids must be among its hits")
+            decisions = [usage_mod.HitUsage(mid, mid in set(given), "given") for mid in hit_ids]
+        elif answer is not None and hit_ids:
+            cited = set(usage_mod.citations(answer))
+            if cited:
+                decisions = [usage_mod.HitUsage(mid, mid in cited, "citation") for mid in hit_ids]
+            else:
+                parts = usage_mod.sentences(answer)
+                svec = self.embedder.encode(parts) if parts else np.zeros((0, self.dim or 1), dtype=np.float32)
+                sims = usage_mod.best_similarities(svec, [vectors.get(mid) for mid in hit_ids])
+                decisions = usage_mod.decide_by_similarity(hit_ids, sims)
+        else:
+            decisions = []
+
+        with self._session() as con:
+            replaced = con.execute("SELECT count(*) FROM feedback WHERE retrieval_id = ?", [rid]).fetchone()[0] > 0
+            con.execute("DELETE FROM feedback_hits WHERE retrieval_id = ?", [rid])
+            con.execute("DELETE FROM feedback WHERE retrieval_id = ?", [rid])
+            con.execute("INSERT INTO feedback VALUES (?, ?, ?, ?, ?, ?)",
+                        [rid, namespace, to_naive_utc(given_at), self.actor, answer, helpful])
+            if decisions:
+                con.executemany("INSERT INTO feedback_hits VALUES (?, ?, ?, ?, ?)",
+                                [[rid, d.memory_id, d.used, d.decided_by, d.similarity] for d in decisions])
+            Store.log_event(con, self.actor, "feedback", None, None,
+                            {"retrieval_id": rid, "used_ids": [d.memory_id for d in decisions if d.used],
+                             "decided_by": decisions[0].decided_by if decisions else None, "helpful": helpful},
+                            given_at, note="replaced earlier feedback" if replaced else None)
+        return Feedback(retrieval_id=rid, namespace=namespace, given_at=given_at, answer=answer, helpful=helpful,
+                        hits=tuple(decisions), replaced=bool(replaced))
+
+    def feedback_log(self, namespace: str | None = None, *, since: Any = None,
+                     until: Any = None) -> list[Feedback]:
+        """Recorded feedback, oldest recall first; ``since``/``until`` bound the time of the recall
+        the feedback is about (so a date range matches the retrieval log's)."""
+        where, params = "TRUE", []
+        if namespace is not None:
+            where += " AND f.namespace = ?"
+            params.append(check_namespace(namespace))
+        for op, value, what in ((">=", since, "since"), ("<=", until, "until")):
+            if value is not None:
+                where += f" AND r.recalled_at {op} ?"
+                params.append(to_naive_utc(parse_time(value, what)))
+        with self._session(write=False) as con:
+            heads = con.execute(
+                "SELECT f.retrieval_id, f.namespace, f.given_at, f.answer, f.helpful FROM feedback f "
+                f"JOIN retrievals r ON r.id = f.retrieval_id WHERE {where} ORDER BY r.recalled_at, r.id",
+                params).fetchall()
+            ids = [h[0] for h in heads]
+            rows = con.execute(
+                "SELECT fh.retrieval_id, fh.memory_id, fh.used, fh.decided_by, fh.similarity FROM feedback_hits fh "
+                "JOIN retrieval_hits rh ON rh.retrieval_id = fh.retrieval_id AND rh.memory_id = fh.memory_id "
+                "WHERE fh.retrieval_id IN (SELECT unnest(?)) ORDER BY fh.retrieval_id, rh.rank",
+                [ids]).fetchall() if ids else []
+        by_id: dict[int, list] = {}
+        for r in rows:
+            by_id.setdefault(int(r[0]), []).append(usage_mod.HitUsage(int(r[1]), bool(r[2]), r[3], r[4]))
+        return [Feedback(retrieval_id=int(h[0]), namespace=h[1], given_at=to_aware(h[2]), answer=h[3], helpful=h[4],
+                         hits=tuple(by_id.get(int(h[0]), ()))) for h in heads]
+
+    def usage_counts(self, namespace: str | None = None) -> dict[int, int]:
+        """How many times the answer used each memory, by memory id (from feedback; memories
+        never used are absent). Access statistics weighted by use rather than by retrieval: a
+        frequency component can read these instead of ``access_count``."""
+        where, params = ("WHERE f.namespace = ?", [check_namespace(namespace)]) if namespace is not None else ("", [])
+        with self._session(write=False) as con:
+            rows = con.execute(
+                "SELECT fh.memory_id, count(*) FROM feedback_hits fh JOIN feedback f USING (retrieval_id) "
+                f"{where} {'AND' if where else 'WHERE'} fh.used GROUP BY fh.memory_id", params).fetchall()
+        return {int(m): int(n) for m, n in rows}
+
+    # -- ablation runs (memory_core.evaluate runs them; the bank keeps them) -------------------
+
+    def record_ablation(self, run: dict[str, Any], cases: list[dict[str, Any]]) -> int:
+        """Store one ablation run and its cases; returns the run id.
+
+        ``run`` carries started_at, finished_at, namespace, answer_model, judge_model, seed, source
+        and settings (a dict); ``cases`` one dict per case with namespace, question, expected,
+        memory_ids, answer_with, answer_without, first_shown, judge_choice, verdict (with /
+        without / tie / error), reason and error. Memory texts are never stored here.
+        """
+        verdicts = [c["verdict"] for c in cases]
+        bad = sorted(set(verdicts) - {"with", "without", "tie", "error"})
+        if bad:
+            raise ValidationError(f"unknown ablation verdict(s) {bad}; use with, without, tie or error")
+        with self._session() as con:
+            run_id = Store.take_ids(con, "next_ablation_run_id", 1)
+            con.execute(
+                "INSERT INTO ablation_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [run_id, to_naive_utc(parse_time(run.get("started_at")) or utcnow()),
+                 to_naive_utc(parse_time(run.get("finished_at")) or utcnow()), self.actor, run.get("namespace"),
+                 run.get("answer_model"), run.get("judge_model"), run.get("seed"), run.get("source"), len(cases),
+                 verdicts.count("with"), verdicts.count("without"), verdicts.count("tie"), verdicts.count("error"),
+                 json.dumps(run.get("settings") or {}, default=str)])
+            if cases:
+                con.executemany(
+                    "INSERT INTO ablation_cases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [[run_id, i + 1, c["namespace"], c["question"], c.get("expected"),
+                      [int(m) for m in c.get("memory_ids") or []], c.get("answer_with"), c.get("answer_without"),
+                      c.get("first_shown"), c.get("judge_choice"), c["verdict"], c.get("reason"), c.get("error")]
+                     for i, c in enumerate(cases)])
+            Store.log_event(con, self.actor, "ablation", None, None,
+                            {"run_id": run_id, "cases": len(cases), "better": verdicts.count("with"),
+                             "worse": verdicts.count("without")}, utcnow())
+        return run_id
+
+    def ablation_runs(self, limit: int | None = 50) -> list[dict[str, Any]]:
+        """Past ablation runs, newest first: counts of better (with memory), worse, ties, errors."""
+        page = "" if limit is None else f" LIMIT {int(limit)}"
+        with self._session(write=False) as con:
+            rows = con.sql(f"SELECT * FROM ablation_runs ORDER BY id DESC{page}").to_arrow_table().to_pylist()
+        for r in rows:
+            r["started_at"], r["finished_at"] = to_aware(r["started_at"]), to_aware(r["finished_at"])
+            r["settings"] = json.loads(r["settings"] or "{}")
+        return rows
+
+    def ablation_cases(self, run_id: int) -> list[dict[str, Any]]:
+        """The cases of one ablation run, in order (``NotFoundError`` for an unknown run)."""
+        rid = self._check_id(run_id)
+        with self._session(write=False) as con:
+            if con.execute("SELECT count(*) FROM ablation_runs WHERE id = ?", [rid]).fetchone()[0] == 0:
+                raise NotFoundError(f"no ablation run with id {rid}")
+            rows = con.sql("SELECT * FROM ablation_cases WHERE run_id = ? ORDER BY case_no",
+                           params=[rid]).to_arrow_table().to_pylist()
+        for r in rows:
+            r["memory_ids"] = [int(m) for m in r["memory_ids"] or []]
+        return rows
 
     # -- presets -------------------------------------------------------------------------------
 

@@ -244,15 +244,38 @@ def demo(obj: _Context, memories_file: str | None, queries_file: str | None, for
         with click.progressbar(length=total, label="importing demo memories", file=sys.stderr) as bar:
             report = bank.import_jsonl(memories_file, progress=bar.update)
         queries = [json.loads(line) for line in open(queries_file, encoding="utf-8") if line.strip()]
+        relevant = _demo_relevance(bank, memories_file, queries_file)
         with click.progressbar(queries, label="replaying recall history", file=sys.stderr) as bar:
-            for q in bar:
-                bank.recall(q["query"], namespace=q["namespace"], now=q["at"], gate=bool(q.get("gate", False)))
+            for line, q in enumerate(bar, start=1):
+                hits = bank.recall(q["query"], namespace=q["namespace"], now=q["at"],
+                                   gate=bool(q.get("gate", False)))
+                if hits and line in relevant:
+                    # A simulated agent's feedback: its answer used the returned memories the answer
+                    # key marks relevant, so the Usage page has a usage rate out of the box.
+                    returned = {h.memory.id for h in hits}
+                    bank.feedback(bank.last_retrieval_id, used_ids=sorted(returned & relevant[line]), at=q["at"])
         names = [ns for ns, n in bank.namespaces() if n]
         with click.progressbar(names, label="looking for contradictions", file=sys.stderr) as bar:
             found = sum(len(bank.detect_conflicts(ns)) for ns in bar)
         s = bank.stats()
     click.echo(f"demo bank {obj.bank_path}: {report.added} memories in {s['namespaces']} namespaces, "
                f"{len(queries)} recalls replayed, {found} open conflicts")
+
+
+def _demo_relevance(bank: MemoryBank, memories_file: str, queries_file: str) -> dict[int, set[int]]:
+    """Relevant memory ids per query line from data/demo_truth.json, when the bank holds exactly the
+    shipped demo memories (ids = line numbers on a fresh import); {} for other files."""
+    truth = DATA_DIR / "demo_truth.json"
+    shipped = (Path(memories_file).resolve() == (DATA_DIR / "demo_memories.jsonl").resolve()
+               and Path(queries_file).resolve() == (DATA_DIR / "demo_queries.jsonl").resolve())
+    if not shipped or not truth.exists():
+        return {}
+    first = json.loads(next(line for line in open(memories_file, encoding="utf-8") if line.strip()))
+    found = bank.get_many([1]).get(1)
+    if found is None or found.text != first["text"]:
+        return {}  # not a fresh import: ids do not match line numbers
+    return {int(q["line"]): {int(i) for i in q.get("relevant_lines") or []}
+            for q in json.loads(truth.read_text(encoding="utf-8")).get("queries", [])}
 
 
 @cli.command()
@@ -558,6 +581,163 @@ def ingest(obj: _Context, conversation: str, namespace: str, pii: str, use_llm: 
         click.echo(f"  redacted in turn {turn}: {kinds}")
     for c in report.conflicts:
         click.echo(f"  conflict #{c.id}: {c.a.text!r} vs {c.b.text!r} (suggests {c.suggestion})")
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0%}"
+
+
+def _ci(ci: tuple[float, float] | None, signed: bool = False) -> str:
+    if ci is None:
+        return ""
+    fmt = (lambda v: f"{v:+.2f}") if signed else (lambda v: f"{v:.0%}")
+    return f"(95% CI {fmt(ci[0])} to {fmt(ci[1])})"
+
+
+def _print_ablation(r: dict[str, Any]) -> None:
+    click.echo(f"  usefulness   {_pct(r['usefulness']):>5}  {_ci(r['usefulness_ci'])}  better with memory "
+               f"({r['better']} of {r['n']})")
+    click.echo(f"  disturbance  {_pct(r['disturbance']):>5}  {_ci(r['disturbance_ci'])}  worse with memory "
+               f"({r['worse']} of {r['n']})")
+    click.echo(f"  ties         {_pct(r['tie_rate']):>5}  {_ci(r['tie_rate_ci'])}  ({r['ties']} of {r['n']})")
+    nb = "—" if r["net_benefit"] is None else f"{r['net_benefit']:+.2f}"
+    click.echo(f"  net benefit  {nb:>5}  {_ci(r['net_benefit_ci'], signed=True)}  (better − worse) / n")
+
+
+def _read_labels(path: str) -> dict[Any, list[int]]:
+    """Relevance labels as JSON lines {"namespace", "query", "relevant": [ids]} (or {"retrieval_id", ...})."""
+    labels: dict[Any, list[int]] = {}
+    for no, line in enumerate(open(path, encoding="utf-8"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            ids = [int(i) for i in row.get("relevant") or []]
+            key = int(row["retrieval_id"]) if "retrieval_id" in row else (
+                (row["namespace"], row["query"]) if "namespace" in row else row["query"])
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise click.ClickException(f"{path} line {no}: not a label line ({exc}); write "
+                                       '{"namespace": ..., "query": ..., "relevant": [ids]}') from None
+        labels[key] = ids
+    return labels
+
+
+@cli.command()
+@click.argument("retrieval_id", type=int)
+@click.option("--answer", default=None, help="The answer the agent gave (usage is decided from it).")
+@click.option("--used", "used_ids", type=int, multiple=True, help="A memory id the answer used (repeatable).")
+@click.option("--helpful/--not-helpful", default=None, help="Did the answer help?")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def feedback(obj: _Context, retrieval_id: int, answer: str | None, used_ids: tuple[int, ...],
+             helpful: bool | None, as_json: bool) -> None:
+    """Report what happened after recall RETRIEVAL_ID: which returned memories the answer used."""
+    with obj.open() as bank:
+        fb = bank.feedback(retrieval_id, answer=answer, used_ids=list(used_ids) if used_ids else None,
+                           helpful=helpful)
+    if as_json:
+        click.echo(json.dumps(fb.to_dict(), indent=2, ensure_ascii=False))
+        return
+    click.echo(f"feedback for retrieval {fb.retrieval_id}" + (" (replaced the earlier one)" if fb.replaced else ""))
+    for h in fb.hits:
+        sim = "" if h.similarity is None else f", similarity {h.similarity:.2f}"
+        click.echo(f"  memory {h.memory_id}: {'used' if h.used else 'not used'} ({h.decided_by}{sim})")
+    if not fb.hits:
+        click.echo("  no returned memories to decide on")
+
+
+@cli.command()
+@click.option("-n", "--namespace", default=None, help="Default: every namespace.")
+@click.option("--since", default=None, help="From this ISO date or time (dates are whole UTC days).")
+@click.option("--until", default=None, help="Up to this ISO date or time (a date includes the whole day).")
+@click.option("--labels", "labels_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help='Relevance labels for precision@k: JSON lines {"namespace", "query", "relevant": [ids]}.')
+@click.option("-k", "--k", "k", type=int, default=None, help="Precision at this k (default: every result).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def metrics(obj: _Context, namespace: str | None, since: str | None, until: str | None,
+            labels_file: str | None, k: int | None, as_json: bool) -> None:
+    """Retrieval frequency, empty results, usage rate, precision@k and ablation figures."""
+    from datetime import date as _date
+
+    from . import metrics as mx
+
+    def bound(value: str | None, what: str) -> Any:
+        if value is None:
+            return None
+        try:
+            return _date.fromisoformat(value)  # a plain date means the whole day
+        except ValueError:
+            return parse_time(value, what)
+
+    labels = _read_labels(labels_file) if labels_file else None
+    with obj.open() as bank:
+        rep = mx.report(bank, namespace, bound(since, "since"), bound(until, "until"), labels=labels, k=k)
+    if as_json:
+        click.echo(json.dumps(rep, indent=2, default=str, ensure_ascii=False))
+        return
+    s = rep["retrieval"]
+    where = f"namespace {namespace}" if namespace else "every namespace"
+    click.echo(f"{where}, {rep['since'] or 'start'} to {rep['until'] or 'now'}")
+    click.echo(f"  turns logged        {s['retrievals']}")
+    click.echo(f"  retrieval frequency {_pct(s['retrieval_frequency'])}  (turns that retrieved something)")
+    click.echo(f"  empty results       {_pct(s['empty_rate'])}  (of {s['searched']} searches)")
+    fb = rep["feedback"]
+    if fb is None:
+        click.echo("  usage rate          —  (no feedback yet: agents call bank.feedback after answering)")
+    else:
+        click.echo(f"  usage rate          {_pct(fb['usage_rate'])}  {_ci(fb['usage_rate_ci'])}  "
+                   f"({fb['used']} of {fb['judged']} returned memories used, {fb['with_feedback']} recalls; "
+                   + ", ".join(f"{p} {n}" for p, n in sorted(fb["by_path"].items())) + ")")
+        if fb["rated"]:
+            click.echo(f"  helpful             {_pct(fb['helpful_rate'])}  ({fb['helpful']} of {fb['rated']} rated)")
+    pr = rep["precision"]
+    if pr is not None:
+        at = "" if pr["k"] is None else f"@{pr['k']}"
+        click.echo(f"  precision{at:<4}       {_pct(pr['precision'])}  ({pr['evaluated']} labelled recalls with "
+                   f"results; {pr['empty']} empty, {pr['empty_correct']} of them rightly)")
+    ab = rep["ablation"]
+    if ab is None:
+        click.echo("  ablation            —  (no runs yet: memctl ablate CASES.jsonl)")
+    else:
+        click.echo(f"  ablation: {ab['runs']} run(s), {ab['n']} judged cases ({ab['errors']} errors)")
+        _print_ablation(ab)
+
+
+@cli.command()
+@click.argument("cases_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("-n", "--namespace", default=None, help="For cases without a namespace (default: 'default').")
+@click.option("--judge-model", default=None, help="The judge's model (default: MEMCTL_JUDGE_MODEL, else the "
+              "answering model). The judge's endpoint: MEMCTL_JUDGE_BASE_URL, else the answering one.")
+@click.option("--preset", default=None, help="Recall with this preset (default: the bank's active one).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seeds the order the judge sees answers in.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def ablate(obj: _Context, cases_file: str, namespace: str | None, judge_model: str | None, preset: str | None,
+           seed: int, as_json: bool) -> None:
+    """Answer each question of CASES_FILE with and without memory, let a judge compare, store the run.
+
+    CASES_FILE holds JSON lines {"question": ..., "namespace": ..., "expected": ...} (namespace and
+    expected optional). The answering model is the configured LLM (MEMCTL_LLM_*).
+    """
+    from . import evaluate as ev
+
+    cases = ev.load_cases(cases_file, namespace=namespace)
+    answer, judge = ev.ablation_clients(judge_model=judge_model)
+    with obj.open() as bank, click.progressbar(length=len(cases), label="ablating", file=sys.stderr) as bar:
+        result = ev.run_ablation(bank, cases, answer, judge, seed=seed, params=preset,
+                                 progress=lambda done, total: bar.update(1), source=os.path.basename(cases_file),
+                                 namespace=namespace)
+    if as_json:
+        click.echo(json.dumps({"run_id": result.run_id, "errors": result.errors, **result.rates,
+                               "cases": result.cases}, indent=2, default=str, ensure_ascii=False))
+        return
+    click.echo(f"ablation run {result.run_id}: {len(result.cases)} cases, {result.rates['n']} judged, "
+               f"{result.errors} error(s)")
+    _print_ablation(result.rates)
+    for i, c in enumerate(result.cases, start=1):
+        if c["verdict"] == "error":
+            click.echo(f"  case {i} failed: {c['error']}", err=True)
 
 
 def main() -> None:

@@ -148,6 +148,39 @@ CONFLICT_STATUSES = ("open", "resolved", "acknowledged", "dismissed")
 RESOLUTIONS = ("newer_wins", "explicit_wins", "keep_both", "edit", "dismiss")
 
 
+@dataclass(frozen=True)
+class Feedback:
+    """What an agent reported after a recall, and what was decided for each returned memory.
+
+    ``hits`` holds one :class:`~memory_core.usage.HitUsage` per memory the recall returned (in
+    rank order; empty when only ``helpful`` was given or nothing was returned). ``replaced`` is
+    true when this feedback replaced earlier feedback for the same retrieval.
+    """
+
+    retrieval_id: int
+    namespace: str
+    given_at: datetime
+    answer: str | None
+    helpful: bool | None
+    hits: tuple = ()
+    replaced: bool = False
+
+    @property
+    def used_ids(self) -> list[int]:
+        """Ids of the memories the answer used."""
+        return [h.memory_id for h in self.hits if h.used]
+
+    @property
+    def decided_by(self) -> str | None:
+        """The path that decided usage: given, citation or similarity (None without hits)."""
+        return self.hits[0].decided_by if self.hits else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"retrieval_id": self.retrieval_id, "namespace": self.namespace, "given_at": self.given_at.isoformat(),
+                "answer": self.answer, "helpful": self.helpful, "replaced": self.replaced,
+                "hits": [h.to_dict() for h in self.hits]}
+
+
 @dataclass
 class ImportReport:
     """What an import did. ``errors`` lists ``(line_number, message)``, 1-based."""
@@ -260,11 +293,14 @@ def humanize_age(then: datetime, now: datetime) -> str:
     return "1 year ago" if years == 1 else f"{years} years ago"
 
 
-def format_for_prompt(hits: Iterable[Hit], now: Any = None, header: str = "Relevant memories:") -> str:
+def format_for_prompt(hits: Iterable[Hit], now: Any = None, header: str = "Relevant memories:",
+                      cite: bool = False) -> str:
     """Render recalled memories for a prompt, one line each, with age and relevance.
 
     ``"- 3 days ago (12 Mar 2026), relevance 0.72: Prefers vegetarian food"``. Returns an empty
     string when there are no hits, so nothing is added to a prompt that needs no memory.
+    ``cite=True`` starts each line with the memory's marker ``[m:ID]``, so a model asked to cite
+    what it uses lets ``bank.feedback`` decide usage from citations instead of similarity.
     """
     hits = list(hits)
     if not hits:
@@ -283,13 +319,13 @@ def format_for_prompt(hits: Iterable[Hit], now: Any = None, header: str = "Relev
             first, second = sorted((hit, other), key=lambda h: (h.memory.created_at, h.memory.id))
             done.update((first.memory.id, second.memory.id))
             lines.append(
-                f"- Contradiction (both kept): on {_day(first.memory.created_at)} you said "
+                f"- {f'[m:{first.memory.id}] [m:{second.memory.id}] ' if cite else ''}Contradiction (both kept): on {_day(first.memory.created_at)} you said "
                 f"\"{first.memory.text}\"; on {_day(second.memory.created_at)}, \"{second.memory.text}\""
             )
             continue
         when = f"{humanize_age(m.created_at, now_dt)} ({_day(m.created_at)})"
         kind = "" if m.kind == "explicit" else " [inferred]"
-        lines.append(f"- {when}, relevance {hit.score:.2f}{kind}: {m.text}")
+        lines.append(f"- {f'[m:{m.id}] ' if cite else ''}{when}, relevance {hit.score:.2f}{kind}: {m.text}")
     return "\n".join(lines)
 
 

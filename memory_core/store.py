@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from .errors import BankLockedError, BankReadOnlyError, CorruptBankError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 MEMORY_COLUMNS = (
     "id", "namespace", "text", "kind", "category", "importance", "created_at", "updated_at",
@@ -107,6 +107,37 @@ _MIGRATIONS: dict[int, list[str]] = {
         )""",
         "INSERT INTO meta VALUES ('next_group_id', '1'), ('next_conflict_id', '1'), ('next_merge_id', '1'), "
         "('next_run_id', '1')",
+    ],
+    # Usage feedback and ablations. Feedback is one row per retrieval (giving it again replaces
+    # it) plus one row per returned memory saying whether the answer used it and what decided
+    # that. Ablation cases keep memory ids, never memory texts, so a hard delete still erases
+    # the text everywhere (the page looks texts up when it shows a case).
+    3: [
+        """CREATE TABLE feedback (
+            retrieval_id BIGINT PRIMARY KEY, namespace VARCHAR NOT NULL, given_at TIMESTAMP NOT NULL,
+            actor VARCHAR, answer VARCHAR, helpful BOOLEAN
+        )""",
+        """CREATE TABLE feedback_hits (
+            retrieval_id BIGINT NOT NULL, memory_id BIGINT NOT NULL, used BOOLEAN NOT NULL,
+            decided_by VARCHAR NOT NULL,  -- given, citation, similarity
+            similarity DOUBLE             -- best cosine of an answer sentence (similarity path)
+        )""",
+        """CREATE TABLE ablation_runs (
+            id BIGINT PRIMARY KEY, started_at TIMESTAMP NOT NULL, finished_at TIMESTAMP, actor VARCHAR,
+            namespace VARCHAR, answer_model VARCHAR, judge_model VARCHAR, seed BIGINT, source VARCHAR,
+            n_cases INTEGER NOT NULL, better INTEGER NOT NULL, worse INTEGER NOT NULL, ties INTEGER NOT NULL,
+            errors INTEGER NOT NULL, settings VARCHAR
+        )""",
+        """CREATE TABLE ablation_cases (
+            run_id BIGINT NOT NULL, case_no INTEGER NOT NULL, namespace VARCHAR NOT NULL,
+            question VARCHAR NOT NULL, expected VARCHAR, memory_ids BIGINT[] NOT NULL,
+            answer_with VARCHAR, answer_without VARCHAR,
+            first_shown VARCHAR,          -- with / without: which answer the judge saw as A
+            judge_choice VARCHAR,         -- the judge's own words: A, B or tie
+            verdict VARCHAR NOT NULL,     -- with, without, tie, or error
+            reason VARCHAR, error VARCHAR
+        )""",
+        "INSERT INTO meta VALUES ('next_ablation_run_id', '1')",
     ],
 }
 

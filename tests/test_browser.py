@@ -40,6 +40,7 @@ PAGES = {
     "merges": ("Merges", "Merges"),
     "maintenance": ("Maintenance", "Maintenance"),
     "usage": ("Usage", "Usage"),
+    "evaluate": ("Evaluate", "Evaluate"),
 }
 PAGE_FILES = sorted(p.stem for p in PAGES_DIR.glob("*.py") if p.stem not in {"common", "__init__"})
 
