@@ -196,11 +196,13 @@ class LabeledSet:
 
 
 def prepare(bank: "MemoryBank", queries: Iterable[LabeledQuery], *, now: Any = None,
-            progress: Progress | None = None) -> LabeledSet:
+            progress: Progress | None = None, vectors: dict[str, np.ndarray] | None = None) -> LabeledSet:
     """Capture what ranking the labeled ``queries`` needs (one embedding per query). Changes nothing.
 
     A query's ``as_of`` is the moment it is asked; queries without one are asked at ``now``
     (default: the current time). ``progress`` is called with the number of queries done.
+    ``vectors`` (query text → embedding of the bank's model) is reused and filled in, so a caller
+    that prepares again after a label changed (the Tune page) embeds only new queries.
     """
     queries = list(queries)
     for q in queries:
@@ -210,10 +212,15 @@ def prepare(bank: "MemoryBank", queries: Iterable[LabeledQuery], *, now: Any = N
     by_ns: dict[str, list[int]] = {}
     for i, q in enumerate(queries):
         by_ns.setdefault(q.namespace, []).append(i)
+    if vectors is not None:
+        missing = list(dict.fromkeys(q.query for q in queries if q.query not in vectors))
+        if missing:
+            vectors.update(zip(missing, bank.embedder.encode(missing)))
     blocks = []
     for ns, positions in by_ns.items():
-        cands = bank.candidates([queries[i].query for i in positions], ns,
-                                now=[queries[i].as_of or default_now for i in positions])
+        texts = [queries[i].query for i in positions]
+        cands = bank.candidates(texts, ns, now=[queries[i].as_of or default_now for i in positions],
+                                vectors=None if vectors is None else np.array([vectors[t] for t in texts]))
         blocks.append((cands, np.array(positions, dtype=np.int64)))
         if progress:
             progress(len(positions))
