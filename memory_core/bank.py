@@ -1508,19 +1508,24 @@ class MemoryBank:
             raise ValidationError("now must be one moment, or one per query")
         current = utcnow()
         at = np.array([(parse_time(m, "now") or current).timestamp() for m in moments], dtype=np.float64)
+        if vectors is None and queries and self.dim is not None:
+            # Outside the lock: the model is the slow part, and other callers need not wait for it.
+            unique = list(dict.fromkeys(queries))
+            encoded = self.embedder.encode(unique)
+            pos = {q: i for i, q in enumerate(unique)}
+            vectors = encoded[[pos[q] for q in queries]]
+        elif vectors is not None and len(vectors) != len(queries):
+            raise ValidationError("vectors must hold one embedding per query")
         with self._lock:
             with self._session(write=False) as con:
                 pairs = self._acknowledged_pairs(con)
                 idx = self._ns_index(con, namespace)
             n = 0 if idx is None else idx.n
-            if n and queries and vectors is None:
-                unique = list(dict.fromkeys(queries))
-                encoded = self.embedder.encode(unique)
-                pos = {q: i for i, q in enumerate(unique)}
-                vectors = encoded[[pos[q] for q in queries]]
             sim = np.zeros((len(queries), n))
             lex = np.zeros((len(queries), n))
-            if n:
+            if n and queries:
+                if vectors is None:  # another process gave the bank its first vectors meanwhile
+                    vectors = self.embedder.encode(list(queries))
                 # One product per query, as recall computes it, so rounding cannot reorder near-ties.
                 sim = np.array([idx.similarities(np.asarray(v, dtype=np.float32)) for v in vectors], dtype=np.float64)
                 lexical = {q: idx.lexical.scores(tokenize(q)) for q in dict.fromkeys(queries)}
