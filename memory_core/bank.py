@@ -20,6 +20,7 @@ from typing import IO, Any, Callable, Iterable, Iterator
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 
 from . import gate as gate_mod
 from . import usage as usage_mod
@@ -30,9 +31,12 @@ from .errors import (
 from .index import NamespaceIndex, namespace_key, tokenize
 from .models import (
     CATEGORIES, CONFLICT_STATUSES, KINDS, RESOLUTIONS, STATUSES, Conflict, Event, Feedback, Hit, ImportReport,
-    Memory, MergeRecord, Profile, check_choice, check_importance, check_namespace, check_text, parse_time,
+    LabeledQuery, Memory, MergeRecord, Profile, check_choice, check_importance, check_namespace, check_text,
+    parse_time,
 )
-from .scoring import COLD_DAYS, HOT_DAYS, PRESETS, ScoringParams, blend, tier_of, top_k
+from .scoring import (
+    COLD_DAYS, HOT_DAYS, PRESETS, Candidates, ScoringParams, add_kept_pairs, blend, tier_of, top_k,
+)
 from .store import MEMORY_COLUMNS, Store, content_hash, to_aware, to_naive_utc, utcnow
 
 Progress = Callable[[int], None]
@@ -1484,18 +1488,7 @@ class MemoryBank:
         # An "as of" recall must not see memories written after that moment.
         score = np.where(idx.created[:n] <= now, score, -np.inf)
         rows = [int(r) for r in top_k(score, idx.ids[:n], p.k, p.threshold)]
-        # A pair an operator chose to keep both of comes back together, even below the threshold,
-        # so the model sees the contradiction instead of one side of it.
-        partner_of: dict[int, int] = {}
-        pairs = self._acknowledged or {}
-        for r in list(rows):
-            for partner in sorted(pairs.get(int(idx.ids[r]), ())):
-                pr = idx.row_of.get(partner)
-                if pr is not None and np.isfinite(score[pr]):
-                    partner_of[int(idx.ids[r])] = partner
-                    partner_of.setdefault(partner, int(idx.ids[r]))
-                    if pr not in rows:
-                        rows.insert(rows.index(r) + 1, pr)
+        rows, partner_of = add_kept_pairs(rows, idx.ids, idx.row_of, score, self._acknowledged or {})
         ids = [int(idx.ids[r]) for r in rows]
         memories = self._get_many(con, ids)
         return [
@@ -1503,6 +1496,55 @@ class MemoryBank:
                 components={name: float(comps[name][r]) for name in comps}, conflict_with=partner_of.get(mid))
             for rank, (mid, r) in enumerate(zip(ids, rows))
         ]
+
+    def candidates(self, queries: list[str], namespace: str, now: Any = None,
+                   vectors: np.ndarray | None = None) -> Candidates:
+        """What ranking ``queries`` in ``namespace`` needs, captured once; changes nothing.
+
+        Each query is embedded once (in one batch, unless ``vectors`` are given) and matched
+        lexically once; ``Candidates.select(params)`` then returns, for any parameters, exactly
+        the ids :meth:`recall` with ``record=False`` would. ``now`` is one moment or one per
+        query (None: the current time), as in recall's "as of".
+        """
+        check_namespace(namespace)
+        if not isinstance(queries, (list, tuple)):
+            raise ValidationError("queries must be a list of strings")
+        for q in queries:
+            check_text(q, "query")
+        moments = list(now) if isinstance(now, (list, tuple)) else [now] * len(queries)
+        if len(moments) != len(queries):
+            raise ValidationError("now must be one moment, or one per query")
+        current = utcnow()
+        at = np.array([(parse_time(m, "now") or current).timestamp() for m in moments], dtype=np.float64)
+        if vectors is None and queries and self.dim is not None:
+            # Outside the lock: the model is the slow part, and other callers need not wait for it.
+            unique = list(dict.fromkeys(queries))
+            encoded = self.embedder.encode(unique)
+            pos = {q: i for i, q in enumerate(unique)}
+            vectors = encoded[[pos[q] for q in queries]]
+        elif vectors is not None and len(vectors) != len(queries):
+            raise ValidationError("vectors must hold one embedding per query")
+        with self._lock:
+            with self._session(write=False) as con:
+                pairs = self._acknowledged_pairs(con)
+                idx = self._ns_index(con, namespace)
+            n = 0 if idx is None else idx.n
+            sim = np.zeros((len(queries), n))
+            lex = np.zeros((len(queries), n))
+            if n and queries:
+                if vectors is None:  # another process gave the bank its first vectors meanwhile
+                    vectors = self.embedder.encode(list(queries))
+                # One product per query, as recall computes it, so rounding cannot reorder near-ties.
+                sim = np.array([idx.similarities(np.asarray(v, dtype=np.float32)) for v in vectors], dtype=np.float64)
+                lexical = {q: idx.lexical.scores(tokenize(q)) for q in dict.fromkeys(queries)}
+                lex = np.array([lexical[q] for q in queries]).reshape(len(queries), n)
+            copy = (lambda a: np.array(a[:n], copy=True)) if n else (lambda a: np.zeros(0))
+            return Candidates(
+                ids=copy(idx.ids) if n else np.zeros(0, dtype=np.int64), created=copy(idx.created),
+                last_access=copy(idx.last_access), importance=copy(idx.importance),
+                access_count=copy(idx.access_count), similarity=sim, lexical=lex, now=at,
+                pairs={k: set(v) for k, v in (pairs or {}).items()}, row_of=dict(idx.row_of) if n else {},
+            )
 
     def _record(self, con: Any, query: str, namespace: str, p: ScoringParams, preset: str | None,
                 decision: gate_mod.GateDecision | None, hits: list[Hit], now_dt: datetime,
@@ -1827,6 +1869,232 @@ class MemoryBank:
             Store.next_seq(con)  # other processes must drop their cached active preset
             Store.log_event(con, self.actor, "set_active_preset", None, {"name": old}, {"name": name}, utcnow())
         self._active_params = None
+
+    # -- labeled query sets --------------------------------------------------------------------
+
+    @staticmethod
+    def _check_set_name(set_name: Any) -> str:
+        if not isinstance(set_name, str) or not set_name.strip() or len(set_name) > 100:
+            raise ValidationError("a label set name is a non-empty string of at most 100 characters")
+        return set_name
+
+    def _memory_namespaces(self, con: Any, ids: list[int]) -> dict[int, str]:
+        if not ids:
+            return {}
+        return dict(con.execute("SELECT id, namespace FROM memories WHERE id IN (SELECT unnest(?))",
+                                [ids]).fetchall())
+
+    def label(self, namespace: str, query: str, memory_id: int, relevant: bool = True, *,
+              as_of: Any = None, set_name: str = "default") -> None:
+        """Mark memory ``memory_id`` as relevant (or not) to ``query`` in ``namespace``.
+
+        Labels make a labeled query set (``set_name``) that precision@k, recall@k and the tuner
+        (:mod:`memory_core.tuning`) score against. Labeling the same memory again replaces its
+        label. ``as_of`` pins the moment the query is asked (None: whenever it is evaluated).
+        The memory must exist and belong to ``namespace``.
+        """
+        check_namespace(namespace)
+        check_text(query, "query")
+        mid = self._check_id(memory_id)
+        if not isinstance(relevant, (bool, np.bool_)):
+            raise ValidationError(f"relevant must be true or false, got {relevant!r}")
+        self._check_set_name(set_name)
+        at = parse_time(as_of, "as_of")
+        now = utcnow()
+        with self._session() as con:
+            ns = self._memory_namespaces(con, [mid]).get(mid)
+            if ns is None:
+                raise NotFoundError(f"no memory with id {mid}")
+            if ns != namespace:
+                raise ValidationError(f"memory {mid} belongs to namespace {ns!r}, not {namespace!r}")
+            key = [set_name, namespace, query, None if at is None else to_naive_utc(at)]
+            same = "set_name = ? AND namespace = ? AND query = ? AND as_of IS NOT DISTINCT FROM ?"
+            before = con.execute(f"SELECT relevant FROM labels WHERE {same} AND memory_id = ?", [*key, mid]).fetchone()
+            # A query's "labeled, nothing marked" row is no longer needed once it has a label.
+            con.execute(f"DELETE FROM labels WHERE {same} AND (memory_id = ? OR memory_id IS NULL)", [*key, mid])
+            lid = Store.take_ids(con, "next_label_id", 1)
+            con.execute("INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [lid, *key, mid, bool(relevant), self.actor, to_naive_utc(now)])
+            # Not logged against the memory: a label says nothing about the memory itself, and
+            # undoing a memory event must not touch it.
+            Store.log_event(con, self.actor, "label", None,
+                            None if before is None else {"memory_id": mid, "relevant": bool(before[0])},
+                            {"set": set_name, "namespace": namespace, "query": query, "memory_id": mid,
+                             "relevant": bool(relevant)}, now)
+
+    def unlabel(self, namespace: str, query: str, memory_id: int, *, as_of: Any = None,
+                set_name: str = "default") -> bool:
+        """Remove one label; returns whether there was one."""
+        check_namespace(namespace)
+        check_text(query, "query")
+        mid = self._check_id(memory_id)
+        self._check_set_name(set_name)
+        at = parse_time(as_of, "as_of")
+        key = [set_name, namespace, query, None if at is None else to_naive_utc(at), mid]
+        with self._session() as con:
+            where = "set_name = ? AND namespace = ? AND query = ? AND as_of IS NOT DISTINCT FROM ? AND memory_id = ?"
+            found = con.execute(f"SELECT relevant FROM labels WHERE {where}", key).fetchone()
+            if found is None:
+                return False
+            con.execute(f"DELETE FROM labels WHERE {where}", key)
+            Store.log_event(con, self.actor, "unlabel", None, {"set": set_name, "namespace": namespace, "query": query,
+                            "memory_id": mid, "relevant": bool(found[0])}, None, utcnow())
+        return True
+
+    def labels(self, namespace: str | None = None, set_name: str | None = None) -> list[LabeledQuery]:
+        """The labeled queries (of one namespace and/or set), in the order they were first labeled."""
+        where, params = "TRUE", []
+        if namespace is not None:
+            where += " AND namespace = ?"
+            params.append(check_namespace(namespace))
+        if set_name is not None:
+            where += " AND set_name = ?"
+            params.append(self._check_set_name(set_name))
+        with self._session(write=False) as con:
+            rows = con.execute(f"SELECT set_name, namespace, query, as_of, memory_id, relevant FROM labels "
+                               f"WHERE {where} ORDER BY id", params).fetchall()
+        grouped: dict[tuple, tuple[list[int], list[int]]] = {}
+        for set_, ns, query, as_of, mid, relevant in rows:
+            rel, irr = grouped.setdefault((set_, ns, query, as_of), ([], []))
+            if mid is not None:
+                (rel if relevant else irr).append(int(mid))
+        return [LabeledQuery(namespace=ns, query=q, relevant=tuple(sorted(rel)), irrelevant=tuple(sorted(irr)),
+                             as_of=to_aware(as_of), set_name=set_)
+                for (set_, ns, q, as_of), (rel, irr) in grouped.items()]
+
+    def label_sets(self) -> dict[str, int]:
+        """Label set name → number of labeled queries in it."""
+        with self._session(write=False) as con:
+            rows = con.execute("SELECT set_name, count(DISTINCT (namespace, query, as_of)) FROM labels "
+                               "GROUP BY set_name ORDER BY set_name").fetchall()
+        return {name: int(n) for name, n in rows}
+
+    def import_labels(self, source: str | os.PathLike | IO[str] | Iterable[dict[str, Any]], *,
+                      set_name: str | None = None) -> int:
+        """Import labeled queries from JSON lines; returns how many queries were imported.
+
+        One line per query: ``{"namespace", "query", "relevant": [ids], "irrelevant": [ids]}``,
+        optionally ``"as_of"`` (ISO time) and ``"set"`` (``set_name`` overrides it; default
+        "default"). A query with no relevant id means "nothing should come back". A query already
+        labeled in that set gets these labels instead of its old ones. Every line is checked
+        first: a malformed line, an unknown memory id or one of another namespace raises
+        ImportFormatError listing them by line number, and nothing is imported.
+        """
+        if set_name is not None:
+            self._check_set_name(set_name)
+        own = isinstance(source, (str, os.PathLike))
+        if own and not Path(source).exists():
+            raise ValidationError(f"no such file: {source}")
+        problems: list[tuple[int, str]] = []
+        parsed: list[tuple[int, dict[str, Any]]] = []
+        fh = open(source, encoding="utf-8") if own else source
+        try:
+            for lineno, line in enumerate(fh, start=1):
+                if isinstance(line, str) and not line.strip():
+                    continue
+                try:
+                    row = json.loads(line) if isinstance(line, str) else line
+                    parsed.append((lineno, self._check_label_row(row, set_name)))
+                except (json.JSONDecodeError, ValidationError) as exc:
+                    problems.append((lineno, str(exc)))
+        except UnicodeDecodeError as exc:
+            raise ImportFormatError(f"the file is not UTF-8 text ({exc})") from None
+        finally:
+            if own:
+                fh.close()
+        now = utcnow()
+        with self._session() as con:
+            known = self._memory_namespaces(con, sorted({m for _, r in parsed for m in r["relevant"] + r["irrelevant"]}))
+            seen: dict[tuple, int] = {}
+            for lineno, r in parsed:
+                for mid in r["relevant"] + r["irrelevant"]:
+                    if mid not in known:
+                        problems.append((lineno, f"no memory with id {mid}"))
+                    elif known[mid] != r["namespace"]:
+                        problems.append((lineno, f"memory {mid} belongs to namespace {known[mid]!r}, "
+                                                 f"not {r['namespace']!r}"))
+                key = (r["set"], r["namespace"], r["query"], r["as_of"])
+                if key in seen:
+                    problems.append((lineno, f"the same query appears again (first on line {seen[key]})"))
+                seen.setdefault(key, lineno)
+            if problems:
+                problems.sort()
+                shown = "; ".join(f"line {n}: {m}" for n, m in problems[:5])
+                more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+                raise ImportFormatError(f"{len(problems)} problem(s), no label imported: {shown}{more}", problems)
+            if not parsed:
+                return 0
+            keys = pa.table({
+                "set_name": [r["set"] for _, r in parsed], "namespace": [r["namespace"] for _, r in parsed],
+                "query": [r["query"] for _, r in parsed],
+                "as_of": pa.array([r["as_of"] for _, r in parsed], pa.timestamp("us")),
+            })
+            con.register("_label_keys", keys)
+            try:
+                con.execute("DELETE FROM labels l USING _label_keys k WHERE l.set_name = k.set_name AND "
+                            "l.namespace = k.namespace AND l.query = k.query AND l.as_of IS NOT DISTINCT FROM k.as_of")
+            finally:
+                con.unregister("_label_keys")
+            out: dict[str, list] = {c: [] for c in ("set_name", "namespace", "query", "as_of", "memory_id", "relevant")}
+            for _, r in parsed:
+                marks = [(m, True) for m in r["relevant"]] + [(m, False) for m in r["irrelevant"]] or [(None, None)]
+                for mid, rel in marks:
+                    for c, v in zip(out, (r["set"], r["namespace"], r["query"], r["as_of"], mid, rel)):
+                        out[c].append(v)
+            n = len(out["query"])
+            first = Store.take_ids(con, "next_label_id", n)
+            table = pa.table({
+                "id": pa.array(range(first, first + n), pa.int64()),
+                "set_name": out["set_name"], "namespace": out["namespace"], "query": out["query"],
+                "as_of": pa.array(out["as_of"], pa.timestamp("us")),
+                "memory_id": pa.array(out["memory_id"], pa.int64()), "relevant": pa.array(out["relevant"], pa.bool_()),
+                "labeled_by": [self.actor] * n, "labeled_at": pa.array([to_naive_utc(now)] * n, pa.timestamp("us")),
+            })
+            con.register("_labels", table)
+            try:
+                con.execute("INSERT INTO labels SELECT * FROM _labels")
+            finally:
+                con.unregister("_labels")
+            Store.log_event(con, self.actor, "import_labels", None, None,
+                            {"queries": len(parsed), "labels": n,
+                             "sets": sorted({r["set"] for _, r in parsed})}, now)
+        return len(parsed)
+
+    def _check_label_row(self, row: Any, set_name: str | None) -> dict[str, Any]:
+        if not isinstance(row, dict):
+            raise ValidationError("each line must be a JSON object")
+        unknown = set(row) - {"namespace", "query", "relevant", "irrelevant", "as_of", "set"}
+        if unknown:
+            raise ValidationError(f"unknown field(s) {', '.join(sorted(unknown))}")
+        ns = check_namespace(row.get("namespace"))
+        query = check_text(row.get("query"), "query")
+        lists = {}
+        for name in ("relevant", "irrelevant"):
+            ids = row.get(name, [])
+            if not isinstance(ids, list) or any(isinstance(i, bool) or not isinstance(i, int) or i < 1 for i in ids):
+                raise ValidationError(f"{name} must be a list of memory ids (whole numbers from 1)")
+            lists[name] = sorted(set(ids))
+        both = set(lists["relevant"]) & set(lists["irrelevant"])
+        if both:
+            raise ValidationError(f"memory {min(both)} is both relevant and irrelevant")
+        at = parse_time(row.get("as_of"), "as_of")
+        set_ = set_name if set_name is not None else self._check_set_name(row.get("set", "default"))
+        return {"namespace": ns, "query": query, **lists, "as_of": None if at is None else to_naive_utc(at),
+                "set": set_}
+
+    def export_labels(self, dest: str | os.PathLike | IO[str], namespace: str | None = None,
+                      set_name: str | None = None) -> int:
+        """Write the labeled queries as JSON lines (the format :meth:`import_labels` reads)."""
+        queries = self.labels(namespace=namespace, set_name=set_name)
+        own = isinstance(dest, (str, os.PathLike))
+        fh = open(dest, "w", encoding="utf-8") if own else dest
+        try:
+            for q in queries:
+                fh.write(json.dumps(q.to_dict(), ensure_ascii=False) + "\n")
+        finally:
+            if own:
+                fh.close()
+        return len(queries)
 
     # -- import, export, re-embedding ----------------------------------------------------------
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import numpy as np
 
 from .bank import MemoryBank
 from .errors import ImportFormatError, MemoryCoreError
@@ -228,23 +229,32 @@ def stats(obj: _Context, namespace: str | None, as_json: bool) -> None:
               default=None, help="Default: data/demo_memories.jsonl of this project.")
 @click.option("--queries", "queries_file", type=click.Path(exists=True, dir_okay=False),
               default=None, help="Default: data/demo_queries.jsonl of this project.")
+@click.option("--truth", "truth_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Default: data/demo_truth.json (the answer key the demo labels come from).")
 @click.option("--force", is_flag=True, help="Rebuild even if the bank already has memories.")
 @click.pass_obj
-def demo(obj: _Context, memories_file: str | None, queries_file: str | None, force: bool) -> None:
-    """Build the demo bank: import the demo memories, then replay the demo recall history."""
+def demo(obj: _Context, memories_file: str | None, queries_file: str | None, truth_file: str | None,
+         force: bool) -> None:
+    """Build the demo bank: import the demo memories, replay the demo recall history, label the turns."""
+    if truth_file is None and memories_file is None and queries_file is None:
+        truth_file = str(DATA_DIR / "demo_truth.json")  # the answer key only fits the bundled files
     memories_file = memories_file or str(DATA_DIR / "demo_memories.jsonl")
     queries_file = queries_file or str(DATA_DIR / "demo_queries.jsonl")
     for f in (memories_file, queries_file):
         if not Path(f).exists():
             raise click.ClickException(f"demo data {f} is missing; pass --memories and --queries")
+    queries = [json.loads(line) for line in open(queries_file, encoding="utf-8") if line.strip()]
+    truth = _demo_truth(truth_file, queries)
     with obj.open() as bank:
         if bank.count(status=None) and not force:
             raise click.ClickException(f"{bank.path} already has memories; use --force or another --bank")
         total = sum(1 for line in open(memories_file, encoding="utf-8") if line.strip())
         with click.progressbar(length=total, label="importing demo memories", file=sys.stderr) as bar:
             report = bank.import_jsonl(memories_file, progress=bar.update)
-        queries = [json.loads(line) for line in open(queries_file, encoding="utf-8") if line.strip()]
-        relevant = _demo_relevance(bank, memories_file, queries_file)
+        # The answer key names memories by line; the import assigned ids in line order.
+        line_to_id = {line: mid for line, mid in enumerate(report.ids, start=1)}
+        relevant = {int(q["line"]): {line_to_id[int(i)] for i in q.get("relevant_lines") or [] if int(i) in line_to_id}
+                    for q in (truth or {}).get("queries", [])}
         with click.progressbar(queries, label="replaying recall history", file=sys.stderr) as bar:
             for line, q in enumerate(bar, start=1):
                 hits = bank.recall(q["query"], namespace=q["namespace"], now=q["at"],
@@ -257,25 +267,33 @@ def demo(obj: _Context, memories_file: str | None, queries_file: str | None, for
         names = [ns for ns, n in bank.namespaces() if n]
         with click.progressbar(names, label="looking for contradictions", file=sys.stderr) as bar:
             found = sum(len(bank.detect_conflicts(ns)) for ns in bar)
+        labeled = _demo_labels(bank, line_to_id, queries, truth)
         s = bank.stats()
     click.echo(f"demo bank {obj.bank_path}: {report.added} memories in {s['namespaces']} namespaces, "
-               f"{len(queries)} recalls replayed, {found} open conflicts")
+               f"{len(queries)} recalls replayed, {found} open conflicts, "
+               + (f"{labeled} labeled queries (set 'demo')" if labeled else "no labels (no answer key)"))
 
 
-def _demo_relevance(bank: MemoryBank, memories_file: str, queries_file: str) -> dict[int, set[int]]:
-    """Relevant memory ids per query line from data/demo_truth.json, when the bank holds exactly the
-    shipped demo memories (ids = line numbers on a fresh import); {} for other files."""
-    truth = DATA_DIR / "demo_truth.json"
-    shipped = (Path(memories_file).resolve() == (DATA_DIR / "demo_memories.jsonl").resolve()
-               and Path(queries_file).resolve() == (DATA_DIR / "demo_queries.jsonl").resolve())
-    if not shipped or not truth.exists():
-        return {}
-    first = json.loads(next(line for line in open(memories_file, encoding="utf-8") if line.strip()))
-    found = bank.get_many([1]).get(1)
-    if found is None or found.text != first["text"]:
-        return {}  # not a fresh import: ids do not match line numbers
-    return {int(q["line"]): {int(i) for i in q.get("relevant_lines") or []}
-            for q in json.loads(truth.read_text(encoding="utf-8")).get("queries", [])}
+def _demo_truth(truth_file: str | None, queries: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The demo's answer key (None without one), checked to describe the queries being replayed."""
+    if truth_file is None or not Path(truth_file).exists():
+        return None
+    truth = json.loads(Path(truth_file).read_text(encoding="utf-8"))
+    if len(truth.get("queries", [])) != len(queries):
+        raise click.ClickException(f"the answer key {truth_file} describes {len(truth.get('queries', []))} "
+                                   f"queries, the queries file has {len(queries)}")
+    return truth
+
+
+def _demo_labels(bank: MemoryBank, line_to_id: dict[int, int], queries: list[dict[str, Any]],
+                 truth: dict[str, Any] | None) -> int:
+    """Label the demo turns from the answer key, so the Tune page has a labeled set out of the box."""
+    from . import tuning
+
+    if truth is None:
+        return 0
+    live = {m.id for m in bank.get_many(list(line_to_id.values())).values() if m.status == "active"}
+    return bank.import_labels(tuning.demo_labels(truth, queries, line_to_id, live))
 
 
 @cli.command()
@@ -651,7 +669,8 @@ def feedback(obj: _Context, retrieval_id: int, answer: str | None, used_ids: tup
 @click.option("--since", default=None, help="From this ISO date or time (dates are whole UTC days).")
 @click.option("--until", default=None, help="Up to this ISO date or time (a date includes the whole day).")
 @click.option("--labels", "labels_file", type=click.Path(exists=True, dir_okay=False), default=None,
-              help='Relevance labels for precision@k: JSON lines {"namespace", "query", "relevant": [ids]}.')
+              help='Relevance labels for precision@k: JSON lines {"namespace", "query", "relevant": [ids]} '
+                   "(default: the bank's labeled queries, see memctl labels).")
 @click.option("-k", "--k", "k", type=int, default=None, help="Precision at this k (default: every result).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
@@ -738,6 +757,150 @@ def ablate(obj: _Context, cases_file: str, namespace: str | None, judge_model: s
     for i, c in enumerate(result.cases, start=1):
         if c["verdict"] == "error":
             click.echo(f"  case {i} failed: {c['error']}", err=True)
+# -- labeled queries, tuning, replay -------------------------------------------------------------------
+
+
+@cli.group()
+def labels() -> None:
+    """Labeled query sets: which memories a query should (not) bring back."""
+
+
+@labels.command(name="import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--set", "set_name", default=None, help="Put every query in this set (default: each line's "
+              "\"set\", else 'default').")
+@click.pass_obj
+def labels_import(obj: _Context, file: str, set_name: str | None) -> None:
+    """Import labeled queries from a JSON-lines FILE: {"namespace","query","relevant":[ids],"irrelevant":[ids]}."""
+    with obj.open() as bank:
+        n = bank.import_labels(file, set_name=set_name)
+    click.echo(f"imported {n} labeled queries")
+
+
+@labels.command(name="export")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True), default="-")
+@click.option("-n", "--namespace", default=None)
+@click.option("--set", "set_name", default=None)
+@click.pass_obj
+def labels_export(obj: _Context, file: str, namespace: str | None, set_name: str | None) -> None:
+    """Write labeled queries as JSON lines to FILE (default: standard output)."""
+    with obj.open() as bank:
+        n = bank.export_labels(sys.stdout if file == "-" else file, namespace=namespace, set_name=set_name)
+    click.echo(f"exported {n} labeled queries", err=True)
+
+
+@labels.command(name="list")
+@click.pass_obj
+def labels_list(obj: _Context) -> None:
+    """The label sets and how many queries each holds."""
+    with obj.open() as bank:
+        sets = bank.label_sets()
+    if not sets:
+        click.echo("no labels yet: mark results on the dashboard's Tune page, or `memctl labels import FILE`")
+    for name, n in sets.items():
+        click.echo(f"{name:<20} {n} queries")
+
+
+def _scores_line(s: Any) -> str:
+    def f(v: float) -> str:
+        return "  n/a" if v != v else f"{v:5.3f}"
+    return (f"precision@k {f(s.precision)}  recall@k {f(s.recall)}  empty-when-nothing-relevant {f(s.empty_rate)}"
+            f"  F{s.beta:g} {f(s.f_beta)}")
+
+
+def _labeled_set(bank: MemoryBank, namespace: str | None, set_name: str | None) -> Any:
+    from . import tuning
+
+    queries = bank.labels(namespace=namespace, set_name=set_name)
+    if not queries:
+        raise click.ClickException("no labeled queries" + (f" in set {set_name!r}" if set_name else "")
+                                   + (f" for {namespace!r}" if namespace else "")
+                                   + "; import some with `memctl labels import` or build the demo")
+    with click.progressbar(length=len(queries), label="embedding labeled queries", file=sys.stderr) as bar:
+        return tuning.prepare(bank, queries, progress=bar.update)
+
+
+@cli.command()
+@click.option("-n", "--namespace", default=None, help="Tune on this namespace's labels (default: all).")
+@click.option("--set", "set_name", default=None, help="The label set (default: every set).")
+@click.option("--objective", default="f0.5", show_default=True, help="precision, recall, or f<beta> (β<1 favours precision).")
+@click.option("--folds", type=int, default=5, show_default=True)
+@click.option("--trials", type=int, default=200, show_default=True, help="Random settings tried (plus local refinement).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--preset", "base_name", default=None, help="Start from this preset (default: the active one).")
+@click.option("--save", "save_as", default=None, help="Save the proposal as this preset (not made active).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def tune(obj: _Context, namespace: str | None, set_name: str | None, objective: str, folds: int, trials: int,
+         seed: int, base_name: str | None, save_as: str | None, as_json: bool) -> None:
+    """Search weights, half-life and threshold on labeled queries (cross-validated); propose a preset."""
+    from . import tuning
+
+    tuning.Objective.parse(objective)
+    with obj.open() as bank:
+        active_name, active = bank.active_preset()
+        base_name = base_name or active_name
+        base = bank.preset(base_name)
+        labeled = _labeled_set(bank, namespace, set_name)
+        with click.progressbar(length=tuning.plan_size(trials, folds), label="trying settings", file=sys.stderr) as bar:
+            result = tuning.tune(labeled, base, objective=objective, folds=folds, trials=trials, seed=seed,
+                                 progress=bar.update)
+        if save_as:
+            bank.save_preset(save_as, result.proposal, description=(
+                f"tuned for {result.objective.name} on {result.queries} labeled queries; held-out "
+                f"{result.cv_mean:.3f} vs {base_name} {result.cv_base_mean:.3f}"))
+    if as_json:
+        click.echo(json.dumps({**result.to_dict(), "base_preset": base_name, "saved_as": save_as}, indent=1))
+        return
+    click.echo(f"{result.queries} labeled queries, {len(result.folds)}-fold cross-validation, "
+               f"{result.trials} settings tried, objective {result.objective.name}")
+    click.echo(f"held-out {result.objective.name}: proposal {result.cv_mean:.3f} ± {np.std(result.cv):.3f}  vs  "
+               f"{base_name} {result.cv_base_mean:.3f} ± {np.std(result.cv_base):.3f}")
+    click.echo(f"  proposal (held out) {_scores_line(result.held_out)}")
+    click.echo(f"  {base_name:<19} {_scores_line(result.held_out_base)}")
+    if result.changes:
+        click.echo("proposed changes: " + ", ".join(f"{k} {a:g} → {b:g}" for k, (a, b) in result.changes.items()))
+    else:
+        click.echo(f"no setting beat {base_name}: keep it")
+    if save_as:
+        click.echo(f"saved as preset {save_as!r}; not active (activate with: memctl preset activate {save_as})")
+    elif result.changes:
+        click.echo("save it with --save NAME; nothing was changed")
+
+
+@cli.command()
+@click.option("--since", default=None, help="First recall time (ISO date/time).")
+@click.option("--until", default=None, help="Last recall time (ISO date/time).")
+@click.option("--preset", "preset_name", required=True, help="The candidate preset to replay under.")
+@click.option("-n", "--namespace", default=None)
+@click.option("--set", "set_name", default=None, help="Labels to score with (default: every set).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def replay(obj: _Context, since: str | None, until: str | None, preset_name: str, namespace: str | None,
+           set_name: str | None, as_json: bool) -> None:
+    """Re-run logged recalls under a preset, as what-ifs: what changes, what becomes empty, metric deltas."""
+    from . import tuning
+
+    with obj.open() as bank:
+        params = bank.preset(preset_name)
+        total = len(bank.retrievals(namespace=namespace, limit=None, since=since, until=until))
+        with click.progressbar(length=total, label="replaying", file=sys.stderr) as bar:
+            report = tuning.replay(bank, params, since=since, until=until, namespace=namespace,
+                                   label_set=set_name, progress=bar.update)
+    if as_json:
+        click.echo(json.dumps({"preset": preset_name, **report.to_dict()}, indent=1))
+        return
+    click.echo(f"{report.replayed} logged recalls replayed under {preset_name!r} (nothing recorded); "
+               f"{report.skipped} skipped (the gate had declined them)")
+    click.echo(f"results changed: {report.changed}  newly empty: {report.newly_empty}  "
+               f"newly non-empty: {report.newly_nonempty}")
+    if report.labeled:
+        click.echo(f"on {report.labeled} labeled recalls:")
+        click.echo(f"  logged    {_scores_line(report.before)}")
+        click.echo(f"  replayed  {_scores_line(report.after)}")
+        click.echo("  delta     " + "  ".join(f"{k} {v:+.3f}" for k, v in report.deltas().items() if v == v))
+    else:
+        click.echo("no replayed recall has labels: no metric deltas")
 
 
 def main() -> None:

@@ -371,6 +371,29 @@ def _label_key(labels: Mapping[Any, Any], retrieval: dict[str, Any]) -> Any:
     return None
 
 
+def stored_labels(bank: MemoryBank, namespace: str | None = None, since: Any = None,
+                  until: Any = None) -> dict[Any, tuple[int, ...]]:
+    """The bank's labeled queries (``bank.labels``) as :func:`precision_at_k` labels.
+
+    A label without ``as_of`` applies to every logged recall of its query, keyed by
+    ``(namespace, query)``; one with ``as_of`` only to the recall logged at that moment (the same
+    words can mean different memories before and after an update), keyed by retrieval id.
+    """
+    out: dict[Any, tuple[int, ...]] = {}
+    timed: dict[tuple[str, str, datetime], tuple[int, ...]] = {}
+    for q in bank.labels(namespace=namespace):
+        if q.as_of is None:
+            out[(q.namespace, q.query)] = q.relevant
+        else:
+            timed[(q.namespace, q.query, q.as_of)] = q.relevant
+    if timed:
+        for r in bank.retrievals(namespace, limit=None, since=since, until=until):
+            hit = timed.get((r["namespace"], r["query"], r["recalled_at"]))
+            if hit is not None:
+                out[int(r["id"])] = hit
+    return out
+
+
 def precision_at_k(bank: MemoryBank, labels: Mapping[Any, Iterable[int]], namespace: str | None = None,
                    since: Any = None, until: Any = None, k: int | None = None) -> dict[str, Any]:
     """Precision@k of logged recalls against relevance labels.
@@ -452,10 +475,13 @@ def report(bank: MemoryBank, namespace: str | None = None, since: Any = None, un
     """Every metric of a namespace (or all) and date range, as plain data (what `memctl metrics` prints).
 
     ``retrieval``: :func:`summary` of the log (retrieval frequency, empty-result rate...);
-    ``feedback``: :func:`feedback_metrics`; ``precision``: :func:`precision_at_k` when labels are
-    given; ``ablation``: :func:`ablation_metrics`. Sections without data are None.
+    ``feedback``: :func:`feedback_metrics`; ``precision``: :func:`precision_at_k` against
+    ``labels``, or, when none are given, the bank's own labeled queries (:func:`stored_labels`);
+    ``ablation``: :func:`ablation_metrics`. Sections without data are None.
     """
     since, until = _bounds(since, until)
+    if labels is None:
+        labels = stored_labels(bank, namespace, since, until) or None
     s = summary(usage_frame(bank, namespace, since, until))
     return {
         "namespace": namespace,

@@ -144,6 +144,32 @@ class Profile:
         return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class LabeledQuery:
+    """A query an operator judged: which memories it should bring back, and which not.
+
+    No ``relevant`` id means recall should come back empty for it. Memories not named either
+    way count as not relevant when scoring (labels name what should come back). ``as_of`` is
+    the moment the query is asked (None: whenever it is evaluated).
+    """
+
+    namespace: str
+    query: str
+    relevant: tuple[int, ...] = ()
+    irrelevant: tuple[int, ...] = ()
+    as_of: datetime | None = None
+    set_name: str = "default"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSONL form: {"namespace", "query", "relevant", "irrelevant"[, "as_of"][, "set"]}."""
+        out: dict[str, Any] = {"namespace": self.namespace, "query": self.query,
+                               "relevant": list(self.relevant), "irrelevant": list(self.irrelevant)}
+        if self.as_of is not None:
+            out["as_of"] = self.as_of.isoformat().replace("+00:00", "Z")
+        out["set"] = self.set_name
+        return out
+
+
 CONFLICT_STATUSES = ("open", "resolved", "acknowledged", "dismissed")
 RESOLUTIONS = ("newer_wins", "explicit_wins", "keep_both", "edit", "dismiss")
 

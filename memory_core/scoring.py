@@ -264,3 +264,81 @@ def top_k(score: np.ndarray, ids: np.ndarray, k: int, threshold: float) -> np.nd
         keep = keep[-score[keep] <= kth]
     order = np.lexsort((ids[keep], -score[keep]))
     return keep[order][:k]
+
+
+def top_k_rows(score: np.ndarray, ids: np.ndarray, k: int, threshold: float) -> list[np.ndarray]:
+    """:func:`top_k` for every row of a (queries × memories) score matrix, with the same selection
+    and tie-break; the tuner ranks many queries per parameter setting this way."""
+    score = np.atleast_2d(score)
+    q, n = score.shape
+    if n == 0:
+        return [np.zeros(0, dtype=np.int64) for _ in range(q)]
+    if n > 4096:  # one full sort per row would cost more than top_k's partition
+        return [top_k(row, ids, k, threshold) for row in score]
+    masked = np.where(score >= threshold, score, -np.inf)
+    order = np.lexsort((np.broadcast_to(ids, score.shape), -masked), axis=-1)[:, :k]
+    keep = np.isfinite(np.take_along_axis(masked, order, axis=-1))
+    return [order[i][keep[i]] for i in range(q)]
+
+
+def add_kept_pairs(rows: list[int], ids: np.ndarray, row_of: dict[int, int], score: np.ndarray,
+                   pairs: dict[int, set[int]]) -> tuple[list[int], dict[int, int]]:
+    """Insert the partner of each selected memory an operator chose to keep both of, right after it.
+
+    A pair resolved "keep both" comes back together, even below the threshold, so the model sees
+    the contradiction instead of one side of it. Returns the rows and memory id → partner id.
+    """
+    rows = list(rows)
+    partner_of: dict[int, int] = {}
+    for r in list(rows):
+        for partner in sorted(pairs.get(int(ids[r]), ())):
+            pr = row_of.get(partner)
+            if pr is not None and np.isfinite(score[pr]):
+                partner_of[int(ids[r])] = partner
+                partner_of.setdefault(partner, int(ids[r]))
+                if pr not in rows:
+                    rows.insert(rows.index(r) + 1, pr)
+    return rows, partner_of
+
+
+@dataclass
+class Candidates:
+    """What ranking needs of one namespace for several queries, captured once.
+
+    Similarity and lexical match depend on the query only, so the tuner computes them once per
+    query (one embedding each) and re-ranks under any number of parameter settings with
+    :meth:`select`, which blends and picks exactly as recall does. Built by
+    ``MemoryBank.candidates``; ``now`` holds each query's moment (POSIX seconds).
+    """
+
+    ids: np.ndarray  # (n,) memory ids
+    created: np.ndarray  # (n,)
+    last_access: np.ndarray  # (n,)
+    importance: np.ndarray  # (n,)
+    access_count: np.ndarray  # (n,)
+    similarity: np.ndarray  # (q, n) raw cosine
+    lexical: np.ndarray  # (q, n) normalized BM25
+    now: np.ndarray  # (q,)
+    pairs: dict[int, set[int]]
+    row_of: dict[int, int]
+
+    def scores(self, params: ScoringParams) -> np.ndarray:
+        """(q, n) blended scores; memories created after a query's moment score −inf."""
+        now = self.now[:, None]
+        score, _ = blend(params, similarity=self.similarity, lexical=self.lexical, created=self.created,
+                         last_access=self.last_access, importance=self.importance,
+                         access_count=self.access_count, now=now)
+        return np.where(self.created[None, :] <= now, score, -np.inf)
+
+    def select(self, params: ScoringParams) -> list[list[int]]:
+        """The memory ids recall would return for each query under ``params``, best first."""
+        if self.ids.size == 0:
+            return [[] for _ in range(len(self.now))]
+        score = self.scores(params)
+        out = []
+        for i, rows in enumerate(top_k_rows(score, self.ids, params.k, params.threshold)):
+            rows = [int(r) for r in rows]
+            if self.pairs and rows:
+                rows, _ = add_kept_pairs(rows, self.ids, self.row_of, score[i], self.pairs)
+            out.append([int(self.ids[r]) for r in rows])
+        return out

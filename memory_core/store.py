@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from .errors import BankLockedError, BankReadOnlyError, CorruptBankError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 MEMORY_COLUMNS = (
     "id", "namespace", "text", "kind", "category", "importance", "created_at", "updated_at",
@@ -138,6 +138,18 @@ _MIGRATIONS: dict[int, list[str]] = {
             reason VARCHAR, error VARCHAR
         )""",
         "INSERT INTO meta VALUES ('next_ablation_run_id', '1')",
+    ],
+    # Labeled query sets: an operator's judgement of which memories a query should (not) bring
+    # back. A row with a NULL memory_id only records that the query is labeled (nothing relevant,
+    # nothing marked): "recall should come back empty". as_of is the moment the query is asked
+    # (NULL: whenever it is evaluated), so one text can mean different memories at different times.
+    4: [
+        """CREATE TABLE labels (
+            id BIGINT PRIMARY KEY, set_name VARCHAR NOT NULL, namespace VARCHAR NOT NULL,
+            query VARCHAR NOT NULL, as_of TIMESTAMP, memory_id BIGINT, relevant BOOLEAN,
+            labeled_by VARCHAR NOT NULL, labeled_at TIMESTAMP NOT NULL
+        )""",
+        "INSERT INTO meta VALUES ('next_label_id', '1')",
     ],
 }
 

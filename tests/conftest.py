@@ -51,3 +51,38 @@ def llm_server():
     from llm_server import stand_in_llm
 
     yield from stand_in_llm()
+
+
+@pytest.fixture(scope="session")
+def demo_labeled(tmp_path_factory, embedder):
+    """The demo memories in a bank, with the answer key's turns imported as the label set "demo".
+
+    Built once per run (the 753 memories are embedded once). Returns (bank path, truth, queries).
+    Tests that change the bank work on a copy (see copy_bank).
+    """
+    import json
+
+    from memory_core import tuning
+
+    path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    truth = json.loads((DATA / "demo_truth.json").read_text(encoding="utf-8"))
+    queries = [json.loads(line) for line in (DATA / "demo_queries.jsonl").open(encoding="utf-8") if line.strip()]
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        report = bank.import_jsonl(DATA / "demo_memories.jsonl")
+        line_to_id = dict(enumerate(report.ids, start=1))
+        live = {m.id for m in bank.get_many(report.ids).values() if m.status == "active"}
+        bank.import_labels(tuning.demo_labels(truth, queries, line_to_id, live))
+    return path, truth, queries
+
+
+@pytest.fixture
+def copy_bank(tmp_path):
+    """Copy a bank file (not its index cache) into this test's folder, so the test may change it."""
+    import shutil
+
+    def copy(path: Path) -> Path:
+        dest = tmp_path / Path(path).name
+        shutil.copy(path, dest)
+        return dest
+
+    return copy

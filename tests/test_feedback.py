@@ -181,9 +181,9 @@ def test_a_version_2_bank_is_upgraded_and_takes_feedback(tmp_path, embedder):
         rid = bank.last_retrieval_id
     # Take the file back to version 2: what a bank written before feedback existed looks like.
     con = duckdb.connect(str(path))
-    for table in ("feedback", "feedback_hits", "ablation_runs", "ablation_cases"):
+    for table in ("feedback", "feedback_hits", "ablation_runs", "ablation_cases", "labels"):
         con.execute(f"DROP TABLE {table}")
-    con.execute("DELETE FROM meta WHERE key = 'next_ablation_run_id'")
+    con.execute("DELETE FROM meta WHERE key IN ('next_ablation_run_id', 'next_label_id')")
     con.execute("DELETE FROM schema_migrations WHERE version >= 3")
     assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == 2
     con.close()
