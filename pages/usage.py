@@ -71,7 +71,9 @@ with readable_errors():
     cols[5].metric("latency p95", _ms(s["latency_p95_ms"]))
     fb = mx.feedback_metrics(bank, namespace, since=start, until=end)
     ab = mx.ablation_metrics(bank, namespace, since=start, until=end)
-    cols = st.columns(5)
+    labels = mx.stored_labels(bank, namespace, since=start, until=end)
+    pr = mx.precision_at_k(bank, labels, namespace, since=start, until=end, k=5) if labels else None
+    cols = st.columns(6)
     if fb is None:
         cols[0].metric("usage rate", "—", help=mx.FEEDBACK_NOTE)
     else:
@@ -94,6 +96,14 @@ with readable_errors():
             ci = ab[f"{key}_ci"]
             col.metric(label, _pct(ab[key]), help=("better" if key == "usefulness" else "worse")
                        + " with memory than without" + ("" if ci is None else f"; 95% CI {_pct(ci[0])}–{_pct(ci[1])}"))
+    if pr is None or pr["labelled"] == 0:
+        cols[5].metric("precision@5", "—", help="No logged recall in the window matches a labeled query: mark "
+                       "results on the Tune page or `memctl labels import FILE`.")
+    else:
+        cols[5].metric("precision@5", _pct(pr["precision"]),
+                       help=f"Share of the first 5 returned memories labeled relevant, over {pr['evaluated']} "
+                            f"labeled recall(s) that returned something; {pr['empty']} returned nothing "
+                            f"({pr['empty_correct']} of them rightly, nothing being relevant).")
     notes = []
     if fb is None:
         notes.append(f"Usage rate: {mx.FEEDBACK_NOTE}")
@@ -102,7 +112,6 @@ with readable_errors():
         notes.append(mx.ABLATION_NOTE if not outside else
                      f"No ablation run started between {start} and {end} ({outside} run(s) at other dates: "
                      "widen the dates, or see the Evaluate page).")
-    notes.append("Precision@k needs relevance labels: `memctl metrics --labels FILE`.")
     st.caption(" ".join(notes))
 
     if df.empty:
