@@ -1635,6 +1635,30 @@ class MemoryBank:
             Store.log_event(con, self.actor, "set_active_preset", None, {"name": old}, {"name": name}, utcnow())
         self._active_params = None
 
+    # -- backup and restore --------------------------------------------------------------------
+
+    def backup(self, dest: str | os.PathLike, *, overwrite: bool = False) -> int:
+        """Write a consistent copy of the bank to the file ``dest``; returns the memories it holds.
+
+        Safe while other processes use the bank: the copy is taken while this process holds the
+        file (they wait for it, as for any operation), and appears under ``dest`` only once
+        complete. Index caches are not copied; they are rebuilt from the copy when it is opened.
+        Hard-deleted text is not in the copy (it is a logical copy, not the file's blocks).
+        """
+        if self.closed:
+            raise StateError("this bank is closed; open it again with MemoryBank.open")
+        with self._lock:
+            return self._store.backup(dest, overwrite=overwrite)
+
+    @staticmethod
+    def restore_backup(backup: str | os.PathLike, path: str | os.PathLike, *, force: bool = False,
+                       lock_timeout: float = 10.0) -> int:
+        """Put a backup made by :meth:`backup` in place of the bank at ``path``; returns its number
+        of memories. An existing bank is replaced only with ``force=True``; processes that have it
+        open see the restored bank on their next operation. (Not :meth:`restore`, which brings back
+        one soft-deleted memory.)"""
+        return Store.restore(backup, path, force=force, lock_timeout=lock_timeout)
+
     # -- import, export, re-embedding ----------------------------------------------------------
 
     def export_jsonl(self, dest: str | os.PathLike | IO[str], namespace: str | None = None,
