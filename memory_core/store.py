@@ -148,7 +148,8 @@ def is_corruption(exc: BaseException) -> bool:
                         duckdb.ParserException, duckdb.ConversionException)):
         return False
     msg = str(exc).lower()
-    return any(sign in msg for sign in _CORRUPTION_SIGNS) and "lock" not in msg
+    busy = "conflicting lock" in msg or "could not set lock" in msg
+    return any(sign in msg for sign in _CORRUPTION_SIGNS) and not busy
 
 
 def corrupt_error(path: Path, detail: str, *, opening: bool = False, backup: bool = False) -> CorruptBankError:
