@@ -146,9 +146,9 @@ def recall_matches_brute_force(bank: MemoryBank, queries: list[str], *, now: dat
     return problems
 
 
-def write_result(name: str, data: dict[str, Any]) -> Path:
-    """Write a figure file to bench/results/NAME.json (atomically) and return its path."""
-    out = Path(__file__).resolve().parent / "results" / f"{name}.json"
+def write_result(name: str, data: dict[str, Any], path: str | Path | None = None) -> Path:
+    """Write a figure file to bench/results/NAME.json, or ``path`` (atomically); returns where."""
+    out = Path(path) if path else Path(__file__).resolve().parent / "results" / f"{name}.json"
     out.parent.mkdir(exist_ok=True)
     tmp = out.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")

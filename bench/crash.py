@@ -295,10 +295,11 @@ def main() -> None:
     ap.add_argument("--kills", type=int, default=60)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--max-delay", type=float, default=2.5, help="Longest wait before a kill, in seconds.")
+    ap.add_argument("--out", default=None, help="Write the figures to this file instead of bench/results/.")
     ap.add_argument("--json", default="crash", help="Name of the result file in bench/results/.")
     args = ap.parse_args()
     result = run(kills=args.kills, seed=args.seed, max_delay=args.max_delay)
-    out = write_result(args.json, result)
+    out = write_result(args.json, result, args.out)
     print(f"kills {result['kills']}, survived {result['survived']} (by phase {result['kills_by_phase']}, "
           f"{result['killed_mid_operation']} mid-operation), acknowledged {result['acknowledged_operations']}; "
           f"{result['seconds']} s -> {out}")

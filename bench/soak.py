@@ -302,6 +302,7 @@ def run(seconds: float = 120.0, folder: Path | None = None, agents: int = 3, ser
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=120.0)
+    ap.add_argument("--out", default=None, help="Write the figures to this file instead of bench/results/.")
     ap.add_argument("--json", default="soak", help="Name of the result file in bench/results/.")
     ap.add_argument("--role", choices=("parent", "agent", "dashboard"), default="parent")
     ap.add_argument("--index", type=int, default=0)
@@ -317,7 +318,7 @@ def main() -> None:
     from bench.checks import write_result
 
     result = run(seconds=args.seconds)
-    out = write_result(args.json, result)
+    out = write_result(args.json, result, args.out)
     lw = result["lock_waits"]
     print(f"ops {result['ops_total']} {result['ops']}, errors {result['errors']}, lost {len(result['lost_writes'])}, "
           f"lock waits {lw['count']} (p50 {lw['p50_s']}, p99 {lw['p99_s']}, max {lw['max_s']} s), dashboard runs "
