@@ -1060,6 +1060,7 @@ class MemoryBank:
             for eid, b, a in con.execute("SELECT id, before, after FROM events WHERE memory_id IN (SELECT unnest(?))",
                                          [member_ids]).fetchall():
                 con.execute("UPDATE events SET before = ?, after = ? WHERE id = ?", [_scrub(b), _scrub(a), eid])
+            Store.scrub_texts(con, [m.text for m in befores.values()])  # evidence, reports, notes quoting them
             Store.log_events(con, self.actor, "hard_delete", member_ids,
                              [{"id": m.id, "content_hash": m.content_hash, "status": m.status}
                               for m in (befores[i] for i in member_ids)],

@@ -559,6 +559,23 @@ class Store:
             return np.zeros((0, dim), dtype=np.float32)
         return col.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(len(col), dim)
 
+    # Free-text columns that may quote a memory (evidence, reports, notes, a query typed from it).
+    QUOTING_COLUMNS = (("conflicts", "evidence"), ("merges", "detail"), ("maintenance_runs", "plan"),
+                       ("maintenance_runs", "report"), ("events", "note"), ("retrievals", "query"))
+
+    @staticmethod
+    def scrub_texts(con: Connection, texts: list[str | None]) -> None:
+        """Replace every quotation of these (erased) texts in free-text columns by ``[erased]``:
+        as written, JSON-escaped and as a Python repr, the forms reports store them in."""
+        forms: set[str] = set()
+        for t in texts:
+            if t:
+                forms |= {t, json.dumps(t)[1:-1], json.dumps(t, ensure_ascii=False)[1:-1], repr(t)[1:-1]}
+        for form in sorted(forms, key=len, reverse=True):
+            for table, col in Store.QUOTING_COLUMNS:
+                con.execute(f"UPDATE {table} SET {col} = replace({col}, ?, '[erased]') WHERE contains({col}, ?)",
+                            [form, form])
+
     @staticmethod
     def log_events(con: Connection, actor: str, action: str, memory_ids: list[int],
                    befores: list[dict | None], afters: list[dict | None], at: datetime,
