@@ -453,7 +453,7 @@ class MemoryBank:
         one transaction. With ``skip_existing``, a row whose id already exists with the same text
         is counted as already present instead of refused, so an interrupted import can be re-run.
         """
-        if isinstance(rows, (str, bytes, dict)):
+        if isinstance(rows, (str, bytes, dict)) or not isinstance(rows, Iterable):
             raise ValidationError("add_many takes a list of mappings (one per memory)")
         now = utcnow()
         checked = []
@@ -635,6 +635,13 @@ class MemoryBank:
         ``tier`` (hot, warm or cold as of ``now``).
         ``order`` is one of newest, oldest, importance, most used, recently used.
         """
+        self._check_filter_names(filters)
+        for name, value in (("limit", limit), ("offset", offset)):
+            if value is None and name == "limit":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValidationError(f"{name} must be a whole number >= 0{' or None' if name == 'limit' else ''}, "
+                                      f"got {value!r}")
         where, params = self._filters(namespace, status, **filters)
         order_sql = self._ORDERS.get(check_choice(order, self._ORDERS, "order"))
         with self._session(write=False) as con:
@@ -643,9 +650,19 @@ class MemoryBank:
 
     def count(self, namespace: str | None = None, status: str | None = "active", **filters: Any) -> int:
         """How many memories match the filters of :meth:`memories`."""
+        self._check_filter_names(filters)
         where, params = self._filters(namespace, status, **filters)
         with self._session(write=False) as con:
             return int(con.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()[0])
+
+    _FILTER_NAMES = ("kind", "category", "contains", "pinned", "min_importance", "max_importance", "created_after",
+                     "created_before", "used_after", "used_before", "tier", "now")
+
+    @classmethod
+    def _check_filter_names(cls, filters: dict[str, Any]) -> None:
+        unknown = sorted(set(filters) - set(cls._FILTER_NAMES))
+        if unknown:
+            raise ValidationError(f"unknown filter(s) {', '.join(unknown)}; filters: {', '.join(cls._FILTER_NAMES)}")
 
     @staticmethod
     def _where(**equal: Any) -> tuple[str, list[Any]]:
