@@ -6,6 +6,7 @@ log. The bars only split Hit.score into its weighted parts (no scoring formula o
 
 from __future__ import annotations
 
+import html
 from datetime import date, datetime, time, timezone
 
 import pandas as pd
@@ -140,7 +141,8 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
     table = pd.DataFrame(rows)
     n_in = int(table["in"].sum())
     st.subheader(f"{n_in} of {len(hits)} candidates in (k={p.k}, threshold={p.threshold:.2f})")
-    labels = [f"{'✅' if r['in'] else '⬜'} #{r['id']} {r['text'][:50]}" for r in rows]
+    # Plotly reads <b>, <a href>, <br> in labels as markup: escaped, a memory's tags show as typed.
+    labels = [f"{'✅' if r['in'] else '⬜'} #{r['id']} {html.escape(r['text'][:50])}" for r in rows]
     fig = go.Figure()
     for name, _, _ in PARTS:
         fig.add_bar(name=name, y=labels, x=[float(v) for v in table[name]], orientation="h")
@@ -168,10 +170,10 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
     leaving = [i for i in before if i not in after]
     if not entering and not leaving:
         st.write("Same memories as the active preset" + (" (order differs)." if before != after else "."))
-    for i in entering:
-        st.markdown(f"➕ enters: #{i} {text[i]}")
+    for i in entering:  # memory text is plain text, never markdown: memories may carry markup
+        st.text(f"➕ enters: #{i} {text[i]}")
     for i in leaving:
-        st.markdown(f"➖ leaves: #{i} {text[i]}")
+        st.text(f"➖ leaves: #{i} {text[i]}")
 
 
 def show_replay(p: ScoringParams, now: datetime) -> None:
