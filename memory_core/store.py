@@ -341,12 +341,8 @@ class Store:
         tmp = self.path.with_name(f".{self.path.name}.compact.{os.getpid()}")
         try:
             raw.execute("FORCE CHECKPOINT").fetchall()
-            name = raw.execute("SELECT current_database()").fetchone()[0]
-            raw.complete()
             tmp.unlink(missing_ok=True)
-            raw.execute(f"ATTACH '{tmp}' AS compacted").fetchall()
-            raw.execute(f'COPY FROM DATABASE "{name}" TO compacted').fetchall()
-            raw.execute("DETACH compacted").fetchall()
+            _copy_database(raw, tmp)  # quotes the path: a bank's folder may have a quote in its name
             os.replace(tmp, self.path)
         finally:
             raw.close()

@@ -225,3 +225,35 @@ def test_browse_search_with_sql_injects_nothing(tmp_path, embedder, monkeypatch)
         assert any("No memory matches" in m.value for m in at.markdown), "the payload matched literally: nothing"
     with MemoryBank.open(path, embedder=embedder) as bank:
         assert bank.count(status=None) == 2 and len(bank.events(limit=100)) == 2
+
+
+# Everything spliced into SQL text in memory_core, reviewed: column and table names from fixed
+# tuples, WHERE clauses built by _where/_filters with ? placeholders, ORDER BY from a fixed map,
+# LIMIT as int(), quoted file paths. A new interpolation fails here until it is reviewed.
+REVIEWED_SQL_PIECES = {
+    "bank.py": {"', '.join(sets)", "_EVENT_COLUMNS", "col", "extra", "int(limit)", "page", "where"},
+    "store.py": {"_sql_string(backup)", "_sql_string(dest)", "col", "cols", "order", "page", "quoted", "table",
+                 "where", "<sql>", "<stmt>"},
+}
+
+
+def test_sql_text_interpolates_only_reviewed_pieces():
+    import ast
+
+    root = Path(__file__).resolve().parent.parent / "memory_core"
+    found: dict[str, set[str]] = {}
+    for f in sorted(root.glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("execute", "sql", "executemany") and node.args):
+                continue
+            arg = node.args[0]
+            if isinstance(arg, ast.JoinedStr):
+                pieces = {ast.unparse(v.value) for v in arg.values if isinstance(v, ast.FormattedValue)}
+            elif isinstance(arg, ast.Constant):
+                continue
+            else:
+                pieces = {f"<{ast.unparse(arg)}>"}
+            found.setdefault(f.name, set()).update(pieces)
+    unreviewed = {name: sorted(p - REVIEWED_SQL_PIECES.get(name, set())) for name, p in found.items()}
+    assert not any(unreviewed.values()), f"SQL built from unreviewed values: {unreviewed}"
