@@ -151,7 +151,7 @@ def test_threshold_at_max_empties_the_in_set(tune_bank):
     assert len(table) == 4 and not table["in"].any()
     assert frames(at)[2].empty
     assert not frames(at)[1].empty
-    assert any("leaves" in m.value for m in at.markdown)
+    assert any("leaves" in t.value for t in at.text)  # memory text as plain text, never markdown
     # the active preset returns something for both logged queries; nothing passes now
     assert at.metric[-1].value == "2 of 2"
 
