@@ -451,6 +451,8 @@ def test_markup_in_memories_is_inert_on_every_page(browser, markup_server, modul
         main = page.locator('[data-testid="stMain"]')
         if module in ("browse", "conflicts", "merges", "tune"):  # these show the text in the page itself
             expect(main.get_by_text("<script>window.__pwned", exact=False).first).to_be_attached()
+        if module == "tune":  # Plotly draws <b> in a label as bold SVG text; escaped, it shows as typed
+            expect(main.locator('[data-testid="stPlotlyChart"]').first).to_contain_text("<b>green tea</b>")
         for word in ("daily", "now", "nightly", "faded", "green tea"):  # **x** and <b>x</b> stay as typed
             assert main.locator("strong, b").filter(has_text=word).count() == 0, f"{module}: {word!r} rendered bold"
         assert page.locator("img[src*='example.invalid']").count() == 0
