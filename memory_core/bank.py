@@ -458,7 +458,7 @@ class MemoryBank:
         one transaction. With ``skip_existing``, a row whose id already exists with the same text
         is counted as already present instead of refused, so an interrupted import can be re-run.
         """
-        if isinstance(rows, (str, bytes, dict)):
+        if isinstance(rows, (str, bytes, dict)) or not isinstance(rows, Iterable):
             raise ValidationError("add_many takes a list of mappings (one per memory)")
         now = utcnow()
         checked = []
@@ -640,6 +640,13 @@ class MemoryBank:
         ``tier`` (hot, warm or cold as of ``now``).
         ``order`` is one of newest, oldest, importance, most used, recently used.
         """
+        self._check_filter_names(filters)
+        for name, value in (("limit", limit), ("offset", offset)):
+            if value is None and name == "limit":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValidationError(f"{name} must be a whole number >= 0{' or None' if name == 'limit' else ''}, "
+                                      f"got {value!r}")
         where, params = self._filters(namespace, status, **filters)
         order_sql = self._ORDERS.get(check_choice(order, self._ORDERS, "order"))
         with self._session(write=False) as con:
@@ -648,9 +655,19 @@ class MemoryBank:
 
     def count(self, namespace: str | None = None, status: str | None = "active", **filters: Any) -> int:
         """How many memories match the filters of :meth:`memories`."""
+        self._check_filter_names(filters)
         where, params = self._filters(namespace, status, **filters)
         with self._session(write=False) as con:
             return int(con.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()[0])
+
+    _FILTER_NAMES = ("kind", "category", "contains", "pinned", "min_importance", "max_importance", "created_after",
+                     "created_before", "used_after", "used_before", "tier", "now")
+
+    @classmethod
+    def _check_filter_names(cls, filters: dict[str, Any]) -> None:
+        unknown = sorted(set(filters) - set(cls._FILTER_NAMES))
+        if unknown:
+            raise ValidationError(f"unknown filter(s) {', '.join(unknown)}; filters: {', '.join(cls._FILTER_NAMES)}")
 
     @staticmethod
     def _where(**equal: Any) -> tuple[str, list[Any]]:
@@ -1071,6 +1088,7 @@ class MemoryBank:
                         "retrieval_hits WHERE memory_id IN (SELECT unnest(?)))", [member_ids])
             con.execute("UPDATE ablation_cases SET answer_with = NULL, reason = NULL "
                         "WHERE list_has_any(memory_ids, ?::BIGINT[])", [member_ids])
+            Store.scrub_texts(con, [m.text for m in befores.values()])  # evidence, reports, notes quoting them
             Store.log_events(con, self.actor, "hard_delete", member_ids,
                              [{"id": m.id, "content_hash": m.content_hash, "status": m.status}
                               for m in (befores[i] for i in member_ids)],
@@ -2095,6 +2113,29 @@ class MemoryBank:
             if own:
                 fh.close()
         return len(queries)
+    # -- backup and restore --------------------------------------------------------------------
+
+    def backup(self, dest: str | os.PathLike, *, overwrite: bool = False) -> int:
+        """Write a consistent copy of the bank to the file ``dest``; returns the memories it holds.
+
+        Safe while other processes use the bank: the copy is taken while this process holds the
+        file (they wait for it, as for any operation), and appears under ``dest`` only once
+        complete. Index caches are not copied; they are rebuilt from the copy when it is opened.
+        Hard-deleted text is not in the copy (it is a logical copy, not the file's blocks).
+        """
+        if self.closed:
+            raise StateError("this bank is closed; open it again with MemoryBank.open")
+        with self._lock:
+            return self._store.backup(dest, overwrite=overwrite)
+
+    @staticmethod
+    def restore_backup(backup: str | os.PathLike, path: str | os.PathLike, *, force: bool = False,
+                       lock_timeout: float = 10.0) -> int:
+        """Put a backup made by :meth:`backup` in place of the bank at ``path``; returns its number
+        of memories. An existing bank is replaced only with ``force=True``; processes that have it
+        open see the restored bank on their next operation. (Not :meth:`restore`, which brings back
+        one soft-deleted memory.)"""
+        return Store.restore(backup, path, force=force, lock_timeout=lock_timeout)
 
     # -- import, export, re-embedding ----------------------------------------------------------
 

@@ -193,13 +193,37 @@ def forget(obj: _Context, memory_id: int, hard: bool, yes: bool, reason: str | N
 
 
 @cli.command()
-@click.argument("memory_id", type=int)
+@click.argument("memory_id", type=int, required=False)
+@click.option("--from", "backup_file", type=click.Path(dir_okay=False), default=None,
+              help="Restore the whole bank from this backup file (made by `memctl backup`).")
+@click.option("--force", is_flag=True, help="With --from: replace an existing bank.")
 @click.pass_obj
-def restore(obj: _Context, memory_id: int) -> None:
-    """Bring a soft-deleted memory back."""
+def restore(obj: _Context, memory_id: int | None, backup_file: str | None, force: bool) -> None:
+    """Bring a soft-deleted memory back (MEMORY_ID), or the whole bank from a backup (--from FILE)."""
+    if (memory_id is None) == (backup_file is None):
+        raise click.UsageError("give a MEMORY_ID to restore one memory, or --from BACKUP to restore the bank")
+    if backup_file is not None:
+        n = MemoryBank.restore_backup(backup_file, obj.bank_path, force=force)
+        click.echo(f"bank {obj.bank_path} restored from {backup_file}: {n} memories")
+        return
+    if force:
+        raise click.UsageError("--force goes with --from BACKUP")
     with obj.open() as bank:
         bank.restore(memory_id)
     click.echo(f"memory {memory_id} restored")
+
+
+@cli.command()
+@click.argument("dest", type=click.Path(dir_okay=False))
+@click.option("--overwrite", is_flag=True, help="Replace DEST if it exists.")
+@click.pass_obj
+def backup(obj: _Context, dest: str, overwrite: bool) -> None:
+    """Write a consistent copy of the bank to DEST, safe while agents and the dashboard use it."""
+    if not Path(obj.bank_path).exists():
+        raise click.ClickException(f"there is no bank at {obj.bank_path}")
+    with obj.open() as bank:
+        n = bank.backup(dest, overwrite=overwrite)
+    click.echo(f"backed up {n} memories to {dest}; restore with: memctl --bank {obj.bank_path} restore --from {dest} --force")
 
 
 @cli.command()

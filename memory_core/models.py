@@ -291,7 +291,10 @@ def parse_time(value: Any, what: str = "time") -> datetime | None:
         raise ValidationError(f"{what} must be a datetime or an ISO 8601 string, got {type(value).__name__}")
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    dt = dt.astimezone(timezone.utc)
+    try:
+        dt = dt.astimezone(timezone.utc)
+    except (OverflowError, ValueError):  # year 1 or 9999 with an offset falls off the calendar
+        raise ValidationError(f"{what} {value!r} is outside the years 1900-2200") from None
     if not 1900 <= dt.year <= 2200:
         raise ValidationError(f"{what} {dt.isoformat()} is outside the years 1900-2200")
     return dt

@@ -6,6 +6,7 @@ log. The bars only split Hit.score into its weighted parts (no scoring formula o
 
 from __future__ import annotations
 
+import html
 from datetime import date, datetime, time, timedelta, timezone
 
 import pandas as pd
@@ -179,7 +180,8 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
     table = pd.DataFrame(rows)
     n_in = int(table["in"].sum())
     st.subheader(f"{n_in} of {len(hits)} candidates in (k={p.k}, threshold={p.threshold:.2f})")
-    labels = [f"{'✅' if r['in'] else '⬜'} #{r['id']} {r['text'][:50]}" for r in rows]
+    # Plotly reads <b>, <a href>, <br> in labels as markup: escaped, a memory's tags show as typed.
+    labels = [f"{'✅' if r['in'] else '⬜'} #{r['id']} {html.escape(r['text'][:50])}" for r in rows]
     fig = go.Figure()
     for name, _, _ in PARTS:
         fig.add_bar(name=name, y=labels, x=[float(v) for v in table[name]], orientation="h")

@@ -19,6 +19,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).parent))  # for the stand-in LLM server module
 
+from streamlit import config as _st_config  # noqa: E402
+
+# AppTest runs the pages without a server; they refuse to serve on any address but loopback
+# without a password, so the tests say where the dashboard listens, whatever the working folder.
+_st_config.set_option("server.address", "127.0.0.1")
+
 from memory_core import MemoryBank  # noqa: E402
 from memory_core.embed import get_embedder  # noqa: E402
 
