@@ -26,12 +26,12 @@ from .embed import DEFAULT_MODEL, Embedder, canonical_model_name, get_embedder
 from .errors import (
     BankReadOnlyError, ImportFormatError, ModelMismatchError, NotFoundError, StateError, ValidationError,
 )
-from .index import NamespaceIndex, namespace_key, tokenize
+from .index import NamespaceIndex, lexical_tokens, memory_tokens, namespace_key
 from .models import (
     CATEGORIES, CONFLICT_STATUSES, KINDS, RESOLUTIONS, STATUSES, Conflict, Event, Hit, ImportReport, Memory,
-    MergeRecord, Profile, check_choice, check_importance, check_namespace, check_text, parse_time,
+    MergeRecord, Profile, check_choice, check_context, check_importance, check_namespace, check_text, parse_time,
 )
-from .scoring import COLD_DAYS, HOT_DAYS, PRESETS, ScoringParams, blend, tier_of, top_k
+from .scoring import COLD_DAYS, HOT_DAYS, PRESETS, ScoringParams, blend, lexical_relevance, tier_of, top_k
 from .store import MEMORY_COLUMNS, Store, content_hash, to_aware, to_naive_utc, utcnow
 
 Progress = Callable[[int], None]
@@ -53,7 +53,7 @@ def _memory_from_row(row: dict[str, Any]) -> Memory:
         last_accessed_at=to_aware(row["last_accessed_at"]), access_count=int(row["access_count"]),
         status=row["status"], pinned=bool(row["pinned"]), source=row["source"],
         content_hash=row["content_hash"], embedding_model=row["embedding_model"],
-        superseded_by=row["superseded_by"], merged_into=row["merged_into"],
+        superseded_by=row["superseded_by"], merged_into=row["merged_into"], context=row.get("context"),
     )
 
 
@@ -251,7 +251,8 @@ class MemoryBank:
             else:
                 if vectors is None:
                     vectors = Store.embeddings_of(rows, self.dim)
-                idx.upsert(mid, vectors[i], tokenize(cols["text"][i]), cols["content_hash"][i], *fields)
+                idx.upsert(mid, vectors[i], memory_tokens(cols["text"][i], cols["context"][i]),
+                           cols["content_hash"][i], *fields)
 
     # -- namespace indexes ---------------------------------------------------------------------
 
@@ -303,7 +304,8 @@ class MemoryBank:
         cols = rows.to_pydict()
         vectors = Store.embeddings_of(rows, self.dim)
         idx.add_many(
-            np.asarray(cols["id"], dtype=np.int64), vectors, [tokenize(t) for t in cols["text"]],
+            np.asarray(cols["id"], dtype=np.int64), vectors,
+            [memory_tokens(t, c) for t, c in zip(cols["text"], cols["context"])],
             list(cols["content_hash"]), np.array([_ts(t) for t in cols["created_at"]]),
             np.array([_ts(t) for t in cols["last_accessed_at"]]), np.asarray(cols["importance"], dtype=np.float64),
             np.asarray(cols["access_count"], dtype=np.float64),
@@ -377,7 +379,7 @@ class MemoryBank:
             raise ValidationError(f"each memory must be a mapping (dict), got {type(row).__name__}")
         known = {"id", "text", "namespace", "importance", "kind", "category", "created_at", "updated_at",
                  "last_accessed_at", "access_count", "status", "pinned", "source", "embedding",
-                 "embedding_model", "content_hash", "superseded_by", "merged_into"}
+                 "embedding_model", "content_hash", "superseded_by", "merged_into", "context"}
         unknown = set(row) - known
         if unknown:
             raise ValidationError(f"unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
@@ -398,6 +400,7 @@ class MemoryBank:
             "content_hash": content_hash(text),
             "superseded_by": row.get("superseded_by"),
             "merged_into": row.get("merged_into"),
+            "context": check_context(row.get("context")),
         }
         if not isinstance(out["pinned"], bool):
             raise ValidationError("pinned must be true or false")
@@ -1054,7 +1057,7 @@ class MemoryBank:
             group = Store.take_ids(con, "next_group_id", 1)
             seq = Store.next_seq(con)
             con.execute(
-                "UPDATE memories SET text = NULL, embedding = NULL, source = NULL, status = 'deleted', "
+                "UPDATE memories SET text = NULL, embedding = NULL, source = NULL, context = NULL, status = 'deleted', "
                 "seq = ?, updated_at = ? WHERE id IN (SELECT unnest(?))", [seq, to_naive_utc(utcnow()), member_ids])
             # The history must not keep what was forgotten: scrub texts from earlier events.
             for eid, b, a in con.execute("SELECT id, before, after FROM events WHERE memory_id IN (SELECT unnest(?))",
@@ -1468,7 +1471,11 @@ class MemoryBank:
         if n == 0:
             return []
         now = now_dt.timestamp()
-        lexical = idx.lexical.scores(tokenize(query)) if p.lexical_weight > 0 else np.zeros(n)
+        if p.lexical_weight > 0:
+            raw, idf_sum, max_idf = idx.lexical.match(lexical_tokens(query))
+            lexical = lexical_relevance(p, raw, idf_sum, max_idf, idx.lexical.k1)
+        else:
+            lexical = np.zeros(n)
         score, comps = blend(
             p, similarity=idx.similarities(vector), lexical=lexical, created=idx.created[:n],
             last_access=idx.last_access[:n], importance=idx.importance[:n], access_count=idx.access_count[:n],
@@ -1789,7 +1796,7 @@ def _scrub(payload: str | None) -> str | None:
     if not payload:
         return payload
     data = json.loads(payload)
-    for key in ("text", "source"):
+    for key in ("text", "source", "context"):
         if key in data:
             data[key] = None
     return json.dumps(data, ensure_ascii=False)

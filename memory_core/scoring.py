@@ -9,8 +9,11 @@ The blended score of a memory for a query is::
 
 * relevance = (1 − lexical_weight)·dense + lexical_weight·lexical, where dense is the cosine
   similarity rescaled from [similarity_floor, similarity_ceiling] to [0, 1] (clipped), and
-  lexical is the BM25 score normalized by what an average-length memory holding every query
-  term once would score (clipped to [0, 1]; see :mod:`memory_core.index`).
+  lexical is the BM25 score of the memory's text and context normalized by what an
+  average-length memory holding every query term once would score, clipped to [0, 1]
+  (:func:`lexical_relevance`). A query carrying less than ``lexical_min_terms`` rare words' worth
+  of idf is normalized as if it carried that much, so one common word ("dream", "thanks")
+  cannot reach full lexical relevance on its own.
 * recency decays from creation or last access: ``exp(−ln2·age/half_life)`` or
   ``1 − age/linear_horizon``, never below ``recency_floor``.
 * frequency = ``min(1, frequency_base + frequency_step·access_count)``.
@@ -56,14 +59,18 @@ class ScoringParams:
     preset and :meth:`replace` for a modified copy.
     """
 
-    # Chosen on LoCoMo (evidence recall@10 over 3 conversations, k=10, no threshold): lexical match
-    # adds ~0.13 over cosine alone, and a 180-day half-life keeps recency from burying questions
-    # about last year (0.50 cosine only, 0.615 these defaults, 0.24 generative-agents).
+    # Chosen on LoCoMo conversations 0-4 (turns as memories, neighbouring turns as context;
+    # conversations 5-9 held out; see BENCHMARKS.md): with the question words out of the lexical
+    # index, lexical match carries more than half of relevance (0.6: R@10 0.73 on 0-4, 0.4: 0.70),
+    # and a 180-day half-life keeps recency from burying questions about last year.
     alpha: float = 0.7  # relevance
     beta: float = 0.1  # recency
     gamma: float = 0.15  # importance
     delta: float = 0.05  # usage frequency
-    lexical_weight: float = 0.4
+    lexical_weight: float = 0.6
+    # A query must carry this many rarest-word idfs before one memory matching all its words
+    # reaches full lexical relevance: "do you dream?" shares one word with many chatty memories.
+    lexical_min_terms: float = 2.0
     # MiniLM puts unrelated short texts around cosine 0.0-0.2 and paraphrases around 0.6-0.9;
     # stretching that band to [0, 1] lets relevance outweigh the priors' spread.
     similarity_floor: float = 0.15
@@ -79,7 +86,9 @@ class ScoringParams:
     tier_warm: float = 1.0
     tier_cold: float = 1.0
     k: int = 5
-    threshold: float = 0.35
+    # Returns nothing for ~90% of general-knowledge questions over LoCoMo banks, at ~2 points of
+    # evidence recall@10 (BENCHMARKS.md, "questions that need no memory").
+    threshold: float = 0.38
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -238,6 +247,23 @@ def blend(
         "tier": tier,
     }
     return score, components
+
+
+def lexical_relevance(params: ScoringParams, raw: np.ndarray, idf_sum: float, max_idf: float,
+                      k1: float) -> np.ndarray:
+    """BM25 scores normalized to [0, 1] for :func:`blend`'s ``lexical``.
+
+    ``raw`` is every memory's BM25 for the query (k1 as given), ``idf_sum`` the query terms'
+    summed idf (terms no memory holds included, so a query sharing one rare word out of five
+    scores low), and ``max_idf`` the idf of a word one memory holds. 1 means: as much as an
+    average-length memory holding every query term once, for a query of at least
+    ``lexical_min_terms`` rarest words' weight.
+    """
+    raw = np.asarray(raw, dtype=np.float64)
+    mass = max(idf_sum, params.lexical_min_terms * max_idf)
+    if mass <= 0:
+        return np.zeros_like(raw)
+    return np.minimum(raw * (1.0 + k1) / mass, 1.0)
 
 
 PARTS = (("relevance", "alpha"), ("recency", "beta"), ("importance", "gamma"), ("frequency", "delta"))

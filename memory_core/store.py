@@ -28,12 +28,12 @@ import pyarrow as pa
 
 from .errors import BankLockedError, BankReadOnlyError, CorruptBankError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 5
 
 MEMORY_COLUMNS = (
     "id", "namespace", "text", "kind", "category", "importance", "created_at", "updated_at",
     "last_accessed_at", "access_count", "status", "pinned", "source", "content_hash",
-    "embedding_model", "superseded_by", "merged_into", "seq",
+    "embedding_model", "superseded_by", "merged_into", "seq", "context",
 )
 
 _MIGRATIONS: dict[int, list[str]] = {
@@ -107,6 +107,15 @@ _MIGRATIONS: dict[int, list[str]] = {
         )""",
         "INSERT INTO meta VALUES ('next_group_id', '1'), ('next_conflict_id', '1'), ('next_merge_id', '1'), "
         "('next_run_id', '1')",
+    ],
+    # Placeholders: versions 3 and 4 are built on other branches; the runner needs contiguous
+    # versions, and the merge replaces these empty lists with those migrations.
+    3: [],
+    4: [],
+    # A memory's retrieval context: text that situates it (the conversation turns around it),
+    # indexed for lexical match alongside the text but never shown as the memory. NULL: none.
+    5: [
+        "ALTER TABLE memories ADD COLUMN context VARCHAR",
     ],
 }
 

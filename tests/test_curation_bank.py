@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from memory_core import MemoryBank, NotFoundError, StateError, ValidationError, format_for_prompt
-from memory_core.store import _MIGRATIONS
+from memory_core.store import _MIGRATIONS, SCHEMA_VERSION
 
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
 QUERIES = ["what do I drink in the morning", "where do I live", "tea", "coffee", "Berlin"]
@@ -207,5 +207,5 @@ def test_a_version_1_bank_is_migrated(tmp_path, embedder):
         b = bank.add("Switched to coffee", namespace="n", detect_conflicts=False)
         assert record(bank, a, b).status == "open"
     con = duckdb.connect(str(path))
-    assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == 2
+    assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == SCHEMA_VERSION
     con.close()
