@@ -353,6 +353,7 @@ class MemoryBank:
         embedding: Any = None,
         pinned: bool = False,
         detect_conflicts: bool = True,
+        context: str | None = None,
     ) -> int:
         """Store one memory and return its id.
 
@@ -360,10 +361,13 @@ class MemoryBank:
         is in [0, 1]; ``kind`` is explicit (the user said it) or inferred (the agent concluded it);
         ``created_at`` (default now) keeps an imported memory's own date. A new memory that
         contradicts a stored one is flagged at once (see :meth:`conflicts`) unless
-        ``detect_conflicts=False``.
+        ``detect_conflicts=False``. ``context`` (optional) is text that situates the memory, such
+        as the conversation turns around it: recall matches its words too, but it is never shown
+        as the memory, and it is set once (an edit of the text keeps it).
         """
         row = {"text": text, "namespace": namespace, "importance": importance, "kind": kind,
-               "category": category, "created_at": created_at, "source": source, "pinned": pinned}
+               "category": category, "created_at": created_at, "source": source, "pinned": pinned,
+               "context": context}
         if embedding is not None:
             row["embedding"] = embedding
         try:
