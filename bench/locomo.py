@@ -91,62 +91,95 @@ def load_general(path: Path = GENERAL) -> list[str]:
 
 
 def run(dataset: str | os.PathLike, conversations: int | None = None, general: list[str] | None = None,
-        max_questions: int | None = None, bank_path: Path | None = None, log=print) -> dict[str, Any]:
+        max_questions: int | None = None, only: list[int] | None = None, records_file: Path | None = None,
+        log=print) -> dict[str, Any]:
     """Build the banks, ask every question; return per-question records (see :func:`summarize`).
 
-    ``max_questions`` keeps only the first questions of each conversation (for a quick run).
+    ``max_questions`` keeps only the first questions of each conversation (for a quick run);
+    ``only`` picks conversations by index. With ``records_file`` each finished conversation's
+    records are appended to it as one JSON line, and conversations already there are not run again,
+    so a long run can be resumed or split over processes and summarized together.
     """
-    convs = load(dataset, conversations)
+    convs = [c for c in load(dataset, conversations) if only is None or c["index"] in only]
     general = load_general() if general is None else general
-    default = ScoringParams()
+    done: dict[int, dict[str, Any]] = {}
+    if records_file is not None and Path(records_file).exists():
+        for line in Path(records_file).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                part = json.loads(line)
+                done[part["conversation"]] = part
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp, MemoryBank.open(Path(tmp) / "locomo.duckdb") as bank:
+        for conv in convs:
+            if conv["index"] in done:
+                continue
+            part = run_conversation(bank, conv, general, max_questions)
+            done[conv["index"]] = part
+            if records_file is not None:
+                with open(records_file, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(part) + "\n")
+            log(f"  {conv['id']}: {part['turns']} turns, {len(part['records'])} questions of categories 1-4 "
+                f"({time.perf_counter() - t0:.0f} s)")
+    return merge_parts([done[c["index"]] for c in convs if c["index"] in done])
+
+
+def run_conversation(bank: MemoryBank, conv: dict[str, Any], general: list[str],
+                     max_questions: int | None = None) -> dict[str, Any]:
+    """One conversation's bank namespace, built through the public API, and its questions asked."""
+    started = time.perf_counter()
+    ns = conv["id"]
+    new_ids = bank.add_many([{"text": t["text"], "context": t["context"] or None, "namespace": ns,
+                              "created_at": t["created_at"]} for t in conv["turns"]])
+    ids = {t["dia_id"]: i for t, i in zip(conv["turns"], new_ids)}
     records: list[dict[str, Any]] = []
     no_memory: list[dict[str, Any]] = []
     kmax = max(KS)
-    t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = bank_path or Path(tmp) / "locomo.duckdb"
-        with MemoryBank.open(path) as bank:
-            for conv in convs:
-                ns = conv["id"]
-                new_ids = bank.add_many([{"text": t["text"], "context": t["context"] or None, "namespace": ns,
-                                          "created_at": t["created_at"]} for t in conv["turns"]])
-                ids = {t["dia_id"]: i for t, i in zip(conv["turns"], new_ids)}
-                questions = conv["questions"][:max_questions]
-                for q in questions:
-                    want = sorted({ids[e] for e in q["evidence"] if e in ids})
-                    if q["category"] == 5:
-                        hits = bank.recall(q["question"], namespace=ns, params=default, now=conv["now"], record=False)
-                        no_memory.append({"set": "adversarial", "conversation": conv["index"], "empty": not hits,
-                                          "top_score": _top(bank, q["question"], ns, conv["now"])})
-                        continue
-                    if not want:
-                        continue
-                    rec: dict[str, Any] = {"conversation": conv["index"], "category": q["category"],
-                                           "evidence": len(want), "ranks": {}, "scores": []}
-                    for name, params in modes(kmax).items():
-                        hits = bank.recall(q["question"], namespace=ns, params=params, now=conv["now"], record=False)
-                        got = [h.memory.id for h in hits]
-                        rec["ranks"][name] = [got.index(m) + 1 if m in got else None for m in want]
-                        if name == "hybrid":
-                            by_id = {h.memory.id: h.score for h in hits}
-                            rec["scores"] = [by_id.get(m) for m in want]
-                    records.append(rec)
-                for text in general:
-                    hits = bank.recall(text, namespace=ns, params=default, now=conv["now"], record=False)
-                    no_memory.append({"set": "general", "conversation": conv["index"], "empty": not hits,
-                                      "top_score": _top(bank, text, ns, conv["now"])})
-                log(f"  {ns}: {len(conv['turns'])} turns, {len(questions)} questions "
-                    f"({time.perf_counter() - t0:.0f} s)")
-    return {"conversations": [c["index"] for c in convs], "turns": sum(len(c["turns"]) for c in convs),
-            "records": records, "no_memory": no_memory, "threshold": default.threshold,
-            "seconds": time.perf_counter() - t0}
+    questions = conv["questions"][:max_questions]
+    # Recall embeds each query on its own; embedding them in one batch first is what makes a
+    # run of ~2,000 questions take minutes instead of an hour on a busy machine.
+    bank.embedder.warm([q["question"] for q in questions] + list(general))
+    for q in questions:
+        want = sorted({ids[e] for e in q["evidence"] if e in ids})
+        if q["category"] == 5:
+            no_memory.append(_no_memory(bank, q["question"], ns, conv, "adversarial"))
+            continue
+        if not want:
+            continue
+        rec: dict[str, Any] = {"conversation": conv["index"], "category": q["category"], "ranks": {}, "scores": []}
+        for name, params in modes(kmax).items():
+            hits = bank.recall(q["question"], namespace=ns, params=params, now=conv["now"], record=False)
+            got = [h.memory.id for h in hits]
+            rec["ranks"][name] = [got.index(m) + 1 if m in got else None for m in want]
+            if name == "hybrid":
+                by_id = {h.memory.id: h.score for h in hits}
+                rec["scores"] = [by_id.get(m) for m in want]
+        records.append(rec)
+    for text in general:
+        no_memory.append(_no_memory(bank, text, ns, conv, "general"))
+    return {"conversation": conv["index"], "turns": len(conv["turns"]), "records": records,
+            "no_memory": no_memory, "threshold": ScoringParams().threshold,
+            "seconds": time.perf_counter() - started}
 
 
-def _top(bank: MemoryBank, query: str, ns: str, now: datetime) -> float:
-    """The best hybrid score any memory reaches for ``query`` (no threshold)."""
-    hits = bank.recall(query, namespace=ns, params=ScoringParams().replace(k=1, threshold=0.0), now=now,
+def merge_parts(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-conversation results as one (the shape :func:`summarize` takes)."""
+    return {"conversations": [p["conversation"] for p in parts], "turns": sum(p["turns"] for p in parts),
+            "records": [r for p in parts for r in p["records"]],
+            "no_memory": [x for p in parts for x in p["no_memory"]],
+            "threshold": parts[0]["threshold"] if parts else ScoringParams().threshold,
+            "seconds": sum(p["seconds"] for p in parts)}
+
+
+def _no_memory(bank: MemoryBank, query: str, ns: str, conv: dict[str, Any], kind: str) -> dict[str, Any]:
+    """Whether recall with the default returns nothing, and the best score any memory reaches.
+
+    One recall at k=1 without a threshold gives both: the default's result is empty exactly when
+    that best score is under the default threshold (scores do not depend on k or the threshold).
+    """
+    best = bank.recall(query, namespace=ns, params=ScoringParams().replace(k=1, threshold=0.0), now=conv["now"],
                        record=False)
-    return hits[0].score if hits else 0.0
+    top = best[0].score if best else 0.0
+    return {"set": kind, "conversation": conv["index"], "empty": top < ScoringParams().threshold, "top_score": top}
 
 
 def recall_at(records: list[dict[str, Any]], mode: str, k: int, threshold: float = 0.0) -> float | None:
@@ -277,10 +310,21 @@ def main() -> None:
     parser.add_argument("dataset")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--questions", type=int, default=None, help="only the first N questions of each")
+    parser.add_argument("--only", default=None, help="conversation indices to run, e.g. 0-4 or 5,7")
+    parser.add_argument("--records", default=None,
+                        help="append each conversation's records to this JSONL and skip those already there "
+                             "(resume, or split a run over processes)")
     parser.add_argument("--json", dest="json_out", default=None, help="write the summary here")
     parser.add_argument("--plots", default=None, help="write PNG plots into this folder")
     args = parser.parse_args()
-    result = run(args.dataset, args.conversations, max_questions=args.questions)
+    only = None
+    if args.only:
+        only = []
+        for part in args.only.split(","):
+            lo, _, hi = part.partition("-")
+            only.extend(range(int(lo), int(hi or lo) + 1))
+    result = run(args.dataset, args.conversations, max_questions=args.questions, only=only,
+                 records_file=Path(args.records) if args.records else None)
     summary = summarize(result)
     print(report(summary, result))
     if args.json_out:

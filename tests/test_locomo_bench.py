@@ -88,3 +88,17 @@ def test_no_memory_questions_and_the_threshold_cost(result):
     assert [s["general_empty"] for s in sweep] == sorted(s["general_empty"] for s in sweep)
     text = locomo.report(summary, result)
     assert "| hybrid |" in text and "No memory needed" in text
+
+
+def test_a_run_resumes_from_its_records_file(tmp_path, result, embedder):
+    """Finished conversations are kept one per line; a second run with the same file asks nothing
+    again and summarizes the same figures."""
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(CONVERSATION))
+    records = tmp_path / "records.jsonl"
+    general = ["What is the capital of Australia?", "How do I reverse a list in Python?"]
+    first = locomo.run(path, general=general, records_file=records, log=lambda *_: None)
+    assert len(records.read_text().splitlines()) == 1
+    again = locomo.run(path, general=general, records_file=records, log=lambda *_: None)
+    assert len(records.read_text().splitlines()) == 1
+    assert locomo.summarize(again) == locomo.summarize(first) == locomo.summarize(result)
