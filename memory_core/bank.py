@@ -28,14 +28,15 @@ from .embed import DEFAULT_MODEL, Embedder, canonical_model_name, get_embedder
 from .errors import (
     BankReadOnlyError, ImportFormatError, ModelMismatchError, NotFoundError, StateError, ValidationError,
 )
-from .index import NamespaceIndex, namespace_key, tokenize
+from .index import NamespaceIndex, lexical_tokens, memory_tokens, namespace_key
 from .models import (
     CATEGORIES, CONFLICT_STATUSES, KINDS, RESOLUTIONS, STATUSES, Conflict, Event, Feedback, Hit, ImportReport,
-    LabeledQuery, Memory, MergeRecord, Profile, check_choice, check_importance, check_namespace, check_text,
-    parse_time,
+    LabeledQuery, Memory, MergeRecord, Profile, check_choice, check_context, check_importance, check_namespace,
+    check_text, parse_time,
 )
 from .scoring import (
-    COLD_DAYS, HOT_DAYS, PRESETS, Candidates, ScoringParams, add_kept_pairs, blend, tier_of, top_k,
+    COLD_DAYS, HOT_DAYS, PRESETS, Candidates, ScoringParams, add_kept_pairs, blend, lexical_relevance, tier_of,
+    top_k,
 )
 from .store import MEMORY_COLUMNS, Store, content_hash, to_aware, to_naive_utc, utcnow
 
@@ -58,7 +59,7 @@ def _memory_from_row(row: dict[str, Any]) -> Memory:
         last_accessed_at=to_aware(row["last_accessed_at"]), access_count=int(row["access_count"]),
         status=row["status"], pinned=bool(row["pinned"]), source=row["source"],
         content_hash=row["content_hash"], embedding_model=row["embedding_model"],
-        superseded_by=row["superseded_by"], merged_into=row["merged_into"],
+        superseded_by=row["superseded_by"], merged_into=row["merged_into"], context=row.get("context"),
     )
 
 
@@ -256,7 +257,8 @@ class MemoryBank:
             else:
                 if vectors is None:
                     vectors = Store.embeddings_of(rows, self.dim)
-                idx.upsert(mid, vectors[i], tokenize(cols["text"][i]), cols["content_hash"][i], *fields)
+                idx.upsert(mid, vectors[i], memory_tokens(cols["text"][i], cols["context"][i]),
+                           cols["content_hash"][i], *fields)
 
     # -- namespace indexes ---------------------------------------------------------------------
 
@@ -308,7 +310,8 @@ class MemoryBank:
         cols = rows.to_pydict()
         vectors = Store.embeddings_of(rows, self.dim)
         idx.add_many(
-            np.asarray(cols["id"], dtype=np.int64), vectors, [tokenize(t) for t in cols["text"]],
+            np.asarray(cols["id"], dtype=np.int64), vectors,
+            [memory_tokens(t, c) for t, c in zip(cols["text"], cols["context"])],
             list(cols["content_hash"]), np.array([_ts(t) for t in cols["created_at"]]),
             np.array([_ts(t) for t in cols["last_accessed_at"]]), np.asarray(cols["importance"], dtype=np.float64),
             np.asarray(cols["access_count"], dtype=np.float64),
@@ -356,6 +359,7 @@ class MemoryBank:
         embedding: Any = None,
         pinned: bool = False,
         detect_conflicts: bool = True,
+        context: str | None = None,
     ) -> int:
         """Store one memory and return its id.
 
@@ -363,10 +367,13 @@ class MemoryBank:
         is in [0, 1]; ``kind`` is explicit (the user said it) or inferred (the agent concluded it);
         ``created_at`` (default now) keeps an imported memory's own date. A new memory that
         contradicts a stored one is flagged at once (see :meth:`conflicts`) unless
-        ``detect_conflicts=False``.
+        ``detect_conflicts=False``. ``context`` (optional) is text that situates the memory, such
+        as the conversation turns around it: recall matches its words too, but it is never shown
+        as the memory, and it is set once (an edit of the text keeps it).
         """
         row = {"text": text, "namespace": namespace, "importance": importance, "kind": kind,
-               "category": category, "created_at": created_at, "source": source, "pinned": pinned}
+               "category": category, "created_at": created_at, "source": source, "pinned": pinned,
+               "context": context}
         if embedding is not None:
             row["embedding"] = embedding
         try:
@@ -382,7 +389,7 @@ class MemoryBank:
             raise ValidationError(f"each memory must be a mapping (dict), got {type(row).__name__}")
         known = {"id", "text", "namespace", "importance", "kind", "category", "created_at", "updated_at",
                  "last_accessed_at", "access_count", "status", "pinned", "source", "embedding",
-                 "embedding_model", "content_hash", "superseded_by", "merged_into"}
+                 "embedding_model", "content_hash", "superseded_by", "merged_into", "context"}
         unknown = set(row) - known
         if unknown:
             raise ValidationError(f"unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
@@ -403,6 +410,7 @@ class MemoryBank:
             "content_hash": content_hash(text),
             "superseded_by": row.get("superseded_by"),
             "merged_into": row.get("merged_into"),
+            "context": check_context(row.get("context")),
         }
         if not isinstance(out["pinned"], bool):
             raise ValidationError("pinned must be true or false")
@@ -1076,7 +1084,7 @@ class MemoryBank:
             group = Store.take_ids(con, "next_group_id", 1)
             seq = Store.next_seq(con)
             con.execute(
-                "UPDATE memories SET text = NULL, embedding = NULL, source = NULL, status = 'deleted', "
+                "UPDATE memories SET text = NULL, embedding = NULL, source = NULL, context = NULL, status = 'deleted', "
                 "seq = ?, updated_at = ? WHERE id IN (SELECT unnest(?))", [seq, to_naive_utc(utcnow()), member_ids])
             # The history must not keep what was forgotten: scrub texts from earlier events.
             for eid, b, a in con.execute("SELECT id, before, after FROM events WHERE memory_id IN (SELECT unnest(?))",
@@ -1497,7 +1505,11 @@ class MemoryBank:
         if n == 0:
             return []
         now = now_dt.timestamp()
-        lexical = idx.lexical.scores(tokenize(query)) if p.lexical_weight > 0 else np.zeros(n)
+        if p.lexical_weight > 0:
+            raw, idf_sum, max_idf = idx.lexical.match(lexical_tokens(query))
+            lexical = lexical_relevance(p, raw, idf_sum, max_idf, idx.lexical.k1)
+        else:
+            lexical = np.zeros(n)
         score, comps = blend(
             p, similarity=idx.similarities(vector), lexical=lexical, created=idx.created[:n],
             last_access=idx.last_access[:n], importance=idx.importance[:n], access_count=idx.access_count[:n],
@@ -1549,18 +1561,23 @@ class MemoryBank:
             n = 0 if idx is None else idx.n
             sim = np.zeros((len(queries), n))
             lex = np.zeros((len(queries), n))
+            idf_sum = np.zeros(len(queries))
+            max_idf = 0.0
             if n and queries:
                 if vectors is None:  # another process gave the bank its first vectors meanwhile
                     vectors = self.embedder.encode(list(queries))
                 # One product per query, as recall computes it, so rounding cannot reorder near-ties.
                 sim = np.array([idx.similarities(np.asarray(v, dtype=np.float32)) for v in vectors], dtype=np.float64)
-                lexical = {q: idx.lexical.scores(tokenize(q)) for q in dict.fromkeys(queries)}
-                lex = np.array([lexical[q] for q in queries]).reshape(len(queries), n)
+                matched = {q: idx.lexical.match(lexical_tokens(q)) for q in dict.fromkeys(queries)}
+                lex = np.array([matched[q][0] for q in queries], dtype=np.float64).reshape(len(queries), n)
+                idf_sum = np.array([matched[q][1] for q in queries], dtype=np.float64)
+                max_idf = matched[queries[0]][2]
             copy = (lambda a: np.array(a[:n], copy=True)) if n else (lambda a: np.zeros(0))
             return Candidates(
                 ids=copy(idx.ids) if n else np.zeros(0, dtype=np.int64), created=copy(idx.created),
                 last_access=copy(idx.last_access), importance=copy(idx.importance),
-                access_count=copy(idx.access_count), similarity=sim, lexical=lex, now=at,
+                access_count=copy(idx.access_count), similarity=sim, lexical_raw=lex, idf_sum=idf_sum,
+                max_idf=max_idf, k1=idx.lexical.k1 if n else 1.5, now=at,
                 pairs={k: set(v) for k, v in (pairs or {}).items()}, row_of=dict(idx.row_of) if n else {},
             )
 
@@ -2291,7 +2308,7 @@ def _scrub(payload: str | None) -> str | None:
     if not payload:
         return payload
     data = json.loads(payload)
-    for key in ("text", "source"):
+    for key in ("text", "source", "context"):
         if key in data:
             data[key] = None
     return json.dumps(data, ensure_ascii=False)

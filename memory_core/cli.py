@@ -75,13 +75,15 @@ def init(obj: _Context, model: str | None) -> None:
 @click.option("-c", "--category", type=click.Choice(CATEGORIES), default="other", show_default=True)
 @click.option("--created-at", default=None, help="ISO 8601 date or time (default: now).")
 @click.option("--source", default=None)
+@click.option("--context", default=None,
+              help="Text that situates the memory (e.g. the turns around it): recall matches it, never shows it.")
 @click.pass_obj
 def add(obj: _Context, text: str, namespace: str, importance: float, kind: str, category: str,
-        created_at: str | None, source: str | None) -> None:
+        created_at: str | None, source: str | None, context: str | None) -> None:
     """Store one memory; prints its id."""
     with obj.open() as bank:
         mid = bank.add(text, namespace=namespace, importance=importance, kind=kind, category=category,
-                       created_at=created_at, source=source)
+                       created_at=created_at, source=source, context=context)
     click.echo(mid)
 
 

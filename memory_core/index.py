@@ -28,7 +28,7 @@ import numpy as np
 
 from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN, STOPWORDS_SWEDISH
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: lexical_tokens (a longer stop list) and memories' context
 
 # -- tokenizing ------------------------------------------------------------------------------------
 
@@ -64,6 +64,39 @@ def tokenize(text: str) -> list[str]:
             elif part not in _STOP and (len(part) > 1 or part.isdigit()):
                 tokens.append(_stem(part))
     return tokens
+
+
+# Words that say how a question is asked or who speaks to whom, not what it is about. Matching
+# them ranks long chatty memories first ("what did you do when..." against every turn holding
+# "you", "did" and "when"), so the lexical index leaves them out; conflicts and merges keep
+# using :func:`tokenize`, whose short stop list keeps negations and pronouns they compare.
+_QUESTION_STOP = frozenset("""
+i me my myself mine we us our ours ourselves you your yours yourself yourselves he him his himself she
+her hers herself it its itself they them their theirs themselves what which who whom whose when where
+why how this that these those am is are was were be been being have has had having do does did doing
+done a an the and but if or because as until while of at by for with about against between into
+through during before after above below to from up down in out on off over under again further then
+once here there all any both each few more most other some such no nor not only own same so than too
+very can could will would shall should may might must just don doesn didn isn wasn aren weren
+wouldn also ever still yet like get got go going gone went really oh yeah yes hey hi thanks thank well
+lot lots
+""".split())
+
+
+_QUESTION_STOP_STEMS = frozenset(_stem(w) for w in _QUESTION_STOP) | _QUESTION_STOP
+
+
+def lexical_tokens(text: str | None) -> list[str]:
+    """Tokens for lexical match (recall's BM25), of memories and queries alike: :func:`tokenize`
+    without the question, pronoun and filler words of :data:`_QUESTION_STOP`."""
+    if not text:
+        return []
+    return [t for t in tokenize(text) if t not in _QUESTION_STOP_STEMS]
+
+
+def memory_tokens(text: str | None, context: str | None = None) -> list[str]:
+    """What the lexical index holds for a memory: its text's tokens, then its context's."""
+    return lexical_tokens(text) + lexical_tokens(context)
 
 
 # -- BM25 ------------------------------------------------------------------------------------------
@@ -140,6 +173,15 @@ class LexicalIndex:
             denom = tf + self.k1 * (1.0 - self.b + self.b * dl / avgdl)
             out[rows] += self.idf(term) * tf / denom
         return out
+
+    def match(self, query_tokens: Iterable[str]) -> tuple[np.ndarray, float, float]:
+        """What scoring needs to normalize a query's BM25: the raw scores of every row, the sum of
+        the unique query terms' idf (terms absent from the index included), and the idf of a term
+        only one row holds (the most a single word can weigh here)."""
+        terms = list(dict.fromkeys(query_tokens))
+        n = len(self.doc_terms)
+        max_idf = math.log(1.0 + (n - 0.5) / 1.5) if n else 0.0
+        return self.raw_scores(terms), sum(self.idf(t) for t in terms), max_idf
 
     def scores(self, query_tokens: Iterable[str]) -> np.ndarray:
         """BM25 normalized to [0, 1]: 1 when a row holds every query term as an average-length

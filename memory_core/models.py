@@ -37,6 +37,9 @@ class Memory:
     embedding_model: str | None = None
     superseded_by: int | None = None
     merged_into: int | None = None
+    # Text that situates the memory for retrieval (e.g. the conversation turns around it): matched
+    # lexically alongside ``text`` by recall, never shown as the memory itself.
+    context: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, dates as ISO 8601 strings."""
@@ -239,6 +242,21 @@ def check_namespace(namespace: Any) -> str:
     if len(namespace) > 256 or "\x00" in namespace:
         raise ValidationError("namespace must be at most 256 characters, without NUL")
     return namespace
+
+
+def check_context(context: Any) -> str | None:
+    """A memory's optional retrieval context: None, or text (blank text counts as none)."""
+    if context is None:
+        return None
+    if not isinstance(context, str):
+        raise ValidationError(f"context must be a string or null, got {type(context).__name__}")
+    if not context.strip():
+        return None
+    if len(context) > MAX_TEXT:
+        raise ValidationError(f"context is {len(context):,} characters; the limit is {MAX_TEXT:,}")
+    if "\x00" in context:
+        raise ValidationError("context contains a NUL character; remove it")
+    return context
 
 
 def check_importance(value: Any) -> float:

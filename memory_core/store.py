@@ -29,12 +29,12 @@ import pyarrow as pa
 
 from .errors import BankLockedError, BankReadOnlyError, CorruptBankError, StateError, ValidationError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 MEMORY_COLUMNS = (
     "id", "namespace", "text", "kind", "category", "importance", "created_at", "updated_at",
     "last_accessed_at", "access_count", "status", "pinned", "source", "content_hash",
-    "embedding_model", "superseded_by", "merged_into", "seq",
+    "embedding_model", "superseded_by", "merged_into", "seq", "context",
 )
 
 _MIGRATIONS: dict[int, list[str]] = {
@@ -151,6 +151,11 @@ _MIGRATIONS: dict[int, list[str]] = {
             labeled_by VARCHAR NOT NULL, labeled_at TIMESTAMP NOT NULL
         )""",
         "INSERT INTO meta VALUES ('next_label_id', '1')",
+    ],
+    # A memory's retrieval context: text that situates it (the conversation turns around it),
+    # indexed for lexical match alongside the text but never shown as the memory. NULL: none.
+    5: [
+        "ALTER TABLE memories ADD COLUMN context VARCHAR",
     ],
 }
 

@@ -92,3 +92,31 @@ def copy_bank(tmp_path):
         return dest
 
     return copy
+
+
+# What each schema migration added, to take a file back to an older version: what a bank written
+# by an older memory_core looks like. A new migration adds its undo here.
+_UNDO_MIGRATION = {
+    5: ["ALTER TABLE memories DROP COLUMN context"],
+    4: ["DROP TABLE labels", "DELETE FROM meta WHERE key = 'next_label_id'"],
+    3: ["DROP TABLE feedback", "DROP TABLE feedback_hits", "DROP TABLE ablation_runs", "DROP TABLE ablation_cases",
+        "DELETE FROM meta WHERE key = 'next_ablation_run_id'"],
+}
+
+
+def downgrade(path: Path, version: int) -> None:
+    """Take the bank file at ``path`` (closed) back to schema ``version``."""
+    import duckdb
+
+    from memory_core.store import SCHEMA_VERSION
+
+    assert set(_UNDO_MIGRATION) == set(range(3, SCHEMA_VERSION + 1)), "a migration has no undo in conftest"
+    con = duckdb.connect(str(path))
+    try:
+        for v in range(SCHEMA_VERSION, version, -1):
+            for stmt in _UNDO_MIGRATION[v]:
+                con.execute(stmt)
+            con.execute("DELETE FROM schema_migrations WHERE version = ?", [v])
+        assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == version
+    finally:
+        con.close()

@@ -10,6 +10,7 @@ from datetime import date
 import duckdb
 import pytest
 
+from conftest import downgrade
 from memory_core import MemoryBank, NotFoundError, ValidationError, format_for_prompt
 from memory_core import metrics as mx
 from memory_core import usage
@@ -180,13 +181,7 @@ def test_a_version_2_bank_is_upgraded_and_takes_feedback(tmp_path, embedder):
         bank.recall("vegetarian dinner", namespace="alice", threshold=0.0)
         rid = bank.last_retrieval_id
     # Take the file back to version 2: what a bank written before feedback existed looks like.
-    con = duckdb.connect(str(path))
-    for table in ("feedback", "feedback_hits", "ablation_runs", "ablation_cases", "labels"):
-        con.execute(f"DROP TABLE {table}")
-    con.execute("DELETE FROM meta WHERE key IN ('next_ablation_run_id', 'next_label_id')")
-    con.execute("DELETE FROM schema_migrations WHERE version >= 3")
-    assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == 2
-    con.close()
+    downgrade(path, 2)
     assert len(_MIGRATIONS[3]) == 5
     with MemoryBank.open(path, embedder=embedder) as bank:
         assert bank.retrievals()[0]["id"] == rid  # the old log survives
