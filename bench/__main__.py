@@ -76,7 +76,13 @@ def run_all(quick: bool, smallest: bool = False, only: list[str] | None = None, 
         (out / f"{name}.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
         summary["benchmarks"][name] = {"status": status, "seconds": seconds}
         print(f"[bench] {name}: {status} in {seconds:.0f} s", file=sys.stderr, flush=True)
-    (out / "run.json").write_text(json.dumps(summary, indent=2) + "\n")
+    previous = out / "run.json"
+    if only and previous.exists():  # a partial run updates the summary of the others
+        before = json.loads(previous.read_text())
+        if before.get("mode") == mode:
+            summary["benchmarks"] = {**before.get("benchmarks", {}), **summary["benchmarks"]}
+            summary["started_at"] = min(before.get("started_at", summary["started_at"]), summary["started_at"])
+    previous.write_text(json.dumps(summary, indent=2) + "\n")
     if plots:
         summary["plots"] = _report.plots(out)
     if markdown is not None:

@@ -3,8 +3,9 @@
 Side by side in one process: the bare model (``Embedder.encode`` of the same texts in the same
 2048-text batches the import uses) against ``MemoryBank.add_many`` of the same texts, alternating
 runs; and the import of rows that already carry their vectors (no model at all). Full mode embeds
-20k texts twice per repeat (the writer's cost per batch does not grow with the import, so the
-ratio holds at 100k; the embedding-free import runs at 100k).
+5k texts twice per repeat: on a 2-core machine shared with other work a 100k pass takes tens of
+minutes, and the writer's cost per batch does not grow with the import, so the ratio carries
+over; the embedding-free import runs at 100k.
 
     python -m bench --only import_speed
 """
@@ -26,7 +27,7 @@ def run(quick: bool, smallest: bool = False) -> dict:
     from memory_core.embed import get_embedder
 
     embedder = get_embedder()
-    n_embed = 100 if smallest else 1_000 if quick else 20_000
+    n_embed = 100 if smallest else 1_000 if quick else 5_000
     n_vec = 2_000 if smallest else 20_000 if quick else 100_000
     repeats = 1 if smallest else 2
     vec_repeats = 1 if smallest else 3

@@ -1724,6 +1724,10 @@ class MemoryBank:
         is malformed and raises ImportFormatError listing them by line number; ``"skip"`` imports
         the good lines and reports the bad ones. Lines whose id already exists with the same text
         count as already present, so an interrupted import can be re-run.
+
+        A file (or any seekable stream) is read twice: the check keeps only each good line's
+        number, id and content hash, and the import streams the lines again in batches, so memory
+        stays bounded however large the file. A stream that cannot seek is held in memory.
         """
         check_choice(on_error, ("refuse", "skip"), "on_error")
         own = isinstance(source, (str, os.PathLike))
@@ -1732,52 +1736,108 @@ class MemoryBank:
         fh = open(source, encoding="utf-8") if own else source
         report = ImportReport()
         now = utcnow()
-        rows_ok: list[dict[str, Any]] = []
-        line_numbers: list[int] = []
         try:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                    if not isinstance(row, dict):
-                        raise ValidationError("each line must be a JSON object")
-                    if namespace is not None:
-                        row["namespace"] = namespace
-                    for drop in ("content_hash", "embedding_model") if "embedding" not in row else ("content_hash",):
-                        row.pop(drop, None)
-                    self._normalize_row(row, now)
-                    rows_ok.append(row)
+            seekable = own or bool(getattr(fh, "seekable", lambda: False)())
+            start = fh.tell() if seekable else 0
+        except (OSError, ValueError):
+            seekable, start = False, 0
+        held: list[dict[str, Any]] | None = None if seekable else []
+        line_numbers: list[int] = []
+        line_ids: list[Any] = []
+        line_hashes: list[str] = []
+        embeds = False
+
+        def parse(line: str) -> dict[str, Any]:
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValidationError("each line must be a JSON object")
+            if namespace is not None:
+                row["namespace"] = namespace
+            for drop in ("content_hash", "embedding_model") if "embedding" not in row else ("content_hash",):
+                row.pop(drop, None)
+            return row
+
+        try:
+            try:
+                for lineno, line in enumerate(fh, start=1):
+                    if not line.strip():
+                        continue
+                    try:
+                        row = parse(line)
+                        checked = self._normalize_row(row, now)
+                    except (json.JSONDecodeError, ValidationError, ModelMismatchError, UnicodeDecodeError) as exc:
+                        report.errors.append((lineno, str(exc)))
+                        continue
                     line_numbers.append(lineno)
-                except (json.JSONDecodeError, ValidationError, ModelMismatchError, UnicodeDecodeError) as exc:
-                    report.errors.append((lineno, str(exc)))
-        except UnicodeDecodeError as exc:
-            raise ImportFormatError(f"the file is not UTF-8 text ({exc})") from None
+                    line_ids.append(row.get("id"))
+                    line_hashes.append(checked["content_hash"])
+                    embeds = embeds or "embedding" not in checked
+                    if held is not None:
+                        held.append(checked)
+            except UnicodeDecodeError as exc:
+                raise ImportFormatError(f"the file is not UTF-8 text ({exc})") from None
+            existing = self._existing([i for i in line_ids if isinstance(i, int)])
+            first_line: dict[int, int] = {}
+            present: set[int] = set()  # line numbers of memories the bank already holds
+            for lineno, mid, h in zip(line_numbers, line_ids, line_hashes):
+                if mid is None:
+                    continue
+                if mid in first_line:
+                    report.errors.append((lineno, f"id {mid} appears again (first on line {first_line[mid]})"))
+                elif mid in existing:
+                    if existing[mid] != h:
+                        report.errors.append((lineno, self._clash(mid)))
+                    else:
+                        present.add(lineno)
+                first_line.setdefault(mid, lineno)
+            report.errors.sort()
+            bad_lines = {n for n, _ in report.errors}
+            if report.errors and on_error == "refuse":
+                shown = "; ".join(f"line {n}: {m}" for n, m in report.errors[:5])
+                more = f" (and {len(report.errors) - 5} more)" if len(report.errors) > 5 else ""
+                raise ImportFormatError(
+                    f"{len(report.errors)} malformed line(s), nothing imported: {shown}{more}. Fix them, "
+                    "or import with on_error='skip' (memctl import --skip-errors) to import the rest",
+                    report.errors)
+            good = [n for n in line_numbers if n not in bad_lines]
+            todo = {n for n in good if n not in present}
+            report.skipped_existing += len(good) - len(todo)
+            if progress is not None and len(todo) < len(good):
+                progress(len(good) - len(todo))
+
+            def rows_again() -> Iterator[tuple[int, dict[str, Any]]]:
+                if held is not None:
+                    yield from ((n, r) for n, r in zip(line_numbers, held) if n in todo)
+                    return
+                fh.seek(start)
+                for lineno, line in enumerate(fh, start=1):
+                    if lineno in todo:
+                        yield lineno, self._normalize_row(parse(line), now)
+
+            size = _BATCH_EMBED if embeds else _BATCH_VECTORS
+
+            def batches() -> Iterator[list[dict[str, Any]]]:
+                batch: list[dict[str, Any]] = []
+                for _, r in rows_again():
+                    batch.append(r)
+                    if len(batch) == size:
+                        yield batch
+                        batch = []
+                if batch:
+                    yield batch
+
+            new_ids = iter(self._write_stream(batches(), progress))
         finally:
             if own:
                 fh.close()
-        existing = self._existing([r["id"] for r in rows_ok if isinstance(r.get("id"), int)])
-        first_line: dict[int, int] = {}
-        for lineno, row in zip(line_numbers, rows_ok):
-            mid = row.get("id")
-            if mid is None:
-                continue
-            if mid in first_line:
-                report.errors.append((lineno, f"id {mid} appears again (first on line {first_line[mid]})"))
-            elif mid in existing and existing[mid] != content_hash(row["text"]):
-                report.errors.append((lineno, self._clash(mid)))
-            first_line.setdefault(mid, lineno)
-        report.errors.sort()
-        bad_lines = {n for n, _ in report.errors}
-        good = [r for n, r in zip(line_numbers, rows_ok) if n not in bad_lines]
-        if report.errors and on_error == "refuse":
-            shown = "; ".join(f"line {n}: {m}" for n, m in report.errors[:5])
-            more = f" (and {len(report.errors) - 5} more)" if len(report.errors) > 5 else ""
-            raise ImportFormatError(
-                f"{len(report.errors)} malformed line(s), nothing imported: {shown}{more}. Fix them, "
-                "or import with on_error='skip' (memctl import --skip-errors) to import the rest",
-                report.errors)
-        self.add_many(good, progress=progress, skip_existing=True, report=report)
+        ids_by_line = {}
+        for lineno, mid in zip(line_numbers, line_ids):
+            if lineno in todo:
+                ids_by_line[lineno] = next(new_ids)
+            elif lineno in present:
+                ids_by_line[lineno] = mid
+        report.added += len(todo)
+        report.ids.extend(int(ids_by_line[n]) for n in good)
         return report
 
     def reembed(self, model: str | None = None, progress: Progress | None = None, batch_size: int = 2048) -> int:
