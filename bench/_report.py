@@ -253,6 +253,36 @@ recalled as of the day after the last session, no threshold.
 """
 
 
+PROFILE_NOTE = """## Profile before optimizing: the import path (issue 6, item 10)
+
+Profiled with cProfile (main thread) and py-spy (the writer thread), importing 100k memories
+that carry their vectors, on this machine while other work ran (load average above 10): before
+the change 20 s, 4.9k memories/s. What the profile showed, by cumulative time:
+
+- 7.4 s opening and closing connections: closing a DuckDB connection checkpoints the file, and
+  the import opened two per 2048-row batch (the id check and the write); the checkpoint grows with
+  the bank.
+- 2.5 s in INSERT and COMMIT themselves.
+- 2.0 s reading every new memory back (`_get_rows`) to build "after" objects the import discarded,
+  and 2.0 s in `_apply_rows` turning the new rows, 384 floats each, into Python lists to update
+  indexes, even when no index was loaded.
+- 2.3 s checking rows (`_normalize_row`; `np.all`/`np.linalg.norm` per vector) and 1.4 s building
+  100k event JSON strings in Python.
+
+What changed: `add_many` streams batches through a writer thread (at most two in flight, so memory
+is bounded) while the model embeds the next batch; back-to-back batches of rows that carry vectors
+(16k rows each) share one connection held at most 2 s (then the file is free for 0.15 s, so
+another process waiting for it gets in), and a batch the model embedded lets the
+file go at once; nothing is read back (loaded indexes are updated from the rows in hand); DuckDB
+writes the "add" events' JSON from the same Arrow table (`to_json(struct_pack(...))`); vector checks
+are cheaper; `import_jsonl` checks the file, then streams it again in batches. After, same script and
+conditions: 10.1k memories/s. What remains: checking rows first (1.8 s, on purpose: a bad row must
+change nothing), INSERT (2.7 s) and COMMIT (4.5 s), of which about 1.5 s is DuckDB compressing the
+float column at checkpoint (measured by forcing it uncompressed, which this change does not do)
+and most of the rest the two primary-key indexes and the WAL. The embedding path is the model's:
+the writer's work overlaps it.
+"""
+
 RENDER = {"import_speed": _import_md, "overfetch": _overfetch_md, "mem0_compare": _mem0_md,
           "dashboard": _dashboard_md, "footprint": _footprint_md}
 
@@ -282,6 +312,7 @@ runs; comparisons are ratios measured side by side in the same run. Last run: {r
             parts.append(RENDER[name](r, out))
         else:
             parts.append(_generic_md(name, r))
+    parts.append(PROFILE_NOTE)
     demo = _load(out, "demo_figures")
     if demo:
         parts.append(_demo_md(demo))

@@ -1883,13 +1883,14 @@ class _BulkWriter:
 
     Closing a connection checkpoints the file, which costs more than writing a batch; so batches
     that arrive back to back (rows carrying their vectors) share one connection, held at most
-    ``hold`` seconds before the file is let go for other processes, while a batch the model
-    embedded lets go at once (the next one takes seconds to embed, the file must not wait on it).
+    ``hold`` seconds before the file is let go for ``gap`` seconds for other processes, while a
+    batch the model embedded lets go at once (the next one takes seconds to embed, the file must not wait on it).
     """
 
-    def __init__(self, bank: MemoryBank, hold: float = 1.0):
+    def __init__(self, bank: MemoryBank, hold: float = 2.0, gap: float = 0.15):
         self.bank = bank
         self.hold = hold
+        self.gap = gap
         self._stack: contextlib.ExitStack | None = None
         self._con: Any = None
         self._since = 0.0
@@ -1928,8 +1929,13 @@ class _BulkWriter:
             self.release()
             raise
         bank._after_insert(batch, vectors, ids, seq)
-        if release or time.monotonic() - self._since > self.hold:
+        if release:
             self.release()
+        elif time.monotonic() - self._since > self.hold:
+            self.release()
+            # Another process waiting for the file retries every 0.1-0.3 s: leave it a window,
+            # or a long import would hold the file for good by reopening at once.
+            time.sleep(self.gap)
         return ids
 
     def release(self) -> None:
