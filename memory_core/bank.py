@@ -42,7 +42,7 @@ _MEMORY_CACHE_MAX = 20_000
 # Rows per write: a batch the model embeds takes seconds, and the file is let go between batches;
 # rows that carry vectors go in bigger transactions (each commit and checkpoint has a fixed cost).
 _BATCH_EMBED = 2048
-_BATCH_VECTORS = 16384
+_BATCH_VECTORS = 8192
 _SAVE_EVERY = 1000  # index changes before a long-lived bank saves its index cache unasked
 
 
@@ -455,7 +455,7 @@ class MemoryBank:
         its position and changes nothing). A row may carry ``embedding`` (a vector of the bank's
         model) to skip embedding it again, and an ``id`` to keep (export and import round-trip).
         Rows are embedded outside the file lock and written in batches of ``batch_size`` (default:
-        2048 rows to embed, 16384 rows that carry their vectors), each in one transaction, while
+        2048 rows to embed, 8192 rows that carry their vectors), each in one transaction, while
         the model embeds the next batch. With ``skip_existing``, a row whose id already exists with the same text
         is counted as already present instead of refused, so an interrupted import can be re-run.
         """
@@ -1887,7 +1887,7 @@ class _BulkWriter:
     batch the model embedded lets go at once (the next one takes seconds to embed, the file must not wait on it).
     """
 
-    def __init__(self, bank: MemoryBank, hold: float = 2.0, gap: float = 0.15):
+    def __init__(self, bank: MemoryBank, hold: float = 1.0, gap: float = 0.15):
         self.bank = bank
         self.hold = hold
         self.gap = gap

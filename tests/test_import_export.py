@@ -414,7 +414,8 @@ def test_a_long_import_of_vectors_lets_another_process_in(tmp_path: Path, embedd
         while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         while proc.poll() is None and time.monotonic() < deadline:
-            with MemoryBank.open(path, embedder=embedder, lock_timeout=10) as reader:
+            # a generous wait: on a loaded machine one 8k-row transaction can take seconds
+            with MemoryBank.open(path, embedder=embedder, lock_timeout=30) as reader:
                 counts.append(reader.count(namespace="bulk"))
             time.sleep(0.05)
         assert proc.wait(timeout=60) == 0
@@ -423,5 +424,8 @@ def test_a_long_import_of_vectors_lets_another_process_in(tmp_path: Path, embedd
             proc.kill()
     assert any(0 < c < n for c in counts), f"the reader never got in during the import: {counts}"
     assert counts == sorted(counts)
+    from memory_core.bank import _BATCH_VECTORS
+
+    assert all(c % _BATCH_VECTORS == 0 or c == n for c in counts), counts  # each batch one transaction
     with MemoryBank.open(path, embedder=embedder) as bank:
         assert bank.count(namespace="bulk") == n
