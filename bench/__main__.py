@@ -65,6 +65,7 @@ def run_all(quick: bool, smallest: bool = False, only: list[str] | None = None, 
         kwargs = {"smallest": True} if smallest and "smallest" in inspect.signature(module.run).parameters else {}
         print(f"[bench] {name} ({mode})", file=sys.stderr, flush=True)
         t = time.perf_counter()
+        load_before = os.getloadavg()[0]
         try:
             result = module.run(quick or smallest, **kwargs)
             status = "ok"
@@ -72,7 +73,9 @@ def run_all(quick: bool, smallest: bool = False, only: list[str] | None = None, 
             traceback.print_exc()
             result, status = {"error": f"{type(exc).__name__}: {exc}"}, "error"
         seconds = time.perf_counter() - t
-        result = {"benchmark": name, "mode": mode, "seconds": seconds, **result}
+        # How busy the machine was: absolute figures on a shared machine mean little without it.
+        result = {"benchmark": name, "mode": mode, "seconds": seconds,
+                  "load_average_1min": [round(load_before, 1), round(os.getloadavg()[0], 1)], **result}
         (out / f"{name}.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
         summary["benchmarks"][name] = {"status": status, "seconds": seconds}
         print(f"[bench] {name}: {status} in {seconds:.0f} s", file=sys.stderr, flush=True)
