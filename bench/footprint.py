@@ -68,7 +68,7 @@ def _spawn(*args: str) -> dict:
 
 
 def run(quick: bool, smallest: bool = False) -> dict:
-    n = 5_000 if smallest else 50_000 if quick else 1_000_000
+    n = 1_000 if smallest else 50_000 if quick else 1_000_000
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "big.duckdb")
         imp = _spawn("import", path, str(n))

@@ -27,8 +27,8 @@ def run(quick: bool, smallest: bool = False) -> dict:
     from memory_core.embed import get_embedder
 
     embedder = get_embedder()
-    n_embed = 100 if smallest else 1_000 if quick else 5_000
-    n_vec = 2_000 if smallest else 20_000 if quick else 100_000
+    n_embed = 50 if smallest else 1_000 if quick else 5_000
+    n_vec = 1_000 if smallest else 20_000 if quick else 100_000
     repeats = 1 if smallest else 2
     vec_repeats = 1 if smallest else 3
     rows = synthetic_rows(n_embed, seed=1)

@@ -50,7 +50,7 @@ def _workload(quick: bool, smallest: bool) -> list[dict]:
     sets = []
     if LOCOMO.exists():
         conv = load(str(LOCOMO), 1)[0]
-        n = 12 if smallest else 40 if quick else 150
+        n = 6 if smallest else 40 if quick else 150
         turns = conv["turns"][:n]
         keep = {t["dia_id"] for t in turns}
         questions = [q for q in conv["questions"] if any(e in keep for e in q["evidence"])]
@@ -61,10 +61,10 @@ def _workload(quick: bool, smallest: bool) -> list[dict]:
                                   "evidence": [e for e in q["evidence"] if e in keep]} for q in questions]})
     mems = [json.loads(line) for line in (DATA / "demo_memories.jsonl").open(encoding="utf-8") if line.strip()]
     qs = [json.loads(line) for line in (DATA / "demo_queries.jsonl").open(encoding="utf-8") if line.strip()]
-    n = 10 if smallest else 30 if quick else 100
+    n = 5 if smallest else 30 if quick else 100
     mems = mems[:n]
     names = {m["namespace"] for m in mems}
-    qs = [q for q in qs if q["namespace"] in names][: 5 if smallest else 20 if quick else 50]
+    qs = [q for q in qs if q["namespace"] in names][: 3 if smallest else 20 if quick else 50]
     sets.append({"name": "demo", "now": None,
                  "memories": [{"key": i, "text": m["text"], "namespace": m["namespace"],
                                "created_at": m.get("created_at")} for i, m in enumerate(mems)],

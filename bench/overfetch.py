@@ -79,12 +79,12 @@ def run(quick: bool, smallest: bool = False) -> dict:
     result: dict = {"machine": machine(), "candidates": list(CANDIDATES)}
     queries_file = [json.loads(line) for line in (DATA / "demo_queries.jsonl").open(encoding="utf-8") if line.strip()]
     if smallest:
-        queries_file = queries_file[:8]
+        queries_file = queries_file[:5]
     elif quick:
         queries_file = queries_file[:60]
     with tempfile.TemporaryDirectory() as tmp, MemoryBank.open(Path(tmp) / "demo.duckdb", embedder=embedder) as bank:
         if smallest:  # the first 150 memories, and queries of their namespaces only
-            mems = [json.loads(line) for line in (DATA / "demo_memories.jsonl").open(encoding="utf-8")][:150]
+            mems = [json.loads(line) for line in (DATA / "demo_memories.jsonl").open(encoding="utf-8")][:60]
             bank.add_many([{k: v for k, v in m.items() if k != "id"} for m in mems])
             names = {m["namespace"] for m in mems}
             queries_file = [q for q in queries_file if q["namespace"] in names]
@@ -101,11 +101,11 @@ def run(quick: bool, smallest: bool = False) -> dict:
                                                                    embedder=embedder) as bank:
             now = max(c["now"] for c in convs)
             rows = [{"text": t["text"], "namespace": "locomo", "created_at": t["created_at"]}
-                    for c in convs for t in c["turns"]][: 150 if smallest else None]
+                    for c in convs for t in c["turns"]][: 60 if smallest else None]
             bank.add_many(rows)
             questions = [q["question"] for c in convs for q in c["questions"]]
             if smallest:
-                questions = questions[:8]
+                questions = questions[:5]
             elif quick:
                 questions = questions[:60]
             bank.recall("warm up", namespace="locomo", record=False)
