@@ -233,7 +233,9 @@ class MemoryBank:
         """Bring loaded namespace indexes in line with these store rows (an Arrow table)."""
         if rows.num_rows == 0:
             return
-        cols = rows.to_pydict()
+        # The vectors stay in Arrow (read by embeddings_of): as Python lists, 1M memories' vectors
+        # take over 10 GB.
+        cols = rows.drop_columns([c for c in ('embedding',) if c in rows.column_names]).to_pydict()
         vectors = None
         for i, mid in enumerate(cols["id"]):
             self._memories.pop(mid, None)
@@ -305,7 +307,9 @@ class MemoryBank:
     def _fill(self, idx: NamespaceIndex, rows: Any) -> None:
         if rows.num_rows == 0:
             return
-        cols = rows.to_pydict()
+        # The vectors stay in Arrow (read by embeddings_of): as Python lists, 1M memories' vectors
+        # take over 10 GB.
+        cols = rows.drop_columns([c for c in ('embedding',) if c in rows.column_names]).to_pydict()
         vectors = Store.embeddings_of(rows, self.dim)
         idx.add_many(
             np.asarray(cols["id"], dtype=np.int64), vectors, [tokenize(t) for t in cols["text"]],
