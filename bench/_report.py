@@ -260,8 +260,8 @@ that carry their vectors, on this machine while other work ran (load average abo
 the change 20 s, 4.9k memories/s. What the profile showed, by cumulative time:
 
 - 7.4 s opening and closing connections: closing a DuckDB connection checkpoints the file, and
-  the import opened two per 2048-row batch (the id check and the write); the checkpoint grows with
-  the bank.
+  the import opened 98 connections for its 49 batches of 2048 rows; the checkpoint grows with the
+  bank.
 - 2.5 s in INSERT and COMMIT themselves.
 - 2.0 s reading every new memory back (`_get_rows`) to build "after" objects the import discarded,
   and 2.0 s in `_apply_rows` turning the new rows, 384 floats each, into Python lists to update
