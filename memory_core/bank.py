@@ -14,6 +14,7 @@ import os
 import shutil
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
@@ -44,6 +45,10 @@ Progress = Callable[[int], None]
 
 _EDITABLE = ("text", "namespace", "kind", "category", "importance", "created_at", "pinned", "source")
 _MEMORY_CACHE_MAX = 20_000
+# Rows per write: a batch the model embeds takes seconds, and the file is let go between batches;
+# rows that carry vectors go in bigger transactions (each commit and checkpoint has a fixed cost).
+_BATCH_EMBED = 2048
+_BATCH_VECTORS = 8192
 _SAVE_EVERY = 1000  # index changes before a long-lived bank saves its index cache unasked
 
 
@@ -234,7 +239,9 @@ class MemoryBank:
         """Bring loaded namespace indexes in line with these store rows (an Arrow table)."""
         if rows.num_rows == 0:
             return
-        cols = rows.to_pydict()
+        # The vectors stay in Arrow (read by embeddings_of): as Python lists, 1M memories' vectors
+        # take over 10 GB.
+        cols = rows.drop_columns([c for c in ('embedding',) if c in rows.column_names]).to_pydict()
         vectors = None
         for i, mid in enumerate(cols["id"]):
             self._memories.pop(mid, None)
@@ -307,7 +314,9 @@ class MemoryBank:
     def _fill(self, idx: NamespaceIndex, rows: Any) -> None:
         if rows.num_rows == 0:
             return
-        cols = rows.to_pydict()
+        # The vectors stay in Arrow (read by embeddings_of): as Python lists, 1M memories' vectors
+        # take over 10 GB.
+        cols = rows.drop_columns([c for c in ('embedding',) if c in rows.column_names]).to_pydict()
         vectors = Store.embeddings_of(rows, self.dim)
         idx.add_many(
             np.asarray(cols["id"], dtype=np.int64), vectors,
@@ -438,11 +447,11 @@ class MemoryBank:
                 raise ValidationError("embedding must be a list of numbers") from None
             # A bank without vectors yet takes the dimension its model gives, never the row's.
             dim = self.dim if self.dim is not None else self.embedder.dim
-            if vec.ndim != 1 or vec.shape[0] != dim or not np.all(np.isfinite(vec)):
+            if vec.ndim != 1 or vec.shape[0] != dim or not np.isfinite(vec).all():
                 raise ValidationError(
                     f"embedding must be {dim} finite numbers from {self.model}; drop it to embed the text again"
                 )
-            norm = float(np.linalg.norm(vec))
+            norm = math.sqrt(float(vec @ vec))
             if norm == 0:
                 raise ValidationError("embedding must not be all zeros")
             out["embedding"] = vec / norm
@@ -453,7 +462,7 @@ class MemoryBank:
         rows: Iterable[dict[str, Any]],
         *,
         progress: Progress | None = None,
-        batch_size: int = 2048,
+        batch_size: int | None = None,
         skip_existing: bool = False,
         report: ImportReport | None = None,
     ) -> list[int]:
@@ -462,8 +471,9 @@ class MemoryBank:
         Every row is checked before anything is written (a bad row raises ValidationError naming
         its position and changes nothing). A row may carry ``embedding`` (a vector of the bank's
         model) to skip embedding it again, and an ``id`` to keep (export and import round-trip).
-        Rows are embedded outside the file lock and written in batches of ``batch_size``, each in
-        one transaction. With ``skip_existing``, a row whose id already exists with the same text
+        Rows are embedded outside the file lock and written in batches of ``batch_size`` (default:
+        2048 rows to embed, 8192 rows that carry their vectors), each in one transaction, while
+        the model embeds the next batch. With ``skip_existing``, a row whose id already exists with the same text
         is counted as already present instead of refused, so an interrupted import can be re-run.
         """
         if isinstance(rows, (str, bytes, dict)) or not isinstance(rows, Iterable):
@@ -494,12 +504,13 @@ class MemoryBank:
                 todo.append(i)
         if progress is not None and len(todo) < len(checked):
             progress(len(checked) - len(todo))
-        for start in range(0, len(todo), batch_size):
-            chunk = todo[start:start + batch_size]
-            for i, mid in zip(chunk, self._write_batch([checked[i] for i in chunk])):
-                ids[i] = mid
-            if progress is not None:
-                progress(len(chunk))
+        if batch_size is None:
+            batch_size = _BATCH_EMBED if any("embedding" not in checked[i] for i in todo) else _BATCH_VECTORS
+        elif isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValidationError("batch_size must be a whole number >= 1")
+        batches = ([checked[i] for i in todo[start:start + batch_size]] for start in range(0, len(todo), batch_size))
+        for i, mid in zip(todo, self._write_stream(batches, progress)):
+            ids[i] = mid
         if report is not None:
             report.added += len(todo)
             report.ids.extend(int(i) for i in ids)
@@ -529,10 +540,67 @@ class MemoryBank:
                 vectors[i] = r["embedding"]
         return vectors
 
-    def _write_batch(self, batch: list[dict[str, Any]]) -> list[int]:
-        """Embed and insert rows already checked, as one operation."""
-        _, _, ids = self._change({}, "add", new_rows=batch, new_vectors=self._vectors_for(batch))
-        return ids
+    def _write_stream(self, batches: Iterable[list[dict[str, Any]]], progress: Progress | None = None) -> list[int]:
+        """Embed and store batches of checked rows; returns their ids in order.
+
+        The model embeds the next batch (torch releases the GIL) while a writer thread stores
+        the last one, so an import runs at the model's pace; at most two batches are in flight,
+        so memory stays bounded however many rows stream through. Each batch is one transaction
+        and one group of events. Progress is reported from the calling thread (a Streamlit
+        progress bar only works there).
+        """
+        out: list[int] = []
+        writer = _BulkWriter(self)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-writer") as pool:
+            pending = None
+            try:
+                for batch in batches:
+                    if not batch:
+                        continue
+                    embeds = any("embedding" not in r for r in batch)
+                    vectors = self._vectors_for(batch)
+                    if pending is not None:
+                        done = pending.result()
+                        out.extend(done)
+                        if progress is not None:
+                            progress(len(done))
+                    # Let go of the file after a batch the model embedded: the next one takes seconds.
+                    pending = pool.submit(writer.write, batch, vectors, embeds)
+                if pending is not None:
+                    done, pending = pending.result(), None
+                    out.extend(done)
+                    if progress is not None:
+                        progress(len(done))
+            finally:
+                if pending is not None:
+                    with contextlib.suppress(BaseException):
+                        pending.result()
+                pool.submit(writer.release).result()  # the lock is the writer thread's to release
+        return out
+
+    def _after_insert(self, batch: list[dict[str, Any]], vectors: np.ndarray, ids: list[int], seq: int) -> None:
+        """Bring loaded indexes up to date with rows this bank just inserted (no read back)."""
+        self._synced_seq = seq
+        self._acknowledged = None
+        for idx in self._indexes.values():
+            idx.seq = seq
+        by_ns: dict[str, list[int]] = {}
+        for j, (r, mid) in enumerate(zip(batch, ids)):
+            self._memories.pop(mid, None)
+            if r["status"] == "active" and r["namespace"] in self._indexes:
+                by_ns.setdefault(r["namespace"], []).append(j)
+        for ns, js in by_ns.items():
+            idx = self._indexes[ns]
+            rows = [batch[j] for j in js]
+            idx.add_many(
+                np.asarray([ids[j] for j in js], dtype=np.int64), vectors[js], [memory_tokens(r["text"], r.get("context")) for r in rows],
+                [r["content_hash"] for r in rows], np.array([_ts(r["created_at"]) for r in rows]),
+                np.array([_ts(r["last_accessed_at"]) for r in rows]),
+                np.array([r["importance"] for r in rows], dtype=np.float64),
+                np.array([r["access_count"] for r in rows], dtype=np.float64),
+            )
+            if idx.changes_since_save >= _SAVE_EVERY:
+                self._save_index(idx)
 
     def _insert_rows(self, con: Any, batch: list[dict[str, Any]], vectors: np.ndarray, seq: int,
                      group: int) -> list[int]:
@@ -544,37 +612,26 @@ class MemoryBank:
             ids_out[i] = first + j
         if max(ids_out) >= int(Store.meta(con)["next_id"]):
             Store.set_meta(con, "next_id", str(max(ids_out) + 1))
-        cols: dict[str, list] = {c: [] for c in MEMORY_COLUMNS}
-        for mid, r in zip(ids_out, batch):
-            for c in MEMORY_COLUMNS:
-                if c == "id":
-                    cols[c].append(mid)
-                elif c == "seq":
-                    cols[c].append(seq)
-                elif c == "embedding_model":
-                    cols[c].append(self.model)
-                elif c in ("created_at", "updated_at", "last_accessed_at"):
-                    cols[c].append(None if r[c] is None else to_naive_utc(r[c]))
-                else:
-                    cols[c].append(r[c])
+        n = len(batch)
+        cols: dict[str, list] = {}
+        for c in MEMORY_COLUMNS:
+            if c == "id":
+                cols[c] = ids_out
+            elif c == "seq":
+                cols[c] = [seq] * n
+            elif c == "embedding_model":
+                cols[c] = [self.model] * n
+            elif c in ("created_at", "updated_at", "last_accessed_at"):
+                cols[c] = [None if r[c] is None else to_naive_utc(r[c]) for r in batch]
+            else:
+                cols[c] = [r[c] for r in batch]
         try:
-            Store.insert_memories(con, cols, vectors)
+            Store.insert_memories(con, cols, vectors, log=(self.actor, utcnow(), group))
         except duckdb.ConstraintException:
             # Another process took one of these ids since we checked.
             raise ValidationError("an id in this batch was just taken by another writer; import again") from None
-        Store.log_events(con, self.actor, "add", ids_out, [None] * len(batch),
-                         [self._public(r, mid) for mid, r in zip(ids_out, batch)], utcnow(), group)
         self.dim = vectors.shape[1]
         return [int(i) for i in ids_out]
-
-    @staticmethod
-    def _public(r: dict[str, Any], mid: int) -> dict[str, Any]:
-        out = {k: v for k, v in r.items() if k != "embedding"}
-        out["id"] = mid
-        for k in ("created_at", "updated_at", "last_accessed_at"):
-            if out.get(k) is not None:
-                out[k] = out[k].isoformat()
-        return out
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -2190,6 +2247,10 @@ class MemoryBank:
         is malformed and raises ImportFormatError listing them by line number; ``"skip"`` imports
         the good lines and reports the bad ones. Lines whose id already exists with the same text
         count as already present, so an interrupted import can be re-run.
+
+        A file (or any seekable stream) is read twice: the check keeps only each good line's
+        number, id and content hash, and the import streams the lines again in batches, so memory
+        stays bounded however large the file. A stream that cannot seek is held in memory.
         """
         check_choice(on_error, ("refuse", "skip"), "on_error")
         own = isinstance(source, (str, os.PathLike))
@@ -2198,52 +2259,108 @@ class MemoryBank:
         fh = open(source, encoding="utf-8") if own else source
         report = ImportReport()
         now = utcnow()
-        rows_ok: list[dict[str, Any]] = []
-        line_numbers: list[int] = []
         try:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                    if not isinstance(row, dict):
-                        raise ValidationError("each line must be a JSON object")
-                    if namespace is not None:
-                        row["namespace"] = namespace
-                    for drop in ("content_hash", "embedding_model") if "embedding" not in row else ("content_hash",):
-                        row.pop(drop, None)
-                    self._normalize_row(row, now)
-                    rows_ok.append(row)
+            seekable = own or bool(getattr(fh, "seekable", lambda: False)())
+            start = fh.tell() if seekable else 0
+        except (OSError, ValueError):
+            seekable, start = False, 0
+        held: list[dict[str, Any]] | None = None if seekable else []
+        line_numbers: list[int] = []
+        line_ids: list[Any] = []
+        line_hashes: list[str] = []
+        embeds = False
+
+        def parse(line: str) -> dict[str, Any]:
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValidationError("each line must be a JSON object")
+            if namespace is not None:
+                row["namespace"] = namespace
+            for drop in ("content_hash", "embedding_model") if "embedding" not in row else ("content_hash",):
+                row.pop(drop, None)
+            return row
+
+        try:
+            try:
+                for lineno, line in enumerate(fh, start=1):
+                    if not line.strip():
+                        continue
+                    try:
+                        row = parse(line)
+                        checked = self._normalize_row(row, now)
+                    except (json.JSONDecodeError, ValidationError, ModelMismatchError, UnicodeDecodeError) as exc:
+                        report.errors.append((lineno, str(exc)))
+                        continue
                     line_numbers.append(lineno)
-                except (json.JSONDecodeError, ValidationError, ModelMismatchError, UnicodeDecodeError) as exc:
-                    report.errors.append((lineno, str(exc)))
-        except UnicodeDecodeError as exc:
-            raise ImportFormatError(f"the file is not UTF-8 text ({exc})") from None
+                    line_ids.append(row.get("id"))
+                    line_hashes.append(checked["content_hash"])
+                    embeds = embeds or "embedding" not in checked
+                    if held is not None:
+                        held.append(checked)
+            except UnicodeDecodeError as exc:
+                raise ImportFormatError(f"the file is not UTF-8 text ({exc})") from None
+            existing = self._existing([i for i in line_ids if isinstance(i, int)])
+            first_line: dict[int, int] = {}
+            present: set[int] = set()  # line numbers of memories the bank already holds
+            for lineno, mid, h in zip(line_numbers, line_ids, line_hashes):
+                if mid is None:
+                    continue
+                if mid in first_line:
+                    report.errors.append((lineno, f"id {mid} appears again (first on line {first_line[mid]})"))
+                elif mid in existing:
+                    if existing[mid] != h:
+                        report.errors.append((lineno, self._clash(mid)))
+                    else:
+                        present.add(lineno)
+                first_line.setdefault(mid, lineno)
+            report.errors.sort()
+            bad_lines = {n for n, _ in report.errors}
+            if report.errors and on_error == "refuse":
+                shown = "; ".join(f"line {n}: {m}" for n, m in report.errors[:5])
+                more = f" (and {len(report.errors) - 5} more)" if len(report.errors) > 5 else ""
+                raise ImportFormatError(
+                    f"{len(report.errors)} malformed line(s), nothing imported: {shown}{more}. Fix them, "
+                    "or import with on_error='skip' (memctl import --skip-errors) to import the rest",
+                    report.errors)
+            good = [n for n in line_numbers if n not in bad_lines]
+            todo = {n for n in good if n not in present}
+            report.skipped_existing += len(good) - len(todo)
+            if progress is not None and len(todo) < len(good):
+                progress(len(good) - len(todo))
+
+            def rows_again() -> Iterator[tuple[int, dict[str, Any]]]:
+                if held is not None:
+                    yield from ((n, r) for n, r in zip(line_numbers, held) if n in todo)
+                    return
+                fh.seek(start)
+                for lineno, line in enumerate(fh, start=1):
+                    if lineno in todo:
+                        yield lineno, self._normalize_row(parse(line), now)
+
+            size = _BATCH_EMBED if embeds else _BATCH_VECTORS
+
+            def batches() -> Iterator[list[dict[str, Any]]]:
+                batch: list[dict[str, Any]] = []
+                for _, r in rows_again():
+                    batch.append(r)
+                    if len(batch) == size:
+                        yield batch
+                        batch = []
+                if batch:
+                    yield batch
+
+            new_ids = iter(self._write_stream(batches(), progress))
         finally:
             if own:
                 fh.close()
-        existing = self._existing([r["id"] for r in rows_ok if isinstance(r.get("id"), int)])
-        first_line: dict[int, int] = {}
-        for lineno, row in zip(line_numbers, rows_ok):
-            mid = row.get("id")
-            if mid is None:
-                continue
-            if mid in first_line:
-                report.errors.append((lineno, f"id {mid} appears again (first on line {first_line[mid]})"))
-            elif mid in existing and existing[mid] != content_hash(row["text"]):
-                report.errors.append((lineno, self._clash(mid)))
-            first_line.setdefault(mid, lineno)
-        report.errors.sort()
-        bad_lines = {n for n, _ in report.errors}
-        good = [r for n, r in zip(line_numbers, rows_ok) if n not in bad_lines]
-        if report.errors and on_error == "refuse":
-            shown = "; ".join(f"line {n}: {m}" for n, m in report.errors[:5])
-            more = f" (and {len(report.errors) - 5} more)" if len(report.errors) > 5 else ""
-            raise ImportFormatError(
-                f"{len(report.errors)} malformed line(s), nothing imported: {shown}{more}. Fix them, "
-                "or import with on_error='skip' (memctl import --skip-errors) to import the rest",
-                report.errors)
-        self.add_many(good, progress=progress, skip_existing=True, report=report)
+        ids_by_line = {}
+        for lineno, mid in zip(line_numbers, line_ids):
+            if lineno in todo:
+                ids_by_line[lineno] = next(new_ids)
+            elif lineno in present:
+                ids_by_line[lineno] = mid
+        report.added += len(todo)
+        report.ids.extend(int(ids_by_line[n]) for n in good)
         return report
 
     def reembed(self, model: str | None = None, progress: Progress | None = None, batch_size: int = 2048) -> int:
@@ -2282,6 +2399,74 @@ class MemoryBank:
         self._synced_seq = seq
         shutil.rmtree(self.index_folder, ignore_errors=True)
         return len(ids_texts)
+
+
+class _BulkWriter:
+    """Writes batches of checked rows for :meth:`MemoryBank._write_stream`, one transaction each.
+
+    Closing a connection checkpoints the file, which costs more than writing a batch; so batches
+    that arrive back to back (rows carrying their vectors) share one connection, held at most
+    ``hold`` seconds before the file is let go for ``gap`` seconds for other processes, while a
+    batch the model embedded lets go at once (the next one takes seconds to embed, the file must not wait on it).
+    """
+
+    def __init__(self, bank: MemoryBank, hold: float = 1.0, gap: float = 0.15):
+        self.bank = bank
+        self.hold = hold
+        self.gap = gap
+        self._stack: contextlib.ExitStack | None = None
+        self._con: Any = None
+        self._since = 0.0
+
+    def write(self, batch: list[dict[str, Any]], vectors: np.ndarray, release: bool) -> list[int]:
+        bank = self.bank
+        if self._con is None:
+            if bank.closed:
+                raise StateError("this bank is closed; open it again with MemoryBank.open")
+            if bank._store.read_only:
+                raise BankReadOnlyError(f"the bank {bank.path} was opened read-only; open it without "
+                                        "read_only=True to change it")
+            stack = contextlib.ExitStack()
+            stack.enter_context(bank._lock)
+            try:
+                self._con = stack.enter_context(bank._store.hold())
+                bank._catch_up(self._con)
+            except BaseException:
+                self._con = None
+                stack.close()
+                raise
+            self._stack = stack
+            self._since = time.monotonic()
+        con = self._con
+        try:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                group = Store.take_ids(con, "next_group_id", 1)
+                seq = Store.next_seq(con)
+                ids = bank._insert_rows(con, batch, vectors, seq, group)
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+        except BaseException:
+            self.release()
+            raise
+        bank._after_insert(batch, vectors, ids, seq)
+        if release:
+            self.release()
+        elif time.monotonic() - self._since > self.hold:
+            self.release()
+            # Another process waiting for the file retries every 0.1-0.3 s: leave it a window,
+            # or a long import would hold the file for good by reopening at once.
+            time.sleep(self.gap)
+        return ids
+
+    def release(self) -> None:
+        """Let go of the file (and the bank's lock), if held."""
+        if self._stack is not None:
+            stack, self._stack, self._con = self._stack, None, None
+            stack.close()
+            self.bank._signature = self.bank._store.signature()
 
 
 _EVENT_COLUMNS = "id, happened_at, actor, action, memory_id, before, after, note, group_id, undone_by"

@@ -37,6 +37,12 @@ MEMORY_COLUMNS = (
     "embedding_model", "superseded_by", "merged_into", "seq", "context",
 )
 
+_TIME_COLUMNS = ("created_at", "updated_at", "last_accessed_at")
+# The memory as an "add" event records it (the fields a caller gave, in this order, and its id).
+_ADD_EVENT_FIELDS = ("text", "namespace", "importance", "kind", "category", "created_at", "updated_at",
+                     "last_accessed_at", "status", "pinned", "source", "content_hash", "superseded_by",
+                     "merged_into", "access_count", "id")
+
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
         "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
@@ -378,6 +384,20 @@ class Store:
             with contextlib.suppress(duckdb.Error):
                 raw.close()
 
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[Connection]:
+        """A connection without a transaction, for a caller that commits several in a row.
+
+        Closing a DuckDB connection checkpoints the file (a cost that grows with the bank), so a
+        bulk import writes several back-to-back batches, each its own transaction, on one
+        connection held for a bounded time, instead of one connection per batch.
+        """
+        raw = self._open()
+        try:
+            yield Connection(raw)
+        finally:
+            raw.close()
+
     def compact(self) -> None:
         """Rewrite the file from its live contents, so erased data leaves no trace in free blocks.
 
@@ -568,8 +588,14 @@ class Store:
     # -- memories --------------------------------------------------------------------------------
 
     @staticmethod
-    def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarray) -> None:
-        """Bulk insert through Arrow (one statement, not one per row)."""
+    def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarray,
+                        log: tuple[str, datetime, int | None] | None = None) -> None:
+        """Bulk insert through Arrow (one statement, not one per row).
+
+        With ``log = (actor, at, group)`` each new memory also gets its "add" event, whose
+        ``after`` (the memory as added) DuckDB writes as JSON from the same Arrow table: building
+        100k JSON strings in Python cost as much as the insert itself.
+        """
         n = len(rows["id"])
         flat = pa.array(np.ascontiguousarray(embeddings, dtype=np.float32).reshape(-1))
         offsets = pa.array(np.arange(0, n + 1, dtype=np.int32) * embeddings.shape[1])
@@ -581,6 +607,17 @@ class Store:
         try:
             cols = ", ".join(MEMORY_COLUMNS + ("embedding",))
             con.execute(f"INSERT INTO memories ({cols}) SELECT {cols} FROM _incoming")
+            if log is not None and n:
+                actor, at, group = log
+                first = Store.take_ids(con, "next_event_id", n)
+                iso = lambda c: f"strftime({c}, '%Y-%m-%dT%H:%M:%S.%f') || '+00:00'"  # noqa: E731
+                after = ", ".join(
+                    f"{c} := {iso(c) if c in _TIME_COLUMNS else c}" for c in _ADD_EVENT_FIELDS)
+                con.execute(
+                    "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id) "
+                    f"SELECT ? + row_number() OVER (ORDER BY id) - 1, ?, ?, 'add', id, NULL, "
+                    f"to_json(struct_pack({after}))::VARCHAR, NULL, ? FROM _incoming",
+                    [first, to_naive_utc(at), actor, group])
         finally:
             con.unregister("_incoming")
 

@@ -118,3 +118,14 @@ def test_memctl_add_takes_a_context(bank_path, embedder):
     assert result.exit_code == 0, result.output
     with MemoryBank.open(bank_path, embedder=embedder) as bank:
         assert bank.get(int(result.output.strip())).context == "Melanie: How was the support group?"
+
+
+def test_rows_added_to_a_loaded_index_are_found_by_their_context(bank):
+    """A bank that already serves recall (its index loaded) indexes new rows' context at once."""
+    bank.add("Likes hiking", namespace="conv", detect_conflicts=False)
+    assert bank.recall("hiking", namespace="conv", record=False)  # the namespace index is loaded now
+    lexical_only = ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, threshold=0, k=5)
+    ids = bank.add_many([{"text": t, "context": c, "namespace": "conv", "created_at": T} for t, c in TURNS])
+    hits = bank.recall("How did Caroline feel at the support group?", namespace="conv", params=lexical_only,
+                       now=NOW, record=False)
+    assert hits[0].memory.id == ids[1]
