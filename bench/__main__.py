@@ -4,8 +4,9 @@
     python -m bench --quick         small sizes, under 2 minutes on an idle 2-core machine
     python -m bench --only import_speed,overfetch --quick
 
-A benchmark module is any ``bench/<name>.py`` (not starting with ``_``) that defines
-``run(quick: bool) -> dict``; it may also accept ``smallest: bool`` (the smoke test's sizes) and
+A benchmark module is a ``bench/<name>.py`` named in :data:`ORDER` that defines
+``run(quick: bool) -> dict`` (the reliability scripts, LoCoMo and the tuning figures have their own
+commands and their own sections of BENCHMARKS.md); it may also accept ``smallest: bool`` (the smoke test's sizes) and
 define ``markdown(result: dict) -> str`` for its section of BENCHMARKS.md. Results go to
 ``bench/results/<name>.json`` (full mode) or ``bench/results/quick/`` (quick mode), plots to
 PNG files beside them; full mode rewrites BENCHMARKS.md from every result file there.
@@ -29,20 +30,21 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 HERE = Path(__file__).resolve().parent
-# Preferred order; other modules with run() follow alphabetically (e.g. a new one).
+# The speed and scale benchmarks (issue 6), in the order they run. The crash and soak scripts,
+# LoCoMo and the tuning figures take minutes to hours and have their own commands.
 ORDER = ("import_speed", "recall_scale", "overfetch", "mem0_compare", "dashboard", "footprint")
 
 
 def discover() -> dict[str, object]:
-    """Benchmark modules by name: those in bench/ that define run(quick)."""
+    """Benchmark modules by name: those of ORDER present in bench/ that define run(quick)."""
+    present = {info.name for info in pkgutil.iter_modules([str(HERE)])}
     found = {}
-    for info in pkgutil.iter_modules([str(HERE)]):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"bench.{info.name}")
-        if callable(getattr(module, "run", None)):
-            found[info.name] = module
-    return dict(sorted(found.items(), key=lambda kv: (ORDER.index(kv[0]) if kv[0] in ORDER else len(ORDER), kv[0])))
+    for name in ORDER:
+        if name in present:
+            module = importlib.import_module(f"bench.{name}")
+            if callable(getattr(module, "run", None)):
+                found[name] = module
+    return found
 
 
 def run_all(quick: bool, smallest: bool = False, only: list[str] | None = None, out: Path | None = None,

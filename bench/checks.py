@@ -21,8 +21,8 @@ import duckdb
 import numpy as np
 
 from memory_core import MemoryBank, ScoringParams
-from memory_core.index import tokenize
-from memory_core.scoring import blend
+from memory_core.index import lexical_tokens
+from memory_core.scoring import blend, lexical_relevance
 
 
 def store_invariants(path: Path | str) -> list[str]:
@@ -71,12 +71,12 @@ def store_invariants(path: Path | str) -> list[str]:
     return problems
 
 
-def _bm25(docs: list[list[str]], query: str) -> np.ndarray:
-    """Lucene BM25 (k1 1.5, b 0.75) of each document, normalized as the bank documents it: 1 for
-    an average-length memory holding every query term once; capped at 1."""
+def _bm25(docs: list[list[str]], query: str, p: ScoringParams) -> np.ndarray:
+    """Lucene BM25 (k1 1.5, b 0.75) of each document, computed here from the tokens, then
+    normalized by scoring.lexical_relevance as recall does."""
     k1, b = 1.5, 0.75
     n = len(docs)
-    terms = list(dict.fromkeys(tokenize(query)))
+    terms = list(dict.fromkeys(lexical_tokens(query)))
     out = np.zeros(n)
     if not n or not terms:
         return out
@@ -89,8 +89,7 @@ def _bm25(docs: list[list[str]], query: str) -> np.ndarray:
             tf = c.get(t, 0)
             if tf:
                 out[i] += idf[t] * tf / (tf + k1 * (1 - b + b * lengths[i] / avgdl))
-    norm = sum(idf.values()) / (1 + k1)
-    return np.minimum(out / norm, 1.0)
+    return lexical_relevance(p, out, sum(idf.values()), math.log(1 + (n - 0.5) / 1.5), k1)
 
 
 def brute_force(path: Path | str, namespace: str, query: str, qvec: np.ndarray, p: ScoringParams,
@@ -100,7 +99,7 @@ def brute_force(path: Path | str, namespace: str, query: str, qvec: np.ndarray, 
     con = duckdb.connect(str(path), read_only=True)
     try:
         rows = con.execute(
-            "SELECT id, text, embedding, created_at, last_accessed_at, importance, access_count FROM memories "
+            "SELECT id, text, embedding, created_at, last_accessed_at, importance, access_count, context FROM memories "
             "WHERE namespace = ? AND status = 'active' ORDER BY id", [namespace]).fetchall()
     finally:
         con.close()
@@ -110,7 +109,7 @@ def brute_force(path: Path | str, namespace: str, query: str, qvec: np.ndarray, 
     ids = np.array([r[0] for r in rows])
     emb = np.array([r[2] for r in rows], dtype=np.float32)
     created = np.array([ts(r[3]) for r in rows])
-    score, _ = blend(p, similarity=emb @ qvec.astype(np.float32), lexical=_bm25([tokenize(r[1]) for r in rows], query),
+    score, _ = blend(p, similarity=emb @ qvec.astype(np.float32), lexical=_bm25([lexical_tokens(r[1]) + lexical_tokens(r[7]) for r in rows], query, p),
                      created=created, last_access=np.array([ts(r[4]) for r in rows]),
                      importance=np.array([r[5] for r in rows], dtype=np.float64),
                      access_count=np.array([r[6] for r in rows], dtype=np.float64), now=now.timestamp())
