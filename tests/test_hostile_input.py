@@ -235,7 +235,9 @@ REVIEWED_SQL_PIECES = {
                 # label(): a fixed "col = ? AND ..." string; feedback_log(): the keyword AND or WHERE
                 "same", "'AND' if where else 'WHERE'"},
     "store.py": {"_sql_string(backup)", "_sql_string(dest)", "col", "cols", "order", "page", "quoted", "table",
-                 "where", "<sql>", "<stmt>"},
+                 "where", "<sql>", "<stmt>",
+                 # insert_memories: "col := col" pairs from the fixed _ADD_EVENT_FIELDS
+                 "after"},
 }
 
 
