@@ -14,8 +14,10 @@ import contextlib
 import hashlib
 import json
 import os
+import fcntl
 import random
 import shutil
+import threading
 import time
 import unicodedata
 from dataclasses import dataclass
@@ -312,6 +314,41 @@ class Connection:
         self._con.unregister(name)
 
 
+# Per process: the ``<bank>.lock`` files this process holds, as [open file, connections using it].
+_FILE_LOCKS: dict[str, list] = {}
+_FILE_LOCKS_GUARD = threading.Lock()
+
+
+def _flock_within(fh: Any, mode: int, timeout: float) -> bool:
+    """A blocking ``flock`` that gives up after ``timeout`` seconds (True: locked). The wait runs
+    in a helper thread; given up on, that thread unlocks and closes ``fh`` once it gets the lock."""
+    done = threading.Event()
+    guard = threading.Lock()
+    state = {"locked": False, "abandoned": False}
+
+    def wait() -> None:
+        try:
+            fcntl.flock(fh, mode)
+        except OSError:
+            done.set()
+            return
+        with guard:
+            if state["abandoned"]:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+                fh.close()
+                return
+            state["locked"] = True
+        done.set()
+
+    threading.Thread(target=wait, name="memory-bank-file-lock", daemon=True).start()
+    done.wait(timeout)
+    with guard:
+        if state["locked"]:
+            return True
+        state["abandoned"] = True
+        return False
+
+
 class Store:
     """One DuckDB bank file. Open a connection per operation with :meth:`connect`."""
 
@@ -323,11 +360,105 @@ class Store:
 
     # -- connections -------------------------------------------------------------------------
 
-    def _open(self) -> duckdb.DuckDBPyConnection:
+    def _take_file_lock(self, deadline: float) -> tuple[str | None, bool]:
+        """Hold ``<bank>.lock`` (shared when read-only) until :meth:`_release_file_lock`.
+
+        DuckDB (2.0.1) reads the file's headers through a second, unlocked handle *before* it
+        takes its own lock, and trusts them afterwards. A process opening the bank while another
+        one commits, checkpoints and closes can therefore start from the headers as they were
+        before that commit: the other process's last committed transaction is silently gone once
+        this one checkpoints (a recorded recall lost from the log), or blocks are read past the
+        end of the file ("IO Error: Could not read enough bytes from file") or with a wrong
+        checksum. Holding our own lock from before DuckDB opens the file until after it closed
+        it (its checkpoint included) keeps every process from reading a file another one is
+        writing. The lock is per process and reentrant: connections of one process share DuckDB's
+        instance, so they never re-read the headers while another connection of theirs is open.
+
+        Returns the lock's key (None when the lock file cannot be created, e.g. a read-only bank
+        in a read-only folder, where nobody can write, or a missing folder, which DuckDB reports)
+        and whether it had to wait.
+        """
+        key = str(self.path) + ".lock"
+        mode = fcntl.LOCK_SH if self.read_only else fcntl.LOCK_EX
+        fh = None
+        waited = False
+        try:
+            while True:
+                with _FILE_LOCKS_GUARD:
+                    held = _FILE_LOCKS.get(key)
+                    if held is not None:
+                        held[1] += 1
+                        return key, waited
+                    if fh is None:
+                        try:
+                            fh = open(key, "a+b")
+                        except OSError:
+                            return None, waited  # DuckDB says what is wrong with the folder
+                    try:
+                        fcntl.flock(fh, mode | fcntl.LOCK_NB)
+                    except OSError:
+                        pass
+                    else:
+                        _FILE_LOCKS[key] = [fh, 1]
+                        fh = None
+                        return key, waited
+                remaining = deadline - time.monotonic()
+                if remaining > 0:
+                    waited = True
+                    # Wait in the kernel, woken the moment the holder lets go: a process that
+                    # polls misses the few milliseconds a busy process leaves between operations.
+                    if _flock_within(fh, mode, remaining):
+                        with _FILE_LOCKS_GUARD:
+                            held = _FILE_LOCKS.get(key)
+                            if held is None:
+                                _FILE_LOCKS[key] = [fh, 1]
+                            else:  # a thread of ours took it meanwhile (shared): join it
+                                held[1] += 1
+                                fcntl.flock(fh, fcntl.LOCK_UN)
+                                fh.close()
+                        fh = None
+                        return key, waited
+                fh = None  # the waiting thread owns it now and lets go of it when it gets it
+                raise BankLockedError(
+                    f"the bank {self.path} is held by another process for more than "
+                    f"{self.lock_timeout:g} s; wait for it to finish, or open the bank with a "
+                    "longer lock_timeout")
+        finally:
+            if fh is not None:
+                fh.close()
+
+    @staticmethod
+    def _release_file_lock(key: str | None) -> None:
+        if key is None:
+            return
+        with _FILE_LOCKS_GUARD:
+            held = _FILE_LOCKS[key]
+            held[1] -= 1
+            if held[1] == 0:
+                del _FILE_LOCKS[key]
+                fcntl.flock(held[0], fcntl.LOCK_UN)
+                held[0].close()
+
+    def _open(self) -> tuple[duckdb.DuckDBPyConnection, str | None]:
+        """A DuckDB connection and the file lock it holds: close with :meth:`_close`."""
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.005
         started = time.monotonic()
-        waited = False
+        key, waited = self._take_file_lock(deadline)
+        try:
+            con = self._connect(deadline, started, waited, delay)
+        except BaseException:
+            self._release_file_lock(key)
+            raise
+        return con, key
+
+    def _close(self, raw: duckdb.DuckDBPyConnection, key: str | None) -> None:
+        try:
+            raw.close()
+        finally:
+            self._release_file_lock(key)  # only now: closing the last connection checkpoints
+
+    def _connect(self, deadline: float, started: float, waited: bool, delay: float) -> duckdb.DuckDBPyConnection:
         while True:
             try:
                 con = duckdb.connect(str(self.path), read_only=self.read_only)
@@ -337,6 +468,7 @@ class Store:
             except duckdb.Error as exc:
                 msg = str(exc)
                 lowered = msg.lower()
+                # Still possible: a program other than memory_core holding the file.
                 if "lock" in lowered and "conflicting" in lowered or "could not set lock" in lowered:
                     if time.monotonic() >= deadline:
                         raise BankLockedError(
@@ -360,7 +492,7 @@ class Store:
     @contextlib.contextmanager
     def connect(self, write: bool = True) -> Iterator[Connection]:
         """A connection inside one transaction: committed on success, rolled back on error."""
-        raw = self._open()
+        raw, key = self._open()
         con = Connection(raw)
         try:
             if write and not self.read_only:
@@ -382,7 +514,7 @@ class Store:
             raise
         finally:
             with contextlib.suppress(duckdb.Error):
-                raw.close()
+                self._close(raw, key)
 
     @contextlib.contextmanager
     def hold(self) -> Iterator[Connection]:
@@ -392,11 +524,11 @@ class Store:
         bulk import writes several back-to-back batches, each its own transaction, on one
         connection held for a bounded time, instead of one connection per batch.
         """
-        raw = self._open()
+        raw, key = self._open()
         try:
             yield Connection(raw)
         finally:
-            raw.close()
+            self._close(raw, key)
 
     def compact(self) -> None:
         """Rewrite the file from its live contents, so erased data leaves no trace in free blocks.
@@ -405,7 +537,7 @@ class Store:
         readable in the file. The copy replaces the file while we still hold its lock, so a
         process waiting for the bank opens the new file when it retries.
         """
-        raw = self._open()
+        raw, key = self._open()
         tmp = self.path.with_name(f".{self.path.name}.compact.{os.getpid()}")
         try:
             raw.execute("FORCE CHECKPOINT").fetchall()
@@ -413,7 +545,7 @@ class Store:
             _copy_database(raw, tmp)  # quotes the path: a bank's folder may have a quote in its name
             os.replace(tmp, self.path)
         finally:
-            raw.close()
+            self._close(raw, key)
             tmp.unlink(missing_ok=True)
             Path(str(tmp) + ".wal").unlink(missing_ok=True)
 
@@ -438,7 +570,7 @@ class Store:
             raise ValidationError(f"{dest} exists; choose another name or allow overwriting it")
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(f".{dest.name}.partial.{os.getpid()}")
-        raw = self._open()
+        raw, key = self._open()
         try:
             try:
                 if not self.read_only:
@@ -452,7 +584,7 @@ class Store:
             _fsync(tmp)
             os.replace(tmp, dest)
         finally:
-            raw.close()
+            self._close(raw, key)
             _remove(tmp)
         return int(n)
 
@@ -496,11 +628,11 @@ class Store:
             finally:
                 src.close()
             holder = Store(dest, lock_timeout=lock_timeout)
-            raw = None
+            raw = key = None
             current: tuple[int, list[tuple[int, str]]] | None = None
             if dest.exists():
                 try:
-                    raw = holder._open()
+                    raw, key = holder._open()
                     seq = int(raw.execute("SELECT value FROM meta WHERE key = 'change_seq'").fetchone()[0])
                     current = (seq, raw.execute("SELECT id, namespace FROM memories").fetchall())
                 except CorruptBankError:
@@ -522,7 +654,7 @@ class Store:
             finally:
                 if raw is not None:
                     with contextlib.suppress(duckdb.Error):
-                        raw.close()
+                        holder._close(raw, key)
         finally:
             _remove(tmp)
         shutil.rmtree(Path(str(dest) + ".index"), ignore_errors=True)  # caches of the replaced bank
