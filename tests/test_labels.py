@@ -11,10 +11,11 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
+from conftest import downgrade
 from memory_core import ImportFormatError, MemoryBank, NotFoundError, ValidationError
 from memory_core.cli import cli
 from memory_core.models import LabeledQuery
-from memory_core.store import _MIGRATIONS, SCHEMA_VERSION
+from memory_core.store import SCHEMA_VERSION
 
 from conftest import DATA
 
@@ -130,16 +131,8 @@ def test_import_refuses_unknown_ids_wrong_namespace_and_bad_lines(two_ns, tmp_pa
 
 def test_a_version_2_bank_is_upgraded_and_takes_labels(tmp_path, embedder):
     path = tmp_path / "v2.duckdb"
-    con = duckdb.connect(str(path))
-    for v in (1, 2):
-        for stmt in _MIGRATIONS[v]:
-            con.execute(stmt)
-        con.execute("INSERT INTO schema_migrations VALUES (?, now())", [v])
-    for key, value in {"embedding_model": "sentence-transformers/all-MiniLM-L6-v2", "embedding_dim": "",
-                       "change_seq": "0", "next_id": "1", "next_event_id": "1", "next_retrieval_id": "1",
-                       "active_preset": "default", "created_at": "2026-01-01"}.items():
-        con.execute("INSERT INTO meta VALUES (?, ?)", [key, value])
-    con.close()
+    MemoryBank.open(path, embedder=embedder).close()
+    downgrade(path, 2)  # what a bank written before labels existed looks like
     with MemoryBank.open(path, embedder=embedder) as bank:
         mid = bank.add("Prefers tea", namespace="n", detect_conflicts=False)
         bank.label("n", "what do I drink?", mid)
