@@ -24,6 +24,7 @@ PAGES = [  # (module in pages/, title, icon); the first is the home page
     ("merges", "Merges", "🧩"),
     ("maintenance", "Maintenance", "🧹"),
     ("usage", "Usage", "📈"),
+    ("evaluate", "Evaluate", "🧪"),
 ]
 page = st.navigation([
     st.Page(f"pages/{module}.py", title=title, icon=icon, default=i == 0)

@@ -47,7 +47,7 @@ import faiss  # noqa: E402
 
 from memory_core import MemoryBank, ScoringParams  # noqa: E402
 from memory_core.embed import get_embedder  # noqa: E402
-from memory_core.index import tokenize  # noqa: E402
+from memory_core.index import lexical_tokens  # noqa: E402
 from memory_core.scoring import blend, top_k  # noqa: E402
 
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
@@ -67,7 +67,7 @@ class Synthetic:
         while len(words) < vocab:
             n = int(self.rng.integers(2, 4))
             w = "".join(c + v for c, v in zip(self.rng.choice(letters, n), self.rng.choice(vowels, n)))
-            if tokenize(w) == [w]:  # not a stop word, and its own stem: the words are the tokens
+            if lexical_tokens(w) == [w]:  # not a stop word, and its own stem: the words are the tokens
                 words.add(w)
         self.words = np.array(sorted(words))
         p = 1.0 / (np.arange(vocab) + 10.0)  # Zipf with a flattened head: no stop-word-like giants
@@ -130,7 +130,7 @@ def brute_force(bank: MemoryBank, namespace: str, query: str, p: ScoringParams) 
     n = idx.n
     q = bank.embedder.encode_one(query)
     sim = _dot64(idx.emb[:n], q)
-    lexical = idx.lexical.scores(tokenize(query)) if p.lexical_weight > 0 else np.zeros(n)
+    lexical = idx.lexical.relevance(p, lexical_tokens(query)) if p.lexical_weight > 0 else np.zeros(n)
     score, _ = blend(p, similarity=sim, lexical=lexical, created=idx.created[:n], last_access=idx.last_access[:n],
                      importance=idx.importance[:n], access_count=idx.access_count[:n], now=NOW.timestamp())
     rows = top_k(score, idx.ids[:n], p.k, p.threshold)
@@ -325,7 +325,7 @@ def index_scale(n: int, queries: int, check: int) -> dict[str, Any]:
         got = [(int(idx.ids[r]), float(s)) for r, s in zip(ranking.rows, ranking.scores)]
         exact_ids.append({i for i, _ in got})
         sim = _dot64(idx.emb[: idx.n], q)
-        score, _ = blend(p, similarity=sim, lexical=idx.lexical.scores(words), created=idx.created[: idx.n],
+        score, _ = blend(p, similarity=sim, lexical=idx.lexical.relevance(p, words), created=idx.created[: idx.n],
                          last_access=idx.last_access[: idx.n], importance=idx.importance[: idx.n],
                          access_count=idx.access_count[: idx.n], now=now)
         ok += same_result(got, [(int(idx.ids[r]), float(score[r])) for r in top_k(score, idx.ids[: idx.n], p.k,
@@ -393,8 +393,11 @@ def tenants(folder: Path, n: int, namespaces: int, queries: int) -> dict[str, An
     return out
 
 
-def run(quick: bool) -> dict[str, Any]:
-    """Entry point for ``python -m bench``: quick is 10k only (a minute); full is 10k, 100k, 1M."""
+def run(quick: bool, smallest: bool = False) -> dict[str, Any]:
+    """Entry point for ``python -m bench``: quick is 10k only (a minute); full is 10k, 100k, 1M;
+    smallest (the test suite's smoke run) is 2,000 memories."""
+    if smallest:
+        return measure([2_000], queries=20, check=5, tenants_n=2_000, tenants_ns=20)
     return measure([10_000] if quick else [10_000, 100_000, 1_000_000], queries=60 if quick else 200,
                    check=10 if quick else 20, tenants_n=10_000 if quick else 1_000_000,
                    tenants_ns=100 if quick else 10_000)

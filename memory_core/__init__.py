@@ -16,14 +16,15 @@ from .errors import (
 )
 from .gate import Gate, GateDecision, should_recall
 from .models import (
-    CATEGORIES, KINDS, STATUSES, Conflict, Event, Hit, ImportReport, Memory, MergeRecord, Profile,
+    CATEGORIES, KINDS, STATUSES, Conflict, Event, Feedback, Hit, ImportReport, LabeledQuery, Memory, MergeRecord,
+    Profile,
     format_for_prompt,
 )
 from .scoring import PRESETS, ScoringParams
 
 __all__ = [
     "MemoryBank", "ScoringParams", "PRESETS", "Memory", "Hit", "Event", "ImportReport", "Conflict",
-    "MergeRecord", "Profile",
+    "MergeRecord", "Profile", "Feedback", "LabeledQuery",
     "format_for_prompt", "Gate", "GateDecision", "should_recall", "KINDS", "CATEGORIES", "STATUSES",
     "MemoryCoreError", "ValidationError", "NotFoundError", "ImportFormatError", "ModelMismatchError",
     "BankLockedError", "BankReadOnlyError", "CorruptBankError", "StateError", "LLMError",

@@ -16,37 +16,45 @@ import shutil
 import threading
 import time
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 
 from . import gate as gate_mod
+from . import usage as usage_mod
 from .embed import DEFAULT_MODEL, Embedder, canonical_model_name, get_embedder
 from .errors import (
     BankReadOnlyError, ImportFormatError, ModelMismatchError, NotFoundError, StateError, ValidationError,
 )
-from .index import NamespaceIndex, namespace_key, tokenize
+from .index import NamespaceIndex, lexical_tokens, memory_tokens, namespace_key
 from .recall_log import FLUSH_AT, FLUSH_INTERVAL, RecallJournal
 from .models import (
-    CATEGORIES, CONFLICT_STATUSES, KINDS, RESOLUTIONS, STATUSES, Conflict, Event, Hit, ImportReport, Memory,
-    MergeRecord, Profile, check_choice, check_importance, check_namespace, check_text, parse_time,
+    CATEGORIES, CONFLICT_STATUSES, KINDS, RESOLUTIONS, STATUSES, Conflict, Event, Feedback, Hit, ImportReport,
+    LabeledQuery, Memory, MergeRecord, Profile, check_choice, check_context, check_importance, check_namespace,
+    check_text, parse_time,
 )
-from .scoring import COLD_DAYS, HOT_DAYS, PRESETS, ScoringParams, blend, tier_of, top_k
+from .scoring import COLD_DAYS, HOT_DAYS, PRESETS, Candidates, ScoringParams, add_kept_pairs, tier_of
 from .store import MEMORY_COLUMNS, Store, content_hash, to_aware, to_naive_utc, utcnow
 
 Progress = Callable[[int], None]
 
 _EDITABLE = ("text", "namespace", "kind", "category", "importance", "created_at", "pinned", "source")
 _MEMORY_CACHE_MAX = 20_000
+# Rows per write: a batch the model embeds takes seconds, and the file is let go between batches;
+# rows that carry vectors go in bigger transactions (each commit and checkpoint has a fixed cost).
+_BATCH_EMBED = 2048
+_BATCH_VECTORS = 8192
 _SAVE_EVERY = 1000  # index changes before a long-lived bank saves its index cache unasked
 _RETRIEVAL_ID_BLOCK = 256  # retrieval ids a bank reserves at a time (recall knows its id at once)
 INDEX_MODES = ("exact", "ivf")
 # What a Memory needs beyond the index's arrays, kept per row so recall never opens the file for it.
 _INFO_COLUMNS = ("text", "kind", "category", "created_at", "updated_at", "last_accessed_at", "pinned", "source",
-                 "embedding_model", "superseded_by", "merged_into")
+                 "embedding_model", "superseded_by", "merged_into", "context")
 _OPEN_BANKS: "weakref.WeakSet[MemoryBank]" = weakref.WeakSet()
 
 
@@ -75,13 +83,13 @@ def _memory_from_index(idx: NamespaceIndex, r: int) -> Memory | None:
     info = idx.info[r]
     if info is None:
         return None
-    text, kind, category, created, updated, last, pinned, source, model, superseded_by, merged_into = info
+    text, kind, category, created, updated, last, pinned, source, model, superseded_by, merged_into, context = info
     return Memory(
         id=int(idx.ids[r]), text=text, namespace=idx.namespace, kind=kind, category=category,
         importance=float(idx.importance[r]), created_at=to_aware(created), updated_at=to_aware(updated),
         last_accessed_at=to_aware(last), access_count=int(idx.access_count[r]), status="active",
         pinned=bool(pinned), source=source, content_hash=idx.hashes[r], embedding_model=model,
-        superseded_by=superseded_by, merged_into=merged_into,
+        superseded_by=superseded_by, merged_into=merged_into, context=context,
     )
 
 
@@ -97,7 +105,7 @@ def _memory_from_row(row: dict[str, Any]) -> Memory:
         last_accessed_at=to_aware(row["last_accessed_at"]), access_count=int(row["access_count"]),
         status=row["status"], pinned=bool(row["pinned"]), source=row["source"],
         content_hash=row["content_hash"], embedding_model=row["embedding_model"],
-        superseded_by=row["superseded_by"], merged_into=row["merged_into"],
+        superseded_by=row["superseded_by"], merged_into=row["merged_into"], context=row.get("context"),
     )
 
 
@@ -249,7 +257,7 @@ class MemoryBank:
                     fh.close()  # the session below takes them again
                 if not found:
                     return 0
-            with self._session() as con:
+            with self._session():  # opening a write session writes the journaled recalls
                 pass
             return before + self._last_replayed
 
@@ -368,7 +376,8 @@ class MemoryBank:
         """Bring loaded namespace indexes in line with these store rows (an Arrow table)."""
         if rows.num_rows == 0:
             return
-        # Vectors stay in Arrow: as Python lists they would cost seconds per 100k rows.
+        # Vectors stay in Arrow (read by embeddings_of): as Python lists, 1M memories' vectors take
+        # over 10 GB.
         cols = _columns(rows)
         vectors = None
         for i, mid in enumerate(cols["id"]):
@@ -393,8 +402,8 @@ class MemoryBank:
             else:
                 if vectors is None:
                     vectors = Store.embeddings_of(rows, self.dim)
-                idx.upsert(mid, vectors[i], tokenize(cols["text"][i]), cols["content_hash"][i], *fields,
-                           info=_info(cols, i))
+                idx.upsert(mid, vectors[i], memory_tokens(cols["text"][i], cols["context"][i]),
+                           cols["content_hash"][i], *fields, info=_info(cols, i))
 
     # -- namespace indexes ---------------------------------------------------------------------
 
@@ -445,11 +454,13 @@ class MemoryBank:
     def _fill(self, idx: NamespaceIndex, rows: Any) -> None:
         if rows.num_rows == 0:
             return
-        # Vectors stay in Arrow: as Python lists they would cost seconds per 100k rows.
+        # Vectors stay in Arrow (read by embeddings_of): as Python lists, 1M memories' vectors take
+        # over 10 GB.
         cols = _columns(rows)
         vectors = Store.embeddings_of(rows, self.dim)
         idx.add_many(
-            np.asarray(cols["id"], dtype=np.int64), vectors, [tokenize(t) for t in cols["text"]],
+            np.asarray(cols["id"], dtype=np.int64), vectors,
+            [memory_tokens(t, c) for t, c in zip(cols["text"], cols["context"])],
             list(cols["content_hash"]), np.array([_ts(t) for t in cols["created_at"]]),
             np.array([_ts(t) for t in cols["last_accessed_at"]]), np.asarray(cols["importance"], dtype=np.float64),
             np.asarray(cols["access_count"], dtype=np.float64), [_info(cols, i) for i in range(rows.num_rows)],
@@ -497,6 +508,7 @@ class MemoryBank:
         embedding: Any = None,
         pinned: bool = False,
         detect_conflicts: bool = True,
+        context: str | None = None,
     ) -> int:
         """Store one memory and return its id.
 
@@ -504,10 +516,13 @@ class MemoryBank:
         is in [0, 1]; ``kind`` is explicit (the user said it) or inferred (the agent concluded it);
         ``created_at`` (default now) keeps an imported memory's own date. A new memory that
         contradicts a stored one is flagged at once (see :meth:`conflicts`) unless
-        ``detect_conflicts=False``.
+        ``detect_conflicts=False``. ``context`` (optional) is text that situates the memory, such
+        as the conversation turns around it: recall matches its words too, but it is never shown
+        as the memory, and it is set once (an edit of the text keeps it).
         """
         row = {"text": text, "namespace": namespace, "importance": importance, "kind": kind,
-               "category": category, "created_at": created_at, "source": source, "pinned": pinned}
+               "category": category, "created_at": created_at, "source": source, "pinned": pinned,
+               "context": context}
         if embedding is not None:
             row["embedding"] = embedding
         try:
@@ -523,7 +538,7 @@ class MemoryBank:
             raise ValidationError(f"each memory must be a mapping (dict), got {type(row).__name__}")
         known = {"id", "text", "namespace", "importance", "kind", "category", "created_at", "updated_at",
                  "last_accessed_at", "access_count", "status", "pinned", "source", "embedding",
-                 "embedding_model", "content_hash", "superseded_by", "merged_into"}
+                 "embedding_model", "content_hash", "superseded_by", "merged_into", "context"}
         unknown = set(row) - known
         if unknown:
             raise ValidationError(f"unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
@@ -544,6 +559,7 @@ class MemoryBank:
             "content_hash": content_hash(text),
             "superseded_by": row.get("superseded_by"),
             "merged_into": row.get("merged_into"),
+            "context": check_context(row.get("context")),
         }
         if not isinstance(out["pinned"], bool):
             raise ValidationError("pinned must be true or false")
@@ -571,11 +587,11 @@ class MemoryBank:
                 raise ValidationError("embedding must be a list of numbers") from None
             # A bank without vectors yet takes the dimension its model gives, never the row's.
             dim = self.dim if self.dim is not None else self.embedder.dim
-            if vec.ndim != 1 or vec.shape[0] != dim or not np.all(np.isfinite(vec)):
+            if vec.ndim != 1 or vec.shape[0] != dim or not np.isfinite(vec).all():
                 raise ValidationError(
                     f"embedding must be {dim} finite numbers from {self.model}; drop it to embed the text again"
                 )
-            norm = float(np.linalg.norm(vec))
+            norm = math.sqrt(float(vec @ vec))
             if norm == 0:
                 raise ValidationError("embedding must not be all zeros")
             out["embedding"] = vec / norm
@@ -586,7 +602,7 @@ class MemoryBank:
         rows: Iterable[dict[str, Any]],
         *,
         progress: Progress | None = None,
-        batch_size: int = 2048,
+        batch_size: int | None = None,
         skip_existing: bool = False,
         report: ImportReport | None = None,
     ) -> list[int]:
@@ -595,11 +611,12 @@ class MemoryBank:
         Every row is checked before anything is written (a bad row raises ValidationError naming
         its position and changes nothing). A row may carry ``embedding`` (a vector of the bank's
         model) to skip embedding it again, and an ``id`` to keep (export and import round-trip).
-        Rows are embedded outside the file lock and written in batches of ``batch_size``, each in
-        one transaction. With ``skip_existing``, a row whose id already exists with the same text
+        Rows are embedded outside the file lock and written in batches of ``batch_size`` (default:
+        2048 rows to embed, 8192 rows that carry their vectors), each in one transaction, while
+        the model embeds the next batch. With ``skip_existing``, a row whose id already exists with the same text
         is counted as already present instead of refused, so an interrupted import can be re-run.
         """
-        if isinstance(rows, (str, bytes, dict)):
+        if isinstance(rows, (str, bytes, dict)) or not isinstance(rows, Iterable):
             raise ValidationError("add_many takes a list of mappings (one per memory)")
         now = utcnow()
         checked = []
@@ -627,12 +644,13 @@ class MemoryBank:
                 todo.append(i)
         if progress is not None and len(todo) < len(checked):
             progress(len(checked) - len(todo))
-        for start in range(0, len(todo), batch_size):
-            chunk = todo[start:start + batch_size]
-            for i, mid in zip(chunk, self._write_batch([checked[i] for i in chunk])):
-                ids[i] = mid
-            if progress is not None:
-                progress(len(chunk))
+        if batch_size is None:
+            batch_size = _BATCH_EMBED if any("embedding" not in checked[i] for i in todo) else _BATCH_VECTORS
+        elif isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValidationError("batch_size must be a whole number >= 1")
+        batches = ([checked[i] for i in todo[start:start + batch_size]] for start in range(0, len(todo), batch_size))
+        for i, mid in zip(todo, self._write_stream(batches, progress)):
+            ids[i] = mid
         if report is not None:
             report.added += len(todo)
             report.ids.extend(int(i) for i in ids)
@@ -662,10 +680,67 @@ class MemoryBank:
                 vectors[i] = r["embedding"]
         return vectors
 
-    def _write_batch(self, batch: list[dict[str, Any]]) -> list[int]:
-        """Embed and insert rows already checked, as one operation."""
-        _, _, ids = self._change({}, "add", new_rows=batch, new_vectors=self._vectors_for(batch))
-        return ids
+    def _write_stream(self, batches: Iterable[list[dict[str, Any]]], progress: Progress | None = None) -> list[int]:
+        """Embed and store batches of checked rows; returns their ids in order.
+
+        The model embeds the next batch (torch releases the GIL) while a writer thread stores
+        the last one, so an import runs at the model's pace; at most two batches are in flight,
+        so memory stays bounded however many rows stream through. Each batch is one transaction
+        and one group of events. Progress is reported from the calling thread (a Streamlit
+        progress bar only works there).
+        """
+        out: list[int] = []
+        writer = _BulkWriter(self)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-writer") as pool:
+            pending = None
+            try:
+                for batch in batches:
+                    if not batch:
+                        continue
+                    embeds = any("embedding" not in r for r in batch)
+                    vectors = self._vectors_for(batch)
+                    if pending is not None:
+                        done = pending.result()
+                        out.extend(done)
+                        if progress is not None:
+                            progress(len(done))
+                    # Let go of the file after a batch the model embedded: the next one takes seconds.
+                    pending = pool.submit(writer.write, batch, vectors, embeds)
+                if pending is not None:
+                    done, pending = pending.result(), None
+                    out.extend(done)
+                    if progress is not None:
+                        progress(len(done))
+            finally:
+                if pending is not None:
+                    with contextlib.suppress(BaseException):
+                        pending.result()
+                pool.submit(writer.release).result()  # the lock is the writer thread's to release
+        return out
+
+    def _after_insert(self, batch: list[dict[str, Any]], vectors: np.ndarray, ids: list[int], seq: int) -> None:
+        """Bring loaded indexes up to date with rows this bank just inserted (no read back)."""
+        self._synced_seq = seq
+        self._acknowledged = None
+        for idx in self._indexes.values():
+            idx.seq = seq
+        by_ns: dict[str, list[int]] = {}
+        for j, (r, mid) in enumerate(zip(batch, ids)):
+            self._memories.pop(mid, None)
+            if r["status"] == "active" and r["namespace"] in self._indexes:
+                by_ns.setdefault(r["namespace"], []).append(j)
+        for ns, js in by_ns.items():
+            idx = self._indexes[ns]
+            rows = [batch[j] for j in js]
+            idx.add_many(
+                np.asarray([ids[j] for j in js], dtype=np.int64), vectors[js], [memory_tokens(r["text"], r.get("context")) for r in rows],
+                [r["content_hash"] for r in rows], np.array([_ts(r["created_at"]) for r in rows]),
+                np.array([_ts(r["last_accessed_at"]) for r in rows]),
+                np.array([r["importance"] for r in rows], dtype=np.float64),
+                np.array([r["access_count"] for r in rows], dtype=np.float64),
+            )
+            if idx.changes_since_save >= _SAVE_EVERY:
+                self._save_index(idx)
 
     def _insert_rows(self, con: Any, batch: list[dict[str, Any]], vectors: np.ndarray, seq: int,
                      group: int) -> list[int]:
@@ -677,37 +752,26 @@ class MemoryBank:
             ids_out[i] = first + j
         if max(ids_out) >= int(Store.meta(con)["next_id"]):
             Store.set_meta(con, "next_id", str(max(ids_out) + 1))
-        cols: dict[str, list] = {c: [] for c in MEMORY_COLUMNS}
-        for mid, r in zip(ids_out, batch):
-            for c in MEMORY_COLUMNS:
-                if c == "id":
-                    cols[c].append(mid)
-                elif c == "seq":
-                    cols[c].append(seq)
-                elif c == "embedding_model":
-                    cols[c].append(self.model)
-                elif c in ("created_at", "updated_at", "last_accessed_at"):
-                    cols[c].append(None if r[c] is None else to_naive_utc(r[c]))
-                else:
-                    cols[c].append(r[c])
+        n = len(batch)
+        cols: dict[str, list] = {}
+        for c in MEMORY_COLUMNS:
+            if c == "id":
+                cols[c] = ids_out
+            elif c == "seq":
+                cols[c] = [seq] * n
+            elif c == "embedding_model":
+                cols[c] = [self.model] * n
+            elif c in ("created_at", "updated_at", "last_accessed_at"):
+                cols[c] = [None if r[c] is None else to_naive_utc(r[c]) for r in batch]
+            else:
+                cols[c] = [r[c] for r in batch]
         try:
-            Store.insert_memories(con, cols, vectors)
+            Store.insert_memories(con, cols, vectors, log=(self.actor, utcnow(), group))
         except duckdb.ConstraintException:
             # Another process took one of these ids since we checked.
             raise ValidationError("an id in this batch was just taken by another writer; import again") from None
-        Store.log_events(con, self.actor, "add", ids_out, [None] * len(batch),
-                         [self._public(r, mid) for mid, r in zip(ids_out, batch)], utcnow(), group)
         self.dim = vectors.shape[1]
         return [int(i) for i in ids_out]
-
-    @staticmethod
-    def _public(r: dict[str, Any], mid: int) -> dict[str, Any]:
-        out = {k: v for k, v in r.items() if k != "embedding"}
-        out["id"] = mid
-        for k in ("created_at", "updated_at", "last_accessed_at"):
-            if out.get(k) is not None:
-                out[k] = out[k].isoformat()
-        return out
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -781,6 +845,13 @@ class MemoryBank:
         ``tier`` (hot, warm or cold as of ``now``).
         ``order`` is one of newest, oldest, importance, most used, recently used.
         """
+        self._check_filter_names(filters)
+        for name, value in (("limit", limit), ("offset", offset)):
+            if value is None and name == "limit":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValidationError(f"{name} must be a whole number >= 0{' or None' if name == 'limit' else ''}, "
+                                      f"got {value!r}")
         where, params = self._filters(namespace, status, **filters)
         order_sql = self._ORDERS.get(check_choice(order, self._ORDERS, "order"))
         with self._session(write=False) as con:
@@ -789,9 +860,19 @@ class MemoryBank:
 
     def count(self, namespace: str | None = None, status: str | None = "active", **filters: Any) -> int:
         """How many memories match the filters of :meth:`memories`."""
+        self._check_filter_names(filters)
         where, params = self._filters(namespace, status, **filters)
         with self._session(write=False) as con:
             return int(con.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()[0])
+
+    _FILTER_NAMES = ("kind", "category", "contains", "pinned", "min_importance", "max_importance", "created_after",
+                     "created_before", "used_after", "used_before", "tier", "now")
+
+    @classmethod
+    def _check_filter_names(cls, filters: dict[str, Any]) -> None:
+        unknown = sorted(set(filters) - set(cls._FILTER_NAMES))
+        if unknown:
+            raise ValidationError(f"unknown filter(s) {', '.join(unknown)}; filters: {', '.join(cls._FILTER_NAMES)}")
 
     @staticmethod
     def _where(**equal: Any) -> tuple[str, list[Any]]:
@@ -1200,12 +1281,19 @@ class MemoryBank:
             group = Store.take_ids(con, "next_group_id", 1)
             seq = Store.next_seq(con)
             con.execute(
-                "UPDATE memories SET text = NULL, embedding = NULL, source = NULL, status = 'deleted', "
+                "UPDATE memories SET text = NULL, embedding = NULL, source = NULL, context = NULL, status = 'deleted', "
                 "seq = ?, updated_at = ? WHERE id IN (SELECT unnest(?))", [seq, to_naive_utc(utcnow()), member_ids])
             # The history must not keep what was forgotten: scrub texts from earlier events.
             for eid, b, a in con.execute("SELECT id, before, after FROM events WHERE memory_id IN (SELECT unnest(?))",
                                          [member_ids]).fetchall():
                 con.execute("UPDATE events SET before = ?, after = ? WHERE id = ?", [_scrub(b), _scrub(a), eid])
+            # Answers written with the memory in the prompt may quote it: feedback answers of recalls
+            # that returned it, and ablation answers (and the judge's reasons) of cases that saw it.
+            con.execute("UPDATE feedback SET answer = NULL WHERE retrieval_id IN (SELECT retrieval_id FROM "
+                        "retrieval_hits WHERE memory_id IN (SELECT unnest(?)))", [member_ids])
+            con.execute("UPDATE ablation_cases SET answer_with = NULL, reason = NULL "
+                        "WHERE list_has_any(memory_ids, ?::BIGINT[])", [member_ids])
+            Store.scrub_texts(con, [m.text for m in befores.values()])  # evidence, reports, notes quoting them
             Store.log_events(con, self.actor, "hard_delete", member_ids,
                              [{"id": m.id, "content_hash": m.content_hash, "status": m.status}
                               for m in (befores[i] for i in member_ids)],
@@ -1621,29 +1709,21 @@ class MemoryBank:
         if idx.n == 0:
             return []
         idx.mode = self._index_mode
-        ranking = idx.rank(p, tokenize(query), vector, now_dt.timestamp())
+        ranking = idx.rank(p, lexical_tokens(query), vector, now_dt.timestamp())
         self.last_search = {"approximate": ranking.approximate, **ranking.stats}
         rows = [int(r) for r in ranking.rows]
         score = {r: float(s) for r, s in zip(rows, ranking.scores)}
         comps = {r: {name: float(v[j]) for name, v in ranking.components.items()} for j, r in enumerate(rows)}
-        # A pair an operator chose to keep both of comes back together, even below the threshold,
-        # so the model sees the contradiction instead of one side of it.
-        partner_of: dict[int, int] = {}
         pairs = self._acknowledged or {}
+        # A pruned ranking scored only some rows: score the kept pairs' partners before pairing.
         for r in list(rows):
-            for partner in sorted(pairs.get(int(idx.ids[r]), ())):
+            for partner in pairs.get(int(idx.ids[r]), ()):
                 pr = idx.row_of.get(partner)
-                if pr is None:
-                    continue
-                if pr not in score:
+                if pr is not None and pr not in score:
                     s, c = ranking.score_rows(np.array([pr]))
                     score[pr] = float(s[0])
                     comps[pr] = {name: float(v[0]) for name, v in c.items()}
-                if np.isfinite(score[pr]):
-                    partner_of[int(idx.ids[r])] = partner
-                    partner_of.setdefault(partner, int(idx.ids[r]))
-                    if pr not in rows:
-                        rows.insert(rows.index(r) + 1, pr)
+        rows, partner_of = add_kept_pairs(rows, idx.ids, idx.row_of, score, pairs)
         ids = [int(idx.ids[r]) for r in rows]
         memories = {mid: m for mid, r in zip(ids, rows) if (m := _memory_from_index(idx, r)) is not None}
         if len(memories) < len(ids):
@@ -1664,6 +1744,60 @@ class MemoryBank:
             end = nxt + _RETRIEVAL_ID_BLOCK
         self._retrieval_ids = (nxt + 1, end)
         return nxt
+
+    def candidates(self, queries: list[str], namespace: str, now: Any = None,
+                   vectors: np.ndarray | None = None) -> Candidates:
+        """What ranking ``queries`` in ``namespace`` needs, captured once; changes nothing.
+
+        Each query is embedded once (in one batch, unless ``vectors`` are given) and matched
+        lexically once; ``Candidates.select(params)`` then returns, for any parameters, exactly
+        the ids :meth:`recall` with ``record=False`` would. ``now`` is one moment or one per
+        query (None: the current time), as in recall's "as of".
+        """
+        check_namespace(namespace)
+        if not isinstance(queries, (list, tuple)):
+            raise ValidationError("queries must be a list of strings")
+        for q in queries:
+            check_text(q, "query")
+        moments = list(now) if isinstance(now, (list, tuple)) else [now] * len(queries)
+        if len(moments) != len(queries):
+            raise ValidationError("now must be one moment, or one per query")
+        current = utcnow()
+        at = np.array([(parse_time(m, "now") or current).timestamp() for m in moments], dtype=np.float64)
+        if vectors is None and queries and self.dim is not None:
+            # Outside the lock: the model is the slow part, and other callers need not wait for it.
+            unique = list(dict.fromkeys(queries))
+            encoded = self.embedder.encode(unique)
+            pos = {q: i for i, q in enumerate(unique)}
+            vectors = encoded[[pos[q] for q in queries]]
+        elif vectors is not None and len(vectors) != len(queries):
+            raise ValidationError("vectors must hold one embedding per query")
+        with self._lock:
+            with self._session(write=False) as con:
+                pairs = self._acknowledged_pairs(con)
+                idx = self._ns_index(con, namespace)
+            n = 0 if idx is None else idx.n
+            sim = np.zeros((len(queries), n))
+            lex = np.zeros((len(queries), n))
+            idf_sum = np.zeros(len(queries))
+            max_idf = 0.0
+            if n and queries:
+                if vectors is None:  # another process gave the bank its first vectors meanwhile
+                    vectors = self.embedder.encode(list(queries))
+                # One product per query, as recall computes it, so rounding cannot reorder near-ties.
+                sim = np.array([idx.similarities(np.asarray(v, dtype=np.float32)) for v in vectors], dtype=np.float64)
+                matched = {q: idx.lexical.match(lexical_tokens(q)) for q in dict.fromkeys(queries)}
+                lex = np.array([matched[q][0] for q in queries], dtype=np.float64).reshape(len(queries), n)
+                idf_sum = np.array([matched[q][1] for q in queries], dtype=np.float64)
+                max_idf = matched[queries[0]][2]
+            copy = (lambda a: np.array(a[:n], copy=True)) if n else (lambda a: np.zeros(0))
+            return Candidates(
+                ids=copy(idx.ids) if n else np.zeros(0, dtype=np.int64), created=copy(idx.created),
+                last_access=copy(idx.last_access), importance=copy(idx.importance),
+                access_count=copy(idx.access_count), similarity=sim, lexical_raw=lex, idf_sum=idf_sum,
+                max_idf=max_idf, k1=idx.lexical.k1 if n else 1.5, now=at,
+                pairs={k: set(v) for k, v in (pairs or {}).items()}, row_of=dict(idx.row_of) if n else {},
+            )
 
     def _record(self, rid: int, query: str, namespace: str, p: ScoringParams, preset: str | None,
                 decision: gate_mod.GateDecision | None, hits: list[Hit], now_dt: datetime,
@@ -1765,6 +1899,192 @@ class MemoryBank:
             head["hits"] = by_id.get(head["id"], [])
         return heads
 
+    # -- feedback: did the answer use what recall returned? -----------------------------------
+
+    def feedback(self, retrieval_id: int, answer: str | None = None, used_ids: Iterable[int] | None = None,
+                 helpful: bool | None = None, *, at: Any = None) -> Feedback:
+        """Record what happened after a recall: the answer, which memories it used, whether it helped.
+
+        ``retrieval_id`` is the logged recall (``bank.last_retrieval_id`` after ``recall``, or an
+        id from :meth:`retrievals`). Usage of each returned memory is decided by the first path
+        that applies (see :mod:`memory_core.usage`): ``used_ids`` given by the agent; else
+        citation markers ``[m:ID]`` in ``answer``; else the similarity of the answer's sentences
+        with each memory against the calibrated bar ``usage.USED_BAR``. ``helpful`` is the
+        agent's own judgement of the answer (optional).
+
+        Feedback is an event (logged with action ``feedback``). Giving feedback again for the same
+        retrieval **replaces** the earlier feedback (``replaced`` is then true): one answer per
+        recall. A hard delete of a returned memory erases the stored answer (it may quote the
+        memory) and keeps the decisions. Raises ``NotFoundError`` for an unknown retrieval and ``ValidationError`` when a
+        used id is not among the retrieval's hits, when nothing is given, or for wrong types;
+        nothing changes then.
+        """
+        if isinstance(retrieval_id, bool) or not isinstance(retrieval_id, (int, np.integer)):
+            raise ValidationError(f"retrieval_id is a whole number (bank.last_retrieval_id), got {retrieval_id!r}")
+        rid = int(retrieval_id)
+        if answer is not None:
+            if not isinstance(answer, str):
+                raise ValidationError(f"answer must be a string, got {type(answer).__name__}")
+            if not answer.strip():
+                raise ValidationError("answer must not be empty: pass the answer text, or leave it out")
+            if "\x00" in answer:
+                raise ValidationError("answer contains a NUL character; remove it")
+        if helpful is not None and not isinstance(helpful, bool):
+            raise ValidationError(f"helpful must be true, false or None, got {helpful!r}")
+        given: list[int] | None = None
+        if used_ids is not None:
+            if isinstance(used_ids, (str, bytes)) or not isinstance(used_ids, Iterable):
+                raise ValidationError("used_ids must be a list of memory ids")
+            given = [self._check_id(i) for i in used_ids]
+        if answer is None and given is None and helpful is None:
+            raise ValidationError("give at least one of answer, used_ids or helpful")
+        given_at = parse_time(at, "at") or utcnow()
+
+        with self._session(write=False) as con:
+            head = con.execute("SELECT namespace FROM retrievals WHERE id = ?", [rid]).fetchone()
+            if head is None:
+                raise NotFoundError(f"no retrieval with id {rid}; use the id recall logged "
+                                    "(bank.last_retrieval_id) or one from bank.retrievals()")
+            hit_ids = [int(r[0]) for r in con.execute(
+                "SELECT memory_id FROM retrieval_hits WHERE retrieval_id = ? ORDER BY rank", [rid]).fetchall()]
+            vectors: dict[int, Any] = {}
+            if given is None and answer is not None and hit_ids and not usage_mod.citations(answer):
+                for mid, emb in con.execute("SELECT id, embedding FROM memories WHERE id IN (SELECT unnest(?))",
+                                            [hit_ids]).fetchall():
+                    vectors[int(mid)] = None if emb is None else np.asarray(emb, dtype=np.float32)
+        namespace = head[0]
+        if given is not None:
+            stray = sorted(set(given) - set(hit_ids))
+            if stray:
+                raise ValidationError(
+                    f"memory id(s) {', '.join(map(str, stray))} were not returned by retrieval {rid} "
+                    f"(it returned {', '.join(map(str, hit_ids)) or 'nothing'}); used_ids must be among its hits")
+            decisions = [usage_mod.HitUsage(mid, mid in set(given), "given") for mid in hit_ids]
+        elif answer is not None and hit_ids:
+            cited = set(usage_mod.citations(answer))
+            if cited:
+                decisions = [usage_mod.HitUsage(mid, mid in cited, "citation") for mid in hit_ids]
+            else:
+                parts = usage_mod.sentences(answer)
+                svec = self.embedder.encode(parts) if parts else np.zeros((0, self.dim or 1), dtype=np.float32)
+                sims = usage_mod.best_similarities(svec, [vectors.get(mid) for mid in hit_ids])
+                decisions = usage_mod.decide_by_similarity(hit_ids, sims)
+        else:
+            decisions = []
+
+        with self._session() as con:
+            replaced = con.execute("SELECT count(*) FROM feedback WHERE retrieval_id = ?", [rid]).fetchone()[0] > 0
+            con.execute("DELETE FROM feedback_hits WHERE retrieval_id = ?", [rid])
+            con.execute("DELETE FROM feedback WHERE retrieval_id = ?", [rid])
+            con.execute("INSERT INTO feedback VALUES (?, ?, ?, ?, ?, ?)",
+                        [rid, namespace, to_naive_utc(given_at), self.actor, answer, helpful])
+            if decisions:
+                con.executemany("INSERT INTO feedback_hits VALUES (?, ?, ?, ?, ?)",
+                                [[rid, d.memory_id, d.used, d.decided_by, d.similarity] for d in decisions])
+            Store.log_event(con, self.actor, "feedback", None, None,
+                            {"retrieval_id": rid, "used_ids": [d.memory_id for d in decisions if d.used],
+                             "decided_by": decisions[0].decided_by if decisions else None, "helpful": helpful},
+                            given_at, note="replaced earlier feedback" if replaced else None)
+        return Feedback(retrieval_id=rid, namespace=namespace, given_at=given_at, answer=answer, helpful=helpful,
+                        hits=tuple(decisions), replaced=bool(replaced))
+
+    def feedback_log(self, namespace: str | None = None, *, since: Any = None,
+                     until: Any = None) -> list[Feedback]:
+        """Recorded feedback, oldest recall first; ``since``/``until`` bound the time of the recall
+        the feedback is about (so a date range matches the retrieval log's)."""
+        where, params = "TRUE", []
+        if namespace is not None:
+            where += " AND f.namespace = ?"
+            params.append(check_namespace(namespace))
+        for op, value, what in ((">=", since, "since"), ("<=", until, "until")):
+            if value is not None:
+                where += f" AND r.recalled_at {op} ?"
+                params.append(to_naive_utc(parse_time(value, what)))
+        with self._session(write=False) as con:
+            heads = con.execute(
+                "SELECT f.retrieval_id, f.namespace, f.given_at, f.answer, f.helpful FROM feedback f "
+                f"JOIN retrievals r ON r.id = f.retrieval_id WHERE {where} ORDER BY r.recalled_at, r.id",
+                params).fetchall()
+            ids = [h[0] for h in heads]
+            rows = con.execute(
+                "SELECT fh.retrieval_id, fh.memory_id, fh.used, fh.decided_by, fh.similarity FROM feedback_hits fh "
+                "JOIN retrieval_hits rh ON rh.retrieval_id = fh.retrieval_id AND rh.memory_id = fh.memory_id "
+                "WHERE fh.retrieval_id IN (SELECT unnest(?)) ORDER BY fh.retrieval_id, rh.rank",
+                [ids]).fetchall() if ids else []
+        by_id: dict[int, list] = {}
+        for r in rows:
+            by_id.setdefault(int(r[0]), []).append(usage_mod.HitUsage(int(r[1]), bool(r[2]), r[3], r[4]))
+        return [Feedback(retrieval_id=int(h[0]), namespace=h[1], given_at=to_aware(h[2]), answer=h[3], helpful=h[4],
+                         hits=tuple(by_id.get(int(h[0]), ()))) for h in heads]
+
+    def usage_counts(self, namespace: str | None = None) -> dict[int, int]:
+        """How many times the answer used each memory, by memory id (from feedback; memories
+        never used are absent). Access statistics weighted by use rather than by retrieval: a
+        frequency component can read these instead of ``access_count``."""
+        where, params = ("WHERE f.namespace = ?", [check_namespace(namespace)]) if namespace is not None else ("", [])
+        with self._session(write=False) as con:
+            rows = con.execute(
+                "SELECT fh.memory_id, count(*) FROM feedback_hits fh JOIN feedback f USING (retrieval_id) "
+                f"{where} {'AND' if where else 'WHERE'} fh.used GROUP BY fh.memory_id", params).fetchall()
+        return {int(m): int(n) for m, n in rows}
+
+    # -- ablation runs (memory_core.evaluate runs them; the bank keeps them) -------------------
+
+    def record_ablation(self, run: dict[str, Any], cases: list[dict[str, Any]]) -> int:
+        """Store one ablation run and its cases; returns the run id.
+
+        ``run`` carries started_at, finished_at, namespace, answer_model, judge_model, seed, source
+        and settings (a dict); ``cases`` one dict per case with namespace, question, expected,
+        memory_ids, answer_with, answer_without, first_shown, judge_choice, verdict (with /
+        without / tie / error), reason and error. Memory texts are never stored here.
+        """
+        verdicts = [c["verdict"] for c in cases]
+        bad = sorted(set(verdicts) - {"with", "without", "tie", "error"})
+        if bad:
+            raise ValidationError(f"unknown ablation verdict(s) {bad}; use with, without, tie or error")
+        with self._session() as con:
+            run_id = Store.take_ids(con, "next_ablation_run_id", 1)
+            con.execute(
+                "INSERT INTO ablation_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [run_id, to_naive_utc(parse_time(run.get("started_at")) or utcnow()),
+                 to_naive_utc(parse_time(run.get("finished_at")) or utcnow()), self.actor, run.get("namespace"),
+                 run.get("answer_model"), run.get("judge_model"), run.get("seed"), run.get("source"), len(cases),
+                 verdicts.count("with"), verdicts.count("without"), verdicts.count("tie"), verdicts.count("error"),
+                 json.dumps(run.get("settings") or {}, default=str)])
+            if cases:
+                con.executemany(
+                    "INSERT INTO ablation_cases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [[run_id, i + 1, c["namespace"], c["question"], c.get("expected"),
+                      [int(m) for m in c.get("memory_ids") or []], c.get("answer_with"), c.get("answer_without"),
+                      c.get("first_shown"), c.get("judge_choice"), c["verdict"], c.get("reason"), c.get("error")]
+                     for i, c in enumerate(cases)])
+            Store.log_event(con, self.actor, "ablation", None, None,
+                            {"run_id": run_id, "cases": len(cases), "better": verdicts.count("with"),
+                             "worse": verdicts.count("without")}, utcnow())
+        return run_id
+
+    def ablation_runs(self, limit: int | None = 50) -> list[dict[str, Any]]:
+        """Past ablation runs, newest first: counts of better (with memory), worse, ties, errors."""
+        page = "" if limit is None else f" LIMIT {int(limit)}"
+        with self._session(write=False) as con:
+            rows = con.sql(f"SELECT * FROM ablation_runs ORDER BY id DESC{page}").to_arrow_table().to_pylist()
+        for r in rows:
+            r["started_at"], r["finished_at"] = to_aware(r["started_at"]), to_aware(r["finished_at"])
+            r["settings"] = json.loads(r["settings"] or "{}")
+        return rows
+
+    def ablation_cases(self, run_id: int) -> list[dict[str, Any]]:
+        """The cases of one ablation run, in order (``NotFoundError`` for an unknown run)."""
+        rid = self._check_id(run_id)
+        with self._session(write=False) as con:
+            if con.execute("SELECT count(*) FROM ablation_runs WHERE id = ?", [rid]).fetchone()[0] == 0:
+                raise NotFoundError(f"no ablation run with id {rid}")
+            rows = con.sql("SELECT * FROM ablation_cases WHERE run_id = ? ORDER BY case_no",
+                           params=[rid]).to_arrow_table().to_pylist()
+        for r in rows:
+            r["memory_ids"] = [int(m) for m in r["memory_ids"] or []]
+        return rows
+
     # -- presets -------------------------------------------------------------------------------
 
     def presets(self) -> dict[str, ScoringParams]:
@@ -1825,6 +2145,255 @@ class MemoryBank:
             Store.log_event(con, self.actor, "set_active_preset", None, {"name": old}, {"name": name}, utcnow())
         self._active_params = None
 
+    # -- labeled query sets --------------------------------------------------------------------
+
+    @staticmethod
+    def _check_set_name(set_name: Any) -> str:
+        if not isinstance(set_name, str) or not set_name.strip() or len(set_name) > 100:
+            raise ValidationError("a label set name is a non-empty string of at most 100 characters")
+        return set_name
+
+    def _memory_namespaces(self, con: Any, ids: list[int]) -> dict[int, str]:
+        if not ids:
+            return {}
+        return dict(con.execute("SELECT id, namespace FROM memories WHERE id IN (SELECT unnest(?))",
+                                [ids]).fetchall())
+
+    def label(self, namespace: str, query: str, memory_id: int, relevant: bool = True, *,
+              as_of: Any = None, set_name: str = "default") -> None:
+        """Mark memory ``memory_id`` as relevant (or not) to ``query`` in ``namespace``.
+
+        Labels make a labeled query set (``set_name``) that precision@k, recall@k and the tuner
+        (:mod:`memory_core.tuning`) score against. Labeling the same memory again replaces its
+        label. ``as_of`` pins the moment the query is asked (None: whenever it is evaluated).
+        The memory must exist and belong to ``namespace``.
+        """
+        check_namespace(namespace)
+        check_text(query, "query")
+        mid = self._check_id(memory_id)
+        if not isinstance(relevant, (bool, np.bool_)):
+            raise ValidationError(f"relevant must be true or false, got {relevant!r}")
+        self._check_set_name(set_name)
+        at = parse_time(as_of, "as_of")
+        now = utcnow()
+        with self._session() as con:
+            ns = self._memory_namespaces(con, [mid]).get(mid)
+            if ns is None:
+                raise NotFoundError(f"no memory with id {mid}")
+            if ns != namespace:
+                raise ValidationError(f"memory {mid} belongs to namespace {ns!r}, not {namespace!r}")
+            key = [set_name, namespace, query, None if at is None else to_naive_utc(at)]
+            same = "set_name = ? AND namespace = ? AND query = ? AND as_of IS NOT DISTINCT FROM ?"
+            before = con.execute(f"SELECT relevant FROM labels WHERE {same} AND memory_id = ?", [*key, mid]).fetchone()
+            # A query's "labeled, nothing marked" row is no longer needed once it has a label.
+            con.execute(f"DELETE FROM labels WHERE {same} AND (memory_id = ? OR memory_id IS NULL)", [*key, mid])
+            lid = Store.take_ids(con, "next_label_id", 1)
+            con.execute("INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [lid, *key, mid, bool(relevant), self.actor, to_naive_utc(now)])
+            # Not logged against the memory: a label says nothing about the memory itself, and
+            # undoing a memory event must not touch it.
+            Store.log_event(con, self.actor, "label", None,
+                            None if before is None else {"memory_id": mid, "relevant": bool(before[0])},
+                            {"set": set_name, "namespace": namespace, "query": query, "memory_id": mid,
+                             "relevant": bool(relevant)}, now)
+
+    def unlabel(self, namespace: str, query: str, memory_id: int, *, as_of: Any = None,
+                set_name: str = "default") -> bool:
+        """Remove one label; returns whether there was one."""
+        check_namespace(namespace)
+        check_text(query, "query")
+        mid = self._check_id(memory_id)
+        self._check_set_name(set_name)
+        at = parse_time(as_of, "as_of")
+        key = [set_name, namespace, query, None if at is None else to_naive_utc(at), mid]
+        with self._session() as con:
+            where = "set_name = ? AND namespace = ? AND query = ? AND as_of IS NOT DISTINCT FROM ? AND memory_id = ?"
+            found = con.execute(f"SELECT relevant FROM labels WHERE {where}", key).fetchone()
+            if found is None:
+                return False
+            con.execute(f"DELETE FROM labels WHERE {where}", key)
+            Store.log_event(con, self.actor, "unlabel", None, {"set": set_name, "namespace": namespace, "query": query,
+                            "memory_id": mid, "relevant": bool(found[0])}, None, utcnow())
+        return True
+
+    def labels(self, namespace: str | None = None, set_name: str | None = None) -> list[LabeledQuery]:
+        """The labeled queries (of one namespace and/or set), in the order they were first labeled."""
+        where, params = "TRUE", []
+        if namespace is not None:
+            where += " AND namespace = ?"
+            params.append(check_namespace(namespace))
+        if set_name is not None:
+            where += " AND set_name = ?"
+            params.append(self._check_set_name(set_name))
+        with self._session(write=False) as con:
+            rows = con.execute(f"SELECT set_name, namespace, query, as_of, memory_id, relevant FROM labels "
+                               f"WHERE {where} ORDER BY id", params).fetchall()
+        grouped: dict[tuple, tuple[list[int], list[int]]] = {}
+        for set_, ns, query, as_of, mid, relevant in rows:
+            rel, irr = grouped.setdefault((set_, ns, query, as_of), ([], []))
+            if mid is not None:
+                (rel if relevant else irr).append(int(mid))
+        return [LabeledQuery(namespace=ns, query=q, relevant=tuple(sorted(rel)), irrelevant=tuple(sorted(irr)),
+                             as_of=to_aware(as_of), set_name=set_)
+                for (set_, ns, q, as_of), (rel, irr) in grouped.items()]
+
+    def label_sets(self) -> dict[str, int]:
+        """Label set name → number of labeled queries in it."""
+        with self._session(write=False) as con:
+            rows = con.execute("SELECT set_name, count(DISTINCT (namespace, query, as_of)) FROM labels "
+                               "GROUP BY set_name ORDER BY set_name").fetchall()
+        return {name: int(n) for name, n in rows}
+
+    def import_labels(self, source: str | os.PathLike | IO[str] | Iterable[dict[str, Any]], *,
+                      set_name: str | None = None) -> int:
+        """Import labeled queries from JSON lines; returns how many queries were imported.
+
+        One line per query: ``{"namespace", "query", "relevant": [ids], "irrelevant": [ids]}``,
+        optionally ``"as_of"`` (ISO time) and ``"set"`` (``set_name`` overrides it; default
+        "default"). A query with no relevant id means "nothing should come back". A query already
+        labeled in that set gets these labels instead of its old ones. Every line is checked
+        first: a malformed line, an unknown memory id or one of another namespace raises
+        ImportFormatError listing them by line number, and nothing is imported.
+        """
+        if set_name is not None:
+            self._check_set_name(set_name)
+        own = isinstance(source, (str, os.PathLike))
+        if own and not Path(source).exists():
+            raise ValidationError(f"no such file: {source}")
+        problems: list[tuple[int, str]] = []
+        parsed: list[tuple[int, dict[str, Any]]] = []
+        fh = open(source, encoding="utf-8") if own else source
+        try:
+            for lineno, line in enumerate(fh, start=1):
+                if isinstance(line, str) and not line.strip():
+                    continue
+                try:
+                    row = json.loads(line) if isinstance(line, str) else line
+                    parsed.append((lineno, self._check_label_row(row, set_name)))
+                except (json.JSONDecodeError, ValidationError) as exc:
+                    problems.append((lineno, str(exc)))
+        except UnicodeDecodeError as exc:
+            raise ImportFormatError(f"the file is not UTF-8 text ({exc})") from None
+        finally:
+            if own:
+                fh.close()
+        now = utcnow()
+        with self._session() as con:
+            known = self._memory_namespaces(con, sorted({m for _, r in parsed for m in r["relevant"] + r["irrelevant"]}))
+            seen: dict[tuple, int] = {}
+            for lineno, r in parsed:
+                for mid in r["relevant"] + r["irrelevant"]:
+                    if mid not in known:
+                        problems.append((lineno, f"no memory with id {mid}"))
+                    elif known[mid] != r["namespace"]:
+                        problems.append((lineno, f"memory {mid} belongs to namespace {known[mid]!r}, "
+                                                 f"not {r['namespace']!r}"))
+                key = (r["set"], r["namespace"], r["query"], r["as_of"])
+                if key in seen:
+                    problems.append((lineno, f"the same query appears again (first on line {seen[key]})"))
+                seen.setdefault(key, lineno)
+            if problems:
+                problems.sort()
+                shown = "; ".join(f"line {n}: {m}" for n, m in problems[:5])
+                more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+                raise ImportFormatError(f"{len(problems)} problem(s), no label imported: {shown}{more}", problems)
+            if not parsed:
+                return 0
+            keys = pa.table({
+                "set_name": [r["set"] for _, r in parsed], "namespace": [r["namespace"] for _, r in parsed],
+                "query": [r["query"] for _, r in parsed],
+                "as_of": pa.array([r["as_of"] for _, r in parsed], pa.timestamp("us")),
+            })
+            con.register("_label_keys", keys)
+            try:
+                con.execute("DELETE FROM labels l USING _label_keys k WHERE l.set_name = k.set_name AND "
+                            "l.namespace = k.namespace AND l.query = k.query AND l.as_of IS NOT DISTINCT FROM k.as_of")
+            finally:
+                con.unregister("_label_keys")
+            out: dict[str, list] = {c: [] for c in ("set_name", "namespace", "query", "as_of", "memory_id", "relevant")}
+            for _, r in parsed:
+                marks = [(m, True) for m in r["relevant"]] + [(m, False) for m in r["irrelevant"]] or [(None, None)]
+                for mid, rel in marks:
+                    for c, v in zip(out, (r["set"], r["namespace"], r["query"], r["as_of"], mid, rel)):
+                        out[c].append(v)
+            n = len(out["query"])
+            first = Store.take_ids(con, "next_label_id", n)
+            table = pa.table({
+                "id": pa.array(range(first, first + n), pa.int64()),
+                "set_name": out["set_name"], "namespace": out["namespace"], "query": out["query"],
+                "as_of": pa.array(out["as_of"], pa.timestamp("us")),
+                "memory_id": pa.array(out["memory_id"], pa.int64()), "relevant": pa.array(out["relevant"], pa.bool_()),
+                "labeled_by": [self.actor] * n, "labeled_at": pa.array([to_naive_utc(now)] * n, pa.timestamp("us")),
+            })
+            con.register("_labels", table)
+            try:
+                con.execute("INSERT INTO labels SELECT * FROM _labels")
+            finally:
+                con.unregister("_labels")
+            Store.log_event(con, self.actor, "import_labels", None, None,
+                            {"queries": len(parsed), "labels": n,
+                             "sets": sorted({r["set"] for _, r in parsed})}, now)
+        return len(parsed)
+
+    def _check_label_row(self, row: Any, set_name: str | None) -> dict[str, Any]:
+        if not isinstance(row, dict):
+            raise ValidationError("each line must be a JSON object")
+        unknown = set(row) - {"namespace", "query", "relevant", "irrelevant", "as_of", "set"}
+        if unknown:
+            raise ValidationError(f"unknown field(s) {', '.join(sorted(unknown))}")
+        ns = check_namespace(row.get("namespace"))
+        query = check_text(row.get("query"), "query")
+        lists = {}
+        for name in ("relevant", "irrelevant"):
+            ids = row.get(name, [])
+            if not isinstance(ids, list) or any(isinstance(i, bool) or not isinstance(i, int) or i < 1 for i in ids):
+                raise ValidationError(f"{name} must be a list of memory ids (whole numbers from 1)")
+            lists[name] = sorted(set(ids))
+        both = set(lists["relevant"]) & set(lists["irrelevant"])
+        if both:
+            raise ValidationError(f"memory {min(both)} is both relevant and irrelevant")
+        at = parse_time(row.get("as_of"), "as_of")
+        set_ = set_name if set_name is not None else self._check_set_name(row.get("set", "default"))
+        return {"namespace": ns, "query": query, **lists, "as_of": None if at is None else to_naive_utc(at),
+                "set": set_}
+
+    def export_labels(self, dest: str | os.PathLike | IO[str], namespace: str | None = None,
+                      set_name: str | None = None) -> int:
+        """Write the labeled queries as JSON lines (the format :meth:`import_labels` reads)."""
+        queries = self.labels(namespace=namespace, set_name=set_name)
+        own = isinstance(dest, (str, os.PathLike))
+        fh = open(dest, "w", encoding="utf-8") if own else dest
+        try:
+            for q in queries:
+                fh.write(json.dumps(q.to_dict(), ensure_ascii=False) + "\n")
+        finally:
+            if own:
+                fh.close()
+        return len(queries)
+    # -- backup and restore --------------------------------------------------------------------
+
+    def backup(self, dest: str | os.PathLike, *, overwrite: bool = False) -> int:
+        """Write a consistent copy of the bank to the file ``dest``; returns the memories it holds.
+
+        Safe while other processes use the bank: the copy is taken while this process holds the
+        file (they wait for it, as for any operation), and appears under ``dest`` only once
+        complete. Index caches are not copied; they are rebuilt from the copy when it is opened.
+        Hard-deleted text is not in the copy (it is a logical copy, not the file's blocks).
+        """
+        if self.closed:
+            raise StateError("this bank is closed; open it again with MemoryBank.open")
+        with self._lock:
+            return self._store.backup(dest, overwrite=overwrite)
+
+    @staticmethod
+    def restore_backup(backup: str | os.PathLike, path: str | os.PathLike, *, force: bool = False,
+                       lock_timeout: float = 10.0) -> int:
+        """Put a backup made by :meth:`backup` in place of the bank at ``path``; returns its number
+        of memories. An existing bank is replaced only with ``force=True``; processes that have it
+        open see the restored bank on their next operation. (Not :meth:`restore`, which brings back
+        one soft-deleted memory.)"""
+        return Store.restore(backup, path, force=force, lock_timeout=lock_timeout)
+
     # -- import, export, re-embedding ----------------------------------------------------------
 
     def export_jsonl(self, dest: str | os.PathLike | IO[str], namespace: str | None = None,
@@ -1861,6 +2430,10 @@ class MemoryBank:
         is malformed and raises ImportFormatError listing them by line number; ``"skip"`` imports
         the good lines and reports the bad ones. Lines whose id already exists with the same text
         count as already present, so an interrupted import can be re-run.
+
+        A file (or any seekable stream) is read twice: the check keeps only each good line's
+        number, id and content hash, and the import streams the lines again in batches, so memory
+        stays bounded however large the file. A stream that cannot seek is held in memory.
         """
         check_choice(on_error, ("refuse", "skip"), "on_error")
         own = isinstance(source, (str, os.PathLike))
@@ -1869,52 +2442,108 @@ class MemoryBank:
         fh = open(source, encoding="utf-8") if own else source
         report = ImportReport()
         now = utcnow()
-        rows_ok: list[dict[str, Any]] = []
-        line_numbers: list[int] = []
         try:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                    if not isinstance(row, dict):
-                        raise ValidationError("each line must be a JSON object")
-                    if namespace is not None:
-                        row["namespace"] = namespace
-                    for drop in ("content_hash", "embedding_model") if "embedding" not in row else ("content_hash",):
-                        row.pop(drop, None)
-                    self._normalize_row(row, now)
-                    rows_ok.append(row)
+            seekable = own or bool(getattr(fh, "seekable", lambda: False)())
+            start = fh.tell() if seekable else 0
+        except (OSError, ValueError):
+            seekable, start = False, 0
+        held: list[dict[str, Any]] | None = None if seekable else []
+        line_numbers: list[int] = []
+        line_ids: list[Any] = []
+        line_hashes: list[str] = []
+        embeds = False
+
+        def parse(line: str) -> dict[str, Any]:
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValidationError("each line must be a JSON object")
+            if namespace is not None:
+                row["namespace"] = namespace
+            for drop in ("content_hash", "embedding_model") if "embedding" not in row else ("content_hash",):
+                row.pop(drop, None)
+            return row
+
+        try:
+            try:
+                for lineno, line in enumerate(fh, start=1):
+                    if not line.strip():
+                        continue
+                    try:
+                        row = parse(line)
+                        checked = self._normalize_row(row, now)
+                    except (json.JSONDecodeError, ValidationError, ModelMismatchError, UnicodeDecodeError) as exc:
+                        report.errors.append((lineno, str(exc)))
+                        continue
                     line_numbers.append(lineno)
-                except (json.JSONDecodeError, ValidationError, ModelMismatchError, UnicodeDecodeError) as exc:
-                    report.errors.append((lineno, str(exc)))
-        except UnicodeDecodeError as exc:
-            raise ImportFormatError(f"the file is not UTF-8 text ({exc})") from None
+                    line_ids.append(row.get("id"))
+                    line_hashes.append(checked["content_hash"])
+                    embeds = embeds or "embedding" not in checked
+                    if held is not None:
+                        held.append(checked)
+            except UnicodeDecodeError as exc:
+                raise ImportFormatError(f"the file is not UTF-8 text ({exc})") from None
+            existing = self._existing([i for i in line_ids if isinstance(i, int)])
+            first_line: dict[int, int] = {}
+            present: set[int] = set()  # line numbers of memories the bank already holds
+            for lineno, mid, h in zip(line_numbers, line_ids, line_hashes):
+                if mid is None:
+                    continue
+                if mid in first_line:
+                    report.errors.append((lineno, f"id {mid} appears again (first on line {first_line[mid]})"))
+                elif mid in existing:
+                    if existing[mid] != h:
+                        report.errors.append((lineno, self._clash(mid)))
+                    else:
+                        present.add(lineno)
+                first_line.setdefault(mid, lineno)
+            report.errors.sort()
+            bad_lines = {n for n, _ in report.errors}
+            if report.errors and on_error == "refuse":
+                shown = "; ".join(f"line {n}: {m}" for n, m in report.errors[:5])
+                more = f" (and {len(report.errors) - 5} more)" if len(report.errors) > 5 else ""
+                raise ImportFormatError(
+                    f"{len(report.errors)} malformed line(s), nothing imported: {shown}{more}. Fix them, "
+                    "or import with on_error='skip' (memctl import --skip-errors) to import the rest",
+                    report.errors)
+            good = [n for n in line_numbers if n not in bad_lines]
+            todo = {n for n in good if n not in present}
+            report.skipped_existing += len(good) - len(todo)
+            if progress is not None and len(todo) < len(good):
+                progress(len(good) - len(todo))
+
+            def rows_again() -> Iterator[tuple[int, dict[str, Any]]]:
+                if held is not None:
+                    yield from ((n, r) for n, r in zip(line_numbers, held) if n in todo)
+                    return
+                fh.seek(start)
+                for lineno, line in enumerate(fh, start=1):
+                    if lineno in todo:
+                        yield lineno, self._normalize_row(parse(line), now)
+
+            size = _BATCH_EMBED if embeds else _BATCH_VECTORS
+
+            def batches() -> Iterator[list[dict[str, Any]]]:
+                batch: list[dict[str, Any]] = []
+                for _, r in rows_again():
+                    batch.append(r)
+                    if len(batch) == size:
+                        yield batch
+                        batch = []
+                if batch:
+                    yield batch
+
+            new_ids = iter(self._write_stream(batches(), progress))
         finally:
             if own:
                 fh.close()
-        existing = self._existing([r["id"] for r in rows_ok if isinstance(r.get("id"), int)])
-        first_line: dict[int, int] = {}
-        for lineno, row in zip(line_numbers, rows_ok):
-            mid = row.get("id")
-            if mid is None:
-                continue
-            if mid in first_line:
-                report.errors.append((lineno, f"id {mid} appears again (first on line {first_line[mid]})"))
-            elif mid in existing and existing[mid] != content_hash(row["text"]):
-                report.errors.append((lineno, self._clash(mid)))
-            first_line.setdefault(mid, lineno)
-        report.errors.sort()
-        bad_lines = {n for n, _ in report.errors}
-        good = [r for n, r in zip(line_numbers, rows_ok) if n not in bad_lines]
-        if report.errors and on_error == "refuse":
-            shown = "; ".join(f"line {n}: {m}" for n, m in report.errors[:5])
-            more = f" (and {len(report.errors) - 5} more)" if len(report.errors) > 5 else ""
-            raise ImportFormatError(
-                f"{len(report.errors)} malformed line(s), nothing imported: {shown}{more}. Fix them, "
-                "or import with on_error='skip' (memctl import --skip-errors) to import the rest",
-                report.errors)
-        self.add_many(good, progress=progress, skip_existing=True, report=report)
+        ids_by_line = {}
+        for lineno, mid in zip(line_numbers, line_ids):
+            if lineno in todo:
+                ids_by_line[lineno] = next(new_ids)
+            elif lineno in present:
+                ids_by_line[lineno] = mid
+        report.added += len(todo)
+        report.ids.extend(int(ids_by_line[n]) for n in good)
         return report
 
     def reembed(self, model: str | None = None, progress: Progress | None = None, batch_size: int = 2048) -> int:
@@ -1955,6 +2584,74 @@ class MemoryBank:
         return len(ids_texts)
 
 
+class _BulkWriter:
+    """Writes batches of checked rows for :meth:`MemoryBank._write_stream`, one transaction each.
+
+    Closing a connection checkpoints the file, which costs more than writing a batch; so batches
+    that arrive back to back (rows carrying their vectors) share one connection, held at most
+    ``hold`` seconds before the file is let go for ``gap`` seconds for other processes, while a
+    batch the model embedded lets go at once (the next one takes seconds to embed, the file must not wait on it).
+    """
+
+    def __init__(self, bank: MemoryBank, hold: float = 1.0, gap: float = 0.15):
+        self.bank = bank
+        self.hold = hold
+        self.gap = gap
+        self._stack: contextlib.ExitStack | None = None
+        self._con: Any = None
+        self._since = 0.0
+
+    def write(self, batch: list[dict[str, Any]], vectors: np.ndarray, release: bool) -> list[int]:
+        bank = self.bank
+        if self._con is None:
+            if bank.closed:
+                raise StateError("this bank is closed; open it again with MemoryBank.open")
+            if bank._store.read_only:
+                raise BankReadOnlyError(f"the bank {bank.path} was opened read-only; open it without "
+                                        "read_only=True to change it")
+            stack = contextlib.ExitStack()
+            stack.enter_context(bank._lock)
+            try:
+                self._con = stack.enter_context(bank._store.hold())
+                bank._catch_up(self._con)
+            except BaseException:
+                self._con = None
+                stack.close()
+                raise
+            self._stack = stack
+            self._since = time.monotonic()
+        con = self._con
+        try:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                group = Store.take_ids(con, "next_group_id", 1)
+                seq = Store.next_seq(con)
+                ids = bank._insert_rows(con, batch, vectors, seq, group)
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+        except BaseException:
+            self.release()
+            raise
+        bank._after_insert(batch, vectors, ids, seq)
+        if release:
+            self.release()
+        elif time.monotonic() - self._since > self.hold:
+            self.release()
+            # Another process waiting for the file retries every 0.1-0.3 s: leave it a window,
+            # or a long import would hold the file for good by reopening at once.
+            time.sleep(self.gap)
+        return ids
+
+    def release(self) -> None:
+        """Let go of the file (and the bank's lock), if held."""
+        if self._stack is not None:
+            stack, self._stack, self._con = self._stack, None, None
+            stack.close()
+            self.bank._signature = self.bank._store.signature()
+
+
 _EVENT_COLUMNS = "id, happened_at, actor, action, memory_id, before, after, note, group_id, undone_by"
 
 
@@ -1979,7 +2676,7 @@ def _scrub(payload: str | None) -> str | None:
     if not payload:
         return payload
     data = json.loads(payload)
-    for key in ("text", "source"):
+    for key in ("text", "source", "context"):
         if key in data:
             data[key] = None
     return json.dumps(data, ensure_ascii=False)

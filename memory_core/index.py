@@ -29,9 +29,9 @@ import numpy as np
 
 from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN, STOPWORDS_SWEDISH
 
-from .scoring import ScoringParams, blend, top_k, upper_bound
+from .scoring import ScoringParams, blend, lexical_relevance, top_k, upper_bound
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: lexical_tokens (a longer stop list) and memories' context
 
 # -- tokenizing ------------------------------------------------------------------------------------
 
@@ -67,6 +67,39 @@ def tokenize(text: str) -> list[str]:
             elif part not in _STOP and (len(part) > 1 or part.isdigit()):
                 tokens.append(_stem(part))
     return tokens
+
+
+# Words that say how a question is asked or who speaks to whom, not what it is about. Matching
+# them ranks long chatty memories first ("what did you do when..." against every turn holding
+# "you", "did" and "when"), so the lexical index leaves them out; conflicts and merges keep
+# using :func:`tokenize`, whose short stop list keeps negations and pronouns they compare.
+_QUESTION_STOP = frozenset("""
+i me my myself mine we us our ours ourselves you your yours yourself yourselves he him his himself she
+her hers herself it its itself they them their theirs themselves what which who whom whose when where
+why how this that these those am is are was were be been being have has had having do does did doing
+done a an the and but if or because as until while of at by for with about against between into
+through during before after above below to from up down in out on off over under again further then
+once here there all any both each few more most other some such no nor not only own same so than too
+very can could will would shall should may might must just don doesn didn isn wasn aren weren
+wouldn also ever still yet like get got go going gone went really oh yeah yes hey hi thanks thank well
+lot lots
+""".split())
+
+
+_QUESTION_STOP_STEMS = frozenset(_stem(w) for w in _QUESTION_STOP) | _QUESTION_STOP
+
+
+def lexical_tokens(text: str | None) -> list[str]:
+    """Tokens for lexical match (recall's BM25), of memories and queries alike: :func:`tokenize`
+    without the question, pronoun and filler words of :data:`_QUESTION_STOP`."""
+    if not text:
+        return []
+    return [t for t in tokenize(text) if t not in _QUESTION_STOP_STEMS]
+
+
+def memory_tokens(text: str | None, context: str | None = None) -> list[str]:
+    """What the lexical index holds for a memory: its text's tokens, then its context's."""
+    return lexical_tokens(text) + lexical_tokens(context)
 
 
 # -- BM25 ------------------------------------------------------------------------------------------
@@ -145,41 +178,30 @@ class LexicalIndex:
 
     def raw_scores(self, query_tokens: Iterable[str]) -> np.ndarray:
         """Unnormalized BM25 of every row for the unique ``query_tokens``."""
-        n = len(self.doc_terms)
-        out = np.zeros(n, dtype=np.float64)
-        if n == 0:
-            return out
-        avgdl = self.total_len / n if self.total_len else 1.0
-        for term in dict.fromkeys(query_tokens):
-            arrays = self._posting_arrays(term)
-            if arrays is None:
-                continue
-            rows, tf = arrays
-            dl = self.lengths[rows]
-            denom = tf + self.k1 * (1.0 - self.b + self.b * dl / avgdl)
-            out[rows] += self.idf(term) * tf / denom
-        return out
+        return self.match(query_tokens)[0]
 
-    def sparse_scores(self, query_tokens: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The rows matching any query term (sorted) and their :meth:`scores`; every other row scores 0.
+    def sparse_match(self, query_tokens: Iterable[str]) -> tuple[np.ndarray, np.ndarray, float, float]:
+        """:meth:`match` over only the rows holding a query term: those rows (sorted), their raw
+        BM25, the query terms' summed idf and the idf of a term one row holds. Every other row
+        scores 0.
 
         Touches only the query terms' posting lists, so its cost does not grow with the namespace
         the way a dense array of n scores does.
         """
         terms = list(dict.fromkeys(query_tokens))
         n = len(self.doc_terms)
+        max_idf = math.log(1.0 + (n - 0.5) / 1.5) if n else 0.0
+        idf_sum = sum(self.idf(t) for t in terms)
         found = [(t, a) for t in terms if (a := self._posting_arrays(t)) is not None]
         if not found or n == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), idf_sum, max_idf
         avgdl = self.total_len / n if self.total_len else 1.0
-        # An average-length row holding a term once scores idf / (1 + k1) for it.
-        norm = sum(self.idf(t) for t in terms) / (1.0 + self.k1)
         parts_rows, parts_vals = [], []
         for term, (rows, tf) in found:
             dl = self.lengths[rows]
             parts_rows.append(rows)
             parts_vals.append(self.idf(term) * tf / (tf + self.k1 * (1.0 - self.b + self.b * dl / avgdl)))
-        # Summing in the same term order as raw_scores keeps the floats identical to the dense path.
+        # Both paths add the terms in query order, so a row's float is the same whichever runs.
         if sum(len(r) for r in parts_rows) * 16 < n:
             uniq = np.unique(np.concatenate(parts_rows))
             total = np.zeros(len(uniq), dtype=np.float64)
@@ -191,19 +213,32 @@ class LexicalIndex:
                 dense[rows_t] += vals_t
             uniq = np.flatnonzero(dense)  # every matching row scores above 0 (idf > 0, tf > 0)
             total = dense[uniq]
-        return uniq, np.minimum(total / norm, 1.0)
+        return uniq, total, idf_sum, max_idf
+
+    def match(self, query_tokens: Iterable[str]) -> tuple[np.ndarray, float, float]:
+        """What scoring needs to normalize a query's BM25: the raw scores of every row, the sum of
+        the unique query terms' idf (terms absent from the index included), and the idf of a term
+        only one row holds (the most a single word can weigh here)."""
+        rows, raw, idf_sum, max_idf = self.sparse_match(query_tokens)
+        dense = np.zeros(len(self.doc_terms), dtype=np.float64)
+        dense[rows] = raw
+        return dense, idf_sum, max_idf
+
+    def relevance(self, params: ScoringParams, query_tokens: Iterable[str]) -> np.ndarray:
+        """Every row's lexical match as recall blends it under ``params``
+        (:func:`scoring.lexical_relevance` of :meth:`match`)."""
+        raw, idf_sum, max_idf = self.match(query_tokens)
+        return lexical_relevance(params, raw, idf_sum, max_idf, self.k1)
 
     def scores(self, query_tokens: Iterable[str]) -> np.ndarray:
         """BM25 normalized to [0, 1]: 1 when a row holds every query term as an average-length
         memory holding each once would. Query terms absent from the namespace count against
-        the match, so a query sharing one rare word out of five scores low, not 1.
-
-        Computed by :meth:`sparse_scores` (which recall uses): the formula lives there only.
-        """
-        out = np.zeros(len(self.doc_terms), dtype=np.float64)
-        rows, values = self.sparse_scores(query_tokens)
-        out[rows] = values
-        return out
+        the match, so a query sharing one rare word out of five scores low, not 1. (Recall also
+        applies ``lexical_min_terms``: :func:`scoring.lexical_relevance`.)"""
+        raw, idf_sum, _ = self.match(query_tokens)
+        if idf_sum <= 0:
+            return np.zeros_like(raw)
+        return np.minimum(raw * (1.0 + self.k1) / idf_sum, 1.0)
 
 
 # -- one namespace ---------------------------------------------------------------------------------
@@ -320,6 +355,7 @@ class NamespaceIndex:
         for side in (self._sq, self._ivf):
             if side is not None:
                 side.changed(r)  # the last row's vector moves into r
+                side.changed(last)  # and the next memory appended takes the last row's place
         if r != last:
             for name in self._ARRAYS:
                 arr = getattr(self, name)
@@ -359,7 +395,8 @@ class NamespaceIndex:
         """
         q = np.ascontiguousarray(vector, dtype=np.float32)
         if params.lexical_weight > 0:
-            lex_rows, lex_vals = self.lexical.sparse_scores(query_tokens)
+            lex_rows, raw, idf_sum, max_idf = self.lexical.sparse_match(query_tokens)
+            lex_vals = lexical_relevance(params, raw, idf_sum, max_idf, self.lexical.k1)
         else:
             lex_rows, lex_vals = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         ranking = Ranking(self, params, q, now, lex_rows, lex_vals)

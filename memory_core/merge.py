@@ -10,7 +10,8 @@ Clustering
     numbers, no negation on one side only, some shared content words), grouped by complete
     linkage: *every* pair inside a cluster clears the bar, so a chain A~B~C where A and C are
     unrelated never becomes one cluster. An optional, lower ``related_threshold`` adds "same subject" clusters of
-    closely related memories among those left over. The default threshold,
+    closely related memories among those left over; with an LLM configured, :func:`llm_groups` finds
+    those instead, including paraphrases across languages. The default threshold,
     :data:`DEFAULT_THRESHOLD`, was picked on the demo set's planted duplicates (see its comment).
 
 Merged text
@@ -41,11 +42,13 @@ __all__ = [
     "Candidate",
     "Cluster",
     "DEFAULT_RELATED_THRESHOLD",
+    "RELATED_MUTUAL_RANK",
     "DEFAULT_THRESHOLD",
     "MAX_MERGED_CHARS",
     "MergePreview",
     "extractive_merge",
     "find_clusters",
+    "llm_groups",
     "llm_merge_text",
     "merged_fields",
     "preview",
@@ -64,11 +67,20 @@ __all__ = [
 # 0.90, where recall halves (the second planted pair found sits at 0.91). Merging is previewed and
 # undoable, but precision still comes first: a wrong merge blurs two facts, a missed one costs a row.
 DEFAULT_THRESHOLD = 0.88
-# "Same subject" suggestions: lower, only offered when asked for, always previewed. On the demo set
-# at 0.70 (with the default near-duplicate threshold): recall 0.13, precision 0.19, and 4 of 45
-# planted contradictions land in a suggestion ("CSV export is only on the Team plans" / "... is
-# included in all plans"): run conflict detection first and keep conflicting memories out.
-DEFAULT_RELATED_THRESHOLD = 0.70
+# "Same subject" suggestions: lower, only offered when asked for, always previewed. Loose
+# paraphrases ("Prefers dark mode everywhere" / "Always asks for dark themes", 0.54) sit among
+# unrelated pairs of the same namespace (templated logs, the English model on Chinese text), so a
+# cosine bar alone is weak: on the demo set at 0.70 it puts 13% of the planted duplicate pairs in
+# a suggestion (12 of 34 planted clusters) at pair precision 0.22, and lowering it to 0.60 gains
+# recall (0.19, 16 clusters) at precision 0.17. Also requiring every pair to be among each other's
+# RELATED_MUTUAL_RANK closest memories (mutual nearest neighbours: a subject's paraphrases pick
+# each other, a generic memory close to many does not) keeps that recall at precision 0.23. What
+# stays out is mostly beyond any cosine bar: a third of the planted pairs cross languages (Chinese
+# or Swedish beside English) and the bundled English model rates them 0.0-0.4. Run conflict
+# detection first: a suggestion can still hold an update ("CSV export is only on Team" / "... in
+# all plans").
+DEFAULT_RELATED_THRESHOLD = 0.60
+RELATED_MUTUAL_RANK = 2
 # A near-duplicate pair must also share this much of its content words (Dice coefficient of the
 # index's tokens); see _Compatibility for why.
 MIN_SHARED_TOKENS = 0.25
@@ -78,7 +90,11 @@ MAX_MERGED_CHARS = 300
 REASON_EXACT = "exact duplicate"
 REASON_NEAR = "near duplicate"
 REASON_RELATED = "same subject"
-_REASON_RANK = {REASON_EXACT: 0, REASON_NEAR: 1, REASON_RELATED: 2}
+REASON_LLM = "same fact (LLM)"
+_REASON_RANK = {REASON_EXACT: 0, REASON_NEAR: 1, REASON_LLM: 2, REASON_RELATED: 3}
+# Memories shown to the LLM per grouping request: ~150 short lines is ~3k tokens, which every
+# chat model takes; a namespace larger than that is grouped chunk by chunk (see llm_groups).
+LLM_GROUP_CHUNK = 150
 
 # Rows of the similarity matrix computed at once: 1024 x 20k float32 is 80 MB, small enough for a
 # laptop, large enough that BLAS (not Python) does the work.
@@ -120,6 +136,7 @@ class Cluster:
     ids: tuple[int, ...]
     reason: str
     min_similarity: float
+    detail: str = ""  # how the cluster was found when not by the embedding alone (the LLM, or why not)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (for the CLI and the dashboard)."""
@@ -128,6 +145,7 @@ class Cluster:
             "size": len(self.ids),
             "reason": self.reason,
             "min_similarity": round(float(self.min_similarity), 4),
+            "detail": self.detail,
         }
 
 
@@ -282,12 +300,29 @@ class _Compatibility:
         return 2 * len(ti & tj) / (len(ti) + len(tj)) >= self._min_shared
 
 
+def _mutual_neighbours(mat: np.ndarray, rank: int) -> set[tuple[int, int]]:
+    """Pairs (i < j) of rows that are each among the other's ``rank`` most similar rows."""
+    n = mat.shape[0]
+    if n < 2:
+        return set()
+    m = min(rank, n - 1)
+    top = np.empty((n, m), dtype=np.int64)
+    for start in range(0, n, _BLOCK_ROWS):
+        stop = min(n, start + _BLOCK_ROWS)
+        block = mat[start:stop] @ mat.T
+        block[np.arange(stop - start), np.arange(start, stop)] = -np.inf  # never its own neighbour
+        top[start:stop] = np.argpartition(-block, m - 1, axis=1)[:, :m]
+    near = {(i, int(j)) for i in range(n) for j in top[i]}
+    return {(i, j) for i, j in near if i < j and (j, i) in near}
+
+
 def _complete_linkage(
     mat: np.ndarray,
     pool: np.ndarray,
     threshold: float,
     max_size: int,
     compatible: Callable[[int, int], bool],
+    mutual: set[tuple[int, int]] | None = None,
 ) -> list[list[int]]:
     """Group rows of ``pool`` so that every pair in a group has cosine >= threshold and is compatible.
 
@@ -295,12 +330,17 @@ def _complete_linkage(
     (ties by row, which is by id) and two groups are joined only when every cross pair clears the
     threshold (and ``compatible``) and the result fits in ``max_size``. Checking all cross pairs (not
     just the pair that triggered the join) is what keeps chains A~B~C from collapsing into one
-    group. Returns groups of two or more rows (indices into ``mat``).
+    group. With ``mutual`` (pairs of rows of ``mat``), only those pairs start or join a group; the
+    threshold and ``compatible`` still hold for every pair. Returns groups of two or more rows
+    (indices into ``mat``).
     """
     if pool.size < 2:
         return []
     sub = mat[pool]
     r, c, s = _neighbour_edges(sub, threshold)
+    if mutual is not None and r.size:
+        keep = np.fromiter(((int(pool[a]), int(pool[b])) in mutual for a, b in zip(r, c)), bool, r.size)
+        r, c, s = r[keep], c[keep], s[keep]
     if r.size == 0:
         return []
     # Rounding the sort key makes the order immune to last-bit BLAS differences between machines;
@@ -320,6 +360,9 @@ def _complete_linkage(
             if cross.min() < threshold:
                 continue
         if not all(compatible(int(pool[x]), int(pool[y])) for x in ga for y in gb):
+            continue
+        if mutual is not None and not all(
+                (min(pool[x], pool[y]), max(pool[x], pool[y])) in mutual for x in ga for y in gb):
             continue
         keep, drop = (a, b) if a < b else (b, a)
         members[keep] = sorted(ga + gb)
@@ -351,7 +394,9 @@ def find_clusters(
        content tokens >= :data:`MIN_SHARED_TOKENS` (the bundled model is English-only and rates
        unrelated Swedish or Chinese sentences as close).
     3. **Same subject** (only when ``related_threshold`` is given, and lower than ``threshold``):
-       among memories still unclustered, complete-linkage groups at ``related_threshold``.
+       among memories still unclustered, complete-linkage groups at ``related_threshold`` whose
+       pairs also pass the lexical checks and are mutual nearest neighbours (each among the
+       other's :data:`RELATED_MUTUAL_RANK` closest candidates).
 
     A memory is in at most one cluster (an exact-duplicate group is not extended with its
     paraphrases: after that merge, the next run finds them). No cluster has more than
@@ -406,12 +451,12 @@ def find_clusters(
                 clusters.append(Cluster(tuple(cands[i].id for i in chunk), REASON_EXACT, 1.0))
 
     compatible = _Compatibility(cands, MIN_SHARED_TOKENS)
-    stages = [(threshold, REASON_NEAR)]
+    stages: list[tuple[float, str, set[tuple[int, int]] | None]] = [(threshold, REASON_NEAR, None)]
     if related_threshold is not None:
-        stages.append((related_threshold, REASON_RELATED))
-    for level, reason in stages:
+        stages.append((related_threshold, REASON_RELATED, _mutual_neighbours(mat, RELATED_MUTUAL_RANK)))
+    for level, reason, mutual in stages:
         pool = np.flatnonzero(~taken)
-        for group in _complete_linkage(mat, pool, level, max_size, compatible):
+        for group in _complete_linkage(mat, pool, level, max_size, compatible, mutual):
             taken[group] = True
             clusters.append(Cluster(tuple(cands[i].id for i in group), reason, _min_pairwise(mat, group)))
 
@@ -657,6 +702,75 @@ def preview(members: list[Candidate], client: LLMClient | None = None) -> MergeP
     )
 
 
+# --------------------------------------------------------------------------- LLM grouping
+
+_GROUP_PROMPT = (
+    "You maintain the long-term memory of an AI assistant. Below are memories it stored about one user "
+    "or project, one per line as [id] \"text\". Find the groups of memories that state the same fact, "
+    "preference or goal, so that each group can be merged into one memory: paraphrases, rewordings "
+    "and translations (the same fact in two languages) belong together. Do NOT group memories that "
+    "disagree or update each other (\"lives in Paris\" / \"moved to Berlin\"), separate events "
+    "(two different runs, two different exam scores), or merely related facts that would lose meaning "
+    "as one statement. Most memories belong to no group; leave them out. Use only ids from the list."
+)
+_GROUP_HINT = '{"groups": [[<id>, <id>, ...], ...]}'
+
+
+def _group_ids(reply: object, shown: set[int]) -> list[list[int]]:
+    """The groups of an LLM grouping reply, checked against the ids it was shown."""
+    if not isinstance(reply, dict) or not isinstance(reply.get("groups"), list):
+        raise LLMError(f'LLM grouping reply is not {{"groups": [[ids]]}} (got {json.dumps(reply, ensure_ascii=False)[:120]})')
+    groups: list[list[int]] = []
+    seen: set[int] = set()
+    for group in reply["groups"]:
+        if not isinstance(group, list):
+            raise LLMError(f"LLM grouping reply has a group that is not a list of ids: {group!r}"[:200])
+        ids = []
+        for x in group:
+            if isinstance(x, str) and x.strip().lstrip("[").rstrip("]").isdigit():
+                x = int(x.strip().lstrip("[").rstrip("]"))  # "[12]" or "12": the id as the prompt showed it
+            if isinstance(x, bool) or not isinstance(x, int) or x not in shown:
+                raise LLMError(f"LLM grouping named {x!r}, which is not one of the memories it was shown")
+            if x in seen or x in ids:
+                raise LLMError(f"LLM grouping put memory {x} in two groups")
+            ids.append(x)
+        seen.update(ids)
+        if len(ids) > 1:
+            groups.append(sorted(ids))
+    return groups
+
+
+def llm_groups(cands: Sequence[Candidate], client: LLMClient, *, max_size: int = 6,
+               chunk_size: int = LLM_GROUP_CHUNK) -> list[tuple[int, ...]]:
+    """Ask the LLM which memories state the same fact, including across languages.
+
+    This finds what the bundled English embedding cannot: "不喜欢早上八点的课" and "Not a morning
+    person; struggles with 8 a.m. classes" embed at -0.04. Memories are shown in id order,
+    ``chunk_size`` per request, so on a namespace larger than one chunk two paraphrases in
+    different chunks are not paired (the embedding stages still pair same-language ones). The
+    lexical vetoes of :func:`find_clusters` apply (two different numbers, negation on one side
+    only), and a group larger than ``max_size`` is left out (one short statement could not keep
+    it all). Returns sorted id tuples. Raises :class:`LLMError` when a reply is unusable: not
+    ``{"groups": [[ids]]}``, an id it was not shown (an invented id), or an id in two groups.
+    """
+    ordered = sorted(cands, key=lambda c: c.id)
+    index = {c.id: i for i, c in enumerate(ordered)}
+    compatible = _Compatibility(ordered, 0.0)
+    out: list[tuple[int, ...]] = []
+    for start in range(0, len(ordered), chunk_size):
+        chunk = ordered[start:start + chunk_size]
+        if len(chunk) < 2:
+            continue
+        listing = "\n".join(f"[{c.id}] {json.dumps(' '.join(c.text.split()), ensure_ascii=False)}" for c in chunk)
+        reply = client.chat_json([{"role": "system", "content": _GROUP_PROMPT},
+                                  {"role": "user", "content": f"Memories:\n{listing}"}], schema_hint=_GROUP_HINT)
+        for ids in _group_ids(reply, {c.id for c in chunk}):
+            rows = [index[i] for i in ids]
+            if len(ids) <= max_size and all(compatible(a, b) for a in rows for b in rows if a < b):
+                out.append(tuple(ids))
+    return out
+
+
 # --------------------------------------------------------------------------- the bank's side
 
 
@@ -681,10 +795,37 @@ def plan_merges(bank: Any, namespace: str, *, threshold: float | None = None,
                 max_size: int = 6, exclude: set[int] | None = None) -> list[tuple[Cluster, MergePreview]]:
     """Every merge worth making in ``namespace`` with its preview, changing nothing.
 
-    Apply one with ``bank.merge(cluster.ids, preview.text, path=preview.path, detail=preview.detail)``.
+    Exact and near duplicates come from the embedding. With ``related_threshold``, "same subject"
+    suggestions are added: grouped by the LLM when ``client`` is given (:func:`llm_groups`), else,
+    or when it fails, by the embedding; each cluster's ``detail`` says which. Apply one with
+    ``bank.merge(cluster.ids, preview.text, path=preview.path, detail=preview.detail)``.
     """
     cands = candidates(bank, namespace, exclude)
     by_id = {c.id: c for c in cands}
-    clusters = find_clusters(cands, threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
-                             related_threshold=related_threshold, max_size=max_size)
+    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+    if related_threshold is None or client is None:
+        clusters = find_clusters(cands, threshold=threshold, related_threshold=related_threshold, max_size=max_size)
+    else:
+        clusters = _with_llm_groups(cands, threshold, related_threshold, client, max_size)
     return [(cl, preview([by_id[i] for i in cl.ids], client)) for cl in clusters]
+
+
+def _with_llm_groups(cands: list[Candidate], threshold: float, related_threshold: float, client: LLMClient,
+                     max_size: int) -> list[Cluster]:
+    """Exact and near duplicates by the embedding, then "same subject" groups by the LLM (which also
+    sees paraphrases across languages) among the rest; when the LLM fails, the embedding's related
+    stage instead. ``Cluster.detail`` of the same-subject clusters says which, and why."""
+    found = find_clusters(cands, threshold=threshold, max_size=max_size)
+    taken = {i for cl in found for i in cl.ids}
+    rest = [c for c in cands if c.id not in taken]
+    result = with_fallback(lambda cl: llm_groups(rest, cl, max_size=max_size), lambda: None, client)
+    if result.value is None:
+        every = find_clusters(cands, threshold=threshold, related_threshold=related_threshold, max_size=max_size)
+        detail = f"grouped by the embedding: {result.detail}"
+        return [cl if cl.reason != REASON_RELATED else Cluster(cl.ids, cl.reason, cl.min_similarity, detail)
+                for cl in every]
+    by_id = {c.id: c for c in rest}
+    clusters = [Cluster(ids, REASON_LLM, _min_pairwise(_unit_matrix([by_id[i] for i in ids]), range(len(ids))),
+                        f"grouped by {result.detail}") for ids in result.value]
+    clusters.sort(key=lambda cl: (-round(cl.min_similarity, 6), cl.ids))
+    return found + clusters

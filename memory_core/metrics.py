@@ -10,29 +10,44 @@ Vocabulary. A *turn* is one logged recall (one row of ``bank.retrievals()``). It
 * ``empty`` — the bank was searched and nothing reached the threshold;
 * ``returned`` — the bank was searched and at least one memory came back.
 
-Usage rate (did the agent use what it recalled?) and precision@k need feedback from agents,
-which the bank does not record yet; :func:`feedback_metrics` says so instead of guessing.
+Usage rate (did the answer use what was recalled?) comes from agent feedback
+(:meth:`MemoryBank.feedback`); precision@k from relevance labels passed in as a mapping;
+usefulness, disturbance and net benefit from ablation runs (:mod:`memory_core.evaluate`).
+
+Confidence intervals are 95 %. Rates (usage, usefulness, disturbance, ties) use the Wilson
+score interval. Net benefit, (better − worse) / n over the same judged cases, is a difference of
+two proportions from one multinomial sample; its interval is the Agresti–Min adjusted Wald
+interval (half a case added to each of the four cells of the paired table, i.e. +0.5 better,
++0.5 worse, n + 2), which keeps a sensible width when every case tied or all went one way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import date, datetime, time, timedelta, timezone
 from typing import Any
+
+import math
 
 import pandas as pd
 
 from .bank import MemoryBank
+from .models import parse_time
 
 __all__ = [
     "OUTCOMES", "FEEDBACK_NOTE", "day_bounds", "usage_frame", "summary", "daily", "hits_frame",
     "score_distribution", "rank_distribution", "most_recalled", "never_recalled", "weekly_dates",
-    "tiers_over_time", "feedback_metrics", "span",
+    "tiers_over_time", "feedback_metrics", "span", "wilson_interval", "net_benefit_interval",
+    "feedback_frame", "daily_usage", "precision_at_k", "ablation_rates", "ablation_metrics", "report",
 ]
 
 OUTCOMES: tuple[str, ...] = ("returned", "empty", "skipped")
-FEEDBACK_NOTE = ("No feedback recorded yet — agents report whether they used a recalled memory with "
-                 "`bank.feedback` (coming). Usage rate and precision@k appear here once feedback exists.")
+FEEDBACK_NOTE = ("No feedback recorded yet — after answering, an agent reports it with "
+                 "`bank.feedback(bank.last_retrieval_id, answer=...)`; the usage rate appears here once "
+                 "feedback exists.")
+ABLATION_NOTE = ("No ablation runs yet — run `memctl ablate CASES.jsonl` or use the Evaluate page to measure "
+                 "usefulness, disturbance and net benefit.")
+Z95 = 1.959963984540054
 
 _USAGE_COLUMNS = ["id", "recalled_at", "day", "namespace", "query", "preset", "threshold", "k", "gated",
                   "gate_reason", "recalled", "latency_ms", "n_results", "top_score", "outcome"]
@@ -199,15 +214,24 @@ def rank_distribution(hits: pd.DataFrame) -> pd.DataFrame:
 def most_recalled(bank: MemoryBank, hits: pd.DataFrame, n: int = 10) -> pd.DataFrame:
     """The ``n`` memories returned most often in ``hits`` (a :func:`hits_frame`), most first.
 
-    Columns: memory_id, text, namespace, status, recalls (in the window), mean_rank, last_recalled,
-    access_count (all time). Ties break by the smaller id.
+    Columns: memory_id, text, namespace, status, recalls (in the window), used (how many of those
+    recalls' answers used it, from feedback), mean_rank, last_recalled, access_count (all time).
+    Ties break by the smaller id.
     """
-    cols = ["memory_id", "text", "namespace", "status", "recalls", "mean_rank", "last_recalled", "access_count"]
+    cols = ["memory_id", "text", "namespace", "status", "recalls", "used", "mean_rank", "last_recalled",
+            "access_count"]
     if hits.empty:
         return pd.DataFrame(columns=cols)
     g = hits.groupby("memory_id").agg(recalls=("rank", "size"), mean_rank=("rank", "mean"),
                                       last_recalled=("recalled_at", "max")).reset_index()
     g = g.sort_values(["recalls", "memory_id"], ascending=[False, True]).head(int(n))
+    in_window = set(int(r) for r in hits["retrieval_id"])
+    used: dict[int, int] = {}
+    for f in bank.feedback_log(since=hits["recalled_at"].min(), until=hits["recalled_at"].max()):
+        if f.retrieval_id in in_window:
+            for mid in f.used_ids:
+                used[mid] = used.get(mid, 0) + 1
+    g["used"] = [used.get(int(i), 0) for i in g["memory_id"]]
     found = bank.get_many(int(i) for i in g["memory_id"])
     g["text"] = [found[i].text if i in found else "(deleted)" for i in g["memory_id"]]
     g["namespace"] = [found[i].namespace if i in found else None for i in g["memory_id"]]
@@ -255,15 +279,219 @@ def tiers_over_time(bank: MemoryBank, namespace: str | None, dates: Iterable[dat
     return pd.DataFrame.from_records(rows, columns=["date", "tier", "memories"])
 
 
-def feedback_metrics(bank: MemoryBank, namespace: str | None = None) -> dict[str, Any] | None:
-    """Usage rate and precision@k from agent feedback, or None while the bank records no feedback.
-
-    The bank has no feedback API yet; this returns None so a page shows :data:`FEEDBACK_NOTE`
-    rather than made-up numbers.
-    """
-    if not callable(getattr(bank, "feedback", None)):
+def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None:
+    """The Wilson score interval of a proportion ``successes / n`` (95 % by default); None when n = 0."""
+    if n <= 0:
         return None
-    return None  # the API is not settled yet: compute once feedback rows exist
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def net_benefit_interval(better: int, worse: int, n: int, z: float = Z95) -> tuple[float, float] | None:
+    """95 % interval of (better − worse) / n: the Agresti–Min adjusted Wald interval for a difference
+    of paired proportions (+0.5 to better and worse, n + 2), clipped to [−1, 1]; None when n = 0."""
+    if n <= 0:
+        return None
+    b, w, m = better + 0.5, worse + 0.5, n + 2.0
+    d = (b - w) / m
+    var = max(0.0, ((b + w) / m - d * d) / m)
+    half = z * math.sqrt(var)
+    return max(-1.0, d - half), min(1.0, d + half)
+
+
+def feedback_frame(bank: MemoryBank, namespace: str | None = None, since: Any = None,
+                   until: Any = None) -> pd.DataFrame:
+    """One row per returned memory of every recall with feedback (same filters as :func:`usage_frame`).
+
+    Columns: retrieval_id, day (of the recall), namespace, memory_id, used, decided_by
+    (given / citation / similarity), similarity, helpful.
+    """
+    since, until = _bounds(since, until)
+    days = {r["id"]: r["recalled_at"].astimezone(timezone.utc).date()
+            for r in bank.retrievals(namespace, limit=None, since=since, until=until)}
+    rows = [{"retrieval_id": f.retrieval_id, "day": days.get(f.retrieval_id), "namespace": f.namespace,
+             "memory_id": h.memory_id, "used": h.used, "decided_by": h.decided_by, "similarity": h.similarity,
+             "helpful": f.helpful}
+            for f in bank.feedback_log(namespace, since=since, until=until) for h in f.hits]
+    return pd.DataFrame.from_records(rows, columns=["retrieval_id", "day", "namespace", "memory_id", "used",
+                                                    "decided_by", "similarity", "helpful"])
+
+
+def _bounds(since: Any, until: Any) -> tuple[Any, Any]:
+    if isinstance(since, date) and not isinstance(since, datetime):
+        since = day_bounds(since, None)[0]
+    if isinstance(until, date) and not isinstance(until, datetime):
+        until = day_bounds(None, until)[1]
+    return since, until
+
+
+def feedback_metrics(bank: MemoryBank, namespace: str | None = None, since: Any = None,
+                     until: Any = None) -> dict[str, Any] | None:
+    """Usage rate from agent feedback, or None while no recall in the window has feedback.
+
+    * ``with_feedback``: recalls with feedback; ``judged`` / ``used``: returned memories whose use
+      was decided, and those the answer used; ``usage_rate`` = used / judged with ``usage_rate_ci``;
+    * ``by_path``: judged memories per deciding path (given / citation / similarity);
+    * ``helpful`` / ``helpful_rate`` (+ ``helpful_rate_ci``): over feedback that said either way.
+    """
+    since, until = _bounds(since, until)
+    log = bank.feedback_log(namespace, since=since, until=until)
+    if not log:
+        return None
+    hits = [h for f in log for h in f.hits]
+    used = sum(h.used for h in hits)
+    rated = [f.helpful for f in log if f.helpful is not None]
+    by_path: dict[str, int] = {}
+    for h in hits:
+        by_path[h.decided_by] = by_path.get(h.decided_by, 0) + 1
+    return {
+        "with_feedback": len(log), "judged": len(hits), "used": int(used),
+        "usage_rate": _rate(int(used), len(hits)), "usage_rate_ci": wilson_interval(int(used), len(hits)),
+        "by_path": by_path, "rated": len(rated), "helpful": int(sum(rated)),
+        "helpful_rate": _rate(int(sum(rated)), len(rated)), "helpful_rate_ci": wilson_interval(int(sum(rated)), len(rated)),
+    }
+
+
+def daily_usage(fb: pd.DataFrame) -> pd.DataFrame:
+    """Usage rate per day of a :func:`feedback_frame`. Columns: day, judged, used, usage_rate."""
+    if fb.empty:
+        return pd.DataFrame(columns=["day", "judged", "used", "usage_rate"])
+    g = fb.groupby("day").agg(judged=("used", "size"), used=("used", "sum")).reset_index()
+    g["used"] = g["used"].astype(int)
+    g["usage_rate"] = g["used"] / g["judged"]
+    return g
+
+
+def _label_key(labels: Mapping[Any, Any], retrieval: dict[str, Any]) -> Any:
+    for key in (retrieval["id"], (retrieval["namespace"], retrieval["query"]), retrieval["query"]):
+        if key in labels:
+            return key
+    return None
+
+
+def stored_labels(bank: MemoryBank, namespace: str | None = None, since: Any = None,
+                  until: Any = None) -> dict[Any, tuple[int, ...]]:
+    """The bank's labeled queries (``bank.labels``) as :func:`precision_at_k` labels.
+
+    A label without ``as_of`` applies to every logged recall of its query, keyed by
+    ``(namespace, query)``; one with ``as_of`` only to the recall logged at that moment (the same
+    words can mean different memories before and after an update), keyed by retrieval id.
+    """
+    out: dict[Any, tuple[int, ...]] = {}
+    timed: dict[tuple[str, str, datetime], tuple[int, ...]] = {}
+    for q in bank.labels(namespace=namespace):
+        if q.as_of is None:
+            out[(q.namespace, q.query)] = q.relevant
+        else:
+            timed[(q.namespace, q.query, q.as_of)] = q.relevant
+    if timed:
+        for r in bank.retrievals(namespace, limit=None, since=since, until=until):
+            hit = timed.get((r["namespace"], r["query"], r["recalled_at"]))
+            if hit is not None:
+                out[int(r["id"])] = hit
+    return out
+
+
+def precision_at_k(bank: MemoryBank, labels: Mapping[Any, Iterable[int]], namespace: str | None = None,
+                   since: Any = None, until: Any = None, k: int | None = None) -> dict[str, Any]:
+    """Precision@k of logged recalls against relevance labels.
+
+    ``labels`` maps a retrieval id, a ``(namespace, query)`` pair or a query text to the ids of the
+    memories relevant to it (the first key that matches a logged recall is used, in that order).
+    For every logged recall that searched, matches a label and returned something: the share of
+    its first ``k`` results (all of them when ``k`` is None) that are relevant. Returns
+    ``precision`` (mean over those recalls, None when there are none), ``labelled`` (logged recalls
+    that matched a label), ``evaluated``, ``empty`` (labelled recalls that returned nothing: correct
+    exactly when nothing is relevant, counted in ``empty_correct``) and ``per_retrieval``.
+    """
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        from .errors import ValidationError
+        raise ValidationError(f"k must be a whole number >= 1, got {k!r}")
+    since, until = _bounds(since, until)
+    per: list[dict[str, Any]] = []
+    labelled = empty = empty_correct = 0
+    for r in bank.retrievals(namespace, limit=None, since=since, until=until):
+        key = _label_key(labels, r)
+        if key is None or not r["recalled"]:
+            continue
+        labelled += 1
+        relevant = {int(i) for i in labels[key]}
+        returned = [int(h["memory_id"]) for h in sorted(r["hits"], key=lambda h: h["rank"])]
+        if k is not None:
+            returned = returned[:k]
+        if not returned:
+            empty += 1
+            empty_correct += not relevant
+            continue
+        hit = sum(m in relevant for m in returned)
+        per.append({"retrieval_id": int(r["id"]), "query": r["query"], "returned": len(returned),
+                    "relevant_returned": hit, "precision": hit / len(returned)})
+    return {"k": k, "precision": (sum(p["precision"] for p in per) / len(per)) if per else None,
+            "labelled": labelled, "evaluated": len(per), "empty": empty, "empty_correct": empty_correct,
+            "per_retrieval": sorted(per, key=lambda p: p["retrieval_id"])}
+
+
+def ablation_rates(better: int, worse: int, ties: int) -> dict[str, Any]:
+    """The four ablation rates over ``n = better + worse + ties`` judged cases, each with its 95 % CI:
+    usefulness (better with memory), disturbance (worse with memory), tie rate, and net benefit
+    (better − worse) / n (None for all when n = 0)."""
+    n = better + worse + ties
+    return {
+        "n": n, "better": better, "worse": worse, "ties": ties,
+        "usefulness": _rate(better, n), "usefulness_ci": wilson_interval(better, n),
+        "disturbance": _rate(worse, n), "disturbance_ci": wilson_interval(worse, n),
+        "tie_rate": _rate(ties, n), "tie_rate_ci": wilson_interval(ties, n),
+        "net_benefit": None if n == 0 else (better - worse) / n,
+        "net_benefit_ci": net_benefit_interval(better, worse, n),
+    }
+
+
+def ablation_metrics(bank: MemoryBank, namespace: str | None = None, since: Any = None,
+                     until: Any = None) -> dict[str, Any] | None:
+    """:func:`ablation_rates` over every ablation case of runs started in the window (cases of
+    ``namespace`` only, when given), plus ``runs`` and ``errors`` (cases the judge could not
+    decide; left out of n). None when no run is in the window."""
+    since, until = _bounds(since, until)
+    since_dt = None if since is None else parse_time(since, "since")
+    until_dt = None if until is None else parse_time(until, "until")
+    runs = [r for r in bank.ablation_runs(limit=None)
+            if (since_dt is None or r["started_at"] >= since_dt) and (until_dt is None or r["started_at"] <= until_dt)]
+    if not runs:
+        return None
+    counts = {"with": 0, "without": 0, "tie": 0, "error": 0}
+    for run in runs:
+        for c in bank.ablation_cases(run["id"]):
+            if namespace is None or c["namespace"] == namespace:
+                counts[c["verdict"]] += 1
+    out = ablation_rates(counts["with"], counts["without"], counts["tie"])
+    out.update(runs=len(runs), errors=counts["error"])
+    return out
+
+
+def report(bank: MemoryBank, namespace: str | None = None, since: Any = None, until: Any = None,
+           labels: Mapping[Any, Iterable[int]] | None = None, k: int | None = None) -> dict[str, Any]:
+    """Every metric of a namespace (or all) and date range, as plain data (what `memctl metrics` prints).
+
+    ``retrieval``: :func:`summary` of the log (retrieval frequency, empty-result rate...);
+    ``feedback``: :func:`feedback_metrics`; ``precision``: :func:`precision_at_k` against
+    ``labels``, or, when none are given, the bank's own labeled queries (:func:`stored_labels`);
+    ``ablation``: :func:`ablation_metrics`. Sections without data are None.
+    """
+    since, until = _bounds(since, until)
+    if labels is None:
+        labels = stored_labels(bank, namespace, since, until) or None
+    s = summary(usage_frame(bank, namespace, since, until))
+    return {
+        "namespace": namespace,
+        "since": None if since is None else parse_time(since, "since").isoformat(),
+        "until": None if until is None else parse_time(until, "until").isoformat(),
+        "retrieval": s,
+        "feedback": feedback_metrics(bank, namespace, since, until),
+        "precision": None if labels is None else precision_at_k(bank, labels, namespace, since, until, k),
+        "ablation": ablation_metrics(bank, namespace, since, until),
+    }
 
 
 def span(df: pd.DataFrame) -> tuple[date, date] | None:

@@ -37,6 +37,9 @@ class Memory:
     embedding_model: str | None = None
     superseded_by: int | None = None
     merged_into: int | None = None
+    # Text that situates the memory for retrieval (e.g. the conversation turns around it): matched
+    # lexically alongside ``text`` by recall, never shown as the memory itself.
+    context: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, dates as ISO 8601 strings."""
@@ -148,8 +151,67 @@ class Profile:
         return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class LabeledQuery:
+    """A query an operator judged: which memories it should bring back, and which not.
+
+    No ``relevant`` id means recall should come back empty for it. Memories not named either
+    way count as not relevant when scoring (labels name what should come back). ``as_of`` is
+    the moment the query is asked (None: whenever it is evaluated).
+    """
+
+    namespace: str
+    query: str
+    relevant: tuple[int, ...] = ()
+    irrelevant: tuple[int, ...] = ()
+    as_of: datetime | None = None
+    set_name: str = "default"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSONL form: {"namespace", "query", "relevant", "irrelevant"[, "as_of"][, "set"]}."""
+        out: dict[str, Any] = {"namespace": self.namespace, "query": self.query,
+                               "relevant": list(self.relevant), "irrelevant": list(self.irrelevant)}
+        if self.as_of is not None:
+            out["as_of"] = self.as_of.isoformat().replace("+00:00", "Z")
+        out["set"] = self.set_name
+        return out
+
+
 CONFLICT_STATUSES = ("open", "resolved", "acknowledged", "dismissed")
 RESOLUTIONS = ("newer_wins", "explicit_wins", "keep_both", "edit", "dismiss")
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What an agent reported after a recall, and what was decided for each returned memory.
+
+    ``hits`` holds one :class:`~memory_core.usage.HitUsage` per memory the recall returned (in
+    rank order; empty when only ``helpful`` was given or nothing was returned). ``replaced`` is
+    true when this feedback replaced earlier feedback for the same retrieval.
+    """
+
+    retrieval_id: int
+    namespace: str
+    given_at: datetime
+    answer: str | None
+    helpful: bool | None
+    hits: tuple = ()
+    replaced: bool = False
+
+    @property
+    def used_ids(self) -> list[int]:
+        """Ids of the memories the answer used."""
+        return [h.memory_id for h in self.hits if h.used]
+
+    @property
+    def decided_by(self) -> str | None:
+        """The path that decided usage: given, citation or similarity (None without hits)."""
+        return self.hits[0].decided_by if self.hits else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"retrieval_id": self.retrieval_id, "namespace": self.namespace, "given_at": self.given_at.isoformat(),
+                "answer": self.answer, "helpful": self.helpful, "replaced": self.replaced,
+                "hits": [h.to_dict() for h in self.hits]}
 
 
 @dataclass
@@ -184,6 +246,21 @@ def check_namespace(namespace: Any) -> str:
     if len(namespace) > 256 or "\x00" in namespace:
         raise ValidationError("namespace must be at most 256 characters, without NUL")
     return namespace
+
+
+def check_context(context: Any) -> str | None:
+    """A memory's optional retrieval context: None, or text (blank text counts as none)."""
+    if context is None:
+        return None
+    if not isinstance(context, str):
+        raise ValidationError(f"context must be a string or null, got {type(context).__name__}")
+    if not context.strip():
+        return None
+    if len(context) > MAX_TEXT:
+        raise ValidationError(f"context is {len(context):,} characters; the limit is {MAX_TEXT:,}")
+    if "\x00" in context:
+        raise ValidationError("context contains a NUL character; remove it")
+    return context
 
 
 def check_importance(value: Any) -> float:
@@ -236,7 +313,10 @@ def parse_time(value: Any, what: str = "time") -> datetime | None:
         raise ValidationError(f"{what} must be a datetime or an ISO 8601 string, got {type(value).__name__}")
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    dt = dt.astimezone(timezone.utc)
+    try:
+        dt = dt.astimezone(timezone.utc)
+    except (OverflowError, ValueError):  # year 1 or 9999 with an offset falls off the calendar
+        raise ValidationError(f"{what} {value!r} is outside the years 1900-2200") from None
     if not 1900 <= dt.year <= 2200:
         raise ValidationError(f"{what} {dt.isoformat()} is outside the years 1900-2200")
     return dt
@@ -264,11 +344,14 @@ def humanize_age(then: datetime, now: datetime) -> str:
     return "1 year ago" if years == 1 else f"{years} years ago"
 
 
-def format_for_prompt(hits: Iterable[Hit], now: Any = None, header: str = "Relevant memories:") -> str:
+def format_for_prompt(hits: Iterable[Hit], now: Any = None, header: str = "Relevant memories:",
+                      cite: bool = False) -> str:
     """Render recalled memories for a prompt, one line each, with age and relevance.
 
     ``"- 3 days ago (12 Mar 2026), relevance 0.72: Prefers vegetarian food"``. Returns an empty
     string when there are no hits, so nothing is added to a prompt that needs no memory.
+    ``cite=True`` starts each line with the memory's marker ``[m:ID]``, so a model asked to cite
+    what it uses lets ``bank.feedback`` decide usage from citations instead of similarity.
     """
     hits = list(hits)
     if not hits:
@@ -287,13 +370,13 @@ def format_for_prompt(hits: Iterable[Hit], now: Any = None, header: str = "Relev
             first, second = sorted((hit, other), key=lambda h: (h.memory.created_at, h.memory.id))
             done.update((first.memory.id, second.memory.id))
             lines.append(
-                f"- Contradiction (both kept): on {_day(first.memory.created_at)} you said "
+                f"- {f'[m:{first.memory.id}] [m:{second.memory.id}] ' if cite else ''}Contradiction (both kept): on {_day(first.memory.created_at)} you said "
                 f"\"{first.memory.text}\"; on {_day(second.memory.created_at)}, \"{second.memory.text}\""
             )
             continue
         when = f"{humanize_age(m.created_at, now_dt)} ({_day(m.created_at)})"
         kind = "" if m.kind == "explicit" else " [inferred]"
-        lines.append(f"- {when}, relevance {hit.score:.2f}{kind}: {m.text}")
+        lines.append(f"- {f'[m:{m.id}] ' if cite else ''}{when}, relevance {hit.score:.2f}{kind}: {m.text}")
     return "\n".join(lines)
 
 

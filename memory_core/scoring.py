@@ -9,8 +9,11 @@ The blended score of a memory for a query is::
 
 * relevance = (1 − lexical_weight)·dense + lexical_weight·lexical, where dense is the cosine
   similarity rescaled from [similarity_floor, similarity_ceiling] to [0, 1] (clipped), and
-  lexical is the BM25 score normalized by what an average-length memory holding every query
-  term once would score (clipped to [0, 1]; see :mod:`memory_core.index`).
+  lexical is the BM25 score of the memory's text and context normalized by what an
+  average-length memory holding every query term once would score, clipped to [0, 1]
+  (:func:`lexical_relevance`). A query carrying less than ``lexical_min_terms`` rare words' worth
+  of idf is normalized as if it carried that much, so one common word ("dream", "thanks")
+  cannot reach full lexical relevance on its own.
 * recency decays from creation or last access: ``exp(−ln2·age/half_life)`` or
   ``1 − age/linear_horizon``, never below ``recency_floor``.
 * frequency = ``min(1, frequency_base + frequency_step·access_count)``.
@@ -27,7 +30,7 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -56,14 +59,18 @@ class ScoringParams:
     preset and :meth:`replace` for a modified copy.
     """
 
-    # Chosen on LoCoMo (evidence recall@10 over 3 conversations, k=10, no threshold): lexical match
-    # adds ~0.13 over cosine alone, and a 180-day half-life keeps recency from burying questions
-    # about last year (0.50 cosine only, 0.615 these defaults, 0.24 generative-agents).
+    # Chosen on LoCoMo conversations 0-4 (turns as memories, neighbouring turns as context;
+    # conversations 5-9 held out; see BENCHMARKS.md): with the question words out of the lexical
+    # index, lexical match carries more than half of relevance (0.6: R@10 0.73 on 0-4, 0.4: 0.70),
+    # and a 180-day half-life keeps recency from burying questions about last year.
     alpha: float = 0.7  # relevance
     beta: float = 0.1  # recency
     gamma: float = 0.15  # importance
     delta: float = 0.05  # usage frequency
-    lexical_weight: float = 0.4
+    lexical_weight: float = 0.6
+    # A query must carry this many rarest-word idfs before one memory matching all its words
+    # reaches full lexical relevance: "do you dream?" shares one word with many chatty memories.
+    lexical_min_terms: float = 2.0
     # MiniLM puts unrelated short texts around cosine 0.0-0.2 and paraphrases around 0.6-0.9;
     # stretching that band to [0, 1] lets relevance outweigh the priors' spread.
     similarity_floor: float = 0.15
@@ -79,7 +86,10 @@ class ScoringParams:
     tier_warm: float = 1.0
     tier_cold: float = 1.0
     k: int = 5
-    threshold: float = 0.35
+    # Returns nothing for 91% of general-knowledge questions asked of the 10 LoCoMo banks, at 3.7
+    # points of evidence recall@10, and for 89% of the demo's off-topic turns (BENCHMARKS.md,
+    # "questions that need no memory"): an irrelevant memory is worse than none.
+    threshold: float = 0.40
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -240,6 +250,23 @@ def blend(
     return score, components
 
 
+def lexical_relevance(params: ScoringParams, raw: np.ndarray, idf_sum: float, max_idf: float,
+                      k1: float) -> np.ndarray:
+    """BM25 scores normalized to [0, 1] for :func:`blend`'s ``lexical``.
+
+    ``raw`` is every memory's BM25 for the query (k1 as given), ``idf_sum`` the query terms'
+    summed idf (terms no memory holds included, so a query sharing one rare word out of five
+    scores low), and ``max_idf`` the idf of a word one memory holds. 1 means: as much as an
+    average-length memory holding every query term once, for a query of at least
+    ``lexical_min_terms`` rarest words' weight.
+    """
+    raw = np.asarray(raw, dtype=np.float64)
+    mass = max(idf_sum, params.lexical_min_terms * max_idf)
+    if mass <= 0:
+        return np.zeros_like(raw)
+    return np.minimum(raw * (1.0 + k1) / mass, 1.0)
+
+
 PARTS = (("relevance", "alpha"), ("recency", "beta"), ("importance", "gamma"), ("frequency", "delta"))
 
 
@@ -297,3 +324,86 @@ def upper_bound(
     tier = max(p.tier_hot, p.tier_warm, p.tier_cold)
     out = tier * (p.alpha * relevance + p.beta * recency + p.gamma * importance + p.delta * frequency) / p.weight_sum
     return float(out) if out.ndim == 0 else out
+def top_k_rows(score: np.ndarray, ids: np.ndarray, k: int, threshold: float) -> list[np.ndarray]:
+    """:func:`top_k` for every row of a (queries × memories) score matrix, with the same selection
+    and tie-break; the tuner ranks many queries per parameter setting this way."""
+    score = np.atleast_2d(score)
+    q, n = score.shape
+    if n == 0:
+        return [np.zeros(0, dtype=np.int64) for _ in range(q)]
+    if n > 4096:  # one full sort per row would cost more than top_k's partition
+        return [top_k(row, ids, k, threshold) for row in score]
+    masked = np.where(score >= threshold, score, -np.inf)
+    order = np.lexsort((np.broadcast_to(ids, score.shape), -masked), axis=-1)[:, :k]
+    keep = np.isfinite(np.take_along_axis(masked, order, axis=-1))
+    return [order[i][keep[i]] for i in range(q)]
+
+
+def add_kept_pairs(rows: list[int], ids: np.ndarray, row_of: dict[int, int],
+                   score: np.ndarray | Mapping[int, float],
+                   pairs: dict[int, set[int]]) -> tuple[list[int], dict[int, int]]:
+    """Insert the partner of each selected memory an operator chose to keep both of, right after it.
+
+    A pair resolved "keep both" comes back together, even below the threshold, so the model sees
+    the contradiction instead of one side of it. ``score`` maps a row to its score (an array, or
+    a dict when only some rows were scored). Returns the rows and memory id → partner id.
+    """
+    rows = list(rows)
+    partner_of: dict[int, int] = {}
+    for r in list(rows):
+        for partner in sorted(pairs.get(int(ids[r]), ())):
+            pr = row_of.get(partner)
+            if pr is not None and np.isfinite(score[pr]):
+                partner_of[int(ids[r])] = partner
+                partner_of.setdefault(partner, int(ids[r]))
+                if pr not in rows:
+                    rows.insert(rows.index(r) + 1, pr)
+    return rows, partner_of
+
+
+@dataclass
+class Candidates:
+    """What ranking needs of one namespace for several queries, captured once.
+
+    Similarity and lexical match depend on the query only, so the tuner computes them once per
+    query (one embedding each) and re-ranks under any number of parameter settings with
+    :meth:`select`, which blends and picks exactly as recall does. Built by
+    ``MemoryBank.candidates``; ``now`` holds each query's moment (POSIX seconds).
+    """
+
+    ids: np.ndarray  # (n,) memory ids
+    created: np.ndarray  # (n,)
+    last_access: np.ndarray  # (n,)
+    importance: np.ndarray  # (n,)
+    access_count: np.ndarray  # (n,)
+    similarity: np.ndarray  # (q, n) raw cosine
+    lexical_raw: np.ndarray  # (q, n) raw BM25, normalized per setting by lexical_relevance
+    idf_sum: np.ndarray  # (q,) the query terms' summed idf
+    max_idf: float  # the idf of a term one memory holds
+    k1: float  # BM25's k1
+    now: np.ndarray  # (q,)
+    pairs: dict[int, set[int]]
+    row_of: dict[int, int]
+
+    def scores(self, params: ScoringParams) -> np.ndarray:
+        """(q, n) blended scores; memories created after a query's moment score −inf."""
+        now = self.now[:, None]
+        lexical = np.array([lexical_relevance(params, raw, float(total), self.max_idf, self.k1)
+                            for raw, total in zip(self.lexical_raw, self.idf_sum)]).reshape(self.similarity.shape)
+        score, _ = blend(params, similarity=self.similarity, lexical=lexical, created=self.created,
+                         last_access=self.last_access, importance=self.importance,
+                         access_count=self.access_count, now=now)
+        return np.where(self.created[None, :] <= now, score, -np.inf)
+
+    def select(self, params: ScoringParams) -> list[list[int]]:
+        """The memory ids recall would return for each query under ``params``, best first."""
+        if self.ids.size == 0:
+            return [[] for _ in range(len(self.now))]
+        score = self.scores(params)
+        out = []
+        for i, rows in enumerate(top_k_rows(score, self.ids, params.k, params.threshold)):
+            rows = [int(r) for r in rows]
+            if self.pairs and rows:
+                rows, _ = add_kept_pairs(rows, self.ids, self.row_of, score[i], self.pairs)
+            out.append([int(self.ids[r]) for r in rows])
+        return out

@@ -16,6 +16,7 @@ import json
 import os
 import fcntl
 import random
+import shutil
 import threading
 import time
 import unicodedata
@@ -28,15 +29,21 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from .errors import BankLockedError, BankReadOnlyError, CorruptBankError
+from .errors import BankLockedError, BankReadOnlyError, CorruptBankError, StateError, ValidationError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 5
 
 MEMORY_COLUMNS = (
     "id", "namespace", "text", "kind", "category", "importance", "created_at", "updated_at",
     "last_accessed_at", "access_count", "status", "pinned", "source", "content_hash",
-    "embedding_model", "superseded_by", "merged_into", "seq",
+    "embedding_model", "superseded_by", "merged_into", "seq", "context",
 )
+
+_TIME_COLUMNS = ("created_at", "updated_at", "last_accessed_at")
+# The memory as an "add" event records it (the fields a caller gave, in this order, and its id).
+_ADD_EVENT_FIELDS = ("text", "namespace", "importance", "kind", "category", "created_at", "updated_at",
+                     "last_accessed_at", "status", "pinned", "source", "content_hash", "superseded_by",
+                     "merged_into", "access_count", "id")
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -110,6 +117,54 @@ _MIGRATIONS: dict[int, list[str]] = {
         "INSERT INTO meta VALUES ('next_group_id', '1'), ('next_conflict_id', '1'), ('next_merge_id', '1'), "
         "('next_run_id', '1')",
     ],
+    # Usage feedback and ablations. Feedback is one row per retrieval (giving it again replaces
+    # it) plus one row per returned memory saying whether the answer used it and what decided
+    # that. Ablation cases keep memory ids, never memory texts, so a hard delete still erases
+    # the text everywhere (the page looks texts up when it shows a case).
+    3: [
+        """CREATE TABLE feedback (
+            retrieval_id BIGINT PRIMARY KEY, namespace VARCHAR NOT NULL, given_at TIMESTAMP NOT NULL,
+            actor VARCHAR, answer VARCHAR, helpful BOOLEAN
+        )""",
+        """CREATE TABLE feedback_hits (
+            retrieval_id BIGINT NOT NULL, memory_id BIGINT NOT NULL, used BOOLEAN NOT NULL,
+            decided_by VARCHAR NOT NULL,  -- given, citation, similarity
+            similarity DOUBLE             -- best cosine of an answer sentence (similarity path)
+        )""",
+        """CREATE TABLE ablation_runs (
+            id BIGINT PRIMARY KEY, started_at TIMESTAMP NOT NULL, finished_at TIMESTAMP, actor VARCHAR,
+            namespace VARCHAR, answer_model VARCHAR, judge_model VARCHAR, seed BIGINT, source VARCHAR,
+            n_cases INTEGER NOT NULL, better INTEGER NOT NULL, worse INTEGER NOT NULL, ties INTEGER NOT NULL,
+            errors INTEGER NOT NULL, settings VARCHAR
+        )""",
+        """CREATE TABLE ablation_cases (
+            run_id BIGINT NOT NULL, case_no INTEGER NOT NULL, namespace VARCHAR NOT NULL,
+            question VARCHAR NOT NULL, expected VARCHAR, memory_ids BIGINT[] NOT NULL,
+            answer_with VARCHAR, answer_without VARCHAR,
+            first_shown VARCHAR,          -- with / without: which answer the judge saw as A
+            judge_choice VARCHAR,         -- the judge's own words: A, B or tie
+            verdict VARCHAR NOT NULL,     -- with, without, tie, or error
+            reason VARCHAR, error VARCHAR
+        )""",
+        "INSERT INTO meta VALUES ('next_ablation_run_id', '1')",
+    ],
+    # Labeled query sets: an operator's judgement of which memories a query should (not) bring
+    # back. A row with a NULL memory_id only records that the query is labeled (nothing relevant,
+    # nothing marked): "recall should come back empty". as_of is the moment the query is asked
+    # (NULL: whenever it is evaluated), so one text can mean different memories at different times.
+    4: [
+        """CREATE TABLE labels (
+            id BIGINT PRIMARY KEY, set_name VARCHAR NOT NULL, namespace VARCHAR NOT NULL,
+            query VARCHAR NOT NULL, as_of TIMESTAMP, memory_id BIGINT, relevant BOOLEAN,
+            labeled_by VARCHAR NOT NULL, labeled_at TIMESTAMP NOT NULL
+        )""",
+        "INSERT INTO meta VALUES ('next_label_id', '1')",
+    ],
+    # A memory's retrieval context: text that situates it (the conversation turns around it),
+    # indexed for lexical match alongside the text but never shown as the memory. NULL: none.
+    5: [
+        "ALTER TABLE memories ADD COLUMN context VARCHAR",
+    ],
 }
 
 
@@ -135,6 +190,79 @@ def content_hash(text: str) -> str:
     """SHA-256 of the NFC-normalized, whitespace-collapsed text: equal for exact duplicates."""
     norm = " ".join(unicodedata.normalize("NFC", text).split())
     return hashlib.sha256(norm.encode("utf-8")).hexdigest()
+
+
+_CORRUPTION_SIGNS = (
+    "corrupt", "checksum", "could not read enough bytes", "not a valid duckdb database", "invalidated",
+    "failed to read", "serializ",
+)
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """Does this DuckDB error mean the file itself is damaged (not a bad query or a busy file)?"""
+    if isinstance(exc, (duckdb.ConstraintException, duckdb.TransactionException, duckdb.BinderException,
+                        duckdb.ParserException, duckdb.ConversionException)):
+        return False
+    msg = str(exc).lower()
+    busy = "conflicting lock" in msg or "could not set lock" in msg
+    return any(sign in msg for sign in _CORRUPTION_SIGNS) and not busy
+
+
+def corrupt_error(path: Path, detail: str, *, opening: bool = False, backup: bool = False) -> CorruptBankError:
+    """The error a damaged file gives: which file, what DuckDB saw, and the way out."""
+    first = (detail.splitlines() or [""])[0]
+    if backup:
+        return CorruptBankError(f"the backup {path} cannot be read ({first}); it is damaged or not a bank "
+                                "backup: restore from another backup")
+    what = "cannot open the bank" if opening else "the bank file is damaged:"
+    return CorruptBankError(
+        f"{what} {path} ({first}). The file is damaged or is not a Memory Console bank. Restore it from "
+        f"a backup: memctl --bank {path} restore --from BACKUP --force (backups are made with "
+        "memctl backup FILE), or point at another bank")
+
+
+def _sql_string(value: str | os.PathLike) -> str:
+    """A SQL string literal (ATTACH takes no parameters; the only text we quote is a file path)."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _copy_database(raw: duckdb.DuckDBPyConnection, dest: Path, source: str | None = None) -> None:
+    """Copy every table of the connection's database (or the attached ``source``) into a new file:
+    a logical copy, so free blocks (where erased text may linger) are not carried over."""
+    name = source or raw.execute("SELECT current_database()").fetchone()[0]
+    raw.execute(f"ATTACH {_sql_string(dest)} AS _copy_target").fetchall()
+    try:
+        quoted = '"' + name.replace('"', '""') + '"'
+        raw.execute(f"COPY FROM DATABASE {quoted} TO _copy_target").fetchall()
+    finally:
+        raw.execute("DETACH _copy_target").fetchall()
+
+
+def _renumber_after(con: duckdb.DuckDBPyConnection, seq_before: int, rows_before: list[tuple[int, str]]) -> None:
+    """Make a restored bank look, to processes that had the replaced one open, like one big change:
+    a change sequence past theirs, every row changed, and rows that are gone listed as removed."""
+    seq = max(seq_before, int(con.execute("SELECT value FROM meta WHERE key = 'change_seq'").fetchone()[0])) + 1
+    con.execute("BEGIN TRANSACTION")
+    con.execute("UPDATE meta SET value = ? WHERE key = 'change_seq'", [str(seq)])
+    con.execute("UPDATE memories SET seq = ?", [seq])
+    if rows_before:
+        table = pa.table({"id": pa.array([r[0] for r in rows_before], pa.int64()),
+                          "namespace": pa.array([r[1] for r in rows_before], pa.string())})
+        con.register("_before", table)
+        con.execute("INSERT INTO removed_memories SELECT id, namespace, ? FROM _before "
+                    "WHERE id NOT IN (SELECT id FROM memories)", [seq])
+        con.unregister("_before")
+    con.execute("COMMIT")
+
+
+def _fsync(path: Path) -> None:
+    with open(path, "rb+") as fh:
+        os.fsync(fh.fileno())
+
+
+def _remove(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    Path(str(path) + ".wal").unlink(missing_ok=True)
 
 
 @dataclass
@@ -359,11 +487,7 @@ class Store:
                     ) from None
                 if not self.path.exists() and self.read_only:
                     raise CorruptBankError(f"there is no bank at {self.path}") from None
-                raise CorruptBankError(
-                    f"cannot open the bank {self.path}: {msg.splitlines()[0]}. The file is damaged or "
-                    "is not a Memory Console bank; put back a backup copy of the file, or point at "
-                    "another bank"
-                ) from None
+                raise corrupt_error(self.path, msg, opening=True) from None
 
     @contextlib.contextmanager
     def connect(self, write: bool = True) -> Iterator[Connection]:
@@ -376,11 +500,33 @@ class Store:
                 try:
                     yield con
                 except BaseException:
-                    con.execute("ROLLBACK")
+                    with contextlib.suppress(duckdb.Error):  # a damaged file may refuse the rollback too
+                        con.execute("ROLLBACK")
                     raise
                 con.execute("COMMIT")
             else:
                 yield con
+        except duckdb.Error as exc:
+            # A damaged block shows up only when a query reads it: say which file and what to do,
+            # never a DuckDB traceback.
+            if is_corruption(exc):
+                raise corrupt_error(self.path, str(exc)) from None
+            raise
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                self._close(raw, key)
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[Connection]:
+        """A connection without a transaction, for a caller that commits several in a row.
+
+        Closing a DuckDB connection checkpoints the file (a cost that grows with the bank), so a
+        bulk import writes several back-to-back batches, each its own transaction, on one
+        connection held for a bounded time, instead of one connection per batch.
+        """
+        raw, key = self._open()
+        try:
+            yield Connection(raw)
         finally:
             self._close(raw, key)
 
@@ -395,12 +541,8 @@ class Store:
         tmp = self.path.with_name(f".{self.path.name}.compact.{os.getpid()}")
         try:
             raw.execute("FORCE CHECKPOINT").fetchall()
-            name = raw.execute("SELECT current_database()").fetchone()[0]
-            raw.complete()
             tmp.unlink(missing_ok=True)
-            raw.execute(f"ATTACH '{tmp}' AS compacted").fetchall()
-            raw.execute(f'COPY FROM DATABASE "{name}" TO compacted').fetchall()
-            raw.execute("DETACH compacted").fetchall()
+            _copy_database(raw, tmp)  # quotes the path: a bank's folder may have a quote in its name
             os.replace(tmp, self.path)
         finally:
             self._close(raw, key)
@@ -409,6 +551,114 @@ class Store:
 
     def signature(self) -> FileSignature:
         return FileSignature.of(self.path)
+
+    # -- backup and restore ----------------------------------------------------------------------
+
+    def backup(self, dest: str | os.PathLike, overwrite: bool = False) -> int:
+        """Copy the bank to ``dest`` as one consistent snapshot; returns the memories copied.
+
+        The copy is made while this process holds the file, so no other process writes during it
+        (they wait, as for any operation); it goes to a temporary file first and is renamed into
+        place only when complete, so a crash never leaves a half-written backup under ``dest``.
+        """
+        dest = Path(dest)
+        if dest.exists() and dest.resolve() == self.path.resolve():
+            raise ValidationError(f"{dest} is the bank itself; back up to another file")
+        if dest.is_dir():
+            raise ValidationError(f"{dest} is a folder; give a file name (e.g. {dest}/{self.path.name})")
+        if dest.exists() and not overwrite:
+            raise ValidationError(f"{dest} exists; choose another name or allow overwriting it")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.partial.{os.getpid()}")
+        raw, key = self._open()
+        try:
+            try:
+                if not self.read_only:
+                    raw.execute("FORCE CHECKPOINT").fetchall()
+                _copy_database(raw, tmp)
+                n = raw.execute("SELECT count(*) FROM memories").fetchone()[0]
+            except duckdb.Error as exc:
+                if is_corruption(exc):
+                    raise corrupt_error(self.path, str(exc)) from None
+                raise
+            _fsync(tmp)
+            os.replace(tmp, dest)
+        finally:
+            self._close(raw, key)
+            _remove(tmp)
+        return int(n)
+
+    @staticmethod
+    def restore(backup: str | os.PathLike, dest: str | os.PathLike, *, force: bool = False,
+                lock_timeout: float = 10.0) -> int:
+        """Put the backup ``backup`` in place of the bank ``dest``; returns its number of memories.
+
+        Refuses to replace an existing bank unless ``force``. With ``force`` the swap happens
+        while holding ``dest``'s lock, and the restored file's change sequence moves past the
+        replaced one's, so processes that still have the bank open (an agent, the dashboard)
+        bring their indexes in line with the restored bank on their next operation.
+        """
+        backup, dest = Path(backup), Path(dest)
+        if not backup.is_file():
+            raise ValidationError(f"no backup file at {backup}")
+        if dest.exists() and backup.resolve() == dest.resolve():
+            raise ValidationError(f"{backup} is the bank itself; restore from a backup copy")
+        if dest.exists() and not force:
+            raise StateError(
+                f"the bank {dest} exists and restoring would replace it with {backup}. Stop the agents and the "
+                "dashboard that use it (or let them catch up after the swap) and restore with force=True "
+                "(memctl restore --from BACKUP --force); to keep the current bank, back it up first "
+                "(memctl backup FILE)")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.restore.{os.getpid()}")
+        _remove(tmp)
+        try:
+            src = duckdb.connect()  # in memory: the backup is attached read-only, the copy writable
+            try:
+                src.execute(f"ATTACH {_sql_string(backup)} AS _backup (READ_ONLY)").fetchall()
+                tables = {r[0] for r in src.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_catalog = '_backup'").fetchall()}
+                if not {"schema_migrations", "memories", "meta"} <= tables:
+                    raise CorruptBankError(f"{backup} is not a Memory Console bank backup (it has no memories "
+                                           "table); restore from a file made by memctl backup")
+                _copy_database(src, tmp, source="_backup")
+                src.execute("SELECT count(*), sum(length(text)) FROM _backup.memories").fetchall()  # reads every block
+            except duckdb.Error as exc:
+                raise corrupt_error(backup, str(exc), backup=True) from None
+            finally:
+                src.close()
+            holder = Store(dest, lock_timeout=lock_timeout)
+            raw = key = None
+            current: tuple[int, list[tuple[int, str]]] | None = None
+            if dest.exists():
+                try:
+                    raw, key = holder._open()
+                    seq = int(raw.execute("SELECT value FROM meta WHERE key = 'change_seq'").fetchone()[0])
+                    current = (seq, raw.execute("SELECT id, namespace FROM memories").fetchall())
+                except CorruptBankError:
+                    pass  # a damaged bank is what a restore is for: nobody can be using it
+                except duckdb.Error:
+                    pass
+            try:
+                con = duckdb.connect(str(tmp))
+                try:
+                    n = int(con.execute("SELECT count(*) FROM memories").fetchone()[0])
+                    if current is not None:
+                        _renumber_after(con, *current)
+                finally:
+                    con.close()
+                _fsync(tmp)
+                # The replaced file's WAL must not be replayed onto the restored one.
+                Path(str(dest) + ".wal").unlink(missing_ok=True)
+                os.replace(tmp, dest)
+            finally:
+                if raw is not None:
+                    with contextlib.suppress(duckdb.Error):
+                        holder._close(raw, key)
+        finally:
+            _remove(tmp)
+        shutil.rmtree(Path(str(dest) + ".index"), ignore_errors=True)  # caches of the replaced bank
+        return n
 
     # -- schema --------------------------------------------------------------------------------
 
@@ -470,8 +720,14 @@ class Store:
     # -- memories --------------------------------------------------------------------------------
 
     @staticmethod
-    def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarray) -> None:
-        """Bulk insert through Arrow (one statement, not one per row)."""
+    def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarray,
+                        log: tuple[str, datetime, int | None] | None = None) -> None:
+        """Bulk insert through Arrow (one statement, not one per row).
+
+        With ``log = (actor, at, group)`` each new memory also gets its "add" event, whose
+        ``after`` (the memory as added) DuckDB writes as JSON from the same Arrow table: building
+        100k JSON strings in Python cost as much as the insert itself.
+        """
         n = len(rows["id"])
         flat = pa.array(np.ascontiguousarray(embeddings, dtype=np.float32).reshape(-1))
         offsets = pa.array(np.arange(0, n + 1, dtype=np.int32) * embeddings.shape[1])
@@ -483,6 +739,17 @@ class Store:
         try:
             cols = ", ".join(MEMORY_COLUMNS + ("embedding",))
             con.execute(f"INSERT INTO memories ({cols}) SELECT {cols} FROM _incoming")
+            if log is not None and n:
+                actor, at, group = log
+                first = Store.take_ids(con, "next_event_id", n)
+                iso = lambda c: f"strftime({c}, '%Y-%m-%dT%H:%M:%S.%f') || '+00:00'"  # noqa: E731
+                after = ", ".join(
+                    f"{c} := {iso(c) if c in _TIME_COLUMNS else c}" for c in _ADD_EVENT_FIELDS)
+                con.execute(
+                    "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id) "
+                    f"SELECT ? + row_number() OVER (ORDER BY id) - 1, ?, ?, 'add', id, NULL, "
+                    f"to_json(struct_pack({after}))::VARCHAR, NULL, ? FROM _incoming",
+                    [first, to_naive_utc(at), actor, group])
         finally:
             con.unregister("_incoming")
 
@@ -504,6 +771,25 @@ class Store:
         if len(col) == 0:
             return np.zeros((0, dim), dtype=np.float32)
         return col.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(len(col), dim)
+
+    # Free-text columns that may quote a memory (evidence, reports, notes, a query typed from it).
+    QUOTING_COLUMNS = (("conflicts", "evidence"), ("merges", "detail"), ("maintenance_runs", "plan"),
+                       ("maintenance_runs", "report"), ("events", "note"), ("retrievals", "query"),
+                       ("labels", "query"), ("feedback", "answer"), ("ablation_cases", "question"),
+                       ("ablation_cases", "expected"), ("ablation_cases", "answer_without"))
+
+    @staticmethod
+    def scrub_texts(con: Connection, texts: list[str | None]) -> None:
+        """Replace every quotation of these (erased) texts in free-text columns by ``[erased]``:
+        as written, JSON-escaped and as a Python repr, the forms reports store them in."""
+        forms: set[str] = set()
+        for t in texts:
+            if t:
+                forms |= {t, json.dumps(t)[1:-1], json.dumps(t, ensure_ascii=False)[1:-1], repr(t)[1:-1]}
+        for form in sorted(forms, key=len, reverse=True):
+            for table, col in Store.QUOTING_COLUMNS:
+                con.execute(f"UPDATE {table} SET {col} = replace({col}, ?, '[erased]') WHERE contains({col}, ?)",
+                            [form, form])
 
     @staticmethod
     def log_events(con: Connection, actor: str, action: str, memory_ids: list[int],

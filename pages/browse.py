@@ -249,10 +249,10 @@ with readable_errors():
                                 flash(f"Updated {', '.join(changes)} of memory #{m.id}.")
 
             with st.expander("Delete forever", expanded=False):
-                preview = (m.text or "")[:80]
-                st.warning(f"Hard delete erases memory #{m.id} for good: its text ({preview!r}), its vector "
+                st.warning(f"Hard delete erases memory #{m.id} for good: its text (below), its vector "
                            "and its content are removed from the file; its history keeps only the id and a "
                            "content hash. This cannot be undone (a soft delete can).")
+                st.text((m.text or "")[:80])  # plain text: a warning box would render the memory's markdown
                 confirm = st.text_input(f"Type the memory id {m.id} to confirm", key=f"hard_confirm_{m.id}")
                 # On a dashboard guarded by a password, erasing for good asks for it again.
                 again = (st.text_input("Password again", type="password", key=f"hard_password_{m.id}")

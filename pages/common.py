@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hmac
+import ipaddress
+import logging
 import os
 from typing import Iterator
 
@@ -16,6 +18,7 @@ import streamlit as st
 from memory_core import BankLockedError, BankReadOnlyError, MemoryBank, MemoryCoreError
 
 DEFAULT_BANK = "data/demo.duckdb"
+log = logging.getLogger("memory_console.dashboard")
 
 
 def bank_path() -> str:
@@ -107,8 +110,44 @@ def signed_in() -> bool:
     return configured_password() is None or bool(st.session_state.get("signed_in"))
 
 
+def is_loopback(address: str | None) -> bool:
+    """Does the dashboard listen on this machine only? Streamlit listens on every interface when
+    ``server.address`` is unset or empty, so those are not loopback."""
+    if not address:
+        return False
+    if address.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve to anything
+
+
+def exposure_problem() -> str | None:
+    """Why the dashboard must not serve, or None: listening beyond 127.0.0.1 without a password."""
+    address = st.get_option("server.address")
+    if is_loopback(address) or configured_password() is not None:
+        return None
+    where = f"on {address}" if address else "on every network interface (server.address is not set)"
+    return (f"The dashboard refuses to serve {where} without a password: anyone who can reach it could read "
+            f"and erase memories. Set {PASSWORD_ENV} (or dashboard_password in .streamlit/secrets.toml), or "
+            "listen on this machine only with --server.address 127.0.0.1.")
+
+
+def require_safe_binding() -> None:
+    """Stop every page (with a clear message and a log line) when exposed without a password."""
+    problem = exposure_problem()
+    if problem is None:
+        return
+    log.error(problem)
+    st.error(problem)
+    st.stop()
+
+
 def require_password() -> None:
-    """When a password is configured, show a sign-in form and stop the page until it is given."""
+    """Refuse to serve when exposed without a password; when a password is configured, show a
+    sign-in form and stop the page until it is given."""
+    require_safe_binding()
     if signed_in():
         return
     st.title("Memory Console")

@@ -77,6 +77,8 @@ with readable_errors():
         key = _key(cluster.ids)
         with st.container(border=True):
             st.markdown(f"#### Cluster {n} · {cluster.reason} · min similarity {cluster.min_similarity:.2f}")
+            if cluster.detail:
+                st.caption(cluster.detail)
             for mid in cluster.ids:
                 m = members.get(mid)
                 if m is None:

@@ -6,13 +6,14 @@ log. The bars only split Hit.score into its weighted parts (no scoring formula o
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timezone
+import html
+from datetime import date, datetime, time, timedelta, timezone
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from memory_core import scoring
+from memory_core import scoring, tuning
 from memory_core.scoring import ScoringParams
 from pages.common import get_bank, namespace_picker, readable_errors
 
@@ -68,6 +69,39 @@ def flash(message: str) -> None:
     st.session_state["tune_flash"] = message
 
 
+MARKS = ["unlabeled", "relevant", "not relevant"]
+OBJECTIVES = ["f0.5", "f1", "precision", "recall"]
+
+
+@st.cache_resource
+def query_vectors(path: str, model: str) -> dict:
+    """Query text → embedding, shared by the page's reruns: after a new label only new queries are embedded."""
+    return {}
+
+
+def label_moment(day: date) -> datetime | None:
+    """The as_of a label made on this page gets: none for today (the query is about now), else that day."""
+    return None if day >= datetime.now(timezone.utc).date() else as_of(day)
+
+
+def labeled_set(label_set: str) -> tuning.LabeledSet | None:
+    """The chosen label set, ready to score; prepared again only when its labels changed."""
+    queries = bank.labels(set_name=label_set)
+    if not queries:
+        return None
+    cached = st.session_state.get("tune_labeled")
+    if cached is not None and cached[0] == (label_set, tuple(queries)):
+        return cached[1]
+    with st.spinner(f"Embedding the {len(queries)} labeled queries of {label_set!r}…"):
+        prepared = tuning.prepare(bank, queries, vectors=query_vectors(str(bank.path), bank.model))
+    st.session_state["tune_labeled"] = ((label_set, tuple(queries)), prepared)
+    return prepared
+
+
+def fmt(v: float) -> str:
+    return "n/a" if v != v else f"{v:.3f}"
+
+
 bank = get_bank()
 st.title("Tune recall")
 st.caption("Every recall on this page is a what-if: it changes no access count and logs nothing.")
@@ -101,6 +135,11 @@ with readable_errors():
     typed = qcol.text_input("Query", key="tune_query", placeholder="what kind of food do I like?")
     day = dcol.date_input("As of", value=datetime.now(timezone.utc).date(), key="tune_as_of")
     query = typed.strip() or ("" if picked == "(type your own)" else picked)
+    sets = bank.label_sets()
+    set_names = list(dict.fromkeys([*sets, "default"]))
+    label_set = st.selectbox("Label set", set_names, key="tune_label_set",
+                             format_func=lambda n: f"{n} ({sets.get(n, 0)} labeled queries)",
+                             help="Marks on this page go into this set; its metrics and the tuner use it.")
 
 
 @st.fragment
@@ -117,6 +156,7 @@ def tuner() -> None:
         p = base.replace(**values)
         now = as_of(day)
         with right:
+            show_metrics(p)
             show_ranking(p, now)
             show_replay(p, now)
             save_and_activate(p)
@@ -140,7 +180,8 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
     table = pd.DataFrame(rows)
     n_in = int(table["in"].sum())
     st.subheader(f"{n_in} of {len(hits)} candidates in (k={p.k}, threshold={p.threshold:.2f})")
-    labels = [f"{'✅' if r['in'] else '⬜'} #{r['id']} {r['text'][:50]}" for r in rows]
+    # Plotly reads <b>, <a href>, <br> in labels as markup: escaped, a memory's tags show as typed.
+    labels = [f"{'✅' if r['in'] else '⬜'} #{r['id']} {html.escape(r['text'][:50])}" for r in rows]
     fig = go.Figure()
     for name, _, _ in PARTS:
         fig.add_bar(name=name, y=labels, x=[float(v) for v in table[name]], orientation="h")
@@ -169,9 +210,116 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
     if not entering and not leaving:
         st.write("Same memories as the active preset" + (" (order differs)." if before != after else "."))
     for i in entering:
-        st.markdown(f"➕ enters: #{i} {text[i]}")
+        st.text(f"➕ enters: #{i} {text[i]}")
     for i in leaving:
-        st.markdown(f"➖ leaves: #{i} {text[i]}")
+        st.text(f"➖ leaves: #{i} {text[i]}")
+    mark_results(rows)
+
+
+def mark_results(rows: list[dict]) -> None:
+    """Relevant / not relevant for each shown candidate, written to the label set as it is clicked."""
+    moment = label_moment(day)
+    st.subheader(f"Label these results (set {label_set!r})")
+    st.caption("Mark what this query should bring back. A query marked with nothing relevant means "
+               "\"recall should come back empty\". Unmarked memories count as not relevant.")
+    existing = next((q for q in bank.labels(namespace=namespace, set_name=label_set)
+                     if q.query == query and q.as_of == moment), None)
+    tag = abs(hash((label_set, namespace, query, moment))) % 10**10
+
+    def on_mark(mid: int, key: str) -> None:
+        choice = st.session_state[key]
+        with readable_errors():
+            if choice == "unlabeled":
+                bank.unlabel(namespace, query, mid, as_of=moment, set_name=label_set)
+            else:
+                bank.label(namespace, query, mid, relevant=choice == "relevant", as_of=moment, set_name=label_set)
+
+    for r in rows:
+        mid = r["id"]
+        current = ("relevant" if existing and mid in existing.relevant else
+                   "not relevant" if existing and mid in existing.irrelevant else "unlabeled")
+        key = f"tune_mark_{tag}_{mid}"
+        t, m = st.columns([3, 2])
+        t.text(f"{'✅' if r['in'] else '⬜'} #{mid} {r['text']}")
+        m.radio(f"mark #{mid}", MARKS, index=MARKS.index(current), key=key, horizontal=True,
+                label_visibility="collapsed", on_change=on_mark, args=(mid, key))
+
+
+def show_metrics(p: ScoringParams) -> None:
+    """precision@k, recall@k and the empty rate of the label set, for these settings and the active preset."""
+    labeled = labeled_set(label_set)
+    if labeled is None:
+        st.info(f"The label set {label_set!r} is empty: mark results below (or `memctl labels import`) to see "
+                "precision@k and recall@k for these settings.")
+        return
+    mine, theirs = labeled.evaluate(p), labeled.evaluate(active_params)
+    st.subheader(f"On {len(labeled)} labeled queries ({label_set})")
+    cols = st.columns(4)
+    for col, (name, attr) in zip(cols, [("precision@k", "precision"), ("recall@k", "recall"),
+                                        ("empty when nothing relevant", "empty_rate"), ("F0.5", "f_beta")]):
+        a, b = getattr(mine, attr), getattr(theirs, attr)
+        col.metric(name, fmt(a), None if a != a or b != b else f"{a - b:+.3f} vs {active_name}",
+                   help=f"Active preset {active_name}: {fmt(b)}")
+    tune_panel(labeled)
+
+
+def tune_panel(labeled: tuning.LabeledSet) -> None:
+    """Search settings on the label set (cross-validated), show the proposal beside the active preset."""
+    with st.expander("Tune from labels", expanded="tune_result" in st.session_state):
+        o, f, t = st.columns(3)
+        objective = o.selectbox("Objective", OBJECTIVES, key="tune_objective",
+                                help="F0.5 weighs precision above recall: an irrelevant memory is worse than none.")
+        folds = f.number_input("Folds", min_value=2, max_value=10, value=5, key="tune_folds")
+        trials = t.number_input("Random settings", min_value=10, max_value=2000, value=150, step=10,
+                                key="tune_trials")
+        if st.button("Tune from labels", key="tune_run"):
+            with readable_errors():
+                bar = st.progress(0.0, text="trying settings…")
+                total, done = tuning.plan_size(int(trials), int(folds)), [0]
+
+                def step(n: int) -> None:
+                    done[0] += n
+                    bar.progress(min(done[0] / total, 1.0), text=f"trying settings… {done[0]} of {total}")
+
+                st.session_state["tune_result"] = tuning.tune(
+                    labeled, active_params, objective=objective, folds=int(folds), trials=int(trials),
+                    progress=step)
+                st.session_state.pop("tune_proposal_saved", None)
+                bar.progress(1.0, text="done")
+        result = st.session_state.get("tune_result")
+        if result is None:
+            return
+        st.write(f"{result.objective.name} on held-out folds: **proposal {result.cv_mean:.3f}** vs "
+                 f"active `{active_name}` {result.cv_base_mean:.3f} ({len(result.folds)} folds, "
+                 f"{result.queries} queries, {result.trials} settings tried)")
+        metrics = ("precision", "recall", "empty_rate", "f_beta")
+        rows = [{"": "proposal (held out)", **{m: getattr(result.held_out, m) for m in metrics}},
+                {"": f"active {active_name}", **{m: getattr(result.held_out_base, m) for m in metrics}}]
+        st.dataframe(pd.DataFrame(rows), hide_index=True, key="tune_result_scores")
+        st.dataframe(pd.DataFrame([{"setting": k, f"active {active_name}": getattr(result.base, k),
+                                    "proposal": getattr(result.proposal, k)} for k in tuning.TUNED]),
+                     hide_index=True, key="tune_result_params")
+        if not result.changes:
+            st.info(f"No setting beat the active preset {active_name!r} on these labels: keep it.")
+            return
+        name_col, save_col, act_col = st.columns([2, 1, 1])
+        name = name_col.text_input("Preset name for the proposal", key="tune_proposal_name",
+                                   value=f"tuned-{result.objective.name}")
+        if save_col.button("Save as preset", key="tune_proposal_save", disabled=not name.strip()):
+            with readable_errors():
+                bank.save_preset(name.strip(), result.proposal, description=(
+                    f"tuned for {result.objective.name} on {result.queries} labeled queries"))
+                st.session_state["tune_proposal_saved"] = name.strip()
+                flash(f"Saved the proposal as {name.strip()!r}. It is not active: agents still use "
+                      f"{active_name!r} until you click Activate.")
+                st.rerun()
+        saved = st.session_state.get("tune_proposal_saved")
+        if act_col.button("Activate", key="tune_proposal_activate", disabled=saved is None or saved == active_name,
+                          help="Make the saved proposal the preset agents get by default."):
+            with readable_errors():
+                bank.set_active_preset(saved)
+                flash(f"Preset {saved!r} is now active (was {active_name!r}).")
+                st.rerun()
 
 
 def show_replay(p: ScoringParams, now: datetime) -> None:
@@ -186,6 +334,42 @@ def show_replay(p: ScoringParams, now: datetime) -> None:
     st.metric("recent logged queries whose result would change", f"{changed} of {len(logged_queries)}",
               help=f"Distinct queries among the last {len(logged)} recalls of {namespace}, replayed as what-ifs "
                    f"with these settings and with the active preset `{active_name}`.")
+    replay_panel(p)
+
+
+def replay_panel(p: ScoringParams) -> None:
+    """Re-run the logged recalls of a date range under these settings, as what-ifs."""
+    with st.expander("Replay the retrieval log under these settings"):
+        today = datetime.now(timezone.utc).date()
+        a, b = st.columns(2)
+        since = a.date_input("From", value=today - timedelta(days=30), key="tune_replay_since")
+        until = b.date_input("To", value=today, key="tune_replay_until")
+        if not st.button("Replay", key="tune_replay_run"):
+            return
+        with readable_errors():
+            report = tuning.replay(bank, p, since=datetime.combine(since, time.min, tzinfo=timezone.utc),
+                                   until=datetime.combine(until, time.max, tzinfo=timezone.utc),
+                                   namespace=namespace, label_set=label_set)
+            c1, c2, c3, c4 = st.columns(4)
+            c1.metric("recalls replayed", report.replayed, help=f"{report.skipped} the gate had declined are skipped.")
+            c2.metric("results that change", report.changed)
+            c3.metric("become empty", report.newly_empty)
+            c4.metric("were empty, now return something", report.newly_nonempty)
+            if report.labeled:
+                metrics = ("precision", "recall", "empty_rate", "f_beta")
+                st.write(f"On the {report.labeled} replayed recalls whose query is labeled ({label_set}):")
+                st.dataframe(pd.DataFrame([
+                    {"": "as logged", **{m: getattr(report.before, m) for m in metrics}},
+                    {"": "these settings", **{m: getattr(report.after, m) for m in metrics}},
+                    {"": "change", **report.deltas()}]), hide_index=True, key="tune_replay_metrics")
+            else:
+                st.caption("No replayed recall has labels in this set: no metric deltas.")
+            changed_rows = [r for r in report.rows if set(r["before"]) != set(r["after"])]
+            if changed_rows:
+                st.dataframe(pd.DataFrame([{"when": r["recalled_at"], "query": r["query"],
+                                            "logged": ", ".join(map(str, r["before"])) or "(empty)",
+                                            "now": ", ".join(map(str, r["after"])) or "(empty)"}
+                                           for r in changed_rows]), hide_index=True, key="tune_replay_rows")
 
 
 def save_and_activate(p: ScoringParams) -> None:

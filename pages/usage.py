@@ -1,4 +1,5 @@
-"""Usage: how agents use the bank — recalls over time, gate and empty rates, scores, ranks, tiers.
+"""Usage: how agents use the bank — recalls over time, gate and empty rates, usage rate from feedback,
+ablation results, scores, ranks, tiers.
 
 Thin page: every number comes from memory_core.metrics; this file reads the filters and renders.
 Memory texts are shown as plain text (dataframe cells), never as markdown.
@@ -68,8 +69,50 @@ with readable_errors():
     cols[4].metric("latency p50", _ms(s["latency_p50_ms"]),
                    help=f"Mean {_ms(s['latency_mean_ms'])}, over the turns that searched.")
     cols[5].metric("latency p95", _ms(s["latency_p95_ms"]))
-    if mx.feedback_metrics(bank, namespace) is None:
-        st.caption(f"Usage rate and precision@k: {mx.FEEDBACK_NOTE}")
+    fb = mx.feedback_metrics(bank, namespace, since=start, until=end)
+    ab = mx.ablation_metrics(bank, namespace, since=start, until=end)
+    labels = mx.stored_labels(bank, namespace, since=start, until=end)
+    pr = mx.precision_at_k(bank, labels, namespace, since=start, until=end, k=5) if labels else None
+    cols = st.columns(6)
+    if fb is None:
+        cols[0].metric("usage rate", "—", help=mx.FEEDBACK_NOTE)
+    else:
+        lo, hi = fb["usage_rate_ci"] or (None, None)
+        cols[0].metric("usage rate", _pct(fb["usage_rate"]),
+                       help=f"Share of returned memories the answer used: {fb['used']} of {fb['judged']}, over "
+                            f"{fb['with_feedback']} recall(s) with feedback; 95% CI {_pct(lo)}–{_pct(hi)} (Wilson). "
+                            "Decided by " + ", ".join(f"{p} {n}" for p, n in sorted(fb["by_path"].items())) + ".")
+        cols[1].metric("helpful", _pct(fb["helpful_rate"]),
+                       help=f"Agents' own verdict on {fb['rated']} answer(s) they rated.")
+    if ab is None:
+        cols[2].metric("net benefit", "—", help=mx.ABLATION_NOTE)
+    else:
+        nb = ab["net_benefit"]
+        ci = ab["net_benefit_ci"]
+        cols[2].metric("net benefit", "—" if nb is None else f"{nb:+.2f}",
+                       help=f"(better − worse) / n over {ab['n']} judged ablation case(s) from {ab['runs']} run(s)"
+                            + ("" if ci is None else f"; 95% CI {ci[0]:+.2f} to {ci[1]:+.2f} (Agresti–Min)") + ".")
+        for col, key, label in ((cols[3], "usefulness", "usefulness"), (cols[4], "disturbance", "disturbance")):
+            ci = ab[f"{key}_ci"]
+            col.metric(label, _pct(ab[key]), help=("better" if key == "usefulness" else "worse")
+                       + " with memory than without" + ("" if ci is None else f"; 95% CI {_pct(ci[0])}–{_pct(ci[1])}"))
+    if pr is None or pr["labelled"] == 0:
+        cols[5].metric("precision@5", "—", help="No logged recall in the window matches a labeled query: mark "
+                       "results on the Tune page or `memctl labels import FILE`.")
+    else:
+        cols[5].metric("precision@5", _pct(pr["precision"]),
+                       help=f"Share of the first 5 returned memories labeled relevant, over {pr['evaluated']} "
+                            f"labeled recall(s) that returned something; {pr['empty']} returned nothing "
+                            f"({pr['empty_correct']} of them rightly, nothing being relevant).")
+    notes = []
+    if fb is None:
+        notes.append(f"Usage rate: {mx.FEEDBACK_NOTE}")
+    if ab is None:
+        outside = len(bank.ablation_runs(limit=None))
+        notes.append(mx.ABLATION_NOTE if not outside else
+                     f"No ablation run started between {start} and {end} ({outside} run(s) at other dates: "
+                     "widen the dates, or see the Evaluate page).")
+    st.caption(" ".join(notes))
 
     if df.empty:
         st.info(f"No recalls between {start} and {end}"
@@ -94,6 +137,15 @@ with readable_errors():
             fig = px.line(per_day, x="day", y="empty_share", markers=True, color_discrete_sequence=[COLORS["empty"]])
             fig.update_yaxes(tickformat=".0%", range=[0, 1.05])
             _show(fig, "usage_empty", 240)
+
+    if fb is not None:
+        st.subheader("Usage rate by day")
+        per_day = mx.daily_usage(mx.feedback_frame(bank, namespace, since=start, until=end))
+        fig = px.bar(per_day, x="day", y="usage_rate", hover_data=["used", "judged"])
+        fig.update_yaxes(tickformat=".0%", range=[0, 1.05])
+        _show(fig, "usage_rate_daily", 240)
+        st.caption("Share of the memories each day's recalls returned that the answer used "
+                   "(from `bank.feedback`; days without feedback are absent).")
 
     a, b = st.columns(2)
     with a:

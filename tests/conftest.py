@@ -19,6 +19,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).parent))  # for the stand-in LLM server module
 
+from streamlit import config as _st_config  # noqa: E402
+
+# AppTest runs the pages without a server; they refuse to serve on any address but loopback
+# without a password, so the tests say where the dashboard listens, whatever the working folder.
+_st_config.set_option("server.address", "127.0.0.1")
+
 from memory_core import MemoryBank  # noqa: E402
 from memory_core.embed import get_embedder  # noqa: E402
 
@@ -51,3 +57,66 @@ def llm_server():
     from llm_server import stand_in_llm
 
     yield from stand_in_llm()
+
+
+@pytest.fixture(scope="session")
+def demo_labeled(tmp_path_factory, embedder):
+    """The demo memories in a bank, with the answer key's turns imported as the label set "demo".
+
+    Built once per run (the 753 memories are embedded once). Returns (bank path, truth, queries).
+    Tests that change the bank work on a copy (see copy_bank).
+    """
+    import json
+
+    from memory_core import tuning
+
+    path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    truth = json.loads((DATA / "demo_truth.json").read_text(encoding="utf-8"))
+    queries = [json.loads(line) for line in (DATA / "demo_queries.jsonl").open(encoding="utf-8") if line.strip()]
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        report = bank.import_jsonl(DATA / "demo_memories.jsonl")
+        line_to_id = dict(enumerate(report.ids, start=1))
+        live = {m.id for m in bank.get_many(report.ids).values() if m.status == "active"}
+        bank.import_labels(tuning.demo_labels(truth, queries, line_to_id, live))
+    return path, truth, queries
+
+
+@pytest.fixture
+def copy_bank(tmp_path):
+    """Copy a bank file (not its index cache) into this test's folder, so the test may change it."""
+    import shutil
+
+    def copy(path: Path) -> Path:
+        dest = tmp_path / Path(path).name
+        shutil.copy(path, dest)
+        return dest
+
+    return copy
+
+
+# What each schema migration added, to take a file back to an older version: what a bank written
+# by an older memory_core looks like. A new migration adds its undo here.
+_UNDO_MIGRATION = {
+    5: ["ALTER TABLE memories DROP COLUMN context"],
+    4: ["DROP TABLE labels", "DELETE FROM meta WHERE key = 'next_label_id'"],
+    3: ["DROP TABLE feedback", "DROP TABLE feedback_hits", "DROP TABLE ablation_runs", "DROP TABLE ablation_cases",
+        "DELETE FROM meta WHERE key = 'next_ablation_run_id'"],
+}
+
+
+def downgrade(path: Path, version: int) -> None:
+    """Take the bank file at ``path`` (closed) back to schema ``version``."""
+    import duckdb
+
+    from memory_core.store import SCHEMA_VERSION
+
+    assert set(_UNDO_MIGRATION) == set(range(3, SCHEMA_VERSION + 1)), "a migration has no undo in conftest"
+    con = duckdb.connect(str(path))
+    try:
+        for v in range(SCHEMA_VERSION, version, -1):
+            for stmt in _UNDO_MIGRATION[v]:
+                con.execute(stmt)
+            con.execute("DELETE FROM schema_migrations WHERE version = ?", [v])
+        assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == version
+    finally:
+        con.close()

@@ -28,6 +28,7 @@ As a pytest fixture (conftest.py)::
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -84,6 +85,51 @@ class RecordedRequest:
 def _default_responder(messages: list[dict[str, Any]]) -> ReplyLike:
     last_user = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
     return f"stand-in reply to: {last_user}"
+
+
+_MEMORY_LINE = re.compile(r"^- \[m:(\d+)\] .*?relevance [\d.]+(?: \[inferred\])?: (.*)$", re.MULTILINE)
+_SECTION = re.compile(r"^(Question|Reference answer|Answer A|Answer B):\n(.*?)(?=\n\n(?:Reference answer|Answer A|Answer B|"
+                      r"Which answer)|\Z)", re.MULTILINE | re.DOTALL)
+
+
+def ablation_responder(knowledge: dict[str, str] | None = None) -> Responder:
+    """A deterministic answerer and judge for ablation tests (memory_core.evaluate's prompts).
+
+    * Judge requests (system prompt mentions an "impartial judge"): the winner is the answer that
+      contains the reference answer (case-insensitive) while the other does not; otherwise a tie.
+      The reply is ``{"winner": "A"|"B"|"tie", "reason": ...}``.
+    * Answer requests with memories (lines ``- [m:ID] ...: text``): "From what you told me: <text of
+      the first memory> [m:ID]." — the answer always leans on memory, right or wrong.
+    * Answer requests without memories: the value of the first ``knowledge`` key found in the
+      question (general knowledge the model has), else "I don't know."
+
+    So a test knows each case's outcome from its data: memory helps when the expected answer is in
+    the recalled memory, disturbs when only the model's own knowledge holds it.
+    """
+    facts = dict(knowledge or {})
+
+    def respond(messages: list[dict[str, Any]]) -> ReplyLike:
+        system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
+        user = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
+        if "impartial judge" in system:
+            # A JSON repair request appends turns after the judge's prompt: read the prompt itself.
+            prompt = next((m.get("content", "") for m in messages if "Answer A:" in str(m.get("content", ""))), user)
+            parts = {k: v.strip() for k, v in _SECTION.findall(prompt)}
+            ref = parts.get("Reference answer", "").lower()
+            a, b = parts.get("Answer A", "").lower(), parts.get("Answer B", "").lower()
+            if ref and (ref in a) != (ref in b):
+                return {"winner": "A" if ref in a else "B", "reason": "agrees with the reference answer"}
+            return {"winner": "tie", "reason": "neither is closer to the reference"}
+        found = _MEMORY_LINE.findall(system)
+        if found:
+            mid, text = found[0]
+            return f"From what you told me: {text} [m:{mid}]."
+        for key, value in facts.items():
+            if key.lower() in user.lower():
+                return value
+        return "I don't know."
+
+    return respond
 
 
 def _as_reply(value: ReplyLike) -> Reply:

@@ -40,6 +40,7 @@ PAGES = {
     "merges": ("Merges", "Merges"),
     "maintenance": ("Maintenance", "Maintenance"),
     "usage": ("Usage", "Usage"),
+    "evaluate": ("Evaluate", "Evaluate"),
 }
 PAGE_FILES = sorted(p.stem for p in PAGES_DIR.glob("*.py") if p.stem not in {"common", "__init__"})
 
@@ -121,7 +122,7 @@ def guarded_server(bank_file):
     yield from _serve(bank_file[0], MEMCTL_DASHBOARD_PASSWORD="correct horse")
 
 
-def _serve(path: Path, **extra_env: str):
+def _serve(path: Path, address: str = "127.0.0.1", **extra_env: str):
     port = _free_port()
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", **extra_env)
     env.pop("MEMCTL_BANK", None)
@@ -130,7 +131,7 @@ def _serve(path: Path, **extra_env: str):
     log = open(path.parent / f"streamlit-{port}.log", "w+b")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.port", str(port), "--server.address", address, "--browser.gatherUsageStats", "false",
          "--", "--bank", str(path)],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -364,7 +365,7 @@ def test_conflicts_newer_wins(tab, bank_file):
     tab.screenshot("conflicts-resolved")
 
 
-def test_a_password_guards_pages_opened_by_url(browser, guarded_server):
+def test_a_password_guards_pages_opened_by_url(browser, guarded_server, bank_file):
     """Every page, even opened by its URL, shows only the sign-in form until the password is given."""
     page = browser.new_page()
     try:
@@ -383,5 +384,98 @@ def test_a_password_guards_pages_opened_by_url(browser, guarded_server):
         page.get_by_role("button", name="Sign in").click()
         page.get_by_text("Text contains").wait_for(timeout=60_000)
         assert "Wrong password" not in page.inner_text("body")
+        # The password is never echoed into a page, nor into the server's log.
+        assert "correct horse" not in page.content()
+        log = bank_file[0].parent / f"streamlit-{urlparse(guarded_server).port}.log"
+        assert log.exists() and "correct horse" not in log.read_text(errors="replace")
     finally:
         page.close()
+
+
+# -- markup on every page that shows memory text -------------------------------------------------
+
+MARKUP = {  # each carries a script, markdown, an HTML tag and a remote image (HTML and markdown)
+    "conflict_a": 'Prefers <b>green tea</b> <script>window.__pwned=1</script> **daily** ![t](http://example.invalid/a.png)',
+    "conflict_b": 'Switched from tea to coffee <img src="http://example.invalid/b.png"> **now** <script>window.__pwned=2</script>',
+    "duplicate": 'Keeps a diary <script>window.__pwned=3</script> **nightly** ![t](http://example.invalid/c.png)',
+    "old": 'Old note <script>window.__pwned=4</script> **faded** <img src="http://example.invalid/d.png">',
+}
+MARKUP_ACTIONS = {  # page -> what makes it show the memories
+    "browse": None, "conflicts": None, "merges": None, "usage": None,
+    "tune": ("query", "diary green tea coffee"), "maintenance": ("button", "Dry run"),
+}
+
+
+@pytest.fixture(scope="module")
+def markup_bank(tmp_path_factory, embedder):
+    path = tmp_path_factory.mktemp("markup") / "markup.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        a, b, _, _, _ = bank.add_many([
+            {"text": MARKUP["conflict_a"], "namespace": "mallory", "created_at": _ago(40), "category": "preference"},
+            {"text": MARKUP["conflict_b"], "namespace": "mallory", "created_at": _ago(3), "category": "preference"},
+            {"text": MARKUP["duplicate"], "namespace": "mallory", "created_at": _ago(20)},
+            {"text": MARKUP["duplicate"], "namespace": "mallory", "created_at": _ago(10)},
+            {"text": MARKUP["old"], "namespace": "mallory", "created_at": _ago(400), "importance": 0.1},
+        ])
+        bank.record_conflict(a, b, kind="switch", evidence="tea vs coffee", confidence=0.9,
+                             suggestion="newer_wins", path="rules")
+        for q in ("diary", "green tea", "coffee"):
+            bank.recall(q, namespace="mallory", threshold=0.0)
+    return path
+
+
+@pytest.fixture(scope="module")
+def markup_server(markup_bank):
+    yield from _serve(markup_bank)
+
+
+@pytest.mark.parametrize("module", list(MARKUP_ACTIONS))
+def test_markup_in_memories_is_inert_on_every_page(browser, markup_server, module):
+    """Scripts do not run, markdown and HTML do not render, remote images are not fetched."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context.route("**/*", lambda route: route.continue_()
+                  if urlparse(route.request.url).hostname in ("127.0.0.1", "localhost") else route.abort())
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    tab = Tab(page, markup_server)
+    try:
+        tab.goto(module)
+        action = MARKUP_ACTIONS[module]
+        if action and action[0] == "query":
+            box = page.get_by_label("Query", exact=True)
+            box.fill(action[1])
+            box.press("Enter")
+            tab.settle()
+        elif action:
+            page.locator('[data-testid="stMain"]').get_by_role("button", name=action[1], exact=True).click()
+            tab.settle()
+        main = page.locator('[data-testid="stMain"]')
+        if module in ("browse", "conflicts", "merges", "tune"):  # these show the text in the page itself
+            expect(main.get_by_text("<script>window.__pwned", exact=False).first).to_be_attached()
+        if module == "tune":  # Plotly draws <b> in a label as bold SVG text; escaped, it shows as typed
+            expect(main.locator('[data-testid="stPlotlyChart"]').first).to_contain_text("<b>green tea</b>")
+        for word in ("daily", "now", "nightly", "faded", "green tea"):  # **x** and <b>x</b> stay as typed
+            assert main.locator("strong, b").filter(has_text=word).count() == 0, f"{module}: {word!r} rendered bold"
+        assert page.locator("img[src*='example.invalid']").count() == 0
+        tab.check_clean(f"markup-{module}")
+        tab.screenshot(f"markup-{module}")
+    finally:
+        context.close()
+
+
+def test_an_exposed_dashboard_without_a_password_refuses(browser, bank_file):
+    """Listening on every interface (0.0.0.0) with no password configured: every page refuses,
+    says what to do, and the server logs why; nothing of the bank is shown."""
+    for url in _serve(bank_file[0], address="0.0.0.0"):
+        page = browser.new_page()
+        try:
+            for module in ("", "browse"):
+                page.goto(f"{url}/{module}")
+                page.get_by_text("refuses to serve", exact=False).first.wait_for(timeout=60_000)
+                body = page.inner_text("body")
+                assert "MEMCTL_DASHBOARD_PASSWORD" in body and "127.0.0.1" in body
+                assert "Drinks" not in body and "Prefers" not in body and "Text contains" not in body
+        finally:
+            page.close()
+        log = bank_file[0].parent / f"streamlit-{urlparse(url).port}.log"
+        assert "refuses to serve on 0.0.0.0" in log.read_text(errors="replace")

@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from memory_core import MemoryBank, NotFoundError, StateError, ValidationError, format_for_prompt
-from memory_core.store import _MIGRATIONS
+from memory_core.store import _MIGRATIONS, SCHEMA_VERSION
 
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
 QUERIES = ["what do I drink in the morning", "where do I live", "tea", "coffee", "Berlin"]
@@ -207,5 +207,31 @@ def test_a_version_1_bank_is_migrated(tmp_path, embedder):
         b = bank.add("Switched to coffee", namespace="n", detect_conflicts=False)
         assert record(bank, a, b).status == "open"
     con = duckdb.connect(str(path))
-    assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == 2
+    assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == SCHEMA_VERSION
     con.close()
+
+
+def test_llm_groups_same_fact_across_languages_and_falls_back_to_the_embedding(bank, llm_server):
+    from memory_core import merge as merge_mod
+    from memory_core.llm import LLMClient, LLMConfig
+
+    ids = [bank.add(t, namespace="chen") for t in ["Not a morning person; struggles with 8 a.m. classes",
+                                                    "不喜欢早上八点的课", "Prefers dark mode everywhere",
+                                                    "Always asks for dark themes", "Lives in Chengdu"]]
+    client = LLMClient(LLMConfig(base_url=llm_server.base_url, model=llm_server.model, max_retries=0), backoff_base=0)
+    llm_server.respond_with(lambda messages: (
+        {"groups": [[ids[0], ids[1]]]} if "Find the groups" in messages[0]["content"] else {"text": "Dislikes 8 a.m. classes"}))
+    before = bank.count(namespace="chen")
+    plans = merge_mod.plan_merges(bank, "chen", related_threshold=0.6, client=client)
+    assert [(cl.ids, cl.reason) for cl, _ in plans] == [(tuple(ids[:2]), merge_mod.REASON_LLM)]
+    cluster, preview = plans[0]
+    assert llm_server.model in cluster.detail and preview.path == "llm"
+    assert bank.count(namespace="chen") == before  # planning changes nothing
+    merged = bank.merge(cluster.ids, preview.text, path=preview.path, detail=preview.detail)
+    assert bank.get(ids[1]).status == "merged" and bank.get(merged.merged_id).text == "Dislikes 8 a.m. classes"
+
+    # An invented id: the grouping falls back to the embedding and says why.
+    llm_server.respond_with(lambda messages: {"groups": [[ids[2], 10**6]]})
+    plans = merge_mod.plan_merges(bank, "chen", related_threshold=0.5, client=client)
+    assert plans and all(cl.reason != merge_mod.REASON_LLM for cl, _ in plans)
+    assert all("grouped by the embedding: LLM failed" in cl.detail for cl, _ in plans if cl.reason == "same subject")

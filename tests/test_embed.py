@@ -71,3 +71,18 @@ def test_memctl_reembed_back_to_the_bundled_model(tmp_path, embedder, small_mode
     with MemoryBank.open(path, embedder=embedder) as bank:
         assert bank.model == DEFAULT_MODEL and bank.dim == 384
         assert bank.recall("cello", namespace="n", record=False)[0].memory.text == "Plays the cello"
+
+
+def test_warm_embeds_a_batch_that_encode_one_then_reuses(embedder, monkeypatch):
+    """warm() embeds queries in one batch; encode_one then answers from memory, with the vectors
+    a one-text encode gives (to float precision), and without running the model again."""
+    texts = ["what did we decide about the database?", "when is my Swedish lesson?"]
+    single = [embedder.encode([t])[0] for t in texts]
+    embedder.warm(texts + texts[:1])
+    calls = []
+    model_encode = embedder.encode  # a spy that still runs the real model if called
+    monkeypatch.setattr(embedder, "encode", lambda *a, **k: calls.append(a) or model_encode(*a, **k))
+    for text, want in zip(texts, single):
+        got = embedder.encode_one(text)
+        assert np.allclose(got, want, atol=1e-5) and not got.flags.writeable
+    assert calls == []

@@ -372,3 +372,60 @@ def test_namespace_override_puts_every_memory_in_one_namespace(demo_export: Demo
         hits = b.recall(probe["text"], namespace="tenant-x", record=False)
         assert hits and hits[0].memory.id == probe["id"] and hits[0].memory.namespace == "tenant-x"
         assert b.recall(probe["text"], namespace=probe["namespace"], record=False) == []
+
+
+# -- a long import shares the file ---------------------------------------------------------------
+
+IMPORTER = """
+import sys
+from pathlib import Path
+import numpy as np
+from memory_core import MemoryBank
+
+path, n, marker = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+rng = np.random.default_rng(0)
+vectors = rng.standard_normal((n, 384)).astype(np.float32)
+rows = [{"text": f"imported memory number {i}", "namespace": "bulk", "embedding": vectors[i]} for i in range(n)]
+with MemoryBank.open(path) as bank:
+    marker.touch()
+    bank.add_many(rows)
+"""
+
+
+def test_a_long_import_of_vectors_lets_another_process_in(tmp_path: Path, embedder) -> None:
+    """Rows that carry vectors are written on one connection held a bounded time, never for the
+    whole import: another process opening the bank meanwhile gets in, sees whole batches only,
+    and the import still writes every row."""
+    import subprocess
+    import sys
+
+    n = 120_000
+    path = tmp_path / "bank.duckdb"
+    MemoryBank.open(path, embedder=embedder).close()
+    marker = tmp_path / "started"
+    script = tmp_path / "importer.py"
+    script.write_text(IMPORTER)
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, str(script), str(path), str(n), str(marker)], cwd=root,
+                            env={**__import__("os").environ, "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1"})
+    counts = []
+    try:
+        deadline = time.monotonic() + 300
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        while proc.poll() is None and time.monotonic() < deadline:
+            # a generous wait: on a loaded machine one 8k-row transaction can take seconds
+            with MemoryBank.open(path, embedder=embedder, lock_timeout=30) as reader:
+                counts.append(reader.count(namespace="bulk"))
+            time.sleep(0.05)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert any(0 < c < n for c in counts), f"the reader never got in during the import: {counts}"
+    assert counts == sorted(counts)
+    from memory_core.bank import _BATCH_VECTORS
+
+    assert all(c % _BATCH_VECTORS == 0 or c == n for c in counts), counts  # each batch one transaction
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.count(namespace="bulk") == n

@@ -124,3 +124,17 @@ def test_namespace_keys_are_safe_and_distinct():
     keys = {namespace_key(ns) for ns in ("alice", "Alice", "a/b", "a_b", "../etc", "客户", "x" * 500)}
     assert len(keys) == 7
     assert all("/" not in k and len(k) < 60 for k in keys)
+
+
+def test_lexical_tokens_drop_question_and_filler_words():
+    """Recall's lexical match ignores how a question is asked: "When did you go to the support
+    group?" matches on "support group", not on "when", "did" and "you" that every chatty memory
+    holds; the shared tokenizer (conflicts, merges) keeps them."""
+    from memory_core.index import lexical_tokens, memory_tokens, tokenize
+
+    assert lexical_tokens("When did you go to the LGBTQ support group?") == ["lgbtq", "support", "group"]
+    assert "did" in tokenize("When did you go?")
+    assert lexical_tokens("") == [] and lexical_tokens(None) == []
+    # A memory's context adds its words after the text's.
+    assert memory_tokens("Caroline: I went yesterday", "Melanie: How was the support group?") == [
+        "carolin", "yesterday", "melani", "support", "group"]

@@ -188,3 +188,20 @@ def test_metrics_change_nothing(history):
     mx.summary(mx.usage_frame(bank)), mx.most_recalled(bank, hits), mx.never_recalled(bank)
     mx.tiers_over_time(bank, None, [date(2026, 3, 1)])
     assert bank.stats()["change_seq"] == seq and len(bank.retrievals(limit=None)) == 6
+
+
+def test_precision_uses_the_banks_own_labels(demo_labeled, copy_bank, embedder):
+    """With no labels given, precision@k comes from the labeled queries stored in the bank, each
+    applied to the recall logged at its own moment."""
+    path, truth, queries = demo_labeled
+    with MemoryBank.open(copy_bank(path), embedder=embedder) as bank:
+        replayed = queries[:40]
+        for q in replayed:
+            bank.recall(q["query"], namespace=q["namespace"], now=q["at"])
+        labelled = mx.stored_labels(bank)
+        rep = mx.report(bank, k=5)
+        by_hand = mx.precision_at_k(bank, labelled, k=5)
+    assert rep["precision"] is not None
+    assert rep["precision"]["labelled"] == len(replayed)  # every replayed turn found its label
+    assert rep["precision"] == by_hand
+    assert 0 < rep["precision"]["evaluated"] <= len(replayed)

@@ -88,3 +88,34 @@ def test_usage_page_with_memories_but_no_recalls(tmp_path, embedder, monkeypatch
         bank.add("Prefers vegetarian food", namespace="alice")
     at = usage_page(path, monkeypatch)
     assert "No recalls logged yet" in at.info[0].value
+
+
+def test_usage_page_shows_usage_rate_and_ablation_figures(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "feedback.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        h = build_history(bank)
+        log = {r["query"]: r for r in bank.retrievals(limit=None)}
+        bank.feedback(log["vegetarian food for dinner"]["id"], used_ids=[h["ids"]["veg"]], helpful=True)
+        bank.feedback(log["night shifts schedule"]["id"], used_ids=[h["ids"]["night"], h["ids"]["coffee"]])
+        bank.label("alice", "vegetarian food for dinner", h["ids"]["veg"], relevant=True)
+        returned = [x["memory_id"] for x in log["vegetarian food for dinner"]["hits"]][:5]
+        case = {"namespace": "alice", "question": "q", "memory_ids": []}
+        bank.record_ablation({"started_at": "2026-03-03T12:00:00Z"},
+                             [{**case, "verdict": v} for v in ("with", "with", "with", "without", "tie")])
+    at = usage_page(path, monkeypatch)
+    t = tiles(at)
+    assert t["usage rate"] == "75%" and t["helpful"] == "100%"  # 3 of 4 returned memories used
+    assert t["net benefit"] == "+0.40" and t["usefulness"] == "60%" and t["disturbance"] == "20%"
+    # precision@5 from the bank's own labels: the one labeled recall returned the labeled memory
+    assert h["ids"]["veg"] in returned and t["precision@5"] == f"{1 / len(returned):.0%}"
+    assert len(at.get("plotly_chart")) == 7  # the usage rate by day joins the six
+    assert not any("No feedback recorded yet" in c.value for c in at.caption)
+
+    at.selectbox(key="usage_namespace").select("bob").run()
+    t = tiles(at)
+    assert t["usage rate"] == "100%" and t["net benefit"] == "—"  # every ablation case was alice's
+    assert t["precision@5"] == "—"  # alice's label does not count for bob
+
+    at.date_input(key="usage_dates").set_value((date(2026, 3, 4), date(2026, 3, 5))).run()
+    assert not at.exception and tiles(at)["net benefit"] == "—"
+    assert any("1 run(s) at other dates" in c.value for c in at.caption)

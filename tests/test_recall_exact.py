@@ -2,7 +2,8 @@
 
 The brute force here is written independently of memory_core's scoring and indexes: it reads the
 rows straight from the DuckDB file, computes cosine similarity with numpy, lexical match with the
-bm25s library, and the blended score with a plain per-memory formula.
+bm25s library over each memory's text and context, and the blended score with a plain per-memory
+formula. Only the tokenizer (which words count) is shared with the product.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from memory_core import MemoryBank, ScoringParams
-from memory_core.index import tokenize
+from memory_core.index import lexical_tokens
 from memory_core.store import Store
 
 WORDS = ("coffee tea morning running marathon paris berlin moved vegetarian pasta python database "
@@ -36,11 +37,13 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
     if not rows:
         return []
     vecs = np.array([r["embedding"] for r in rows], dtype=np.float32)
-    docs = [tokenize(r["text"]) for r in rows]
-    qtok = list(dict.fromkeys(tokenize(query)))
+    docs = [lexical_tokens(r["text"]) + lexical_tokens(r["context"]) for r in rows]
+    qtok = list(dict.fromkeys(lexical_tokens(query)))
     n = len(docs)
     df = {t: sum(1 for d in docs if t in d) for t in qtok}
-    norm = sum(math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in qtok)
+    # A query is weighed as carrying at least lexical_min_terms words that one memory alone holds.
+    rarest = math.log(1 + (n - 1 + 0.5) / (1 + 0.5))
+    norm = max(sum(math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in qtok), p.lexical_min_terms * rarest)
     lex = np.zeros(n)
     known = [t for t in qtok if df[t] > 0]
     if known:
@@ -48,7 +51,8 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
         retriever.index([d if d else [""] for d in docs], show_progress=False)
         # bm25s counts an empty document as one empty token; our index counts it as length 0.
         if all(docs):
-            # float64, or tiny weights (a 1e-307 tier) underflow to 0 in float32 and pass any threshold
+            # In float64: a float32 score makes the whole formula float32, where a tiny threshold
+            # rounds to 0 and a zero score would pass it.
             lex = np.minimum(retriever.get_scores(known).astype(np.float64) * (1 + 1.5) / norm, 1.0)
         else:
             pytest.skip("bm25s cannot index an empty document")
@@ -99,7 +103,7 @@ def assert_exact(bank: MemoryBank, query: str, namespace: str, p: ScoringParams,
 params_strategy = st.builds(
     ScoringParams,
     alpha=st.floats(0, 1), beta=st.floats(0, 1), gamma=st.floats(0, 1), delta=st.floats(0.01, 1),
-    lexical_weight=st.floats(0, 1), similarity_floor=st.floats(0, 0.4), similarity_ceiling=st.floats(0.5, 1),
+    lexical_weight=st.floats(0, 1), lexical_min_terms=st.floats(0, 4), similarity_floor=st.floats(0, 0.4), similarity_ceiling=st.floats(0.5, 1),
     half_life_days=st.floats(0.5, 400), decay=st.sampled_from(["exponential", "linear"]),
     linear_horizon_days=st.floats(1, 400), recency_floor=st.floats(0, 0.5),
     recency_from=st.sampled_from(["created", "last_access"]),
@@ -110,6 +114,7 @@ params_strategy = st.builds(
 
 memory_strategy = st.fixed_dictionaries({
     "words": st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
+    "context": st.one_of(st.none(), st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(" ".join)),
     "namespace": st.sampled_from(["alice", "bob"]),
     "importance": st.floats(0, 1),
     "days": st.integers(0, 450),
@@ -134,7 +139,8 @@ def test_recall_equals_brute_force(tmp_path_factory, embedder, memories, p, quer
         vec = rng.normal(size=embedder.dim).astype(np.float32)
         created = T0 + timedelta(days=m["days"])
         accessed = None if m["accessed_days"] is None else created + timedelta(days=m["accessed_days"])
-        rows.append({"text": " ".join(m["words"]), "namespace": m["namespace"], "importance": m["importance"],
+        rows.append({"text": " ".join(m["words"]), "context": m["context"], "namespace": m["namespace"],
+                     "importance": m["importance"],
                      "created_at": created, "status": m["status"], "access_count": m["access_count"],
                      "last_accessed_at": accessed, "embedding": (vec / np.linalg.norm(vec)).tolist()})
     with MemoryBank.open(folder / "b.duckdb", embedder=embedder) as bank:
@@ -151,6 +157,8 @@ TEXTS = [
     "Finds maths hard", "Finds maths fun now", "Has a dog called Pixel", "Is learning Swedish on Tuesdays",
     "Vegetarian, but eats fish sometimes", "Budget for the holiday is tight this year",
 ]
+CONTEXTS = ["we talked about breakfast and what to drink", "the running club meets in the park",
+            "choosing a database for the project"]
 QUERIES = ["what do I drink in the morning?", "where do I live now", "which database did we pick",
            "how is my running going", "maths", "recommend a dinner for me"]
 
@@ -169,6 +177,7 @@ def test_exact_through_changes_reopen_and_other_processes(bank_path, embedder):
     now = datetime(2026, 11, 1, tzinfo=timezone.utc)
     bank = MemoryBank.open(bank_path, embedder=embedder)
     ids = bank.add_many([{"text": t, "namespace": "alice", "importance": (i % 5) / 5,
+                          "context": CONTEXTS[i % len(CONTEXTS)] if i % 3 == 0 else None,
                           "created_at": T0 + timedelta(days=30 * i)} for i, t in enumerate(TEXTS)])
     _check_all(bank, embedder, now)
     bank.update(ids[0], text="Drinks green tea every morning", importance=0.9)

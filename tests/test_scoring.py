@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from memory_core import ScoringParams
+from memory_core.errors import ValidationError
 from memory_core.scoring import DAY, blend, tier_of, top_k
 
 NOW = 1_800_000_000.0
@@ -115,3 +116,36 @@ def test_parts_add_up_to_the_score():
     shares = parts(p, {k: float(v) for k, v in c.items()})
     assert set(shares) == {"relevance", "recency", "importance", "frequency"}
     assert sum(shares.values()) == pytest.approx(s)
+
+
+# -- lexical relevance: how a query's BM25 becomes a [0, 1] component --------------------------------
+
+
+def test_lexical_relevance_one_common_word_cannot_reach_full_match():
+    """A query of one word ("do you dream?") matches many chatty memories fully; with
+    lexical_min_terms it is weighed as if it carried that many rare words, so it stays partial,
+    while a query with enough distinct words still reaches 1."""
+    from memory_core.index import LexicalIndex
+    from memory_core.scoring import lexical_relevance
+
+    lex = LexicalIndex()
+    for d in (["dream", "big", "plan"], ["dream", "job", "offer"], ["paint", "sunset", "lake"], ["run", "charity", "race"]):
+        lex.append(d)
+    p_off, p_on = ScoringParams(lexical_min_terms=0), ScoringParams(lexical_min_terms=2)
+    raw, idf_sum, rarest = lex.match(["dream"])
+    assert lexical_relevance(p_off, raw, idf_sum, rarest, lex.k1).max() == pytest.approx(1.0)
+    assert lexical_relevance(p_on, raw, idf_sum, rarest, lex.k1).max() < 0.5
+    raw, idf_sum, rarest = lex.match(["paint", "sunset", "lake"])
+    full = lexical_relevance(p_on, raw, idf_sum, rarest, lex.k1)
+    assert full[2] == pytest.approx(1.0) and full[[0, 1, 3]].tolist() == [0.0, 0.0, 0.0]
+    # Off, the normalization is the index's own absolute one.
+    raw, idf_sum, rarest = lex.match(["dream", "sunset"])
+    assert np.allclose(lexical_relevance(p_off, raw, idf_sum, rarest, lex.k1), lex.scores(["dream", "sunset"]))
+    assert lexical_relevance(p_on, *lex.match([])[0:3], lex.k1).tolist() == [0.0] * 4
+
+
+def test_lexical_min_terms_is_validated():
+    with pytest.raises(ValidationError):
+        ScoringParams(lexical_min_terms=-1)
+    with pytest.raises(ValidationError):
+        ScoringParams(lexical_min_terms=math.nan)

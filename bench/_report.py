@@ -1,0 +1,330 @@
+"""BENCHMARKS.md and its plots, regenerated from the JSON results of ``python -m bench``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load(out: Path, name: str) -> dict | None:
+    p = out / f"{name}.json"
+    if not p.exists():
+        return None
+    data = json.loads(p.read_text())
+    return None if "error" in data else data
+
+
+def _f(x: Any, digits: int = 1) -> str:
+    if isinstance(x, (int, float)):
+        if isinstance(x, float) and abs(x) >= 1000:
+            return f"{x:,.0f}"
+        return f"{x:,.{digits}f}" if isinstance(x, float) else f"{x:,}"
+    return str(x)
+
+
+def _img(out: Path, name: str) -> str:
+    p = out / f"{name}.png"
+    if not p.exists():
+        return ""
+    try:
+        rel = p.relative_to(ROOT)
+    except ValueError:
+        rel = p
+    return f"\n![{name}]({rel.as_posix()})\n"
+
+
+# -- plots ---------------------------------------------------------------------------------------
+
+
+def plots(out: Path) -> list[str]:
+    """Write a PNG per benchmark that has something to draw; returns their paths (or HTML when
+    no PNG exporter works offline)."""
+    try:
+        import plotly.graph_objects as go
+    except ImportError:
+        return []
+    if not os.environ.get("BROWSER_PATH"):
+        chromium = shutil.which("chromium") or "/usr/bin/chromium"
+        if Path(chromium).exists():
+            os.environ["BROWSER_PATH"] = chromium  # kaleido drives a local chromium, never downloads one
+    figs = {}
+    imp = _load(out, "import_speed")
+    if imp:
+        e, v = imp["embedding"], imp["with_vectors"]
+        fig = go.Figure(go.Bar(
+            x=["bare model.encode", "import (embedding)", "import (vectors given)"],
+            y=[e["bare_encode_per_s"], e["import_per_s"], v["import_per_s"]],
+            text=[f"{e['bare_encode_per_s']:,.0f}/s", f"{e['import_per_s']:,.0f}/s ({e['import_vs_bare_encode']:.2f}×)",
+                  f"{v['import_per_s']:,.0f}/s"], textposition="outside"))
+        fig.update_layout(title=f"Import throughput ({e['memories']:,} / {v['memories']:,} memories)",
+                          yaxis_title="memories per second", yaxis_type="log")
+        figs["import_speed"] = fig
+    of = _load(out, "overfetch")
+    if of:
+        fig = go.Figure()
+        for ds in ("demo", "locomo"):
+            for preset, r in of.get(ds, {}).items():
+                if isinstance(r, dict) and "differs_share" in r:
+                    xs = [int(n) for n in r["differs_share"]]
+                    fig.add_trace(go.Scatter(x=xs, y=[100 * r["differs_share"][str(n)] for n in xs],
+                                             mode="lines+markers", name=f"{ds}, {preset} (k={r['k']})"))
+        fig.update_layout(title="Over-fetch N by similarity, then re-rank: queries whose top k differs from exact",
+                          xaxis_title="candidates fetched (N)", xaxis_type="log", yaxis_title="% of queries")
+        figs["overfetch"] = fig
+    m0 = _load(out, "mem0_compare")
+    if m0 and m0.get("datasets"):
+        fig = go.Figure()
+        for ds, r in m0["datasets"].items():
+            names = list(r["ratios"])
+            fig.add_trace(go.Bar(x=[n.replace("_", " ") for n in names], y=[r["ratios"][n] for n in names], name=ds))
+        fig.add_hline(y=1, line_dash="dash")
+        fig.update_layout(title="Memory Console vs mem0, same run (ratio > 1: Memory Console better)",
+                          yaxis_type="log", barmode="group")
+        figs["mem0_compare"] = fig
+    written = []
+    for name, fig in figs.items():
+        fig.update_layout(width=900, height=500, template="plotly_white")
+        try:
+            fig.write_image(str(out / f"{name}.png"))
+            written.append(str(out / f"{name}.png"))
+        except Exception:  # no exporter offline: keep an interactive HTML file instead
+            fig.write_html(str(out / f"{name}.html"), include_plotlyjs="cdn")
+            written.append(str(out / f"{name}.html"))
+    return written
+
+
+# -- markdown ------------------------------------------------------------------------------------
+
+
+def _import_md(r: dict, out: Path) -> str:
+    e, v, t = r["embedding"], r["with_vectors"], r["targets"]
+    return f"""## Bulk import at the model's pace (`python -m bench --only import_speed`)
+
+Side by side in one process: the bare model (`Embedder.encode` of the same texts, in the same
+2048-text batches) and `MemoryBank.add_many` of those texts (median of {e['repeats']} alternating
+run(s)); then rows that carry their vectors (median of {v['repeats']}).
+
+| what | figure | target |
+|---|---|---|
+| bare `model.encode`, {e['memories']:,} texts | {_f(e['bare_encode_per_s'])} texts/s | |
+| import with embedding, same texts | {_f(e['import_per_s'])} memories/s (**{e['import_vs_bare_encode']:.2f}×** the bare model) | ≥ {t['import_vs_bare_encode']}× |
+| import of {v['memories']:,} memories carrying vectors | **{_f(v['import_per_s'])} memories/s** | ≥ {t['with_vectors_per_s']:,}/s |
+{_img(out, 'import_speed')}"""
+
+
+def _overfetch_md(r: dict, out: Path) -> str:
+    lines = [f"""## The common shortcut: over-fetch by similarity, then re-rank (`python -m bench --only overfetch`)
+
+For each query, the exact top k (`recall`, every live memory scored) against the top k of the
+N most similar memories re-ranked by the same blended score. "differs" counts queries whose
+top-k set is not the exact one; "missed" counts exact hits the shortcut lost.
+""", "| data | memories (largest namespace) | preset (k) | queries | " +
+             " | ".join(f"N={n}: differs / missed" for n in r["candidates"]) + " |",
+             "|---|---|---|---|" + "---|" * len(r["candidates"])]
+    for ds in ("demo", "locomo"):
+        d = r.get(ds) or {}
+        if "unavailable" in d:
+            lines.append(f"| {ds} | {d['unavailable']} |")
+            continue
+        size = f"{d.get('memories', 0):,} ({d.get('largest_namespace', d.get('memories', 0)):,})"
+        for preset, p in d.items():
+            if isinstance(p, dict) and "differs" in p:
+                cells = " | ".join(f"{p['differs'][str(n)]} ({100 * p['differs_share'][str(n)]:.0f}%) / "
+                                   f"{p['exact_hits_missed'][str(n)]}" for n in r["candidates"])
+                lines.append(f"| {ds} | {size} | {preset} ({p['k']}) | {p['queries']} | {cells} |")
+    lines.append("")
+    lines.append("LoCoMo puts every conversation's turns in one namespace. Where a namespace is smaller than N the "
+                 "shortcut sees every memory and is exact by accident; it stops being exact once the namespace "
+                 "outgrows N, which is why recall scores every live memory.")
+    lines.append(_img(out, "overfetch"))
+    return "\n".join(lines)
+
+
+def _mem0_md(r: dict, out: Path) -> str:
+    if "unavailable" in r:
+        return f"## Side by side with mem0\n\n{r['unavailable']}\n"
+    lines = ["""## Side by side with mem0 (`python -m bench --only mem0_compare`)
+
+Same run, same memories and queries. mem0 2.x open source, fully local: FAISS (cosine), the same
+bundled all-MiniLM-L6-v2 through its huggingface embedder, `infer=False`, telemetry off; search
+with no threshold. Memory Console with its defaults. Adds are one memory per call for both (our
+bulk `add_many` beside it); search latency includes embedding the query for both.
+""", "| data | memories / queries | add/s ours · mem0 (ratio) | bulk add_many/s (ratio) | search p50 ours · mem0 (mem0/ours) | search p95 ours · mem0 (mem0/ours) | LoCoMo recall@10 ours · mem0 |",
+             "|---|---|---|---|---|---|---|"]
+    for ds, d in r["datasets"].items():
+        a, s, q = d["add_per_s"], d["search"], d["ratios"]
+        rec = d.get("recall_at_10")
+        rec_cell = f"{rec['memory_console']:.3f} · {rec['mem0']:.3f} ({rec['questions']} questions)" if rec else "–"
+        lines.append(
+            f"| {ds} | {d['memories']:,} / {d['queries']:,} | {a['memory_console']:.1f} · {a['mem0']:.1f} "
+            f"({q['add_throughput_ours_over_mem0']:.2f}×) | {a['memory_console_add_many']:.0f} "
+            f"({q['bulk_add_throughput_ours_over_mem0']:.0f}×) | {s['memory_console']['p50_ms']:.1f} · "
+            f"{s['mem0']['p50_ms']:.1f} ms ({q['search_p50_mem0_over_ours']:.2f}×) | "
+            f"{s['memory_console']['p95_ms']:.1f} · {s['mem0']['p95_ms']:.1f} ms ({q['search_p95_mem0_over_ours']:.2f}×) | "
+            f"{rec_cell} |")
+    lines.append(_img(out, "mem0_compare"))
+    return "\n".join(lines)
+
+
+def _dashboard_md(r: dict, out: Path) -> str:
+    cs = r.get("cold_start", {})
+    cold = (f"| cold start: `streamlit run app.py` to the first page rendered in chromium | "
+            f"{cs['first_page_rendered_s']:.1f} s (HTML served at {cs['first_html_s']:.1f} s; median of {cs['runs']}) | "
+            f"< {r['targets']['cold_start_s']} s |") if "first_page_rendered_s" in cs else \
+        f"| cold start | {cs.get('unavailable') or cs.get('error') or 'not measured'} | < 10 s |"
+    return f"""## Dashboard speed at {r['memories']:,} memories (`python -m bench --only dashboard`)
+
+One namespace of {r['memories']:,} memories carrying ready-made vectors. Slider and Browse are
+server-side times (what the page waits for), over {r['repeats']} repeats.
+
+| interaction | p50 | p95 | target |
+|---|---|---|---|
+| Tune slider move (what-if re-rank, k=15, exact) | {r['slider_rerank']['p50_ms']:.1f} ms | {r['slider_rerank']['p95_ms']:.1f} ms | < {r['targets']['slider_rerank_ms']} ms |
+| Browse filter: a page of 50 plus the count | {r['browse_filter_page']['p50_ms']:.1f} ms | {r['browse_filter_page']['p95_ms']:.1f} ms | < {r['targets']['browse_filter_page_ms']} ms |
+
+| | figure | target |
+|---|---|---|
+{cold}
+| building the bank (vectors given) | {r['import_with_vectors_s']:.1f} s | |
+"""
+
+
+def _footprint_md(r: dict, out: Path) -> str:
+    i, c = r["import"], r["recall"]
+    return f"""## Memory footprint at {r['memories']:,} memories (`python -m bench --only footprint`)
+
+Synthetic unit vectors in the `embedding` field, one namespace, streamed into `add_many` in
+chunks of 100k; each phase in its own process, peak RSS from `getrusage`. Both processes load the
+embedding model (a bank without vectors takes its dimension from the model; recall embeds the query).
+
+| phase | time | peak RSS | target |
+|---|---|---|---|
+| import of {r['memories']:,} memories | {i['seconds']:.0f} s | {i['peak_rss_mb']:,.0f} MB | |
+| recall process: first recall (builds the namespace index from the store) | {c['first_recall_s']:.1f} s | | |
+| recall process: next recall | {1000 * c['next_recall_s']:.0f} ms | {c['peak_rss_mb']:,.0f} MB | |
+| **peak** | | **{r['peak_rss_mb']:,.0f} MB** | ≤ {r['target_peak_rss_mb']:,} MB |
+
+The bank file and its index cache take {r['bank_on_disk_mb']:,.0f} MB on disk.
+"""
+
+
+def _generic_md(name: str, r: dict) -> str:
+    def flat(d: Any, prefix: str = "") -> list[tuple[str, Any]]:
+        if isinstance(d, dict):
+            return [kv for k, v in d.items() for kv in flat(v, f"{prefix}{k}." if prefix or k else k)]
+        if isinstance(d, list) and len(d) > 8:
+            return [(prefix.rstrip("."), f"{len(d)} values")]
+        return [(prefix.rstrip("."), d)]
+    rows = "\n".join(f"| {k} | {_f(v, 3)} |" for k, v in flat(r) if k not in ("benchmark", "mode", "machine"))
+    return f"## {name} (`python -m bench --only {name}`)\n\n| figure | value |\n|---|---|\n{rows}\n"
+
+
+def _demo_md(r: dict) -> str:
+    rc = r["recall"]
+    return f"""## Demo set (`python -m bench.demo_figures --json bench/results/demo_figures.json`)
+
+{r['memories']} memories, 4 namespaces.
+
+| what | figure |
+|---|---|
+| import (embedding included) | {r['import_per_s']:.0f} memories/s |
+| bare `model.encode` of the same texts, same run | {r['bare_encode_per_s']:.0f} texts/s (import runs at {r['import_vs_bare_encode']:.2f}× the model's pace) |
+| what-if recall, query vector cached | p50 {rc['what_if_cached_vector']['p50_ms']:.2f} ms, p95 {rc['what_if_cached_vector']['p95_ms']:.1f} ms |
+| what-if recall, embedding the query | p50 {rc['what_if_with_embedding']['p50_ms']:.1f} ms, p95 {rc['what_if_with_embedding']['p95_ms']:.1f} ms |
+| recorded recall (access counts + log), vector cached | p50 {rc['recorded_cached_vector']['p50_ms']:.1f} ms, p95 {rc['recorded_cached_vector']['p95_ms']:.1f} ms |
+"""
+
+
+PROFILE_NOTE = """## Profile before optimizing: the import path (issue 6, item 10)
+
+Profiled with cProfile (main thread) and py-spy (the writer thread), importing 100k memories
+that carry their vectors, on this machine while other work ran (load average above 10): before
+the change 20 s, 4.9k memories/s. What the profile showed, by cumulative time:
+
+- 7.4 s opening and closing connections: closing a DuckDB connection checkpoints the file, and
+  the import opened 98 connections for its 49 batches of 2048 rows; the checkpoint grows with the
+  bank.
+- 2.5 s in INSERT and COMMIT themselves.
+- 2.0 s reading every new memory back (`_get_rows`) to build "after" objects the import discarded,
+  and 2.0 s in `_apply_rows` turning the new rows, 384 floats each, into Python lists to update
+  indexes, even when no index was loaded.
+- 2.3 s checking rows (`_normalize_row`; `np.all`/`np.linalg.norm` per vector) and 1.4 s building
+  100k event JSON strings in Python.
+
+What changed: `add_many` streams batches through a writer thread (at most two in flight, so memory
+is bounded) while the model embeds the next batch; back-to-back batches of rows that carry vectors
+(8k rows each) share one connection held at most 1 s (then the file is free for 0.15 s, so
+another process waiting for it gets in), and a batch the model embedded lets the
+file go at once; nothing is read back (loaded indexes are updated from the rows in hand); DuckDB
+writes the "add" events' JSON from the same Arrow table (`to_json(struct_pack(...))`); vector checks
+are cheaper; `import_jsonl` checks the file, then streams it again in batches. After, same script and
+conditions: 10.1k memories/s. What remains: checking rows first (1.8 s, on purpose: a bad row must
+change nothing), INSERT (2.7 s) and COMMIT (4.5 s), of which about 1.5 s is DuckDB compressing the
+float column at checkpoint (measured by forcing it uncompressed, which this change does not do)
+and most of the rest the two primary-key indexes and the WAL. The embedding path is the model's:
+the writer's work overlaps it.
+"""
+
+RENDER = {"import_speed": _import_md, "overfetch": _overfetch_md, "mem0_compare": _mem0_md,
+          "dashboard": _dashboard_md, "footprint": _footprint_md}
+
+
+START = "<!-- generated by python -m bench: edit bench/_report.py, not this part -->"
+END = "<!-- end of the generated part; what follows comes from the other bench scripts named in each section -->"
+
+
+def write(path: Path, generated: str) -> None:
+    """Put ``generated`` in ``path`` between the START and END markers, keeping everything else:
+    the sections written from other scripts (LoCoMo, tuning, reliability) live outside them."""
+    block = f"{START}\n{generated.rstrip()}\n{END}\n"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        tail = rest.split(END, 1)[1].lstrip("\n")
+        text = f"{head}{block}\n{tail}" if tail else f"{head}{block}"
+    else:
+        text = f"{block}\n{text}" if text else block
+    path.write_text(text, encoding="utf-8")
+
+
+def markdown(out: Path, modules: dict[str, Any]) -> str:
+    """BENCHMARKS.md from the result files in ``out`` (modules may render their own section)."""
+    run = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
+    machine = next((d["machine"] for name in modules if (d := _load(out, name)) and "machine" in d), "unknown")
+    loads = [x for name in modules if (d := _load(out, name)) for x in d.get("load_average_1min", [])]
+    load_note = (f" The machine's 1-minute load average during the run was {min(loads):.0f}–{max(loads):.0f} "
+                 "(2 cores): absolute times are that much slower than on an idle machine, ratios much less so."
+                 if loads else "")
+    if os.environ.get("BENCH_NOTE"):
+        load_note += " " + os.environ["BENCH_NOTE"]
+    parts = [f"""# Benchmarks
+
+Regenerated by `python -m bench` (full mode; `--quick` for small sizes) from the JSON files in
+`bench/results/`, each holding the raw figures of the run that produced its table. Machine:
+{machine}, no GPU, shared with other work while measuring. Each figure is a median over repeated
+runs; comparisons are ratios measured side by side in the same run. Last run: {run.get('started_at', '?')}
+({run.get('mode', '?')} mode).{load_note}
+"""]
+    for name, module in modules.items():
+        r = _load(out, name)
+        if r is None:
+            err = out / f"{name}.json"
+            if err.exists():
+                parts.append(f"## {name}\n\nThe last run failed: {json.loads(err.read_text())['error']}\n")
+            continue
+        if callable(getattr(module, "markdown", None)):
+            parts.append(module.markdown(r))
+        elif name in RENDER:
+            parts.append(RENDER[name](r, out))
+        else:
+            parts.append(_generic_md(name, r))
+    parts.append(PROFILE_NOTE)
+    demo = _load(out, "demo_figures")
+    if demo:
+        parts.append(_demo_md(demo))
+    return "\n".join(parts)

@@ -1,0 +1,85 @@
+"""Memory footprint (issue 6, item 9): peak RSS of importing 1M memories and of a recall process.
+
+The bank is built from synthetic unit vectors carried in the ``embedding`` field (no need to
+embed a million texts), streamed into ``add_many`` in chunks of 100k rows. Each phase runs in its
+own child process and reports its peak resident set (``getrusage``'s ``ru_maxrss``):
+
+- import: a fresh process writing every memory into one namespace;
+- recall: a fresh process (model loaded, as an agent's would be) opening the bank and recalling,
+  which builds that namespace's index from the store, then recalling again from the saved index.
+
+    python -m bench --only footprint
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench._util import ROOT, machine
+
+CHUNK = 100_000
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def _child_import(path: str, n: int) -> dict:
+    from memory_core import MemoryBank
+
+    from bench._util import synthetic_rows, unit_vectors
+
+    t = time.perf_counter()
+    with MemoryBank.open(path) as bank:  # no model: every row carries its vector
+        dim = 384
+        for start in range(0, n, CHUNK):
+            m = min(CHUNK, n - start)
+            bank.add_many(synthetic_rows(m, seed=start, vectors=unit_vectors(m, dim, seed=start)))
+    return {"seconds": time.perf_counter() - t, "peak_rss_mb": _peak_mb()}
+
+
+def _child_recall(path: str) -> dict:
+    from memory_core import MemoryBank
+    from memory_core.embed import get_embedder
+
+    get_embedder().encode_one("what did I decide about the database project?")
+    with MemoryBank.open(path) as bank:
+        t = time.perf_counter()
+        bank.recall("what did I decide about the database project?", namespace="big", record=False)
+        first = time.perf_counter() - t
+        t = time.perf_counter()
+        bank.recall("which city did I move to?", namespace="big", record=False)
+        second = time.perf_counter() - t
+    return {"first_recall_s": first, "next_recall_s": second, "peak_rss_mb": _peak_mb()}
+
+
+def _spawn(*args: str) -> dict:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    out = subprocess.run([sys.executable, "-m", "bench.footprint", *args], cwd=ROOT, env=env,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run(quick: bool, smallest: bool = False) -> dict:
+    n = 1_000 if smallest else 50_000 if quick else 1_000_000
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "big.duckdb")
+        imp = _spawn("import", path, str(n))
+        rec = _spawn("recall", path)
+        size = sum(p.stat().st_size for p in Path(tmp).rglob("*") if p.is_file())
+    return {"machine": machine(), "memories": n, "namespaces": 1, "import": imp, "recall": rec,
+            "bank_on_disk_mb": size / 2**20,
+            "peak_rss_mb": max(imp["peak_rss_mb"], rec["peak_rss_mb"]), "target_peak_rss_mb": 2560}
+
+
+if __name__ == "__main__":
+    what = sys.argv[1]
+    res = _child_import(sys.argv[2], int(sys.argv[3])) if what == "import" else _child_recall(sys.argv[2])
+    print(json.dumps(res))

@@ -1,0 +1,104 @@
+"""The benchmark entry point at its smallest sizes, so the benchmark code cannot rot.
+
+No timing is asserted (speed goals live in bench/ as ratios); the results must have the fields
+BENCHMARKS.md is built from, with sane values, and the over-fetch comparison must report how
+many queries differ from exact recall.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# About a minute on an idle 2-core machine; a machine shared with other work needs the margin.
+pytestmark = pytest.mark.timeout(1800)
+
+
+@pytest.fixture(scope="module")
+def smallest_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bench")
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--smallest", "--out", str(out), "--markdown", str(out / "BENCHMARKS.md")],
+        cwd=ROOT, capture_output=True, text=True, timeout=1700,
+        env={**__import__("os").environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+def load(out: Path, name: str) -> dict:
+    data = json.loads((out / f"{name}.json").read_text())
+    assert "error" not in data, data.get("error")
+    assert data["benchmark"] == name and data["mode"] == "smallest" and data["machine"]
+    return data
+
+
+def test_every_discovered_benchmark_ran_and_wrote_json(smallest_run: Path):
+    summary = json.loads((smallest_run / "run.json").read_text())
+    assert {"import_speed", "recall_scale", "overfetch", "mem0_compare", "dashboard", "footprint"} <= set(
+        summary["benchmarks"])
+    assert all(b["status"] == "ok" for b in summary["benchmarks"].values()), summary
+
+
+def test_import_reports_the_ratio_to_the_bare_model(smallest_run: Path):
+    r = load(smallest_run, "import_speed")
+    assert r["embedding"]["import_per_s"] > 0 and r["embedding"]["bare_encode_per_s"] > 0
+    assert r["embedding"]["import_vs_bare_encode"] == pytest.approx(
+        r["embedding"]["import_per_s"] / r["embedding"]["bare_encode_per_s"])
+    assert r["with_vectors"]["import_per_s"] > 0
+
+
+def test_recall_scale_checks_exactness_and_loads_only_recalled_namespaces(smallest_run: Path):
+    r = load(smallest_run, "recall_scale")
+    for size in r["scale"]:
+        assert size["exact_checked"] > 0 and size["exact_equal_brute_force"] == size["exact_checked"]
+        assert size["recall"]["p95_ms"] >= size["recall"]["p50_ms"] > 0 and size["bare_faiss_flat"]["p50_ms"] > 0
+        assert size["retrievals_logged"] == r["queries_per_size"]  # recorded recalls all reached the log
+    t = r["tenants"]
+    assert 0 < t["namespaces_loaded"] <= t["namespaces_recalled"]  # a recall loads its own namespace only
+
+
+def test_overfetch_counts_queries_that_differ_from_exact(smallest_run: Path):
+    r = load(smallest_run, "overfetch")
+    for ds in ("demo", "locomo"):
+        if "unavailable" in r[ds]:
+            continue
+        for preset in ("generative-agents", "weighted-recall"):
+            p = r[ds][preset]
+            assert p["queries"] > 0
+            for n in r["candidates"]:
+                assert 0 <= p["differs"][str(n)] <= p["queries"]
+                assert p["exact_hits_missed"][str(n)] >= 0
+            # fetching fewer candidates can only lose more of the exact top k
+            missed = [p["exact_hits_missed"][str(n)] for n in sorted(r["candidates"], reverse=True)]
+            assert missed == sorted(missed)
+
+
+def test_mem0_comparison_reports_positive_ratios(smallest_run: Path):
+    r = load(smallest_run, "mem0_compare")
+    if importlib.util.find_spec("mem0") is None:
+        assert "not installed" in r["unavailable"]
+        return
+    assert r["datasets"]
+    for d in r["datasets"].values():
+        assert all(v > 0 for v in d["ratios"].values()), d["ratios"]
+        assert d["search"]["memory_console"]["p50_ms"] > 0 and d["search"]["mem0"]["p95_ms"] > 0
+
+
+def test_dashboard_and_footprint_figures(smallest_run: Path):
+    d = load(smallest_run, "dashboard")
+    assert d["slider_rerank"]["p50_ms"] > 0 and d["browse_filter_page"]["p95_ms"] >= d["browse_filter_page"]["p50_ms"]
+    f = load(smallest_run, "footprint")
+    assert f["peak_rss_mb"] >= f["recall"]["peak_rss_mb"] > 0 and f["bank_on_disk_mb"] > 0
+
+
+def test_markdown_and_plots_are_regenerated(smallest_run: Path):
+    text = (smallest_run / "BENCHMARKS.md").read_text()
+    for heading in ("Bulk import", "Recall at scale", "over-fetch", "mem0", "Dashboard speed", "Memory footprint"):
+        assert heading.lower() in text.lower()
+    assert any(smallest_run.glob("*.png")) or any(smallest_run.glob("*.html"))

@@ -1,0 +1,263 @@
+"""Hostile input: every call either works or raises a typed error, and after an error nothing changed.
+
+Property-based (hypothesis) over the public API (add, add_many, update, recall, memories and count
+filters) and the JSONL importer: random unicode and control characters, 1 MB strings, NaN and
+infinities, wrong types, nulls, duplicate ids, dates far in the past and future. "Works" is
+checked too: what was stored reads back exactly. SQL is built with parameters only: filters
+carrying SQL (through the library and the dashboard's Browse search) match literally and inject
+nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from streamlit.testing.v1 import AppTest
+
+from memory_core import MemoryBank, MemoryCoreError, ScoringParams
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+HOSTILE = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+BIG = ["a" * 1_000_000, "é" * 999_999 + "\u202e", ("tea " * 250_000)[:1_000_000], "x" * 1_000_001]
+
+texts = st.one_of(
+    st.text(max_size=200),  # any unicode, control characters and surrogates excluded by hypothesis itself
+    st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=50),
+    st.sampled_from(["", " ", "\x00", "a\x00b", "\u200b", "\ud7ff", "'; DROP TABLE memories; --",
+                           "Robert'); DELETE FROM memories; --", "%", "_", "\\", "\n\r\t"]),
+)
+numbers = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(min_value=-10**30, max_value=10**30))
+times = st.one_of(
+    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
+                 timezones=st.sampled_from([timezone.utc, timezone(timedelta(hours=14)), timezone(timedelta(hours=-12))])),
+    st.dates(), st.sampled_from(["0001-01-01", "9999-12-31T23:59:59", "0001-01-01T00:00:00+05:00",
+                                 "9999-12-31T23:59:59-05:00", "2026-13-45", "yesterday", "", "NaN"]),
+    numbers,
+)
+junk = st.one_of(st.none(), st.booleans(), numbers, texts, st.binary(max_size=20), st.lists(st.integers(), max_size=3),
+                 st.dictionaries(st.text(max_size=5), st.integers(), max_size=2), times)
+
+
+@pytest.fixture(scope="module")
+def hostile_bank(tmp_path_factory, embedder):
+    path = tmp_path_factory.mktemp("hostile") / "hostile.duckdb"
+    bank = MemoryBank.open(path, embedder=embedder)
+    bank.add_many([{"text": t, "namespace": "alice", "created_at": "2026-01-05"} for t in
+                   ("Drinks tea every morning", "Moved to Berlin in August", "Uses 100% recycled paper_bags")])
+    yield bank
+    bank.close()
+
+
+def snapshot(bank: MemoryBank) -> str:
+    """A digest of everything in the file that an operation could change."""
+    con = duckdb.connect(str(bank.path), read_only=True)
+    try:
+        h = hashlib.sha256()
+        for table in ("meta", "memories", "events", "retrievals", "retrieval_hits", "presets", "conflicts"):
+            for row in con.execute(f"SELECT * FROM {table} ORDER BY ALL").fetchall():
+                h.update(repr(row).encode("utf-8", "surrogatepass"))
+        return h.hexdigest()
+    finally:
+        con.close()
+
+
+def attempt(bank: MemoryBank, call) -> tuple[bool, object]:
+    """Run ``call``; an error must be typed and leave the bank as it was."""
+    before = snapshot(bank)
+    try:
+        return True, call()
+    except MemoryCoreError:
+        assert snapshot(bank) == before, "a refused call changed the bank"
+        return False, None
+
+
+def _normal_time(value) -> datetime | None:
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+    return None
+
+
+@HOSTILE
+@given(text=st.one_of(texts, st.sampled_from(BIG)), namespace=st.one_of(texts, junk), importance=st.one_of(numbers, junk), created_at=times,
+       kind=st.one_of(st.sampled_from(["explicit", "inferred"]), junk),
+       category=st.one_of(st.sampled_from(["preference", "other"]), junk))
+def test_add_works_or_refuses_cleanly(hostile_bank, text, namespace, importance, created_at, kind, category):
+    ok, mid = attempt(hostile_bank, lambda: hostile_bank.add(
+        text, namespace=namespace, importance=importance, created_at=created_at, kind=kind, category=category,
+        detect_conflicts=False))
+    if ok:
+        m = hostile_bank.get(mid)
+        assert m.text == text and m.namespace == namespace and m.importance == float(importance)
+        if _normal_time(created_at) is not None:
+            assert abs((m.created_at - _normal_time(created_at)).total_seconds()) < 1e-3
+
+
+@HOSTILE
+@given(rows=st.one_of(
+    junk,
+    st.lists(st.one_of(junk, st.fixed_dictionaries({"text": texts}, optional={
+        "namespace": st.one_of(texts, junk), "importance": numbers, "created_at": times,
+        "id": st.one_of(st.integers(min_value=-5, max_value=2**63), junk), "status": junk,
+        "embedding": st.one_of(junk, st.lists(numbers, max_size=4)), "access_count": junk,
+        "pinned": junk, "surprise": junk})), max_size=4)))
+def test_add_many_is_all_or_nothing(hostile_bank, rows):
+    n = hostile_bank.count(status=None)
+    ok, ids = attempt(hostile_bank, lambda: hostile_bank.add_many(rows))
+    if ok:
+        assert len(ids) == len(rows) and hostile_bank.count(status=None) == n + len(rows)
+        for mid, row in zip(ids, rows):
+            assert hostile_bank.get(mid).text == row["text"]
+
+
+@HOSTILE
+@given(field=st.sampled_from(["text", "namespace", "importance", "created_at", "kind", "category", "pinned",
+                              "source", "status", "embedding", "id"]),
+       value=st.one_of(junk, texts, times), target=st.one_of(st.just("existing"), junk))
+def test_update_works_or_refuses_cleanly(hostile_bank, field, value, target):
+    mid = hostile_bank.memories("alice", limit=1, order="oldest")[0].id if target == "existing" else target
+    ok, m = attempt(hostile_bank, lambda: hostile_bank.update(mid, **{field: value}))
+    if ok:
+        assert getattr(m, field) == value or field == "created_at"
+
+
+@HOSTILE
+@given(query=st.one_of(texts, junk), namespace=st.one_of(st.just("alice"), texts, junk), now=st.one_of(st.none(), times),
+       k=st.one_of(st.none(), numbers, junk), threshold=st.one_of(st.none(), numbers, junk),
+       params=st.one_of(st.none(), st.sampled_from(["default", "weighted-recall", "nope", "'; --"]), junk),
+       record=st.one_of(st.booleans(), junk))
+def test_recall_works_or_refuses_cleanly(hostile_bank, query, namespace, now, k, threshold, params, record):
+    ok, hits = attempt(hostile_bank, lambda: hostile_bank.recall(
+        query, namespace=namespace, now=now, k=k, threshold=threshold, params=params, record=record))
+    if ok:
+        assert isinstance(hits, list) and all(h.memory.namespace == namespace for h in hits)
+        assert all(math.isfinite(h.score) for h in hits)
+
+
+@HOSTILE
+@given(filters=st.dictionaries(
+    st.sampled_from(["kind", "category", "contains", "pinned", "min_importance", "max_importance", "created_after",
+                     "created_before", "used_after", "used_before", "tier", "now", "order", "limit", "offset",
+                     "status", "namespace", "bogus"]),
+    st.one_of(junk, texts), max_size=4))
+def test_memory_filters_work_or_refuse_cleanly(hostile_bank, filters):
+    for call in (lambda: hostile_bank.memories(**filters),
+                 lambda: hostile_bank.count(**{k: v for k, v in filters.items() if k not in ("order", "limit", "offset")})):
+        ok, result = attempt(hostile_bank, call)
+        if ok and isinstance(result, list) and isinstance(filters.get("contains"), str) and filters["contains"]:
+            assert all(filters["contains"].lower() in m.text.lower() for m in result)
+
+
+def _json_value():
+    return st.one_of(st.none(), st.booleans(), st.integers(min_value=-2**70, max_value=2**70),
+                     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=30),
+                     st.lists(st.integers(), max_size=3))
+
+
+@HOSTILE
+@given(lines=st.lists(st.one_of(
+    st.text(max_size=80),  # not JSON at all
+    st.sampled_from(["{", "[]", "null", "NaN", '{"text": NaN}', '{"text": "ok", "importance": Infinity}',
+                     '{"text": "dup", "id": 7}', '{"text": "dup 2", "id": 7}', '{"text": "\\u0000"}',
+                     '{"text": "far", "created_at": "0001-01-01T00:00:00+05:00"}',
+                     '{"text": "' + "b" * 1_000_001 + '"}']),
+    st.builds(lambda d: json.dumps(d, allow_nan=True), st.fixed_dictionaries(
+        {"text": st.one_of(texts, _json_value())},
+        optional={"id": _json_value(), "namespace": _json_value(), "importance": _json_value(),
+                  "created_at": st.one_of(_json_value(), st.sampled_from(["9999-12-31", "1899-12-31", "2026-02-30"])),
+                  "status": _json_value(), "embedding": _json_value()})),
+), min_size=1, max_size=5), skip=st.booleans())
+def test_import_jsonl_refuses_bad_lines_by_number_and_changes_nothing(hostile_bank, lines, skip):
+    n = hostile_bank.count(status=None)
+    data = "\n".join(lines) + "\n"
+    ok, report = attempt(hostile_bank, lambda: hostile_bank.import_jsonl(io.StringIO(data),
+                                                                            on_error="skip" if skip else "refuse"))
+    if ok:
+        assert hostile_bank.count(status=None) == n + report.added
+        if not skip:
+            assert report.errors == []
+
+
+INJECTIONS = ["'; DROP TABLE memories; --", "x' OR '1'='1", "%' OR 1=1 --", "\" OR \"\"=\"", "alice' --",
+              "); DELETE FROM events; --", "1; UPDATE meta SET value = '0'", "%", "_"]
+
+
+@pytest.mark.parametrize("payload", INJECTIONS)
+def test_filters_carrying_sql_match_literally(hostile_bank, payload):
+    before = snapshot(hostile_bank)
+    found = hostile_bank.memories(contains=payload, status=None, limit=None)
+    assert all(payload.lower() in m.text.lower() for m in found)
+    assert hostile_bank.count(namespace=payload) == 0
+    for key in ("kind", "category", "status", "order", "tier"):
+        with pytest.raises(MemoryCoreError):
+            hostile_bank.memories(**{key: payload})
+    assert hostile_bank.recall(payload, namespace=payload, record=False) == []
+    assert hostile_bank.conflicts(namespace=payload) == [] and hostile_bank.merges(namespace=payload) == []
+    assert hostile_bank.stats(namespace=payload)["total"] == 0
+    assert snapshot(hostile_bank) == before
+    if payload == "%":
+        assert [m.text for m in found] == ["Uses 100% recycled paper_bags"]
+
+
+def test_browse_search_with_sql_injects_nothing(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "browse.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        bank.add_many([{"text": "Drinks tea every morning", "namespace": "alice"},
+                       {"text": "Works night shifts", "namespace": "bob"}])
+    monkeypatch.setenv("MEMCTL_BANK", str(path))
+    for payload in INJECTIONS[:4] + ["%"]:
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.session_state["namespace_choice"] = "(all)"
+        at.session_state["browse_contains"] = payload  # the "Text contains" box, as typed
+        at.run()
+        at.switch_page("pages/browse.py").run()
+        assert not at.exception, at.exception
+        assert at.text_input(key="browse_contains").value == payload
+        assert any("No memory matches" in m.value for m in at.markdown), "the payload matched literally: nothing"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.count(status=None) == 2 and len(bank.events(limit=100)) == 2
+
+
+# Everything spliced into SQL text in memory_core, reviewed: column and table names from fixed
+# tuples, WHERE clauses built by _where/_filters with ? placeholders, ORDER BY from a fixed map,
+# LIMIT as int(), quoted file paths. A new interpolation fails here until it is reviewed.
+REVIEWED_SQL_PIECES = {
+    "bank.py": {"', '.join(sets)", "_EVENT_COLUMNS", "col", "extra", "int(limit)", "page", "where",
+                # label(): a fixed "col = ? AND ..." string; feedback_log(): the keyword AND or WHERE
+                "same", "'AND' if where else 'WHERE'"},
+    "store.py": {"_sql_string(backup)", "_sql_string(dest)", "col", "cols", "order", "page", "quoted", "table",
+                 "where", "<sql>", "<stmt>",
+                 # insert_memories: "col := col" pairs from the fixed _ADD_EVENT_FIELDS
+                 "after"},
+}
+
+
+def test_sql_text_interpolates_only_reviewed_pieces():
+    import ast
+
+    root = Path(__file__).resolve().parent.parent / "memory_core"
+    found: dict[str, set[str]] = {}
+    for f in sorted(root.glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("execute", "sql", "executemany") and node.args):
+                continue
+            arg = node.args[0]
+            if isinstance(arg, ast.JoinedStr):
+                pieces = {ast.unparse(v.value) for v in arg.values if isinstance(v, ast.FormattedValue)}
+            elif isinstance(arg, ast.Constant):
+                continue
+            else:
+                pieces = {f"<{ast.unparse(arg)}>"}
+            found.setdefault(f.name, set()).update(pieces)
+    unreviewed = {name: sorted(p - REVIEWED_SQL_PIECES.get(name, set())) for name, p in found.items()}
+    assert not any(unreviewed.values()), f"SQL built from unreviewed values: {unreviewed}"
