@@ -274,3 +274,74 @@ def test_a_held_file_gives_a_clear_error_after_a_bounded_wait_and_waits_long_eno
         _kill([holder])
         patient.close()
         hasty.close()
+
+
+# A process that opens the bank and adds one memory (with its own vector: no model needed).
+_OPENER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from memory_core import MemoryBank
+
+    bank = MemoryBank.open(sys.argv[1], lock_timeout=60)
+    mid = bank.add("Added while the lock file was held", embedding=[1.0] + [0.0] * 383)
+    bank.close()
+    Path(sys.argv[2]).write_text(str(mid))
+    """
+)
+
+
+def _open_files(pid: int) -> set[str]:
+    out = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            out.add(os.readlink(fd))
+        except OSError:  # closed between listing and reading
+            pass
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads a process's open files from /proc")
+def test_no_process_opens_the_database_file_while_another_holds_the_lock_file(tmp_path: Path) -> None:
+    """DuckDB reads a file's headers before it takes its own lock, so two processes taking turns
+    can lose a commit (bench/duckdb_header_race.py reproduces it). Store therefore takes
+    ``<bank>.lock`` first: while another process holds that lock, an opener must not have the
+    database file (or its WAL) open at all, and once the lock is released it opens, writes, and
+    nothing is lost."""
+    import fcntl
+
+    folder = tmp_path / "lockfile"
+    folder.mkdir()
+    path = folder / "bank.duckdb"
+    MemoryBank.open(path).close()
+    lock = open(str(path) + ".lock", "a+b")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    done = folder / "added"
+    proc = _start(_OPENER, folder, "opener", str(path), str(done))
+    try:
+        # Wait until the opener is waiting for the lock file (it has it open), then watch it.
+        lock_name = str(path) + ".lock"
+        deadline = time.monotonic() + 60
+        while lock_name not in _open_files(proc.pid):
+            assert proc.poll() is None, f"the opener ended while the lock was held\n{_logs(folder)}"
+            assert time.monotonic() < deadline, f"the opener never reached the lock file\n{_logs(folder)}"
+            time.sleep(0.02)
+        watched_until = time.monotonic() + 1.5
+        while time.monotonic() < watched_until:
+            files = _open_files(proc.pid)
+            assert not {str(path), str(path) + ".wal"} & files, (
+                f"the opener opened the database file while another process held {lock_name}")
+            assert not done.exists()
+            time.sleep(0.01)
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
+    try:
+        assert proc.wait(timeout=60) == 0, _logs(folder)
+    finally:
+        _kill([proc])
+    bank = MemoryBank.open(path)
+    try:
+        assert bank.get(int(done.read_text())).text == "Added while the lock file was held"
+    finally:
+        bank.close()
