@@ -1925,7 +1925,9 @@ class MemoryBank:
         Feedback is an event (logged with action ``feedback``). Giving feedback again for the same
         retrieval **replaces** the earlier feedback (``replaced`` is then true): one answer per
         recall. A hard delete of a returned memory erases the stored answer (it may quote the
-        memory) and keeps the decisions. Raises ``NotFoundError`` for an unknown retrieval and ``ValidationError`` when a
+        memory) and keeps the decisions. Each memory's ``use_count`` follows in the same
+        transaction (a replaced feedback's uses come off first), and other processes rank with
+        it after their next catch-up. Raises ``NotFoundError`` for an unknown retrieval and ``ValidationError`` when a
         used id is not among the retrieval's hits, when nothing is given, or for wrong types;
         nothing changes then.
         """
@@ -2056,8 +2058,8 @@ class MemoryBank:
 
     def usage_counts(self, namespace: str | None = None) -> dict[int, int]:
         """How many times the answer used each memory, by memory id (from feedback; memories
-        never used are absent). Access statistics weighted by use rather than by retrieval: a
-        frequency component can read these instead of ``access_count``."""
+        never used are absent). Each memory also carries this as ``Memory.use_count``, which
+        ranking reads with ``ScoringParams(frequency_from="uses")``."""
         where, params = ("WHERE f.namespace = ?", [check_namespace(namespace)]) if namespace is not None else ("", [])
         with self._session(write=False) as con:
             rows = con.execute(

@@ -296,3 +296,25 @@ def test_presets_round_trip_frequency_from_and_old_presets_default_to_retrievals
         from memory_core.scoring import blend
         blend(USES, similarity=np.ones(1), lexical=np.zeros(1), created=np.zeros(1), last_access=np.full(1, np.nan),
               importance=np.zeros(1), access_count=np.zeros(1), now=0.0)
+
+
+def test_the_tuner_tries_frequency_from_uses_when_the_labels_need_it(bank, embedder):
+    """Labels say the memory the answers used is the relevant one: only frequency_from="uses" can
+    tell the twins apart, so the tuner (starting from "retrievals") proposes it, the same way for a
+    given seed."""
+    from memory_core import tuning
+
+    used, never = twins(bank, embedder)
+    for rid in recall_both(bank, 2):
+        bank.feedback(rid, used_ids=[used])
+    for q in (QUERY, "morning drink", "what do I have for breakfast to drink", "hot drinks"):
+        bank.label("u", q, used, relevant=True)
+        bank.label("u", q, never, relevant=False)
+    labeled = tuning.prepare(bank, bank.labels(namespace="u"), now=NOW)
+    base = RETRIEVALS.replace(k=1)
+    assert labeled.evaluate(base).precision == 0.0  # the tie goes to the smaller id: the unused twin
+    result = tuning.tune(labeled, base, folds=2, trials=20, seed=4)
+    assert result.proposal.frequency_from == "uses" and result.changes["frequency_from"] == ("retrievals", "uses")
+    assert result.fit.precision == 1.0 and result.cv_mean > result.cv_base_mean
+    again = tuning.tune(labeled, base, folds=2, trials=20, seed=4)
+    assert again.proposal == result.proposal and again.cv == result.cv
