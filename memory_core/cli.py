@@ -359,7 +359,8 @@ def preset_list(obj: _Context) -> None:
         for name, p in bank.presets().items():
             mark = "*" if name == active else " "
             click.echo(f"{mark} {name:<20} α={p.alpha:g} β={p.beta:g} γ={p.gamma:g} δ={p.delta:g} "
-                       f"lexical={p.lexical_weight:g} half-life={p.half_life_days:g}d k={p.k} threshold={p.threshold:g}")
+                       f"lexical={p.lexical_weight:g} half-life={p.half_life_days:g}d k={p.k} threshold={p.threshold:g} "
+                       f"frequency-from={p.frequency_from}")
 
 
 @preset.command(name="save")

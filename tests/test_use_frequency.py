@@ -318,3 +318,24 @@ def test_the_tuner_tries_frequency_from_uses_when_the_labels_need_it(bank, embed
     assert result.fit.precision == 1.0 and result.cv_mean > result.cv_base_mean
     again = tuning.tune(labeled, base, folds=2, trials=20, seed=4)
     assert again.proposal == result.proposal and again.cv == result.cv
+
+
+def test_memctl_saves_a_uses_preset_and_shows_use_counts(bank_path, embedder):
+    from click.testing import CliRunner
+
+    from memory_core.cli import cli
+
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        used, _ = twins(bank, embedder)
+        bank.feedback(recall_both(bank, 1)[0], used_ids=[used])
+    run = lambda *args: CliRunner().invoke(cli, ["--bank", str(bank_path), *args])  # noqa: E731
+    saved = run("preset", "save", "by-use", "--set", "frequency_from=uses")
+    assert saved.exit_code == 0, saved.output
+    listed = run("preset", "list")
+    assert next(line for line in listed.output.splitlines() if "by-use" in line).endswith("frequency-from=uses")
+    refused = run("preset", "save", "often", "--set", "frequency_from=often")
+    assert refused.exit_code != 0 and "frequency_from" in refused.output
+    shown = run("show", str(used))
+    assert shown.exit_code == 0 and any(line.split() == ["use_count:", "1"] for line in shown.output.splitlines())
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        assert bank.preset("by-use").frequency_from == "uses" and "often" not in bank.presets()
