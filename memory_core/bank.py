@@ -419,8 +419,8 @@ class MemoryBank:
             return None
         cached = NamespaceIndex.load(self.index_folder, namespace, self.model, self.dim)
         live = con.sql(
-            "SELECT id, seq, importance, access_count, use_count, content_hash, " + ", ".join(_INFO_COLUMNS) +
-            " FROM memories WHERE namespace = ? AND status = 'active'", params=[namespace],
+            f"SELECT id, seq, importance, access_count, use_count, content_hash, {', '.join(_INFO_COLUMNS)} "
+            "FROM memories WHERE namespace = ? AND status = 'active'", params=[namespace],
         ).to_arrow_table().to_pydict() if cached is not None else {}
         seq_now = Store.change_seq(con)
         rebuild = cached is None
