@@ -55,6 +55,7 @@ INDEX_MODES = ("exact", "ivf")
 # What a Memory needs beyond the index's arrays, kept per row so recall never opens the file for it.
 _INFO_COLUMNS = ("text", "kind", "category", "created_at", "updated_at", "last_accessed_at", "pinned", "source",
                  "embedding_model", "superseded_by", "merged_into", "context")
+_INFO_SQL = ", ".join(_INFO_COLUMNS)  # fixed column names, never input
 _OPEN_BANKS: "weakref.WeakSet[MemoryBank]" = weakref.WeakSet()
 
 
@@ -419,7 +420,7 @@ class MemoryBank:
             return None
         cached = NamespaceIndex.load(self.index_folder, namespace, self.model, self.dim)
         live = con.sql(
-            f"SELECT id, seq, importance, access_count, use_count, content_hash, {', '.join(_INFO_COLUMNS)} "
+            f"SELECT id, seq, importance, access_count, use_count, content_hash, {_INFO_SQL} "
             "FROM memories WHERE namespace = ? AND status = 'active'", params=[namespace],
         ).to_arrow_table().to_pydict() if cached is not None else {}
         seq_now = Store.change_seq(con)
