@@ -29,7 +29,7 @@ import numpy as np
 
 from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN, STOPWORDS_SWEDISH
 
-from .scoring import ScoringParams, blend, lexical_relevance, top_k, upper_bound
+from .scoring import ScoringParams, blend, lexical_relevance, prior_bounds, top_k, upper_bound
 
 FORMAT_VERSION = 2  # 2: lexical_tokens (a longer stop list) and memories' context
 
@@ -273,6 +273,8 @@ class NamespaceIndex:
         self.mode = "exact"  # or "ivf": the bank's opt-in approximate dense search
         self._sq: _Sq8 | None = None
         self._ivf: _Ivf | None = None
+        self._proj: _Projection | None = None
+        self._prior: _Priors | None = None
 
     _ARRAYS = ("ids", "emb", "created", "last_access", "importance", "access_count")
 
@@ -295,6 +297,8 @@ class NamespaceIndex:
         r = self.row_of[mid]
         self.created[r], self.last_access[r] = created, last_access
         self.importance[r], self.access_count[r] = importance, access_count
+        if self._prior is not None:
+            self._prior.changed(r)
         self.importance_max = max(self.importance_max, float(importance))
         self.access_count_max = max(self.access_count_max, float(access_count))
 
@@ -352,10 +356,13 @@ class NamespaceIndex:
         if r is None:
             return
         last = self.n - 1
-        for side in (self._sq, self._ivf):
+        for side in (self._sq, self._ivf, self._proj):
             if side is not None:
                 side.changed(r)  # the last row's vector moves into r
                 side.changed(last)  # and the next memory appended takes the last row's place
+        if self._prior is not None:
+            self._prior.changed(r)
+            self._prior.changed(last)
         if r != last:
             for name in self._ARRAYS:
                 arr = getattr(self, name)
@@ -382,6 +389,9 @@ class NamespaceIndex:
     PRUNE_FIRST_SCAN = 4096
     # Approximate (IVF) search is used only from this size on; smaller namespaces stay exact.
     APPROX_MIN_ROWS = 50_000
+    # The projected bound gives way to the quantized first pass when more than this share of the
+    # rows could reach the k-th best score by it.
+    PROJECTED_MAX_SHARE = 1 / 4
 
     def rank(self, params: ScoringParams, query_tokens: list[str], vector: np.ndarray, now: float) -> "Ranking":
         """The top ``params.k`` rows reaching ``params.threshold`` by the blended score, best first.
@@ -407,7 +417,9 @@ class NamespaceIndex:
             ranking.approximate = True
             return ranking.finish(self._ivf_candidates(q, lex_rows, lex_vals, params))
         if n >= self.PRUNE_MIN_ROWS:
-            rows = self._pruned_candidates(ranking)
+            rows = self._projected_candidates(ranking)
+            if rows is None:
+                rows = self._pruned_candidates(ranking)
             if rows is not None:
                 ranking.stats["pruned"] = True
                 return ranking.finish(rows)
@@ -421,6 +433,61 @@ class NamespaceIndex:
 
     def _side_stale(self, side: "_Sq8 | _Ivf | None") -> bool:
         return side is None or len(side.dirty) + max(0, self.n - side.m) > max(2000, self.n // 20)
+
+    def _priors(self, params: ScoringParams, now: float) -> "_Priors":
+        pri = self._prior
+        if (pri is None or pri.params != params or now < pri.t0
+                or len(pri.dirty) + max(0, self.n - pri.m) > max(1024, self.n // 32)):
+            n = self.n
+            pri = self._prior = _Priors(params, now, *prior_bounds(
+                params, created=self.created[:n], last_access=self.last_access[:n],
+                importance=self.importance[:n], access_count=self.access_count[:n], now=now))
+            # A recall logged after ``now`` would raise the recency a later query sees: score exactly.
+            pri.dirty.update(np.flatnonzero(self.last_access[:n] > now).tolist())
+        return pri
+
+    def _projected_candidates(self, ranking: "Ranking") -> np.ndarray | None:
+        """Rows that can still be in the top k, bounded without reading whole vectors; or None
+        when the bound cannot rule out enough rows (then the 8-bit first pass runs).
+
+        A row's similarity is at most its projection on the namespace's principal directions
+        times the query's, plus the product of the two distances from that subspace (exact, by
+        Cauchy-Schwarz on the orthogonal rest); with :func:`scoring.prior_bounds` that bounds the
+        whole blended score at a sixth of a full scan's reading. The best rows by bound are scored
+        exactly first, setting a k-th best score; then every row whose bound reaches it (or the
+        threshold) is scored exactly. A row left out has a bound strictly below it, so it can
+        neither enter the top k nor tie with it. Rows changed since a side structure was built are
+        always scored exactly.
+        """
+        if self._side_stale(self._proj):
+            self._proj = _Projection(self.emb[: self.n])
+        pr, p, n, q = self._proj, ranking.params, self.n, ranking.query
+        pri = self._priors(p, ranking.now)
+        m = min(pr.m, pri.m, n)
+        pending = np.fromiter((r for r in pr.dirty | pri.dirty if r < n), dtype=np.int64)
+        if n > m:
+            pending = np.concatenate([pending, np.arange(m, n, dtype=np.int64)])
+        qc = (q @ pr.basis).astype(np.float32)
+        q_rest = float(np.linalg.norm(q.astype(np.float64) - pr.basis.astype(np.float64) @ qc.astype(np.float64)))
+        cos_ub = _dot(pr.coords[:m], qc) + (q_rest * pr.rest[:m] + pr.slack)
+        dense_ub = np.clip((cos_ub - p.similarity_floor) / (p.similarity_ceiling - p.similarity_floor), 0.0, 1.0)
+        ub = pri.rest[:m] + pri.dense_gain[:m] * dense_ub
+        lex = ranking.lex_rows < m
+        ub[ranking.lex_rows[lex]] += pri.lexical_gain[ranking.lex_rows[lex]] * ranking.lex_vals[lex]
+        first = min(m, max(8 * p.k, 64))
+        top = np.argpartition(-ub, first - 1)[:first] if first else np.zeros(0, dtype=np.int64)
+        ranking.exact(np.union1d(top, pending))
+        level = max(ranking.kth_best(), p.threshold)
+        reach = ub >= level
+        ranking.stats.update(projected=True, reach=int(np.count_nonzero(reach)))
+        if ranking.stats["reach"] > m * self.PROJECTED_MAX_SHARE:
+            return None
+        reach[top] = True
+        cand = np.flatnonzero(reach)
+        if pending.size:
+            cand = np.union1d(cand, pending)
+        ranking.stats["candidates"] = int(cand.size)
+        return cand
 
     def _pruned_candidates(self, ranking: "Ranking") -> np.ndarray | None:
         """Rows that can still be in the top k, or None when pruning would not pay (score all)."""
@@ -600,7 +667,14 @@ class Ranking:
 
     def exact(self, rows: np.ndarray) -> np.ndarray:
         """Score rows not scored yet and remember their scores (they tighten the k-th best)."""
-        new = np.setdiff1d(rows, self._seen_rows, assume_unique=False)
+        rows = np.asarray(rows, dtype=np.int64)
+        if self._seen_rows.size:
+            pos = np.minimum(np.searchsorted(self._seen_rows, rows), self._seen_rows.size - 1)
+            new = rows[self._seen_rows[pos] != rows]
+        else:
+            new = rows
+        if new.size > 1 and np.any(new[1:] <= new[:-1]):
+            new = np.unique(new)  # callers mostly pass sorted unique rows; the others need it
         if new.size:
             score, _ = self.score_rows(new)
             allrows = np.concatenate([self._seen_rows, new])
@@ -641,6 +715,56 @@ class Ranking:
         self.scores, self.components = self.score_rows(chosen)
         self.stats.setdefault("candidates", int(candidates.size))
         return self
+
+
+class _Priors:
+    """:func:`scoring.prior_bounds` of a namespace's rows for one parameter setting, computed at
+    ``t0``: valid for recalls at ``t0`` or later, for rows below ``m`` not marked dirty since."""
+
+    def __init__(self, params: ScoringParams, t0: float, rest: np.ndarray, dense_gain: np.ndarray,
+                 lexical_gain: np.ndarray):
+        self.params, self.t0, self.m = params, t0, len(rest)
+        self.rest, self.dense_gain, self.lexical_gain = rest, dense_gain, lexical_gain
+        self.dirty: set[int] = set()
+
+    def changed(self, row: int) -> None:
+        if row < self.m:
+            self.dirty.add(row)
+
+
+class _Projection:
+    """Rows 0..m-1 (as of the build) on the vectors' top principal directions: their coordinates
+    there (float32) and their distance from that subspace. Sentence embeddings keep about half of
+    their length in the top 64 of 384 directions, so the rest is short and the bound tight."""
+
+    DIMS = 64
+
+    def __init__(self, emb: np.ndarray):
+        self.m, d = emb.shape
+        self.dirty: set[int] = set()
+        rng = np.random.default_rng(0)
+        sample = emb[np.sort(rng.choice(self.m, min(self.m, 20_000), replace=False))].astype(np.float64)
+        _, _, vt = np.linalg.svd(sample, full_matrices=False)
+        dims = min(self.DIMS, d, len(sample))
+        self.basis = np.ascontiguousarray(vt[:dims].T, dtype=np.float32)  # (d, dims), orthonormal columns
+        basis64 = self.basis.astype(np.float64)
+        self.coords = np.empty((self.m, dims), dtype=np.float32)
+        self.rest = np.empty(self.m, dtype=np.float64)
+        err = 0.0
+        for s in range(0, self.m, 65536):
+            chunk = emb[s:s + 65536].astype(np.float64)
+            coords = chunk @ basis64
+            self.coords[s:s + 65536] = coords
+            self.rest[s:s + 65536] = np.linalg.norm(chunk - coords @ basis64.T, axis=1)
+            # float32 coordinates differ from the exact ones by this much at most, per row
+            err = max(err, float(np.abs(self.coords[s:s + 65536] - coords).sum(axis=1).max(initial=0.0)))
+        # What rounding can add: the stored coordinates' error (|q_i| <= 1), float32 products and
+        # sums in the scan, and the float32 similarity recall itself computes.
+        self.slack = err + 1e-4
+
+    def changed(self, row: int) -> None:
+        if row < self.m:
+            self.dirty.add(row)
 
 
 class _Sq8:
