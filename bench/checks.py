@@ -99,7 +99,8 @@ def brute_force(path: Path | str, namespace: str, query: str, qvec: np.ndarray, 
     con = duckdb.connect(str(path), read_only=True)
     try:
         rows = con.execute(
-            "SELECT id, text, embedding, created_at, last_accessed_at, importance, access_count, context FROM memories "
+            "SELECT id, text, embedding, created_at, last_accessed_at, importance, access_count, context, use_count "
+            "FROM memories "
             "WHERE namespace = ? AND status = 'active' ORDER BY id", [namespace]).fetchall()
     finally:
         con.close()
@@ -112,18 +113,20 @@ def brute_force(path: Path | str, namespace: str, query: str, qvec: np.ndarray, 
     score, _ = blend(p, similarity=emb @ qvec.astype(np.float32), lexical=_bm25([lexical_tokens(r[1]) + lexical_tokens(r[7]) for r in rows], query, p),
                      created=created, last_access=np.array([ts(r[4]) for r in rows]),
                      importance=np.array([r[5] for r in rows], dtype=np.float64),
-                     access_count=np.array([r[6] for r in rows], dtype=np.float64), now=now.timestamp())
+                     access_count=np.array([r[6] for r in rows], dtype=np.float64),
+                     use_count=np.array([r[8] for r in rows], dtype=np.float64), now=now.timestamp())
     keep = [(int(i), float(s)) for i, s, c in zip(ids, score, created) if c <= now.timestamp() and s >= p.threshold]
     keep.sort(key=lambda x: (-x[1], x[0]))
     return keep[: p.k]
 
 
 def recall_matches_brute_force(bank: MemoryBank, queries: list[str], *, now: datetime | None = None,
-                               k: int = 1000) -> list[str]:
+                               k: int = 1000, params: ScoringParams | None = None) -> list[str]:
     """Compare recall (what-if, so nothing changes) with brute force for every namespace and
-    query, over the whole ranking (``k`` up to 1000, threshold 0). Returns the mismatches."""
+    query, over the whole ranking (``k`` up to 1000, threshold 0) under ``params`` (default:
+    ``ScoringParams()``). Returns the mismatches."""
     now = now or datetime.now(timezone.utc)
-    p = ScoringParams().replace(k=k, threshold=0.0)
+    p = (params or ScoringParams()).replace(k=k, threshold=0.0)
     problems = []
     for ns, n in bank.namespaces():
         if not n:

@@ -55,6 +55,7 @@ INDEX_MODES = ("exact", "ivf")
 # What a Memory needs beyond the index's arrays, kept per row so recall never opens the file for it.
 _INFO_COLUMNS = ("text", "kind", "category", "created_at", "updated_at", "last_accessed_at", "pinned", "source",
                  "embedding_model", "superseded_by", "merged_into", "context")
+_INFO_SQL = ", ".join(_INFO_COLUMNS)  # fixed column names, never input
 _OPEN_BANKS: "weakref.WeakSet[MemoryBank]" = weakref.WeakSet()
 
 
@@ -89,7 +90,7 @@ def _memory_from_index(idx: NamespaceIndex, r: int) -> Memory | None:
         importance=float(idx.importance[r]), created_at=to_aware(created), updated_at=to_aware(updated),
         last_accessed_at=to_aware(last), access_count=int(idx.access_count[r]), status="active",
         pinned=bool(pinned), source=source, content_hash=idx.hashes[r], embedding_model=model,
-        superseded_by=superseded_by, merged_into=merged_into, context=context,
+        superseded_by=superseded_by, merged_into=merged_into, context=context, use_count=int(idx.use_count[r]),
     )
 
 
@@ -106,6 +107,7 @@ def _memory_from_row(row: dict[str, Any]) -> Memory:
         status=row["status"], pinned=bool(row["pinned"]), source=row["source"],
         content_hash=row["content_hash"], embedding_model=row["embedding_model"],
         superseded_by=row["superseded_by"], merged_into=row["merged_into"], context=row.get("context"),
+        use_count=int(row.get("use_count") or 0),
     )
 
 
@@ -286,7 +288,7 @@ class MemoryBank:
             idx = self._indexes.get(row["namespace"])
             if idx is not None and mid in idx.row_of and row["status"] == "active":
                 idx.set_fields(mid, _ts(row["created_at"]), _ts(row["last_accessed_at"]),
-                               float(row["importance"]), float(row["access_count"]))
+                               float(row["importance"]), float(row["access_count"]), float(row["use_count"]))
                 info = idx.info[idx.row_of[mid]]
                 if info is not None:
                     idx.set_info(mid, info[:5] + (row["last_accessed_at"],) + info[6:])
@@ -395,15 +397,16 @@ class MemoryBank:
                 continue
             fields = (_ts(cols["created_at"][i]), _ts(cols["last_accessed_at"][i]),
                       float(cols["importance"][i]), float(cols["access_count"][i]))
+            uses = float(cols["use_count"][i])
             r = idx.row_of.get(mid)
             if r is not None and idx.hashes[r] == cols["content_hash"][i]:
-                idx.set_fields(mid, *fields)
+                idx.set_fields(mid, *fields, uses)
                 idx.set_info(mid, _info(cols, i))
             else:
                 if vectors is None:
                     vectors = Store.embeddings_of(rows, self.dim)
                 idx.upsert(mid, vectors[i], memory_tokens(cols["text"][i], cols["context"][i]),
-                           cols["content_hash"][i], *fields, info=_info(cols, i))
+                           cols["content_hash"][i], *fields, info=_info(cols, i), use_count=uses)
 
     # -- namespace indexes ---------------------------------------------------------------------
 
@@ -417,8 +420,8 @@ class MemoryBank:
             return None
         cached = NamespaceIndex.load(self.index_folder, namespace, self.model, self.dim)
         live = con.sql(
-            "SELECT id, seq, importance, access_count, content_hash, " + ", ".join(_INFO_COLUMNS) +
-            " FROM memories WHERE namespace = ? AND status = 'active'", params=[namespace],
+            f"SELECT id, seq, importance, access_count, use_count, content_hash, {_INFO_SQL} "
+            "FROM memories WHERE namespace = ? AND status = 'active'", params=[namespace],
         ).to_arrow_table().to_pydict() if cached is not None else {}
         seq_now = Store.change_seq(con)
         rebuild = cached is None
@@ -443,7 +446,8 @@ class MemoryBank:
         if not rebuild:  # a rebuild read these fields in this same transaction already
             for i, mid in enumerate(live["id"]):
                 idx.set_fields(mid, _ts(live["created_at"][i]), _ts(live["last_accessed_at"][i]),
-                               float(live["importance"][i]), float(live["access_count"][i]))
+                               float(live["importance"][i]), float(live["access_count"][i]),
+                               float(live["use_count"][i]))
                 idx.set_info(mid, _info(live, i))
         idx.seq = seq_now
         self._indexes[namespace] = idx
@@ -464,6 +468,7 @@ class MemoryBank:
             list(cols["content_hash"]), np.array([_ts(t) for t in cols["created_at"]]),
             np.array([_ts(t) for t in cols["last_accessed_at"]]), np.asarray(cols["importance"], dtype=np.float64),
             np.asarray(cols["access_count"], dtype=np.float64), [_info(cols, i) for i in range(rows.num_rows)],
+            use_count=np.asarray(cols["use_count"], dtype=np.float64),
         )
 
     def _save_index(self, idx: NamespaceIndex) -> None:
@@ -538,7 +543,7 @@ class MemoryBank:
             raise ValidationError(f"each memory must be a mapping (dict), got {type(row).__name__}")
         known = {"id", "text", "namespace", "importance", "kind", "category", "created_at", "updated_at",
                  "last_accessed_at", "access_count", "status", "pinned", "source", "embedding",
-                 "embedding_model", "content_hash", "superseded_by", "merged_into", "context"}
+                 "embedding_model", "content_hash", "superseded_by", "merged_into", "context", "use_count"}
         unknown = set(row) - known
         if unknown:
             raise ValidationError(f"unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
@@ -569,6 +574,11 @@ class MemoryBank:
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ValidationError(f"access_count must be a whole number >= 0, got {count!r}")
         out["access_count"] = count
+        # An export carries how often each memory was used; a merge passes its members' sum.
+        uses = row.get("use_count", 0)
+        if isinstance(uses, bool) or not isinstance(uses, int) or not 0 <= uses < 2**31:
+            raise ValidationError(f"use_count must be a whole number >= 0, got {uses!r}")
+        out["use_count"] = uses
         for key in ("id", "superseded_by", "merged_into"):
             v = row.get(key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1 or v >= 2**62):
@@ -738,6 +748,7 @@ class MemoryBank:
                 np.array([_ts(r["last_accessed_at"]) for r in rows]),
                 np.array([r["importance"] for r in rows], dtype=np.float64),
                 np.array([r["access_count"] for r in rows], dtype=np.float64),
+                use_count=np.array([r["use_count"] for r in rows], dtype=np.float64),
             )
             if idx.changes_since_save >= _SAVE_EVERY:
                 self._save_index(idx)
@@ -1794,7 +1805,7 @@ class MemoryBank:
             return Candidates(
                 ids=copy(idx.ids) if n else np.zeros(0, dtype=np.int64), created=copy(idx.created),
                 last_access=copy(idx.last_access), importance=copy(idx.importance),
-                access_count=copy(idx.access_count), similarity=sim, lexical_raw=lex, idf_sum=idf_sum,
+                access_count=copy(idx.access_count), use_count=copy(idx.use_count), similarity=sim, lexical_raw=lex, idf_sum=idf_sum,
                 max_idf=max_idf, k1=idx.lexical.k1 if n else 1.5, now=at,
                 pairs={k: set(v) for k, v in (pairs or {}).items()}, row_of=dict(idx.row_of) if n else {},
             )
@@ -1915,7 +1926,9 @@ class MemoryBank:
         Feedback is an event (logged with action ``feedback``). Giving feedback again for the same
         retrieval **replaces** the earlier feedback (``replaced`` is then true): one answer per
         recall. A hard delete of a returned memory erases the stored answer (it may quote the
-        memory) and keeps the decisions. Raises ``NotFoundError`` for an unknown retrieval and ``ValidationError`` when a
+        memory) and keeps the decisions. Each memory's ``use_count`` follows in the same
+        transaction (a replaced feedback's uses come off first), and other processes rank with
+        it after their next catch-up. Raises ``NotFoundError`` for an unknown retrieval and ``ValidationError`` when a
         used id is not among the retrieval's hits, when nothing is given, or for wrong types;
         nothing changes then.
         """
@@ -1972,19 +1985,46 @@ class MemoryBank:
         else:
             decisions = []
 
-        with self._session() as con:
-            replaced = con.execute("SELECT count(*) FROM feedback WHERE retrieval_id = ?", [rid]).fetchone()[0] > 0
-            con.execute("DELETE FROM feedback_hits WHERE retrieval_id = ?", [rid])
-            con.execute("DELETE FROM feedback WHERE retrieval_id = ?", [rid])
-            con.execute("INSERT INTO feedback VALUES (?, ?, ?, ?, ?, ?)",
-                        [rid, namespace, to_naive_utc(given_at), self.actor, answer, helpful])
-            if decisions:
-                con.executemany("INSERT INTO feedback_hits VALUES (?, ?, ?, ?, ?)",
-                                [[rid, d.memory_id, d.used, d.decided_by, d.similarity] for d in decisions])
-            Store.log_event(con, self.actor, "feedback", None, None,
-                            {"retrieval_id": rid, "used_ids": [d.memory_id for d in decisions if d.used],
-                             "decided_by": decisions[0].decided_by if decisions else None, "helpful": helpful},
-                            given_at, note="replaced earlier feedback" if replaced else None)
+        with self._lock:  # the write and taking its counts into the indexes, as one step
+            rows = None
+            with self._session() as con:
+                replaced = con.execute("SELECT count(*) FROM feedback WHERE retrieval_id = ?", [rid]).fetchone()[0] > 0
+                # use_count: the replaced feedback's uses come off, the new ones go on, in this transaction.
+                delta: dict[int, int] = {}
+                for (mid,) in con.execute("SELECT DISTINCT memory_id FROM feedback_hits WHERE retrieval_id = ? AND used",
+                                          [rid]).fetchall():
+                    delta[int(mid)] = delta.get(int(mid), 0) - 1
+                for mid in {d.memory_id for d in decisions if d.used}:
+                    delta[mid] = delta.get(mid, 0) + 1
+                delta = {mid: n for mid, n in delta.items() if n}
+                con.execute("DELETE FROM feedback_hits WHERE retrieval_id = ?", [rid])
+                con.execute("DELETE FROM feedback WHERE retrieval_id = ?", [rid])
+                con.execute("INSERT INTO feedback VALUES (?, ?, ?, ?, ?, ?)",
+                            [rid, namespace, to_naive_utc(given_at), self.actor, answer, helpful])
+                if decisions:
+                    con.executemany("INSERT INTO feedback_hits VALUES (?, ?, ?, ?, ?)",
+                                    [[rid, d.memory_id, d.used, d.decided_by, d.similarity] for d in decisions])
+                Store.log_event(con, self.actor, "feedback", None, None,
+                                {"retrieval_id": rid, "used_ids": [d.memory_id for d in decisions if d.used],
+                                 "decided_by": decisions[0].decided_by if decisions else None, "helpful": helpful},
+                                given_at, note="replaced earlier feedback" if replaced else None)
+                if delta:
+                    seq = Store.next_seq(con)  # other processes' indexes take the new counts by sequence
+                    table = pa.table({"id": pa.array(list(delta), pa.int64()),
+                                      "n": pa.array(list(delta.values()), pa.int64())})
+                    con.register("_uses", table)
+                    try:
+                        # Never below 0: an imported or merged memory's count need not match the feedback rows.
+                        con.execute("UPDATE memories SET use_count = greatest(memories.use_count + _uses.n, 0), seq = ? "
+                                    "FROM _uses WHERE memories.id = _uses.id", [seq])
+                    finally:
+                        con.unregister("_uses")
+                    rows = Store.fetch_rows(con, "id IN (SELECT unnest(?))", [list(delta)], with_embedding=True)
+            if rows is not None:
+                self._synced_seq = seq
+                for idx in self._indexes.values():
+                    idx.seq = seq
+                self._apply_rows(rows)
         return Feedback(retrieval_id=rid, namespace=namespace, given_at=given_at, answer=answer, helpful=helpful,
                         hits=tuple(decisions), replaced=bool(replaced))
 
@@ -2019,8 +2059,8 @@ class MemoryBank:
 
     def usage_counts(self, namespace: str | None = None) -> dict[int, int]:
         """How many times the answer used each memory, by memory id (from feedback; memories
-        never used are absent). Access statistics weighted by use rather than by retrieval: a
-        frequency component can read these instead of ``access_count``."""
+        never used are absent). Each memory also carries this as ``Memory.use_count``, which
+        ranking reads with ``ScoringParams(frequency_from="uses")``."""
         where, params = ("WHERE f.namespace = ?", [check_namespace(namespace)]) if namespace is not None else ("", [])
         with self._session(write=False) as con:
             rows = con.execute(

@@ -359,7 +359,8 @@ def preset_list(obj: _Context) -> None:
         for name, p in bank.presets().items():
             mark = "*" if name == active else " "
             click.echo(f"{mark} {name:<20} α={p.alpha:g} β={p.beta:g} γ={p.gamma:g} δ={p.delta:g} "
-                       f"lexical={p.lexical_weight:g} half-life={p.half_life_days:g}d k={p.k} threshold={p.threshold:g}")
+                       f"lexical={p.lexical_weight:g} half-life={p.half_life_days:g}d k={p.k} threshold={p.threshold:g} "
+                       f"frequency-from={p.frequency_from}")
 
 
 @preset.command(name="save")
@@ -896,7 +897,10 @@ def tune(obj: _Context, namespace: str | None, set_name: str | None, objective: 
     click.echo(f"  proposal (held out) {_scores_line(result.held_out)}")
     click.echo(f"  {base_name:<19} {_scores_line(result.held_out_base)}")
     if result.changes:
-        click.echo("proposed changes: " + ", ".join(f"{k} {a:g} → {b:g}" for k, (a, b) in result.changes.items()))
+        def g(v: Any) -> str:  # numbers compactly; a choice such as frequency_from as its name
+            return v if isinstance(v, str) else f"{v:g}"
+
+        click.echo("proposed changes: " + ", ".join(f"{k} {g(a)} → {g(b)}" for k, (a, b) in result.changes.items()))
     else:
         click.echo(f"no setting beat {base_name}: keep it")
     if save_as:

@@ -258,6 +258,7 @@ class NamespaceIndex:
         self.last_access = np.zeros(cap, dtype=np.float64)
         self.importance = np.zeros(cap, dtype=np.float64)
         self.access_count = np.zeros(cap, dtype=np.float64)
+        self.use_count = np.zeros(cap, dtype=np.float64)
         self.hashes: list[str] = []
         # Per row, what a Memory needs beyond the arrays (text, kind, dates...; see MemoryBank), so
         # recall can hand out hits without opening the database; None until the bank fills it.
@@ -270,13 +271,14 @@ class NamespaceIndex:
         # index lives (a removal leaves them as they were, still a valid bound).
         self.importance_max = 0.0
         self.access_count_max = 0.0
+        self.use_count_max = 0.0
         self.mode = "exact"  # or "ivf": the bank's opt-in approximate dense search
         self._sq: _Sq8 | None = None
         self._ivf: _Ivf | None = None
         self._proj: _Projection | None = None
         self._prior: _Priors | None = None
 
-    _ARRAYS = ("ids", "emb", "created", "last_access", "importance", "access_count")
+    _ARRAYS = ("ids", "emb", "created", "last_access", "importance", "access_count", "use_count")
 
     def __len__(self) -> int:
         return self.n
@@ -292,13 +294,17 @@ class NamespaceIndex:
             new[: self.n] = old[: self.n]
             setattr(self, name, new)
 
-    def set_fields(self, mid: int, created: float, last_access: float, importance: float, access_count: float) -> None:
-        """Update the scoring fields of a memory already in the index."""
+    def set_fields(self, mid: int, created: float, last_access: float, importance: float, access_count: float,
+                   use_count: float | None = None) -> None:
+        """Update the scoring fields of a memory already in the index (``use_count`` None: keep it)."""
         r = self.row_of[mid]
         self.created[r], self.last_access[r] = created, last_access
         self.importance[r], self.access_count[r] = importance, access_count
         if self._prior is not None:
             self._prior.changed(r)
+        if use_count is not None:
+            self.use_count[r] = use_count
+            self.use_count_max = max(self.use_count_max, float(use_count))
         self.importance_max = max(self.importance_max, float(importance))
         self.access_count_max = max(self.access_count_max, float(access_count))
 
@@ -308,7 +314,7 @@ class NamespaceIndex:
 
     def upsert(self, mid: int, vector: np.ndarray, tokens: list[str], content_hash: str,
                created: float, last_access: float, importance: float, access_count: float,
-               info: tuple | None = None) -> None:
+               info: tuple | None = None, use_count: float = 0.0) -> None:
         """Add a memory, or replace it whole when its id is already indexed."""
         if mid in self.row_of:
             self.remove(mid)
@@ -321,13 +327,14 @@ class NamespaceIndex:
         self.lexical.append(tokens)
         self.row_of[mid] = r
         self.n += 1
-        self.set_fields(mid, created, last_access, importance, access_count)
+        self.set_fields(mid, created, last_access, importance, access_count, use_count)
         self.changes_since_save += 1
 
     def add_many(self, ids: np.ndarray, vectors: np.ndarray, token_lists: list[list[str]], hashes: list[str],
                  created: np.ndarray, last_access: np.ndarray, importance: np.ndarray,
-                 access_count: np.ndarray, infos: list[tuple | None] | None = None) -> None:
-        """Append memories that are not yet indexed, in bulk."""
+                 access_count: np.ndarray, infos: list[tuple | None] | None = None,
+                 use_count: np.ndarray | None = None) -> None:
+        """Append memories that are not yet indexed, in bulk (``use_count`` None: all 0)."""
         m = len(ids)
         if m == 0:
             return
@@ -342,6 +349,9 @@ class NamespaceIndex:
         self.importance[sl], self.access_count[sl] = importance, access_count
         self.importance_max = max(self.importance_max, float(np.max(importance)))
         self.access_count_max = max(self.access_count_max, float(np.max(access_count)))
+        self.use_count[sl] = 0.0 if use_count is None else use_count
+        if use_count is not None:
+            self.use_count_max = max(self.use_count_max, float(np.max(use_count)))
         self.hashes.extend(hashes)
         self.info.extend(infos if infos is not None else [None] * m)
         for i, tokens in enumerate(token_lists):
@@ -441,7 +451,8 @@ class NamespaceIndex:
             n = self.n
             pri = self._prior = _Priors(params, now, *prior_bounds(
                 params, created=self.created[:n], last_access=self.last_access[:n],
-                importance=self.importance[:n], access_count=self.access_count[:n], now=now))
+                importance=self.importance[:n], access_count=self.access_count[:n],
+                use_count=self.use_count[:n], now=now))
             # A recall logged after ``now`` would raise the recency a later query sees: score exactly.
             pri.dirty.update(np.flatnonzero(self.last_access[:n] > now).tolist())
         return pri
@@ -498,7 +509,8 @@ class NamespaceIndex:
         pending = self._pending_rows(sq)
         lex_rows, lex_vals = ranking.lex_rows, ranking.lex_vals
         k = max(self.PRUNE_FIRST_SCAN, self.n // 50)
-        bound = dict(importance_max=self.importance_max, access_count_max=self.access_count_max)
+        bound = dict(importance_max=self.importance_max, access_count_max=self.access_count_max,
+                     use_count_max=self.use_count_max)
         while True:
             k = min(k, sq.m)
             with _one_thread():
@@ -661,7 +673,7 @@ class Ranking:
         sim = _dot(i.emb[rows], self.query)
         score, comps = blend(self.params, similarity=sim, lexical=self._lexical(rows), created=i.created[rows],
                              last_access=i.last_access[rows], importance=i.importance[rows],
-                             access_count=i.access_count[rows], now=self.now)
+                             access_count=i.access_count[rows], use_count=i.use_count[rows], now=self.now)
         # An "as of" recall must not see memories written after that moment.
         return np.where(i.created[rows] <= self.now, score, -np.inf), comps
 
@@ -701,7 +713,7 @@ class Ranking:
             lexical[self.lex_rows] = self.lex_vals
             score, comps = blend(p, similarity=i.similarities(self.query), lexical=lexical, created=i.created[:n],
                                  last_access=i.last_access[:n], importance=i.importance[:n],
-                                 access_count=i.access_count[:n], now=self.now)
+                                 access_count=i.access_count[:n], use_count=i.use_count[:n], now=self.now)
             score = np.where(i.created[:n] <= self.now, score, -np.inf)
             chosen = top_k(score, i.ids[:n], p.k, p.threshold)
             self.rows, self.scores = chosen.astype(np.int64), score[chosen]

@@ -122,6 +122,7 @@ class Candidate:
     access_count: int
     kind: str
     category: str
+    use_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,7 @@ class MergePreview:
     category: str
     path: str
     detail: str
+    use_count: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``created_at`` as ISO 8601)."""
@@ -175,6 +177,7 @@ class MergePreview:
             "importance": self.importance,
             "created_at": self.created_at.isoformat(),
             "access_count": self.access_count,
+            "use_count": self.use_count,
             "kind": self.kind,
             "category": self.category,
             "path": self.path,
@@ -471,7 +474,8 @@ def merged_fields(members: Sequence[Candidate]) -> dict[str, Any]:
     """The fields of the memory that replaces ``members`` (everything but the text).
 
     importance: the highest (merging must not demote a central fact); created_at: the newest (the
-    fact was still true then); access_count: the sum (all past uses were uses of this fact); kind:
+    fact was still true then); access_count and use_count: the sums (all past retrievals and uses
+    were of this fact); kind:
     ``"explicit"`` if any member was stated by the user, else ``"inferred"``; category: the most
     common, ties going to the category of the most important member (then the newest, then the
     lowest id).
@@ -487,6 +491,7 @@ def merged_fields(members: Sequence[Candidate]) -> dict[str, Any]:
         "importance": max(float(m.importance) for m in members),
         "created_at": max(m.created_at for m in members),
         "access_count": sum(int(m.access_count) for m in members),
+        "use_count": sum(int(getattr(m, "use_count", 0)) for m in members),
         "kind": "explicit" if any(m.kind == "explicit" for m in members) else "inferred",
         "category": category,
     }
@@ -786,7 +791,8 @@ def candidates(bank: Any, namespace: str, exclude: set[int] | None = None) -> li
         if m is None or m.pinned or mid in held or (exclude and mid in exclude):
             continue
         out.append(Candidate(id=mid, text=m.text, content_hash=m.content_hash, vector=vec, importance=m.importance,
-                             created_at=m.created_at, access_count=m.access_count, kind=m.kind, category=m.category))
+                             created_at=m.created_at, access_count=m.access_count, kind=m.kind, category=m.category,
+                             use_count=m.use_count))
     return out
 
 

@@ -40,6 +40,9 @@ class Memory:
     # Text that situates the memory for retrieval (e.g. the conversation turns around it): matched
     # lexically alongside ``text`` by recall, never shown as the memory itself.
     context: str | None = None
+    # How many recalls' answers used this memory (feedback decided it), where ``access_count``
+    # counts every recall that returned it; ScoringParams.frequency_from picks which one ranks.
+    use_count: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, dates as ISO 8601 strings."""

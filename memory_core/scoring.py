@@ -16,7 +16,9 @@ The blended score of a memory for a query is::
   cannot reach full lexical relevance on its own.
 * recency decays from creation or last access: ``exp(−ln2·age/half_life)`` or
   ``1 − age/linear_horizon``, never below ``recency_floor``.
-* frequency = ``min(1, frequency_base + frequency_step·access_count)``.
+* frequency = ``min(1, frequency_base + frequency_step·count)``, where count is the memory's
+  ``access_count`` (recalls that returned it) with ``frequency_from="retrievals"``, or its
+  ``use_count`` (recalls whose answer used it, from feedback) with ``frequency_from="uses"``.
 * tier multiplies by ``tier_hot`` / ``tier_warm`` / ``tier_cold`` by the time since the memory
   was last touched (created or recalled): hot < 7 days ≤ warm ≤ 90 days < cold.
 
@@ -40,6 +42,7 @@ DAY = 86400.0
 HOT_DAYS = 7.0
 COLD_DAYS = 90.0
 COMPONENTS = ("similarity", "lexical", "recency", "importance", "frequency")
+FREQUENCY_FROM = ("retrievals", "uses")  # what ScoringParams.frequency_from may name
 
 
 def tier_of(age_days: float) -> str:
@@ -82,6 +85,10 @@ class ScoringParams:
     recency_from: str = "created"
     frequency_base: float = 0.5
     frequency_step: float = 0.1
+    # What frequency counts: "retrievals" (every recall that returned the memory) or "uses" (only
+    # the recalls whose answer used it, as MemoryBank.feedback decided): a memory recalled often
+    # but never used then gains nothing from being recalled.
+    frequency_from: str = "retrievals"
     tier_hot: float = 1.0
     tier_warm: float = 1.0
     tier_cold: float = 1.0
@@ -94,7 +101,7 @@ class ScoringParams:
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in ("decay", "recency_from"):
+            if f.name in ("decay", "recency_from", "frequency_from"):
                 if not isinstance(value, str):
                     raise ValidationError(f"{f.name} must be a string, got {type(value).__name__}")
                 continue
@@ -130,6 +137,10 @@ class ScoringParams:
         if self.recency_from not in ("created", "last_access"):
             raise ValidationError(
                 f"recency_from must be 'created' or 'last_access', got {self.recency_from!r}"
+            )
+        if self.frequency_from not in FREQUENCY_FROM:
+            raise ValidationError(
+                f"frequency_from must be 'retrievals' or 'uses', got {self.frequency_from!r}"
             )
 
     @classmethod
@@ -203,13 +214,16 @@ def blend(
     importance: np.ndarray,
     access_count: np.ndarray,
     now: float,
+    use_count: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Blended scores of n memories, and their components.
 
     Times are POSIX seconds; ``last_access`` is NaN for a memory never recalled, and an access
     after ``now`` (an "as of" view of the past) counts as no access. ``similarity`` is raw cosine,
-    ``lexical`` already normalized to [0, 1]. Returns ``(score, components)`` where components
-    maps each name in :data:`COMPONENTS` (plus ``relevance`` and ``tier``) to an array.
+    ``lexical`` already normalized to [0, 1]. Frequency counts ``access_count`` or, with
+    ``params.frequency_from == "uses"``, ``use_count`` (required then). Returns
+    ``(score, components)`` where components maps each name in :data:`COMPONENTS` (plus
+    ``relevance`` and ``tier``) to an array.
     """
     p = params
     sim = np.asarray(similarity, dtype=np.float64)
@@ -230,7 +244,13 @@ def blend(
         recency = 1.0 - age_days / p.linear_horizon_days
     recency = np.maximum(recency, p.recency_floor)
 
-    frequency = np.minimum(1.0, p.frequency_base + p.frequency_step * np.asarray(access_count, dtype=np.float64))
+    if p.frequency_from == "uses":
+        if use_count is None:
+            raise ValidationError("frequency_from='uses' needs every memory's use_count")
+        count = use_count
+    else:
+        count = access_count
+    frequency = np.minimum(1.0, p.frequency_base + p.frequency_step * np.asarray(count, dtype=np.float64))
     imp = np.asarray(importance, dtype=np.float64)
 
     touched_days = np.maximum(now - np.maximum(created, last), 0.0) / DAY
@@ -300,10 +320,13 @@ def upper_bound(
     lexical: np.ndarray | float = 1.0,
     importance_max: float = 1.0,
     access_count_max: float = math.inf,
+    use_count_max: float = math.inf,
 ) -> np.ndarray | float:
     """The highest blended score any memory can reach with cosine similarity at most ``similarity``
     and lexical match at most ``lexical``, whatever its age, tier and usage, given that no memory
-    of the namespace has importance above ``importance_max`` or more than ``access_count_max`` uses.
+    of the namespace has importance above ``importance_max``, more than ``access_count_max``
+    retrievals or more than ``use_count_max`` uses (the one ``params.frequency_from`` counts bounds
+    frequency).
 
     Exact recall prunes with it: a memory whose bound is below the k-th best score found so far
     cannot be in the top k, so it never needs scoring. It relies on :func:`blend` being
@@ -317,8 +340,9 @@ def upper_bound(
     dense = np.clip((sim - p.similarity_floor) / (p.similarity_ceiling - p.similarity_floor), 0.0, 1.0)
     relevance = (1.0 - p.lexical_weight) * dense + p.lexical_weight * lex
     recency = max(1.0, p.recency_floor)
-    frequency = min(1.0, p.frequency_base + p.frequency_step * access_count_max) if math.isfinite(
-        access_count_max) else (1.0 if p.frequency_step > 0 else min(1.0, p.frequency_base))
+    count_max = use_count_max if p.frequency_from == "uses" else access_count_max
+    frequency = min(1.0, p.frequency_base + p.frequency_step * count_max) if math.isfinite(
+        count_max) else (1.0 if p.frequency_step > 0 else min(1.0, p.frequency_base))
     frequency = max(frequency, min(1.0, p.frequency_base))
     importance = min(max(importance_max, 0.0), 1.0)
     tier = max(p.tier_hot, p.tier_warm, p.tier_cold)
@@ -332,6 +356,7 @@ def prior_bounds(
     importance: np.ndarray,
     access_count: np.ndarray,
     now: float,
+    use_count: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per memory, ``(rest, dense_gain, lexical_gain)`` such that, for any query recalled at
     ``now`` or later and as long as the memory's own fields do not change, :func:`blend` gives it
@@ -345,7 +370,7 @@ def prior_bounds(
     p = params
     n = len(created)
     _, comps = blend(p, similarity=np.zeros(n), lexical=np.zeros(n), created=created, last_access=last_access,
-                     importance=importance, access_count=access_count, now=now)
+                     importance=importance, access_count=access_count, use_count=use_count, now=now)
     # The largest tier multiplier a memory can still get: its current tier or a later one (time
     # moves a memory from hot to warm to cold, and an operator may weigh cold above hot).
     last = np.asarray(last_access, dtype=np.float64)
@@ -421,6 +446,7 @@ class Candidates:
     now: np.ndarray  # (q,)
     pairs: dict[int, set[int]]
     row_of: dict[int, int]
+    use_count: np.ndarray  # (n,) recalls whose answer used the memory (frequency_from="uses")
 
     def scores(self, params: ScoringParams) -> np.ndarray:
         """(q, n) blended scores; memories created after a query's moment score −inf."""
@@ -429,7 +455,7 @@ class Candidates:
                             for raw, total in zip(self.lexical_raw, self.idf_sum)]).reshape(self.similarity.shape)
         score, _ = blend(params, similarity=self.similarity, lexical=lexical, created=self.created,
                          last_access=self.last_access, importance=self.importance,
-                         access_count=self.access_count, now=now)
+                         access_count=self.access_count, use_count=self.use_count, now=now)
         return np.where(self.created[None, :] <= now, score, -np.inf)
 
     def select(self, params: ScoringParams) -> list[list[int]]:

@@ -31,12 +31,12 @@ import pyarrow as pa
 
 from .errors import BankLockedError, BankReadOnlyError, CorruptBankError, StateError, ValidationError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 MEMORY_COLUMNS = (
     "id", "namespace", "text", "kind", "category", "importance", "created_at", "updated_at",
     "last_accessed_at", "access_count", "status", "pinned", "source", "content_hash",
-    "embedding_model", "superseded_by", "merged_into", "seq", "context",
+    "embedding_model", "superseded_by", "merged_into", "seq", "context", "use_count",
 )
 
 _TIME_COLUMNS = ("created_at", "updated_at", "last_accessed_at")
@@ -164,6 +164,16 @@ _MIGRATIONS: dict[int, list[str]] = {
     # indexed for lexical match alongside the text but never shown as the memory. NULL: none.
     5: [
         "ALTER TABLE memories ADD COLUMN context VARCHAR",
+    ],
+    # How many recalls' answers used each memory (feedback_hits.used), beside access_count (how
+    # many recalls returned it): scoring's frequency can count uses instead of retrievals. Kept
+    # by MemoryBank.feedback; an existing bank's count is rebuilt from the feedback it holds.
+    6: [
+        "ALTER TABLE memories ADD COLUMN use_count INTEGER NOT NULL DEFAULT 0",
+        """UPDATE memories SET use_count = u.n
+           FROM (SELECT memory_id, count(DISTINCT retrieval_id) AS n FROM feedback_hits WHERE used
+                 GROUP BY memory_id) AS u
+           WHERE memories.id = u.memory_id""",
     ],
 }
 

@@ -18,9 +18,10 @@ Metrics on a labeled set (results are what recall returns: top k that clear the 
 
 Memories the labels do not name count as not relevant.
 
-The search (:func:`tune`) varies α/β/γ/δ, the lexical weight, the half-life and the threshold (k
-and everything else stay as in the base preset): the base itself, then random settings drawn
-from :data:`SPACE`, then a local refinement that perturbs the best setting with a shrinking
+The search (:func:`tune`) varies α/β/γ/δ, the lexical weight, the half-life, the threshold and
+what frequency counts (``frequency_from``: retrievals or uses; k and everything else stay as in
+the base preset): the base itself and the base with each other choice of :data:`CHOICES`, then
+random settings drawn from :data:`SPACE` and :data:`CHOICES`, then a local refinement that perturbs the best setting with a shrinking
 step and keeps improvements. With k folds over queries (a query text and namespace never sit in
 two folds) the whole procedure is run on each fold's training queries and scored on its held-out
 ones; the mean held-out score is compared with the base preset's held-out score. The proposal is
@@ -38,7 +39,7 @@ import numpy as np
 
 from .errors import ValidationError
 from .models import LabeledQuery, check_namespace, parse_time
-from .scoring import Candidates, ScoringParams
+from .scoring import FREQUENCY_FROM, Candidates, ScoringParams
 
 if TYPE_CHECKING:
     from .bank import MemoryBank
@@ -55,7 +56,11 @@ SPACE: dict[str, tuple[float, float, bool]] = {
     "half_life_days": (7.0, 730.0, True),
     "threshold": (0.1, 0.75, False),
 }
-TUNED = tuple(SPACE)
+# name: the values a categorical setting may take (drawn uniformly; a refinement step flips one
+# with probability CHOICE_FLIP).
+CHOICES: dict[str, tuple[str, ...]] = {"frequency_from": FREQUENCY_FROM}
+CHOICE_FLIP = 0.2
+TUNED = tuple(SPACE) + tuple(CHOICES)
 
 
 # -- objectives ------------------------------------------------------------------------------------
@@ -248,15 +253,25 @@ def _clean(base: ScoringParams, values: dict[str, float]) -> ScoringParams:
     return base.replace(**v)
 
 
-def _draw(rng: np.random.Generator) -> dict[str, float]:
-    out = {}
+# Categorical choices come from their own generator (seeded from the same seed), so adding one
+# leaves the numeric settings a seed draws as they were.
+def _draw(rng: np.random.Generator, crng: np.random.Generator) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for name, (lo, hi, log) in SPACE.items():
         out[name] = float(math.exp(rng.uniform(math.log(lo), math.log(hi))) if log else rng.uniform(lo, hi))
+    for name, options in CHOICES.items():
+        out[name] = options[int(crng.integers(len(options)))]
     return out
 
 
-def _neighbour(rng: np.random.Generator, p: ScoringParams, radius: float) -> dict[str, float]:
-    out = {}
+def _neighbour(rng: np.random.Generator, p: ScoringParams, radius: float,
+               crng: np.random.Generator) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, options in CHOICES.items():
+        value = getattr(p, name)
+        if crng.random() < CHOICE_FLIP:
+            value = [o for o in options if o != value][int(crng.integers(len(options) - 1))]
+        out[name] = value
     for name, (lo, hi, log) in SPACE.items():
         value = getattr(p, name)
         if log:
@@ -309,7 +324,7 @@ class TuneResult:
     fold_params: list[ScoringParams]
     trials: int
     queries: int
-    changes: dict[str, tuple[float, float]] = field(default_factory=dict)
+    changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # setting: (base, proposal)
 
     @property
     def cv_mean(self) -> float:
@@ -332,7 +347,12 @@ class TuneResult:
 
 def plan_size(trials: int, folds: int) -> int:
     """How many settings :func:`tune` evaluates (for a progress bar's length)."""
-    return 1 + trials + (folds + 1) * _refine_steps(trials)
+    return 1 + _variants() + trials + (folds + 1) * _refine_steps(trials)
+
+
+def _variants() -> int:
+    """Settings the base is tried with besides itself: each other value of each choice."""
+    return sum(len(options) - 1 for options in CHOICES.values())
 
 
 def _refine_steps(trials: int) -> int:
@@ -341,10 +361,12 @@ def _refine_steps(trials: int) -> int:
 
 def tune(labeled: LabeledSet, base: ScoringParams, *, objective: str | Objective = "f0.5", folds: int = 5,
          trials: int = 200, seed: int = 0, progress: Progress | None = None) -> TuneResult:
-    """Search α/β/γ/δ, lexical weight, half-life and threshold to maximize ``objective`` on ``labeled``,
-    with ``folds``-fold cross-validation over queries. Changes nothing; returns a proposal.
+    """Search α/β/γ/δ, lexical weight, half-life, threshold and frequency_from to maximize
+    ``objective`` on ``labeled``, with ``folds``-fold cross-validation over queries. Changes
+    nothing; returns a proposal.
 
-    ``trials`` random settings are drawn (the base is always one), then each fit refines its best
+    ``trials`` random settings are drawn (the base and the base with each other ``frequency_from``
+    are always tried too), then each fit refines its best
     with ``max(10, trials // 2)`` local steps. ``progress`` is called with 1 per setting evaluated
     (:func:`plan_size` in all). Deterministic for a given ``seed``.
     """
@@ -357,6 +379,7 @@ def tune(labeled: LabeledSet, base: ScoringParams, *, objective: str | Objective
         raise ValidationError("tuning needs a labeled set with at least one query (see tuning.prepare)")
     split = make_folds(labeled.queries, folds, seed)
     rng = np.random.default_rng(seed)
+    crng = np.random.default_rng([seed, 1])
     cache: dict[tuple, PerQuery] = {}
     params_of: dict[tuple, ScoringParams] = {}
 
@@ -372,7 +395,9 @@ def tune(labeled: LabeledSet, base: ScoringParams, *, objective: str | Objective
     def value(p: ScoringParams, mask: np.ndarray) -> float:
         return run(p).scores(mask, obj.beta).value(obj)
 
-    pool = [base] + [_clean(base, _draw(rng)) for _ in range(trials)]
+    variants = [base.replace(**{name: o}) for name, options in CHOICES.items() for o in options
+                if o != getattr(base, name)]
+    pool = [base] + variants + [_clean(base, _draw(rng, crng)) for _ in range(trials)]
     for p in pool:
         run(p)
     steps = _refine_steps(trials)
@@ -385,9 +410,10 @@ def tune(labeled: LabeledSet, base: ScoringParams, *, objective: str | Objective
             if v > best_v:
                 best, best_v = p, v
         local = np.random.default_rng(fit_seed)
+        local_choices = np.random.default_rng([fit_seed, 1])
         radius = 0.15
         for step in range(steps):
-            cand = _clean(base, _neighbour(local, best, radius))
+            cand = _clean(base, _neighbour(local, best, radius, local_choices))
             v = value(cand, mask)
             if v > best_v:
                 best, best_v = cand, v

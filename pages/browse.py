@@ -53,7 +53,9 @@ def row_of(m, score: float | None = None) -> dict:
     row = {} if score is None else {"score": round(score, 3)}
     row.update({"id": m.id, "text": m.text if m.text is not None else "(erased)", "namespace": m.namespace,
                 "category": m.category, "kind": m.kind, "importance": round(m.importance, 3),
-                "status": m.status, "pinned": m.pinned, "created": when(m.created_at), "uses": m.access_count})
+                "status": m.status, "pinned": m.pinned, "created": when(m.created_at),
+                # recalled: recalls that returned it; used: those whose answer used it (feedback)
+                "recalled": m.access_count, "used": m.use_count})
     return row
 
 

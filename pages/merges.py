@@ -85,7 +85,7 @@ with readable_errors():
                     continue
                 st.text(m.text if m.text is not None else "(erased)")
                 st.caption(f"memory {m.id} · created {m.created_at:%Y-%m-%d} · {m.kind} · importance "
-                           f"{m.importance:.2f} · used {m.access_count}×")
+                           f"{m.importance:.2f} · recalled {m.access_count}× · used {m.use_count}×")
             st.text_area("Merged text (edit before merging if you like)", value=preview.text,
                          key=f"merge-text-{key}")
             st.caption(f"preview by {preview.path} ({preview.detail}) · importance {preview.importance:.2f} · "

@@ -32,6 +32,12 @@ SLIDERS = [
     ("tier_warm", "tier multiplier warm (7–90 days)", 0.0, 1.0, 0.05),
     ("tier_cold", "tier multiplier cold (> 90 days)", 0.0, 1.0, 0.05),
 ]
+# (ScoringParams field, label, options, help): settings chosen from a few values, beside the sliders
+CHOICES = [
+    ("frequency_from", "δ frequency counts", scoring.FREQUENCY_FROM,
+     "retrievals: every recall that returned the memory; uses: only recalls whose answer used it "
+     "(from feedback)"),
+]
 # (name on the bar, weight field, component in Hit.components)
 PARTS = [
     ("α·relevance", "alpha", "relevance"),
@@ -50,6 +56,8 @@ def load_preset_into_sliders(params: ScoringParams) -> None:
     for field, _, lo, hi, _ in SLIDERS:
         value = min(max(getattr(params, field), lo), hi)
         st.session_state[slider_key(field)] = int(value) if field == "k" else float(value)
+    for field, *_ in CHOICES:
+        st.session_state[slider_key(field)] = getattr(params, field)
 
 
 def score_parts(hit, p: ScoringParams) -> dict[str, float]:
@@ -98,6 +106,11 @@ def labeled_set(label_set: str) -> tuning.LabeledSet | None:
     return prepared
 
 
+def setting_text(v: float | str) -> str:
+    """A setting as text: a column holding numbers and a choice's name (frequency_from) is not one Arrow type."""
+    return v if isinstance(v, str) else f"{v:g}"
+
+
 def fmt(v: float) -> str:
     return "n/a" if v != v else f"{v:.3f}"
 
@@ -122,7 +135,7 @@ with readable_errors():
     if st.session_state.get("tune_preset") not in names:
         st.session_state["tune_preset"] = active_name if active_name in names else names[0]
         load_preset_into_sliders(presets[st.session_state["tune_preset"]])
-    if any(slider_key(f) not in st.session_state for f, *_ in SLIDERS):
+    if any(slider_key(f) not in st.session_state for f, *_ in [*SLIDERS, *CHOICES]):
         load_preset_into_sliders(presets[st.session_state["tune_preset"]])
     base_name = st.selectbox("Start from preset", names, key="tune_preset", on_change=on_preset_change,
                              help=f"The bank's active preset is **{active_name}**.")
@@ -151,6 +164,8 @@ def tuner() -> None:
             values = {}
             for field, label, lo, hi, step in SLIDERS:
                 values[field] = st.slider(label, min_value=lo, max_value=hi, step=step, key=slider_key(field))
+            for field, label, options, help_text in CHOICES:
+                values[field] = st.radio(label, options, key=slider_key(field), horizontal=True, help=help_text)
             if base.decay != "exponential":
                 st.caption(f"Preset {base_name} decays linearly: the half-life has no effect.")
         p = base.replace(**values)
@@ -296,8 +311,8 @@ def tune_panel(labeled: tuning.LabeledSet) -> None:
         rows = [{"": "proposal (held out)", **{m: getattr(result.held_out, m) for m in metrics}},
                 {"": f"active {active_name}", **{m: getattr(result.held_out_base, m) for m in metrics}}]
         st.dataframe(pd.DataFrame(rows), hide_index=True, key="tune_result_scores")
-        st.dataframe(pd.DataFrame([{"setting": k, f"active {active_name}": getattr(result.base, k),
-                                    "proposal": getattr(result.proposal, k)} for k in tuning.TUNED]),
+        st.dataframe(pd.DataFrame([{"setting": k, f"active {active_name}": setting_text(getattr(result.base, k)),
+                                    "proposal": setting_text(getattr(result.proposal, k))} for k in tuning.TUNED]),
                      hide_index=True, key="tune_result_params")
         if not result.changes:
             st.info(f"No setting beat the active preset {active_name!r} on these labels: keep it.")

@@ -231,7 +231,7 @@ def test_browse_search_with_sql_injects_nothing(tmp_path, embedder, monkeypatch)
 # tuples, WHERE clauses built by _where/_filters with ? placeholders, ORDER BY from a fixed map,
 # LIMIT as int(), quoted file paths. A new interpolation fails here until it is reviewed.
 REVIEWED_SQL_PIECES = {
-    "bank.py": {"', '.join(sets)", "_EVENT_COLUMNS", "col", "extra", "int(limit)", "page", "where",
+    "bank.py": {"', '.join(sets)", "_EVENT_COLUMNS", "_INFO_SQL", "col", "extra", "int(limit)", "page", "where",
                 # label(): a fixed "col = ? AND ..." string; feedback_log(): the keyword AND or WHERE
                 "same", "'AND' if where else 'WHERE'"},
     "store.py": {"_sql_string(backup)", "_sql_string(dest)", "col", "cols", "order", "page", "quoted", "table",

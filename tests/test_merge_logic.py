@@ -74,12 +74,13 @@ def make(texts, embedder, *, start_id: int = 1, **fields) -> list[Candidate]:
 
 
 def cand(id: int, text: str = "x", *, vector=None, importance=0.5, created_at=T0, access_count=0,
-         kind="explicit", category="preference", content_hash=None) -> Candidate:
+         kind="explicit", category="preference", content_hash=None, use_count=0) -> Candidate:
     if vector is None:
         vector = np.zeros(8, dtype=np.float32)
         vector[id % 8] = 1.0
     return Candidate(id, text, content_hash if content_hash is not None else chash(text),
-                     np.asarray(vector, dtype=np.float32), importance, created_at, access_count, kind, category)
+                     np.asarray(vector, dtype=np.float32), importance, created_at, access_count, kind, category,
+                     use_count)
 
 
 def cos(a: Candidate, b: Candidate) -> float:
@@ -410,8 +411,9 @@ def test_extractive_merge_validates():
 
 def test_merged_fields_rules():
     members = [
-        cand(1, importance=0.4, created_at=T0, access_count=2, kind="inferred", category="preference"),
-        cand(2, importance=0.9, created_at=T0 + timedelta(days=30), access_count=5, kind="explicit", category="fact"),
+        cand(1, importance=0.4, created_at=T0, access_count=2, kind="inferred", category="preference", use_count=1),
+        cand(2, importance=0.9, created_at=T0 + timedelta(days=30), access_count=5, kind="explicit", category="fact",
+             use_count=3),
         cand(3, importance=0.6, created_at=T0 + timedelta(days=3), access_count=0, kind="inferred", category="preference"),
     ]
     fields = merged_fields(members)
@@ -419,6 +421,7 @@ def test_merged_fields_rules():
         "importance": 0.9,
         "created_at": T0 + timedelta(days=30),
         "access_count": 7,
+        "use_count": 4,  # uses add up like retrievals: each was a use of the merged fact
         "kind": "explicit",
         "category": "preference",  # most common beats the most important member's
     }

@@ -308,3 +308,37 @@ def test_replay_panel_reports_changes_without_side_effects(tune_bank):
     rows = next(d.value for d in at.dataframe if "logged" in d.value.columns)
     assert set(rows["now"]) == {"(empty)"}
     assert snapshot(tune_bank) == before
+
+
+def test_frequency_from_control_ranks_by_uses_and_is_saved_with_the_preset(tune_bank, embedder):
+    """The δ-frequency choice beside the sliders: "uses" ranks by what feedback said the answers used,
+    and a preset saved from the page keeps it."""
+    with MemoryBank.open(tune_bank, embedder=embedder) as bank:
+        recalled = {m.id: m.access_count for m in bank.memories(namespace="alice", limit=None)}
+        logged = bank.retrievals(namespace="alice", limit=None)
+        returned = {h["memory_id"] for r in logged for h in r["hits"]}
+        # the returned memory that ranks last by retrievals (fewest recalls, then the larger id) is used
+        used = min(returned, key=lambda mid: (recalled[mid], -mid))
+        rid = next(r["id"] for r in logged if used in {h["memory_id"] for h in r["hits"]})
+        bank.feedback(rid, used_ids=[used])
+    at = open_tune()
+    assert at.radio(key="tune_frequency_from").value == "retrievals"
+    set_sliders(at, alpha=0.0, beta=0.0, gamma=0.0, delta=1.0)  # frequency alone decides
+    table = frames(at)[0]
+    for mid, part in zip(table["id"], table["δ·frequency"]):  # default base 0.5, step 0.1
+        assert part == pytest.approx(min(1.0, 0.5 + 0.1 * recalled[mid]))
+    at.radio(key="tune_frequency_from").set_value("uses").run()
+    assert not at.exception
+    table = frames(at)[0]
+    assert ranking(at)[0] == used
+    for mid, part in zip(table["id"], table["δ·frequency"]):
+        assert part == pytest.approx(0.6 if mid == used else 0.5)
+    at.text_input(key="tune_save_name").input("by-uses").run()
+    at.button(key="tune_save").click().run()
+    assert not at.exception
+    with MemoryBank.open(tune_bank, embedder=embedder) as bank:
+        assert bank.presets()["by-uses"].frequency_from == "uses"
+    at.selectbox(key="tune_preset").select("by-uses").run()
+    assert at.radio(key="tune_frequency_from").value == "uses"
+    at.selectbox(key="tune_preset").select("generative-agents").run()
+    assert at.radio(key="tune_frequency_from").value == "retrievals"

@@ -76,7 +76,8 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
         else:
             rec = 1 - age / p.linear_horizon_days
         rec = max(rec, p.recency_floor)
-        freq = min(1.0, p.frequency_base + p.frequency_step * r["access_count"])
+        count = r["use_count"] if p.frequency_from == "uses" else r["access_count"]
+        freq = min(1.0, p.frequency_base + p.frequency_step * count)
         touched = max(t_now - max(created, last or created), 0.0) / 86400
         tier = p.tier_hot if touched < 7 else p.tier_warm if touched <= 90 else p.tier_cold
         s = tier * (p.alpha * rel + p.beta * rec + p.gamma * r["importance"] + p.delta * freq) / (
@@ -108,6 +109,7 @@ params_strategy = st.builds(
     linear_horizon_days=st.floats(1, 400), recency_floor=st.floats(0, 0.5),
     recency_from=st.sampled_from(["created", "last_access"]),
     frequency_base=st.floats(0, 1), frequency_step=st.floats(0, 0.5),
+    frequency_from=st.sampled_from(["retrievals", "uses"]),
     tier_hot=st.floats(0, 1.5), tier_warm=st.floats(0, 1.5), tier_cold=st.floats(0, 1.5),
     k=st.integers(1, 12), threshold=st.floats(0, 0.8),
 )
@@ -120,6 +122,7 @@ memory_strategy = st.fixed_dictionaries({
     "days": st.integers(0, 450),
     "status": st.sampled_from(["active", "active", "active", "archived", "superseded"]),
     "access_count": st.integers(0, 5),
+    "use_count": st.integers(0, 5),
     "accessed_days": st.one_of(st.none(), st.integers(0, 450)),
     "seed": st.integers(0, 2**31),
 })
@@ -142,7 +145,7 @@ def test_recall_equals_brute_force(tmp_path_factory, embedder, memories, p, quer
         rows.append({"text": " ".join(m["words"]), "context": m["context"], "namespace": m["namespace"],
                      "importance": m["importance"],
                      "created_at": created, "status": m["status"], "access_count": m["access_count"],
-                     "last_accessed_at": accessed, "embedding": (vec / np.linalg.norm(vec)).tolist()})
+                     "use_count": m["use_count"], "last_accessed_at": accessed, "embedding": (vec / np.linalg.norm(vec)).tolist()})
     with MemoryBank.open(folder / "b.duckdb", embedder=embedder) as bank:
         bank.add_many(rows)
         now = T0 + timedelta(days=now_days)

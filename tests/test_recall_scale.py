@@ -55,27 +55,29 @@ unit = st.floats(0, 1)
 
 @settings(max_examples=300, deadline=None)
 @given(p=params_strategy, sim=st.floats(-1, 1), slack=st.floats(0, 0.5), lex=unit, lex_slack=unit,
-       imp=unit, count=st.integers(0, 50), created_days=st.floats(0, 900), accessed_days=st.one_of(
+       imp=unit, count=st.integers(0, 50), uses=st.integers(0, 50), created_days=st.floats(0, 900), accessed_days=st.one_of(
            st.none(), st.floats(0, 900)), now_days=st.floats(0, 900))
-def test_upper_bound_is_never_below_the_blended_score(p, sim, slack, lex, lex_slack, imp, count, created_days,
-                                                      accessed_days, now_days):
-    """Whatever the parameters, age, tier and usage: the bound at a higher similarity and lexical
-    match than a memory's, and at least its importance and uses, is at least its score."""
+def test_upper_bound_is_never_below_the_blended_score(p, sim, slack, lex, lex_slack, imp, count, uses,
+                                                      created_days, accessed_days, now_days):
+    """Whatever the parameters (frequency from retrievals or uses), age, tier and usage: the bound
+    at a higher similarity and lexical match than a memory's, and at least its importance,
+    retrievals and uses, is at least its score."""
     day = 86400.0
     created = np.array([created_days * day])
     last = np.array([np.nan if accessed_days is None else accessed_days * day])
     score, _ = blend(p, similarity=np.array([sim]), lexical=np.array([lex]), created=created, last_access=last,
-                     importance=np.array([imp]), access_count=np.array([float(count)]), now=now_days * day)
+                     importance=np.array([imp]), access_count=np.array([float(count)]),
+                     use_count=np.array([float(uses)]), now=now_days * day)
     bound = upper_bound(p, similarity=min(sim + slack, 1.0), lexical=min(lex + lex_slack, 1.0),
-                        importance_max=imp, access_count_max=count)
+                        importance_max=imp, access_count_max=count, use_count_max=uses)
     assert bound >= score[0] - 1e-12
 
 
 @settings(max_examples=300, deadline=None)
 @given(p=params_strategy, sim=st.floats(-1, 1), lex=unit, imp=unit, count=st.integers(0, 50),
-       created_days=st.floats(0, 900), accessed_days=st.one_of(st.none(), st.floats(0, 900)),
+       uses=st.integers(0, 50), created_days=st.floats(0, 900), accessed_days=st.one_of(st.none(), st.floats(0, 900)),
        built_days=st.floats(0, 900), later_days=st.floats(0, 900))
-def test_prior_bounds_hold_at_the_moment_they_were_built_and_after(p, sim, lex, imp, count, created_days,
+def test_prior_bounds_hold_at_the_moment_they_were_built_and_after(p, sim, lex, imp, count, uses, created_days,
                                                                    accessed_days, built_days, later_days):
     """rest + dense_gain × dense + lexical_gain × lexical, computed at one moment, is at least the
     blended score at that moment and at any later one (recency only falls; the tier may change,
@@ -86,13 +88,14 @@ def test_prior_bounds_hold_at_the_moment_they_were_built_and_after(p, sim, lex, 
     built = built_days * day
     if np.isfinite(last[0]) and last[0] > built:
         return  # an access after the bound was built: the index scores that memory exactly
+    counts = dict(access_count=np.array([float(count)]), use_count=np.array([float(uses)]))
     rest, dense_gain, lexical_gain = prior_bounds(p, created=created, last_access=last, importance=np.array([imp]),
-                                                  access_count=np.array([float(count)]), now=built)
+                                                  now=built, **counts)
     dense = min(max((sim - p.similarity_floor) / (p.similarity_ceiling - p.similarity_floor), 0.0), 1.0)
     bound = rest[0] + dense_gain[0] * dense + lexical_gain[0] * lex
     for now in (built, built + later_days * day):
         score, _ = blend(p, similarity=np.array([sim]), lexical=np.array([lex]), created=created, last_access=last,
-                         importance=np.array([imp]), access_count=np.array([float(count)]), now=now)
+                         importance=np.array([imp]), now=now, **counts)
         assert bound >= score[0]
 
 
@@ -118,6 +121,7 @@ adversarial_memory = st.fixed_dictionaries({
     "importance": st.sampled_from([0.0, 0.5, 1.0]),  # few values: prior ties
     "days": st.sampled_from([0, 30, 400]),
     "access_count": st.sampled_from([0, 3]),
+    "use_count": st.sampled_from([0, 2]),
     "cluster": st.integers(0, 2),  # near-duplicate vectors
     "duplicate": st.booleans(),  # an exact copy of the cluster centre: similarity ties
 })
@@ -138,7 +142,7 @@ def test_pruned_recall_equals_brute_force(tmp_path_factory, embedder, force_prun
     centres = [np.asarray(_vector(rng, embedder.dim, None, 0), dtype=np.float32) for _ in range(3)]
     rows = [{"text": " ".join(m["words"]), "namespace": "alice", "importance": m["importance"],
              "created_at": T0 + timedelta(days=m["days"]), "access_count": m["access_count"],
-             "embedding": centres[m["cluster"]].tolist() if m["duplicate"]
+             "use_count": m["use_count"], "embedding": centres[m["cluster"]].tolist() if m["duplicate"]
              else _vector(rng, embedder.dim, centres[m["cluster"]], 0.05)} for m in memories]
     folder = tmp_path_factory.mktemp("pruned")
     with MemoryBank.open(folder / "b.duckdb", embedder=embedder) as bank:
