@@ -74,7 +74,8 @@ def unit_vectors(n: int, dim: int, seed: int = 0) -> np.ndarray:
 @functools.lru_cache(maxsize=1)
 def embedding_spectrum() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The mean, principal directions and their spreads of the bundled model's embeddings of the
-    demo bank's memories and queries and the general-knowledge questions (1,293 texts).
+    demo bank's memories and queries and the general-knowledge questions (1,293 texts), kept in
+    bench/data/embedding_spectrum.npz (delete it to recompute).
 
     Random unit vectors spread their length evenly over all 384 directions; sentence embeddings
     do not (about half of it lies in 64 directions), and recall's pruning relies on that. Drawing
@@ -82,6 +83,10 @@ def embedding_spectrum() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
     import json
 
+    cached = ROOT / "bench" / "data" / "embedding_spectrum.npz"
+    if cached.exists():  # written below; saves loading the model (the footprint's import must not)
+        with np.load(cached) as f:
+            return f["mean"], f["directions"], f["spread"]
     from memory_core.embed import get_embedder
 
     texts = [json.loads(line)["text"] for line in open(DATA / "demo_memories.jsonl", encoding="utf-8")]
@@ -92,7 +97,10 @@ def embedding_spectrum() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     emb = get_embedder().encode(texts).astype(np.float64)
     mean = emb.mean(axis=0)
     _, spread, directions = np.linalg.svd(emb - mean, full_matrices=False)
-    return mean, directions, spread / np.sqrt(len(emb))
+    spread = spread / np.sqrt(len(emb))
+    np.savez_compressed(cached, mean=mean.astype(np.float32), directions=directions.astype(np.float32),
+                        spread=spread.astype(np.float32))
+    return mean, directions, spread
 
 
 def synthetic_rows(n: int, seed: int = 0, namespace: str = "big", vectors: np.ndarray | None = None,
