@@ -29,7 +29,7 @@ import numpy as np
 
 from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN, STOPWORDS_SWEDISH
 
-from .scoring import ScoringParams, blend, lexical_relevance, top_k, upper_bound
+from .scoring import ScoringParams, blend, lexical_relevance, prior_bounds, top_k, upper_bound
 
 FORMAT_VERSION = 2  # 2: lexical_tokens (a longer stop list) and memories' context
 
@@ -275,6 +275,8 @@ class NamespaceIndex:
         self.mode = "exact"  # or "ivf": the bank's opt-in approximate dense search
         self._sq: _Sq8 | None = None
         self._ivf: _Ivf | None = None
+        self._proj: _Projection | None = None
+        self._prior: _Priors | None = None
 
     _ARRAYS = ("ids", "emb", "created", "last_access", "importance", "access_count", "use_count")
 
@@ -298,6 +300,8 @@ class NamespaceIndex:
         r = self.row_of[mid]
         self.created[r], self.last_access[r] = created, last_access
         self.importance[r], self.access_count[r] = importance, access_count
+        if self._prior is not None:
+            self._prior.changed(r)
         if use_count is not None:
             self.use_count[r] = use_count
             self.use_count_max = max(self.use_count_max, float(use_count))
@@ -362,10 +366,13 @@ class NamespaceIndex:
         if r is None:
             return
         last = self.n - 1
-        for side in (self._sq, self._ivf):
+        for side in (self._sq, self._ivf, self._proj):
             if side is not None:
                 side.changed(r)  # the last row's vector moves into r
                 side.changed(last)  # and the next memory appended takes the last row's place
+        if self._prior is not None:
+            self._prior.changed(r)
+            self._prior.changed(last)
         if r != last:
             for name in self._ARRAYS:
                 arr = getattr(self, name)
@@ -392,6 +399,11 @@ class NamespaceIndex:
     PRUNE_FIRST_SCAN = 4096
     # Approximate (IVF) search is used only from this size on; smaller namespaces stay exact.
     APPROX_MIN_ROWS = 50_000
+    # The projected bound gives way to the quantized first pass when more than this share of the
+    # rows could reach the k-th best score by it.
+    PROJECTED_MAX_SHARE = 1 / 4
+    # What float32 rounding of a projected bound can take off it (scores are at most a few units).
+    MARGIN = 1e-5
 
     def rank(self, params: ScoringParams, query_tokens: list[str], vector: np.ndarray, now: float) -> "Ranking":
         """The top ``params.k`` rows reaching ``params.threshold`` by the blended score, best first.
@@ -417,7 +429,9 @@ class NamespaceIndex:
             ranking.approximate = True
             return ranking.finish(self._ivf_candidates(q, lex_rows, lex_vals, params))
         if n >= self.PRUNE_MIN_ROWS:
-            rows = self._pruned_candidates(ranking)
+            rows = self._projected_candidates(ranking)
+            if rows is None:
+                rows = self._pruned_candidates(ranking)
             if rows is not None:
                 ranking.stats["pruned"] = True
                 return ranking.finish(rows)
@@ -431,6 +445,87 @@ class NamespaceIndex:
 
     def _side_stale(self, side: "_Sq8 | _Ivf | None") -> bool:
         return side is None or len(side.dirty) + max(0, self.n - side.m) > max(2000, self.n // 20)
+
+    def _priors(self, params: ScoringParams, now: float) -> "_Priors":
+        pri = self._prior
+        if (pri is None or pri.params != params or now < pri.t0
+                or len(pri.dirty) + max(0, self.n - pri.m) > max(1024, self.n // 32)):
+            n = self.n
+            pri = self._prior = _Priors(params, now, *prior_bounds(
+                params, created=self.created[:n], last_access=self.last_access[:n],
+                importance=self.importance[:n], access_count=self.access_count[:n],
+                use_count=self.use_count[:n], now=now))
+            # A recall logged after ``now`` would raise the recency a later query sees: score exactly.
+            pri.dirty.update(np.flatnonzero(self.last_access[:n] > now).tolist())
+        return pri
+
+    def _projected_candidates(self, ranking: "Ranking") -> np.ndarray | None:
+        """Rows that can still be in the top k, bounded without reading whole vectors; or None
+        when the bound cannot rule out enough rows (then the 8-bit first pass runs).
+
+        A row's similarity is at most its coordinates on the namespace's top principal directions
+        times the query's, plus the product of the two distances from their span (exact: the rest
+        is orthogonal, and Cauchy-Schwarz bounds it). With :func:`scoring.prior_bounds` that
+        bounds the whole blended score. The first 64 directions are read for every row (a sixth
+        of a full scan); the next 64 only for the rows the first bound leaves in. The best rows
+        by bound are scored exactly first, setting a k-th best score; every row whose bound
+        reaches it (or the threshold) is then scored exactly. A row left out has a bound strictly
+        below it, so it can neither enter the top k nor tie with it. Rows changed since a side
+        structure was built are always scored exactly.
+        """
+        if self._side_stale(self._proj):
+            self._proj = _Projection(self.emb[: self.n])
+        pr, p, n, q = self._proj, ranking.params, self.n, ranking.query
+        if not pr.useful or p.alpha * (1.0 - p.lexical_weight) <= 0:
+            ranking.stats["projected"] = False
+            return None  # no low-dimensional structure to bound with, or similarity weighs nothing
+        pri = self._priors(p, ranking.now)
+        m = min(pr.m, pri.m, n)
+        pending = np.fromiter((r for r in pr.dirty | pri.dirty if r < n), dtype=np.int64)
+        if n > m:
+            pending = np.concatenate([pending, np.arange(m, n, dtype=np.int64)])
+        # Every row's similarity bound from the first block, clipped to where it moves the score
+        # (float32 band edges rounded up, so the clip never lowers a bound).
+        qa, qb, q_rest_a, q_rest_b = pr.query(q)
+        lo, hi = _up32(p.similarity_floor), _up32(p.similarity_ceiling)
+        dot_a = _dot(pr.coords_a[:m], qa)
+        ub = pr.rest_a[:m] * np.float32(q_rest_a)
+        ub += dot_a
+        ub += np.float32(pr.slack)
+        np.clip(ub, lo, hi, out=ub)
+        # ... and the blended score's bound: scoring.prior_bounds, linear in that similarity.
+        ub *= pri.slope[:m]
+        ub += pri.offset[:m]
+        lex = ranking.lex_rows < m
+        lex_rows, lex_vals = ranking.lex_rows[lex], ranking.lex_vals[lex]
+        lex_add = (pri.lexical_gain[lex_rows] * lex_vals).astype(np.float32)
+        ub[lex_rows] += lex_add
+        # The best rows by bound, scored exactly, set the level a row must reach: the k-th best
+        # score so far, or the threshold. MARGIN covers float32 rounding of the bounds.
+        first = min(m, max(8 * p.k, 64))
+        ranking.exact(np.union1d(pending, np.argpartition(ub, m - first)[m - first:]))
+        level = max(ranking.kth_best(), p.threshold) - self.MARGIN
+        rows = np.flatnonzero(ub >= level)
+        ranking.stats.update(projected=True, reach_first=int(rows.size))
+        if rows.size > m * self.PROJECTED_MAX_SHARE:
+            return None
+        # The second block tightens the bound of the rows still in: read for them only.
+        if pr.coords_b.shape[1] and rows.size:
+            cos2 = _dot(pr.coords_b[rows], qb)
+            cos2 += dot_a[rows]
+            cos2 += pr.rest_b[rows] * np.float32(q_rest_b)
+            cos2 += np.float32(pr.slack)
+            np.clip(cos2, lo, hi, out=cos2)
+            cos2 *= pri.slope[rows]
+            cos2 += pri.offset[rows]
+            if lex_rows.size:
+                extra = np.zeros(m, dtype=np.float32)
+                extra[lex_rows] = lex_add
+                cos2 += extra[rows]
+            rows = rows[cos2 >= level]
+        cand = np.union1d(rows, pending) if pending.size else rows
+        ranking.stats.update(reach=int(rows.size), candidates=int(cand.size))
+        return cand
 
     def _pruned_candidates(self, ranking: "Ranking") -> np.ndarray | None:
         """Rows that can still be in the top k, or None when pruning would not pay (score all)."""
@@ -611,7 +706,14 @@ class Ranking:
 
     def exact(self, rows: np.ndarray) -> np.ndarray:
         """Score rows not scored yet and remember their scores (they tighten the k-th best)."""
-        new = np.setdiff1d(rows, self._seen_rows, assume_unique=False)
+        rows = np.asarray(rows, dtype=np.int64)
+        if self._seen_rows.size:
+            pos = np.minimum(np.searchsorted(self._seen_rows, rows), self._seen_rows.size - 1)
+            new = rows[self._seen_rows[pos] != rows]
+        else:
+            new = rows
+        if new.size > 1 and np.any(new[1:] <= new[:-1]):
+            new = np.unique(new)  # callers mostly pass sorted unique rows; the others need it
         if new.size:
             score, _ = self.score_rows(new)
             allrows = np.concatenate([self._seen_rows, new])
@@ -652,6 +754,92 @@ class Ranking:
         self.scores, self.components = self.score_rows(chosen)
         self.stats.setdefault("candidates", int(candidates.size))
         return self
+
+
+class _Priors:
+    """:func:`scoring.prior_bounds` of a namespace's rows for one parameter setting, computed at
+    ``t0``: valid for recalls at ``t0`` or later, for rows below ``m`` not marked dirty since."""
+
+    def __init__(self, params: ScoringParams, t0: float, rest: np.ndarray, dense_gain: np.ndarray,
+                 lexical_gain: np.ndarray):
+        self.params, self.t0, self.m = params, t0, len(rest)
+        self.lexical_gain = lexical_gain
+        # rest + dense_gain × (c − floor) / span = offset + slope × c for the similarity c
+        # clipped to [floor, ceiling]; in float32, rounded up (c >= 0, so the bound only grows).
+        p = params
+        span = p.similarity_ceiling - p.similarity_floor
+        self.slope = _up32_array(dense_gain / span)
+        self.offset = _up32_array(rest - dense_gain * (p.similarity_floor / span))
+        self.dirty: set[int] = set()
+
+    def changed(self, row: int) -> None:
+        if row < self.m:
+            self.dirty.add(row)
+
+
+class _Projection:
+    """Rows 0..m-1 (as of the build) on the vectors' top principal directions, in two blocks of
+    coordinates (float32), with each row's distance from the span of the first block and of both.
+
+    Sentence embeddings keep about half of their length in the top 64 of 384 directions and
+    three quarters in the top 128, so these distances are short and the bounds they give tight.
+    """
+
+    DIMS = 64  # per block
+    USEFUL_REST = 0.75  # the median distance from the first block's span above which it is not used
+
+    def __init__(self, emb: np.ndarray):
+        self.m, d = emb.shape
+        self.dirty: set[int] = set()
+        rng = np.random.default_rng(0)
+        sample = emb[np.sort(rng.choice(self.m, min(self.m, 20_000), replace=False))].astype(np.float64)
+        _, _, vt = np.linalg.svd(sample, full_matrices=False)
+        dims = min(2 * self.DIMS, d, len(sample))
+        split = min(self.DIMS, dims)
+        self.basis = np.ascontiguousarray(vt[:dims].T, dtype=np.float32)  # (d, dims), orthonormal columns
+        self.split = split
+        basis64 = self.basis.astype(np.float64)
+        # Vectors without low-dimensional structure (random ones) keep most of their length
+        # outside, and the bound would rule out nothing: then the projection is not stored at all.
+        first = basis64[:, :split]
+        sample_rest = np.linalg.norm(sample - (sample @ first) @ first.T, axis=1)
+        self.useful = bool(np.median(sample_rest) <= self.USEFUL_REST) if self.m else False
+        rows = self.m if self.useful else 0
+        self.coords_a = np.empty((rows, split), dtype=np.float32)
+        self.coords_b = np.empty((rows, dims - split), dtype=np.float32)
+        self.rest_a = np.empty(rows, dtype=np.float32)  # distance from the first block's span
+        self.rest_b = np.empty(rows, dtype=np.float32)  # distance from both blocks' span
+        err = 0.0
+        for s in range(0, rows, 65536):
+            chunk = emb[s:s + 65536].astype(np.float64)
+            coords = chunk @ basis64
+            outside = chunk - coords @ basis64.T
+            rest_b = np.linalg.norm(outside, axis=1)
+            rest_a = np.sqrt(rest_b ** 2 + (coords[:, split:] ** 2).sum(axis=1))
+            self.coords_a[s:s + 65536], self.coords_b[s:s + 65536] = coords[:, :split], coords[:, split:]
+            self.rest_a[s:s + 65536], self.rest_b[s:s + 65536] = rest_a, rest_b
+            # the float32 copies' rounding, per row (every |q_i| <= 1)
+            rounding = (np.abs(self.coords_a[s:s + 65536] - coords[:, :split]).sum(axis=1)
+                        + np.abs(self.coords_b[s:s + 65536] - coords[:, split:]).sum(axis=1)
+                        + np.abs(self.rest_a[s:s + 65536] - rest_a) + np.abs(self.rest_b[s:s + 65536] - rest_b))
+            err = max(err, float(rounding.max(initial=0.0)))
+        # What rounding can add: the float32 copies, the products and sums of the scan, and the
+        # float32 similarity recall itself computes.
+        self.slack = err + 1e-4
+
+    def query(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+        """The query's coordinates in both blocks and its distances from their spans."""
+        q64 = q.astype(np.float64)
+        basis64 = self.basis.astype(np.float64)
+        coords = q64 @ basis64
+        a, b = coords[: self.split], coords[self.split:]
+        rest_b = float(np.linalg.norm(q64 - coords @ basis64.T))
+        rest_a = math.sqrt(rest_b ** 2 + float(b @ b))
+        return a.astype(np.float32), b.astype(np.float32), rest_a, rest_b
+
+    def changed(self, row: int) -> None:
+        if row < self.m:
+            self.dirty.add(row)
 
 
 class _Sq8:
@@ -696,6 +884,18 @@ class _Ivf:
     def changed(self, row: int) -> None:
         if row < self.m:
             self.dirty.add(row)
+
+
+def _up32_array(x: np.ndarray) -> np.ndarray:
+    """Each value as the smallest float32 at least it."""
+    y = x.astype(np.float32)
+    return np.where(y.astype(np.float64) >= x, y, np.nextafter(y, np.float32(np.inf)))
+
+
+def _up32(x: float) -> np.float32:
+    """The smallest float32 at least ``x``."""
+    y = np.float32(x)
+    return y if float(y) >= x else np.nextafter(y, np.float32(np.inf))
 
 
 def _dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:

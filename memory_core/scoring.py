@@ -348,6 +348,44 @@ def upper_bound(
     tier = max(p.tier_hot, p.tier_warm, p.tier_cold)
     out = tier * (p.alpha * relevance + p.beta * recency + p.gamma * importance + p.delta * frequency) / p.weight_sum
     return float(out) if out.ndim == 0 else out
+def prior_bounds(
+    params: ScoringParams,
+    *,
+    created: np.ndarray,
+    last_access: np.ndarray,
+    importance: np.ndarray,
+    access_count: np.ndarray,
+    now: float,
+    use_count: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per memory, ``(rest, dense_gain, lexical_gain)`` such that, for any query recalled at
+    ``now`` or later and as long as the memory's own fields do not change, :func:`blend` gives it
+    at most ``rest + dense_gain × dense + lexical_gain × lexical`` (dense: its similarity
+    rescaled to [0, 1] as blend does; lexical: its normalized lexical match).
+
+    Time only lowers recency, and the tier a memory can still reach is the largest of its
+    current one and the later ones, so the bound holds at any later moment. Exact recall uses it
+    to skip memories that cannot reach the k-th best score (``NamespaceIndex.rank``).
+    """
+    p = params
+    n = len(created)
+    _, comps = blend(p, similarity=np.zeros(n), lexical=np.zeros(n), created=created, last_access=last_access,
+                     importance=importance, access_count=access_count, use_count=use_count, now=now)
+    # The largest tier multiplier a memory can still get: its current tier or a later one (time
+    # moves a memory from hot to warm to cold, and an operator may weigh cold above hot).
+    last = np.asarray(last_access, dtype=np.float64)
+    created = np.asarray(created, dtype=np.float64)
+    touched = np.maximum(created, np.where(np.isfinite(last) & (last <= now), last, created))
+    touched_days = np.maximum(now - touched, 0.0) / DAY
+    later = np.where(touched_days < HOT_DAYS, max(p.tier_hot, p.tier_warm, p.tier_cold),
+                     np.where(touched_days <= COLD_DAYS, max(p.tier_warm, p.tier_cold), p.tier_cold))
+    scale = later / p.weight_sum
+    rest = scale * (p.beta * comps["recency"] + p.gamma * comps["importance"] + p.delta * comps["frequency"])
+    # Summed in another order than blend sums, the bound could round below a score it bounds.
+    up = 1 + 1e-9
+    return rest * up + 1e-9, scale * (p.alpha * (1.0 - p.lexical_weight) * up), scale * (p.alpha * p.lexical_weight * up)
+
+
 def top_k_rows(score: np.ndarray, ids: np.ndarray, k: int, threshold: float) -> list[np.ndarray]:
     """:func:`top_k` for every row of a (queries × memories) score matrix, with the same selection
     and tie-break; the tuner ranks many queries per parameter setting this way."""

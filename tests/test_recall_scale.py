@@ -27,19 +27,25 @@ from hypothesis import strategies as st
 
 from memory_core import MemoryBank, ScoringParams, ValidationError
 from memory_core.index import NamespaceIndex
-from memory_core.scoring import blend, upper_bound
+from memory_core.scoring import blend, prior_bounds, upper_bound
 from test_recall_exact import WORDS, assert_exact, params_strategy
 
 T0 = datetime(2025, 9, 1, tzinfo=timezone.utc)
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
 
 
-@pytest.fixture
-def force_pruning(monkeypatch):
-    """Prune from the first memory on, scanning only a handful of rows first, so that the bound
-    (not a scan wide enough to see everything) decides what gets scored exactly."""
+@pytest.fixture(params=["projected", "quantized"])
+def force_pruning(request, monkeypatch) -> str:
+    """Prune from the first memory on, so that a bound (not a scan wide enough to see everything)
+    decides what gets scored exactly: either the projected bound, always taken, or the 8-bit
+    first pass scanning only a handful of rows first. Returns which."""
     monkeypatch.setattr(NamespaceIndex, "PRUNE_MIN_ROWS", 1)
     monkeypatch.setattr(NamespaceIndex, "PRUNE_FIRST_SCAN", 2)
+    if request.param == "projected":
+        monkeypatch.setattr(NamespaceIndex, "PROJECTED_MAX_SHARE", 1.0)
+    else:
+        monkeypatch.setattr(NamespaceIndex, "_projected_candidates", lambda self, ranking: None)
+    return request.param
 
 
 # -- the bound ---------------------------------------------------------------------------------------
@@ -65,6 +71,32 @@ def test_upper_bound_is_never_below_the_blended_score(p, sim, slack, lex, lex_sl
     bound = upper_bound(p, similarity=min(sim + slack, 1.0), lexical=min(lex + lex_slack, 1.0),
                         importance_max=imp, access_count_max=count, use_count_max=uses)
     assert bound >= score[0] - 1e-12
+
+
+@settings(max_examples=300, deadline=None)
+@given(p=params_strategy, sim=st.floats(-1, 1), lex=unit, imp=unit, count=st.integers(0, 50),
+       uses=st.integers(0, 50), created_days=st.floats(0, 900), accessed_days=st.one_of(st.none(), st.floats(0, 900)),
+       built_days=st.floats(0, 900), later_days=st.floats(0, 900))
+def test_prior_bounds_hold_at_the_moment_they_were_built_and_after(p, sim, lex, imp, count, uses, created_days,
+                                                                   accessed_days, built_days, later_days):
+    """rest + dense_gain × dense + lexical_gain × lexical, computed at one moment, is at least the
+    blended score at that moment and at any later one (recency only falls; the tier may change,
+    to a multiplier the bound already allowed)."""
+    day = 86400.0
+    created = np.array([created_days * day])
+    last = np.array([np.nan if accessed_days is None else accessed_days * day])
+    built = built_days * day
+    if np.isfinite(last[0]) and last[0] > built:
+        return  # an access after the bound was built: the index scores that memory exactly
+    counts = dict(access_count=np.array([float(count)]), use_count=np.array([float(uses)]))
+    rest, dense_gain, lexical_gain = prior_bounds(p, created=created, last_access=last, importance=np.array([imp]),
+                                                  now=built, **counts)
+    dense = min(max((sim - p.similarity_floor) / (p.similarity_ceiling - p.similarity_floor), 0.0), 1.0)
+    bound = rest[0] + dense_gain[0] * dense + lexical_gain[0] * lex
+    for now in (built, built + later_days * day):
+        score, _ = blend(p, similarity=np.array([sim]), lexical=np.array([lex]), created=created, last_access=last,
+                         importance=np.array([imp]), now=now, **counts)
+        assert bound >= score[0]
 
 
 def test_upper_bound_grows_with_similarity():
@@ -118,8 +150,59 @@ def test_pruned_recall_equals_brute_force(tmp_path_factory, embedder, force_prun
         # The query's vector is a cluster centre: many memories tie with it or nearly so.
         embedder._recent[query] = np.asarray(centres[seed % 3], dtype=np.float32)
         assert_exact(bank, query, "alice", p, NOW, embedder)
-        assert bank.last_search["first_pass"] is True  # the quantized pass ran (pruned, or gave up)
+        if force_pruning == "projected":  # unless similarity weighs nothing: then nothing to bound
+            assert bank.last_search["projected"] is (p.alpha * (1 - p.lexical_weight) > 0)
+        else:
+            assert bank.last_search["first_pass"] is True  # the quantized pass ran (pruned, or gave up)
     del embedder._recent[query]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@given(memories=st.lists(adversarial_memory, min_size=3, max_size=30), p=params_strategy,
+       steps=st.lists(st.sampled_from(["record", "update", "forget", "add", "earlier", "later"]), min_size=2,
+                      max_size=7),
+       seed=st.integers(0, 2**16))
+def test_projected_bound_stays_exact_across_recalls_edits_and_moments(tmp_path_factory, embedder, monkeypatch, memories,
+                                                                 p, steps, seed):
+    """The projection and the prior bounds are built once (per setting) and kept while memories
+    change: recorded recalls (access counts, last access), edits, forgets, adds and "as of"
+    moments before and after the one they were built at. After each step the pruned top k is
+    brute force's."""
+    monkeypatch.setattr(NamespaceIndex, "PRUNE_MIN_ROWS", 1)
+    monkeypatch.setattr(NamespaceIndex, "PROJECTED_MAX_SHARE", 1.0)
+    rng = np.random.default_rng(seed)
+    centres = [np.asarray(_vector(rng, embedder.dim, None, 0), dtype=np.float32) for _ in range(3)]
+    rows = [{"text": " ".join(m["words"]), "namespace": "alice", "importance": m["importance"],
+             "created_at": T0 + timedelta(days=m["days"]), "access_count": m["access_count"],
+             "embedding": _vector(rng, embedder.dim, centres[m["cluster"]], 0.05)} for m in memories]
+    query = " ".join(WORDS[:2])
+    moment = NOW
+    folder = tmp_path_factory.mktemp("projected")
+    with MemoryBank.open(folder / "b.duckdb", embedder=embedder) as bank:
+        ids = bank.add_many(rows)
+        embedder._recent[query] = centres[seed % 3]
+        try:
+            assert_exact(bank, query, "alice", p, moment, embedder)
+            for step in steps:
+                live = [i for i in ids if bank.get(i).status == "active"]
+                if step == "record":
+                    bank.recall(query, namespace="alice", params=p, now=moment)
+                elif step == "update" and live:
+                    bank.update(int(rng.choice(live)), importance=float(rng.random()))
+                elif step == "forget" and len(live) > 1:
+                    bank.forget(int(rng.choice(live)))
+                elif step == "add":
+                    ids.append(bank.add(WORDS[int(rng.integers(0, 6))], namespace="alice",
+                                        embedding=_vector(rng, embedder.dim, centres[seed % 3], 0.02),
+                                        created_at=moment - timedelta(days=float(rng.integers(0, 300))),
+                                        importance=float(rng.random())))
+                elif step in ("earlier", "later"):
+                    moment += timedelta(days=-120 if step == "earlier" else 120)
+                assert_exact(bank, query, "alice", p, moment, embedder)
+                assert bank.last_search["projected"] is (p.alpha * (1 - p.lexical_weight) > 0), step
+        finally:
+            del embedder._recent[query]
 
 
 def test_pruning_skips_most_memories_and_stays_exact(bank, embedder, monkeypatch):
