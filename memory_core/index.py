@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -277,6 +278,7 @@ class NamespaceIndex:
         self._ivf: _Ivf | None = None
         self._proj: _Projection | None = None
         self._prior: _Priors | None = None
+        self._pending: tuple[tuple, np.ndarray] = ((), np.zeros(0, dtype=np.int64))  # see _projected_candidates
 
     _ARRAYS = ("ids", "emb", "created", "last_access", "importance", "access_count", "use_count")
 
@@ -449,7 +451,7 @@ class NamespaceIndex:
     def _priors(self, params: ScoringParams, now: float) -> "_Priors":
         pri = self._prior
         if (pri is None or pri.params != params or now < pri.t0
-                or len(pri.dirty) + max(0, self.n - pri.m) > max(1024, self.n // 32)):
+                or len(pri.dirty) + max(0, self.n - pri.m) > max(256, self.n // 512)):
             n = self.n
             pri = self._prior = _Priors(params, now, *prior_bounds(
                 params, created=self.created[:n], last_access=self.last_access[:n],
@@ -481,9 +483,13 @@ class NamespaceIndex:
             return None  # no low-dimensional structure to bound with, or similarity weighs nothing
         pri = self._priors(p, ranking.now)
         m = min(pr.m, pri.m, n)
-        pending = np.fromiter((r for r in pr.dirty | pri.dirty if r < n), dtype=np.int64)
-        if n > m:
-            pending = np.concatenate([pending, np.arange(m, n, dtype=np.int64)])
+        # Dirty sets only grow until their structure is rebuilt: their sizes identify them.
+        key = (pr.serial, pri.serial, len(pr.dirty), len(pri.dirty), n)
+        if self._pending[0] != key:
+            dirty = np.fromiter(pr.dirty | pri.dirty, dtype=np.int64)
+            dirty = np.sort(dirty[dirty < m])
+            self._pending = (key, np.concatenate([dirty, np.arange(m, n, dtype=np.int64)]))
+        pending = self._pending[1]
         # Every row's similarity bound from the first block, clipped to where it moves the score
         # (float32 band edges rounded up, so the clip never lowers a bound).
         qa, qb, q_rest_a, q_rest_b = pr.query(q)
@@ -756,6 +762,9 @@ class Ranking:
         return self
 
 
+_SERIALS = itertools.count()  # tells side structures apart (ids of freed objects get reused)
+
+
 class _Priors:
     """:func:`scoring.prior_bounds` of a namespace's rows for one parameter setting, computed at
     ``t0``: valid for recalls at ``t0`` or later, for rows below ``m`` not marked dirty since."""
@@ -763,6 +772,7 @@ class _Priors:
     def __init__(self, params: ScoringParams, t0: float, rest: np.ndarray, dense_gain: np.ndarray,
                  lexical_gain: np.ndarray):
         self.params, self.t0, self.m = params, t0, len(rest)
+        self.serial = next(_SERIALS)
         self.lexical_gain = lexical_gain
         # rest + dense_gain × (c − floor) / span = offset + slope × c for the similarity c
         # clipped to [floor, ceiling]; in float32, rounded up (c >= 0, so the bound only grows).
@@ -790,6 +800,7 @@ class _Projection:
 
     def __init__(self, emb: np.ndarray):
         self.m, d = emb.shape
+        self.serial = next(_SERIALS)
         self.dirty: set[int] = set()
         rng = np.random.default_rng(0)
         sample = emb[np.sort(rng.choice(self.m, min(self.m, 20_000), replace=False))].astype(np.float64)

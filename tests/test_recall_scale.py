@@ -205,6 +205,40 @@ def test_projected_bound_stays_exact_across_recalls_edits_and_moments(tmp_path_f
             del embedder._recent[query]
 
 
+def test_projected_bound_prunes_sentence_like_vectors_and_stays_exact_through_recorded_recalls(
+        bank, embedder, monkeypatch):
+    """Vectors with the bundled model's spectrum (bench/data/embedding_spectrum.npz): the projected
+    bound scores only a few memories exactly, and stays exact while recorded recalls change access
+    counts and recency (rows marked dirty, then the prior bounds rebuilt)."""
+    from bench._util import unit_vectors
+
+    monkeypatch.setattr(NamespaceIndex, "PRUNE_MIN_ROWS", 500)
+    n = 1500
+    vectors = unit_vectors(n, embedder.dim, seed=4)
+    rng = np.random.default_rng(4)
+    bank.add_many([{"text": " ".join(rng.choice(WORDS, 5)), "namespace": "big", "importance": float(rng.random()),
+                    "created_at": T0 + timedelta(days=float(rng.random() * 400)), "embedding": vectors[i]}
+                   for i in range(n)])
+    # Ten questions, each asked seven times; a question's vector is a memory's own, so that
+    # memory's bound is tight and its recency, raised by the recall, would outgrow a stale bound.
+    distinct = [f"{WORDS[i]} {WORDS[i + 1]}" for i in range(10)]
+    for i, q in enumerate(distinct):
+        embedder._recent[q] = vectors[97 * i].copy()
+    p = ScoringParams(recency_from="last_access", beta=0.4)  # recorded recalls raise recency
+    try:
+        scored = []
+        for i in range(70):
+            q, now = distinct[i % 10], NOW + timedelta(days=i)
+            assert_exact(bank, q, "big", p, now, embedder)
+            bank.recall(q, namespace="big", params=p, now=now)  # recorded: access count, last access
+            assert bank.last_search["projected"] is True
+            scored.append(bank.last_search["candidates"])
+        assert np.median(scored) < n / 10
+    finally:
+        for q in distinct:
+            embedder._recent.pop(q, None)
+
+
 def test_pruning_skips_most_memories_and_stays_exact(bank, embedder, monkeypatch):
     """A namespace large enough to prune: most memories are never scored exactly, and the result
     is still brute force's, before and after edits (changed rows are scored exactly until the
