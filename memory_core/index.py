@@ -204,7 +204,7 @@ class LexicalIndex:
             parts_vals.append(self.idf(term) * tf / (tf + self.k1 * (1.0 - self.b + self.b * dl / avgdl)))
         # Both paths add the terms in query order, so a row's float is the same whichever runs.
         if sum(len(r) for r in parts_rows) * 16 < n:
-            uniq = np.unique(np.concatenate(parts_rows))
+            uniq = _unique(np.concatenate(parts_rows))
             total = np.zeros(len(uniq), dtype=np.float64)
             for rows_t, vals_t in zip(parts_rows, parts_vals):
                 total[np.searchsorted(uniq, rows_t)] += vals_t
@@ -509,7 +509,7 @@ class NamespaceIndex:
         # The best rows by bound, scored exactly, set the level a row must reach: the k-th best
         # score so far, or the threshold. MARGIN covers float32 rounding of the bounds.
         first = min(m, max(8 * p.k, 64))
-        ranking.exact(np.union1d(pending, np.argpartition(ub, m - first)[m - first:]))
+        ranking.exact(_unique(np.concatenate([pending, np.argpartition(ub, m - first)[m - first:]])))
         level = max(ranking.kth_best(), p.threshold) - self.MARGIN
         rows = np.flatnonzero(ub >= level)
         ranking.stats.update(projected=True, reach_first=int(rows.size))
@@ -529,7 +529,7 @@ class NamespaceIndex:
                 extra[lex_rows] = lex_add
                 cos2 += extra[rows]
             rows = rows[cos2 >= level]
-        cand = np.union1d(rows, pending) if pending.size else rows
+        cand = _unique(np.concatenate([rows, pending])) if pending.size else rows
         ranking.stats.update(reach=int(rows.size), candidates=int(cand.size))
         return cand
 
@@ -719,7 +719,7 @@ class Ranking:
         else:
             new = rows
         if new.size > 1 and np.any(new[1:] <= new[:-1]):
-            new = np.unique(new)  # callers mostly pass sorted unique rows; the others need it
+            new = _unique(new)  # callers mostly pass sorted unique rows; the others need it
         if new.size:
             score, _ = self.score_rows(new)
             allrows = np.concatenate([self._seen_rows, new])
@@ -895,6 +895,15 @@ class _Ivf:
     def changed(self, row: int) -> None:
         if row < self.m:
             self.dirty.add(row)
+
+
+def _unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` of integer rows by sorting: numpy's hashing unique took 3-7 ms for the 30k-60k
+    posting-list rows of a query at 1M memories, a sort 0.8-1.6 ms."""
+    a = np.sort(a)
+    if a.size > 1:
+        a = a[np.concatenate(([True], a[1:] != a[:-1]))]
+    return a
 
 
 def _up32_array(x: np.ndarray) -> np.ndarray:
