@@ -50,7 +50,7 @@ _MEMORY_CACHE_MAX = 20_000
 _BATCH_EMBED = 2048
 _BATCH_VECTORS = 8192
 _SAVE_EVERY = 1000  # index changes before a long-lived bank saves its index cache unasked
-_RETRIEVAL_ID_BLOCK = 256  # retrieval ids a bank reserves at a time (recall knows its id at once)
+_RETRIEVAL_ID_BLOCK = 4096  # retrieval ids a bank reserves at a time (recall knows its id at once)
 INDEX_MODES = ("exact", "ivf")
 # What a Memory needs beyond the index's arrays, kept per row so recall never opens the file for it.
 _INFO_COLUMNS = ("text", "kind", "category", "created_at", "updated_at", "last_accessed_at", "pinned", "source",

@@ -29,6 +29,7 @@ weights, so a threshold keeps its meaning while an operator moves the sliders.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -43,6 +44,12 @@ HOT_DAYS = 7.0
 COLD_DAYS = 90.0
 COMPONENTS = ("similarity", "lexical", "recency", "importance", "frequency")
 FREQUENCY_FROM = ("retrievals", "uses")  # what ScoringParams.frequency_from may name
+
+
+@functools.lru_cache(maxsize=64)
+def _params_json(params: "ScoringParams") -> str:
+    # Every recorded recall logs its settings; they rarely change, so their JSON is kept.
+    return json.dumps(params.to_dict(), sort_keys=True)
 
 
 def tier_of(age_days: float) -> str:
@@ -172,7 +179,7 @@ class ScoringParams:
         return cls().replace(**data)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
+        return _params_json(self)
 
     @property
     def weight_sum(self) -> float:
