@@ -442,12 +442,22 @@ row, 20 ms BM25 walking Python dicts of postings (`np.fromiter` per query term) 
 blend; a recorded recall took 148 ms, ~90 ms of it opening, committing and closing DuckDB (the
 retrieval-id counter, the log rows, the access-count update, re-reading the hits). What changed:
 recorded recalls are journaled and written in batches, so a recall touches no file when nobody
-else wrote; posting lists are cached as arrays; namespaces of 20k+ memories are pruned by an 8-bit
-first pass with a proven bound, and only rows whose own bound reaches the k-th best are scored
-exactly; dot products run on the calling thread (numpy's BLAS threads spun on the shared cores:
-8 ms of CPU for a 10k-row product instead of 0.3 ms) and FAISS searches one query on one thread;
-hits are built from the index's own row fields, not read back from the file; a namespace's first
-load no longer turns vectors into Python lists.
+else wrote; posting lists are cached as arrays; dot products run on the calling thread (numpy's
+BLAS threads spun on the shared cores: 8 ms of CPU for a 10k-row product instead of 0.3 ms) and
+FAISS searches one query on one thread; hits are built from the index's own row fields; a
+namespace's first load no longer turns vectors into Python lists.
+
+Profiled again once recall pruned by an 8-bit scan (100k and 1M, the ranking core): the 8-bit scan
+cost as much as a flat float32 scan (decoding is compute-bound), so pruning saved only the blend
+(1M: 57 ms vs 59 ms flat). What changed: a memory's similarity is now bounded by its coordinates on
+the namespace's top principal directions plus the length outside them, and its other components
+by per-memory prior bounds (`scoring.prior_bounds`), reading a sixth of the bytes; a second block
+of 64 directions, read only for the memories still in, cut the rows scored exactly at 1M from about
+48,000 to about 750. Then: numpy's hashing `unique` over posting-list rows cost 3-7 ms per query
+at 1M (a sort: about 1 ms); rebuilding the changed-rows array on every recorded recall cost about
+1 ms at 100k (now cached); retrieval ids reserved 4,096 at a time and the settings' JSON cached
+saved another 0.4 ms. Random vectors spread their length over all 384 directions and would make
+the projection useless: the index then skips it and falls back to the 8-bit scan.
 """
 
 
@@ -459,12 +469,14 @@ def markdown(result: dict[str, Any]) -> str:
              f"one FAISS thread, default preset, recorded recall (`record=True`), query embedding excluded; "
              f"{result['queries_per_size']} queries per size; bare FAISS = `IndexFlatIP.search` of the same "
              "vectors, interleaved with recall in the same run.", "",
-             "| memories | recall p50 / p95 ms | bare FAISS flat p50 / p95 ms | ratio p50 | CPU ms recall / bare "
-             "(p50) | pruned | candidates (median) | exact = brute force | first recall s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| memories | recall p50 / p95 ms | what-if recall p50 / p95 ms | bare FAISS flat p50 / p95 ms | "
+             "ratio p50 | CPU ms recall / bare (p50) | pruned | candidates (median) | exact = brute force | "
+             "first recall s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for s in result["scale"]:
         lines.append(
             f"| {s['memories']:,} | {s['recall']['p50_ms']:.2f} / {s['recall']['p95_ms']:.2f} | "
+            f"{s['recall_what_if']['p50_ms']:.2f} / {s['recall_what_if']['p95_ms']:.2f} | "
             f"{s['bare_faiss_flat']['p50_ms']:.2f} / {s['bare_faiss_flat']['p95_ms']:.2f} | {s['ratio_p50']:.2f} | "
             f"{s['recall_cpu']['p50_ms']:.2f} / {s['bare_faiss_flat_cpu']['p50_ms']:.2f} | "
             f"{s['pruned_share']:.0%} | {s['candidates_median']:,} | {s['exact_equal_brute_force']}/"
@@ -481,8 +493,8 @@ def markdown(result: dict[str, Any]) -> str:
         a = x["approximate"]
         k = next(key for key in a if key.startswith("recall_at_"))
         lines += ["", f"Ranking core alone at {x['memories']:,} memories (`--index-only`: a NamespaceIndex filled "
-                  "directly, since importing a million rows through the store takes longer than this machine "
-                  f"allowed; the bank adds O(k) work per recall): rank p50 / p95 {x['rank']['p50_ms']:.1f} / "
+                  "directly, without the store; the bank adds the work of the table above on top, O(k) per "
+                  f"recall): rank p50 / p95 {x['rank']['p50_ms']:.1f} / "
                   f"{x['rank']['p95_ms']:.1f} ms vs bare FAISS flat {x['bare_faiss_flat']['p50_ms']:.1f} / "
                   f"{x['bare_faiss_flat']['p95_ms']:.1f} ms (ratio {x['ratio_p50']:.2f}); CPU p50 "
                   f"{x['rank_cpu']['p50_ms']:.1f} vs {x['bare_faiss_flat_cpu']['p50_ms']:.1f} ms (ratio "
