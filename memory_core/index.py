@@ -404,6 +404,9 @@ class NamespaceIndex:
     # The projected bound gives way to the quantized first pass when more than this share of the
     # rows could reach the k-th best score by it.
     PROJECTED_MAX_SHARE = 1 / 4
+    # Changed rows (recorded recalls change access counts) are scored exactly until this many
+    # have gathered; then their prior bounds are recomputed.
+    PRIOR_REFRESH = 64
     # What float32 rounding of a projected bound can take off it (scores are at most a few units).
     MARGIN = 1e-5
 
@@ -449,17 +452,24 @@ class NamespaceIndex:
         return side is None or len(side.dirty) + max(0, self.n - side.m) > max(2000, self.n // 20)
 
     def _priors(self, params: ScoringParams, now: float) -> "_Priors":
-        pri = self._prior
-        if (pri is None or pri.params != params or now < pri.t0
-                or len(pri.dirty) + max(0, self.n - pri.m) > max(256, self.n // 512)):
-            n = self.n
-            pri = self._prior = _Priors(params, now, *prior_bounds(
-                params, created=self.created[:n], last_access=self.last_access[:n],
-                importance=self.importance[:n], access_count=self.access_count[:n],
-                use_count=self.use_count[:n], now=now))
+        pri, n = self._prior, self.n
+        if pri is None or pri.params != params or now < pri.t0:
+            pri = self._prior = _Priors(params, now, *self._prior_bounds(params, np.arange(n), now))
             # A recall logged after ``now`` would raise the recency a later query sees: score exactly.
             pri.dirty.update(np.flatnonzero(self.last_access[:n] > now).tolist())
+        elif len(pri.dirty) + max(0, n - pri.m) > self.PRIOR_REFRESH:
+            # Bounds computed at t0 still hold now (time only lowers them), so only the changed and
+            # the new rows need computing, as of now; the whole keeps holding from now on.
+            rows = np.union1d(np.fromiter((r for r in pri.dirty if r < n), dtype=np.int64),
+                              np.arange(min(pri.m, n), n, dtype=np.int64))
+            pri.refresh(rows, now, *self._prior_bounds(params, rows, now))
+            pri.dirty.update(np.flatnonzero(self.last_access[:n] > now).tolist())
         return pri
+
+    def _prior_bounds(self, params: ScoringParams, rows: np.ndarray, now: float):
+        return prior_bounds(params, created=self.created[rows], last_access=self.last_access[rows],
+                            importance=self.importance[rows], access_count=self.access_count[rows],
+                            use_count=self.use_count[rows], now=now)
 
     def _projected_candidates(self, ranking: "Ranking") -> np.ndarray | None:
         """Rows that can still be in the top k, bounded without reading whole vectors; or None
@@ -781,6 +791,25 @@ class _Priors:
         self.slope = _up32_array(dense_gain / span)
         self.offset = _up32_array(rest - dense_gain * (p.similarity_floor / span))
         self.dirty: set[int] = set()
+
+    def refresh(self, rows: np.ndarray, now: float, rest: np.ndarray, dense_gain: np.ndarray,
+                lexical_gain: np.ndarray) -> None:
+        """Recompute ``rows`` (changed or appended ones) as of ``now``; the rest stay valid."""
+        p = self.params
+        span = p.similarity_ceiling - p.similarity_floor
+        m = max(self.m, int(rows.max()) + 1) if rows.size else self.m
+        if m > self.m:  # appended rows: grow the arrays (rows between old m and m are all in ``rows``)
+            grow = m - self.m
+            self.slope = np.concatenate([self.slope, np.zeros(grow, dtype=np.float32)])
+            self.offset = np.concatenate([self.offset, np.zeros(grow, dtype=np.float32)])
+            self.lexical_gain = np.concatenate([self.lexical_gain, np.zeros(grow)])
+            self.m = m
+        self.slope[rows] = _up32_array(dense_gain / span)
+        self.offset[rows] = _up32_array(rest - dense_gain * (p.similarity_floor / span))
+        self.lexical_gain[rows] = lexical_gain
+        self.t0 = now
+        self.serial = next(_SERIALS)
+        self.dirty = set()
 
     def changed(self, row: int) -> None:
         if row < self.m:

@@ -166,11 +166,12 @@ def test_pruned_recall_equals_brute_force(tmp_path_factory, embedder, force_prun
 def test_projected_bound_stays_exact_across_recalls_edits_and_moments(tmp_path_factory, embedder, monkeypatch, memories,
                                                                  p, steps, seed):
     """The projection and the prior bounds are built once (per setting) and kept while memories
-    change: recorded recalls (access counts, last access), edits, forgets, adds and "as of"
-    moments before and after the one they were built at. After each step the pruned top k is
-    brute force's."""
+    change, the changed rows' bounds recomputed as they gather: recorded recalls (access counts,
+    last access), edits, forgets, adds and "as of" moments before and after the one they were
+    built at. After each step the pruned top k is brute force's."""
     monkeypatch.setattr(NamespaceIndex, "PRUNE_MIN_ROWS", 1)
     monkeypatch.setattr(NamespaceIndex, "PROJECTED_MAX_SHARE", 1.0)
+    monkeypatch.setattr(NamespaceIndex, "PRIOR_REFRESH", 2)  # recompute changed rows' bounds often
     rng = np.random.default_rng(seed)
     centres = [np.asarray(_vector(rng, embedder.dim, None, 0), dtype=np.float32) for _ in range(3)]
     rows = [{"text": " ".join(m["words"]), "namespace": "alice", "importance": m["importance"],
