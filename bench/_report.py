@@ -258,7 +258,7 @@ the change 20 s, 4.9k memories/s. What the profile showed, by cumulative time:
 
 What changed: `add_many` streams batches through a writer thread (at most two in flight, so memory
 is bounded) while the model embeds the next batch; back-to-back batches of rows that carry vectors
-(8k rows each) share one connection held at most 1 s (then the file is free for 0.15 s, so
+(8k rows each) share one connection held at most 1 s (then the file is free for 0.03 s, so
 another process waiting for it gets in), and a batch the model embedded lets the
 file go at once; nothing is read back (loaded indexes are updated from the rows in hand); DuckDB
 writes the "add" events' JSON from the same Arrow table (`to_json(struct_pack(...))`); vector checks
