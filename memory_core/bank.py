@@ -39,7 +39,7 @@ from .models import (
     check_text, parse_time,
 )
 from .scoring import COLD_DAYS, HOT_DAYS, PRESETS, Candidates, ScoringParams, add_kept_pairs, tier_of
-from .store import MEMORY_COLUMNS, Store, content_hash, to_aware, to_naive_utc, utcnow
+from .store import MEMORY_COLUMNS, Store, content_hash, registered, to_aware, to_naive_utc, utcnow
 
 Progress = Callable[[int], None]
 
@@ -2012,13 +2012,10 @@ class MemoryBank:
                     seq = Store.next_seq(con)  # other processes' indexes take the new counts by sequence
                     table = pa.table({"id": pa.array(list(delta), pa.int64()),
                                       "n": pa.array(list(delta.values()), pa.int64())})
-                    con.register("_uses", table)
-                    try:
+                    with registered(con, _uses=table):
                         # Never below 0: an imported or merged memory's count need not match the feedback rows.
                         con.execute("UPDATE memories SET use_count = greatest(memories.use_count + _uses.n, 0), seq = ? "
                                     "FROM _uses WHERE memories.id = _uses.id", [seq])
-                    finally:
-                        con.unregister("_uses")
                     rows = Store.fetch_rows(con, "id IN (SELECT unnest(?))", [list(delta)], with_embedding=True)
             if rows is not None:
                 self._synced_seq = seq
@@ -2344,12 +2341,9 @@ class MemoryBank:
                 "query": [r["query"] for _, r in parsed],
                 "as_of": pa.array([r["as_of"] for _, r in parsed], pa.timestamp("us")),
             })
-            con.register("_label_keys", keys)
-            try:
+            with registered(con, _label_keys=keys):
                 con.execute("DELETE FROM labels l USING _label_keys k WHERE l.set_name = k.set_name AND "
                             "l.namespace = k.namespace AND l.query = k.query AND l.as_of IS NOT DISTINCT FROM k.as_of")
-            finally:
-                con.unregister("_label_keys")
             out: dict[str, list] = {c: [] for c in ("set_name", "namespace", "query", "as_of", "memory_id", "relevant")}
             for _, r in parsed:
                 marks = [(m, True) for m in r["relevant"]] + [(m, False) for m in r["irrelevant"]] or [(None, None)]
@@ -2365,11 +2359,8 @@ class MemoryBank:
                 "memory_id": pa.array(out["memory_id"], pa.int64()), "relevant": pa.array(out["relevant"], pa.bool_()),
                 "labeled_by": [self.actor] * n, "labeled_at": pa.array([to_naive_utc(now)] * n, pa.timestamp("us")),
             })
-            con.register("_labels", table)
-            try:
+            with registered(con, _labels=table):
                 con.execute("INSERT INTO labels SELECT * FROM _labels")
-            finally:
-                con.unregister("_labels")
             Store.log_event(con, self.actor, "import_labels", None, None,
                             {"queries": len(parsed), "labels": n,
                              "sets": sorted({r["set"] for _, r in parsed})}, now)
@@ -2606,11 +2597,10 @@ class MemoryBank:
                 allv = np.concatenate(vectors)
                 flat = pa.array(allv.reshape(-1))
                 offsets = pa.array(np.arange(0, len(ids_texts) + 1, dtype=np.int32) * allv.shape[1])
-                con.register("_vecs", pa.table({"id": [i for i, _ in ids_texts],
-                                                "embedding": pa.ListArray.from_arrays(offsets, flat)}))
-                con.execute("UPDATE memories SET embedding = _vecs.embedding, embedding_model = ?, seq = ? "
-                            "FROM _vecs WHERE memories.id = _vecs.id", [target, seq])
-                con.unregister("_vecs")
+                vecs = pa.table({"id": [i for i, _ in ids_texts], "embedding": pa.ListArray.from_arrays(offsets, flat)})
+                with registered(con, _vecs=vecs):
+                    con.execute("UPDATE memories SET embedding = _vecs.embedding, embedding_model = ?, seq = ? "
+                                "FROM _vecs WHERE memories.id = _vecs.id", [target, seq])
             old = self.model
             Store.set_meta(con, "embedding_model", target)
             Store.set_meta(con, "embedding_dim", str(embedder.dim))

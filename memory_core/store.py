@@ -258,10 +258,9 @@ def _renumber_after(con: duckdb.DuckDBPyConnection, seq_before: int, rows_before
     if rows_before:
         table = pa.table({"id": pa.array([r[0] for r in rows_before], pa.int64()),
                           "namespace": pa.array([r[1] for r in rows_before], pa.string())})
-        con.register("_before", table)
-        con.execute("INSERT INTO removed_memories SELECT id, namespace, ? FROM _before "
-                    "WHERE id NOT IN (SELECT id FROM memories)", [seq])
-        con.unregister("_before")
+        with registered(con, _before=table):
+            con.execute("INSERT INTO removed_memories SELECT id, namespace, ? FROM _before "
+                        "WHERE id NOT IN (SELECT id FROM memories)", [seq])
     con.execute("COMMIT")
 
 
@@ -291,6 +290,19 @@ class FileSignature:
             except FileNotFoundError:
                 parts.append(None)
         return cls(tuple(parts))
+
+
+@contextlib.contextmanager
+def registered(con: Any, **tables: Any) -> Iterator[None]:
+    """Arrow tables visible to SQL under their keyword names on ``con`` (a DuckDB connection or a
+    :class:`Connection`) for the block, and gone after it, whatever happens inside."""
+    for name, table in tables.items():
+        con.register(name, table)
+    try:
+        yield
+    finally:
+        for name in tables:
+            con.unregister(name)
 
 
 class Connection:
@@ -745,8 +757,7 @@ class Store:
             **{c: rows[c] for c in MEMORY_COLUMNS},
             "embedding": pa.ListArray.from_arrays(offsets, flat),
         })
-        con.register("_incoming", table)
-        try:
+        with registered(con, _incoming=table):
             cols = ", ".join(MEMORY_COLUMNS + ("embedding",))
             con.execute(f"INSERT INTO memories ({cols}) SELECT {cols} FROM _incoming")
             if log is not None and n:
@@ -760,8 +771,6 @@ class Store:
                     f"SELECT ? + row_number() OVER (ORDER BY id) - 1, ?, ?, 'add', id, NULL, "
                     f"to_json(struct_pack({after}))::VARCHAR, NULL, ? FROM _incoming",
                     [first, to_naive_utc(at), actor, group])
-        finally:
-            con.unregister("_incoming")
 
     @staticmethod
     def fetch_rows(con: Connection, where: str, params: list[Any],
@@ -821,12 +830,9 @@ class Store:
             "note": pa.array([None] * n, pa.string()),
             "group_id": pa.array([group] * n, pa.int64()),
         })
-        con.register("_events", table)
-        try:
+        with registered(con, _events=table):
             con.execute("INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, "
                         "group_id) SELECT * FROM _events")
-        finally:
-            con.unregister("_events")
 
     @staticmethod
     def log_event(con: Connection, actor: str, action: str, memory_id: int | None,
@@ -873,12 +879,9 @@ class Store:
             "latency_ms": pa.array([e["latency_ms"] for e in new], pa.float64()),
             "n_results": pa.array([int(e["n_results"]) for e in new], pa.int32()),
         })
-        con.register("_heads", heads)
-        try:
+        with registered(con, _heads=heads):
             con.execute("INSERT INTO retrievals (id, recalled_at, actor, namespace, query, params, preset, gate, "
                         "recalled, latency_ms, n_results) SELECT * FROM _heads")
-        finally:
-            con.unregister("_heads")
         hit_rows = [(int(e["id"]), *h) for e in new for h in e["hits"]]
         if not hit_rows:
             return None, []
@@ -899,9 +902,7 @@ class Store:
         access = pa.table({"id": pa.array(touched, pa.int64()),
                            "n": pa.array([uses[m][0] for m in touched], pa.int64()),
                            "at": pa.array([uses[m][1] for m in touched], pa.timestamp("us"))})
-        con.register("_hits", hits)
-        con.register("_access", access)
-        try:
+        with registered(con, _hits=hits, _access=access):
             con.execute("INSERT INTO retrieval_hits (retrieval_id, rank, memory_id, score, similarity, lexical, "
                         "recency, importance, frequency) SELECT * FROM _hits")
             seq = Store.next_seq(con)
@@ -909,7 +910,4 @@ class Store:
                 "UPDATE memories SET access_count = memories.access_count + _access.n, seq = ?, "
                 "last_accessed_at = greatest(coalesce(memories.last_accessed_at, _access.at), _access.at) "
                 "FROM _access WHERE memories.id = _access.id AND memories.status = 'active'", [seq])
-        finally:
-            con.unregister("_hits")
-            con.unregister("_access")
         return seq, touched
