@@ -211,6 +211,17 @@ PRESETS: dict[str, ScoringParams] = {
 }
 
 
+def _last_touch(created: np.ndarray, last_access: np.ndarray, now: float) -> np.ndarray:
+    """Each memory's last access as of ``now``, or its creation when it had none by then (an
+    access after ``now``, seen from an "as of" view of the past, counts as none)."""
+    return np.where(np.isfinite(last_access) & (last_access <= now), last_access, created)
+
+
+def _touched_days(created: np.ndarray, last: np.ndarray, now: float) -> np.ndarray:
+    """Days since each memory was created or last accessed, what its tier goes by."""
+    return np.maximum(now - np.maximum(created, last), 0.0) / DAY
+
+
 def blend(
     params: ScoringParams,
     *,
@@ -237,8 +248,7 @@ def blend(
     lex = np.asarray(lexical, dtype=np.float64)
     created = np.asarray(created, dtype=np.float64)
     last = np.asarray(last_access, dtype=np.float64)
-    accessed = np.isfinite(last) & (last <= now)
-    last = np.where(accessed, last, created)
+    last = _last_touch(created, last, now)
 
     dense = np.clip((sim - p.similarity_floor) / (p.similarity_ceiling - p.similarity_floor), 0.0, 1.0)
     relevance = (1.0 - p.lexical_weight) * dense + p.lexical_weight * lex
@@ -260,7 +270,7 @@ def blend(
     frequency = np.minimum(1.0, p.frequency_base + p.frequency_step * np.asarray(count, dtype=np.float64))
     imp = np.asarray(importance, dtype=np.float64)
 
-    touched_days = np.maximum(now - np.maximum(created, last), 0.0) / DAY
+    touched_days = _touched_days(created, last, now)
     tier = np.where(
         touched_days < HOT_DAYS, p.tier_hot, np.where(touched_days <= COLD_DAYS, p.tier_warm, p.tier_cold)
     )
@@ -380,10 +390,8 @@ def prior_bounds(
                      importance=importance, access_count=access_count, use_count=use_count, now=now)
     # The largest tier multiplier a memory can still get: its current tier or a later one (time
     # moves a memory from hot to warm to cold, and an operator may weigh cold above hot).
-    last = np.asarray(last_access, dtype=np.float64)
     created = np.asarray(created, dtype=np.float64)
-    touched = np.maximum(created, np.where(np.isfinite(last) & (last <= now), last, created))
-    touched_days = np.maximum(now - touched, 0.0) / DAY
+    touched_days = _touched_days(created, _last_touch(created, np.asarray(last_access, dtype=np.float64), now), now)
     later = np.where(touched_days < HOT_DAYS, max(p.tier_hot, p.tier_warm, p.tier_cold),
                      np.where(touched_days <= COLD_DAYS, max(p.tier_warm, p.tier_cold), p.tier_cold))
     scale = later / p.weight_sum
