@@ -535,9 +535,7 @@ class NamespaceIndex:
             cos2 *= pri.slope[rows]
             cos2 += pri.offset[rows]
             if lex_rows.size:
-                extra = np.zeros(m, dtype=np.float32)
-                extra[lex_rows] = lex_add
-                cos2 += extra[rows]
+                cos2 += (pri.lexical_gain[rows] * ranking._lexical(rows)).astype(np.float32)
             rows = rows[cos2 >= level]
         cand = _unique(np.concatenate([rows, pending])) if pending.size else rows
         ranking.stats.update(reach=int(rows.size), candidates=int(cand.size))
