@@ -31,7 +31,7 @@ from .embed import DEFAULT_MODEL, Embedder, canonical_model_name, get_embedder
 from .errors import (
     BankReadOnlyError, ImportFormatError, ModelMismatchError, NotFoundError, StateError, ValidationError,
 )
-from .index import NamespaceIndex, lexical_tokens, memory_tokens, namespace_key
+from .index import HASH_DTYPE, NamespaceIndex, lexical_tokens, memory_tokens, namespace_key
 from .recall_log import FLUSH_AT, FLUSH_INTERVAL, RecallJournal
 from .models import (
     CATEGORIES, CONFLICT_STATUSES, KINDS, RESOLUTIONS, STATUSES, Conflict, Event, Feedback, Hit, ImportReport,
@@ -89,13 +89,24 @@ def _memory_from_index(idx: NamespaceIndex, r: int) -> Memory | None:
         id=int(idx.ids[r]), text=text, namespace=idx.namespace, kind=kind, category=category,
         importance=float(idx.importance[r]), created_at=to_aware(created), updated_at=to_aware(updated),
         last_accessed_at=to_aware(last), access_count=int(idx.access_count[r]), status="active",
-        pinned=bool(pinned), source=source, content_hash=idx.hashes[r], embedding_model=model,
+        pinned=bool(pinned), source=source, content_hash=idx.hash_at(r), embedding_model=model,
         superseded_by=superseded_by, merged_into=merged_into, context=context, use_count=int(idx.use_count[r]),
     )
 
 
 def _ts(value: datetime | None) -> float:
     return math.nan if value is None else value.replace(tzinfo=timezone.utc).timestamp()
+
+
+def _timestamps(column: Any) -> np.ndarray:
+    """An Arrow timestamp column as :func:`_ts` gives each value (seconds; NaN for null), without
+    a datetime per row: microseconds / 1e6 is the same float ``datetime.timestamp`` computes."""
+    micros = column.cast(pa.timestamp("us")).cast(pa.int64()).to_numpy(zero_copy_only=False)
+    return np.asarray(micros, dtype=np.float64) / 1e6
+
+
+def _floats(column: Any) -> np.ndarray:
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
 def _memory_from_row(row: dict[str, Any]) -> Memory:
@@ -399,7 +410,7 @@ class MemoryBank:
                       float(cols["importance"][i]), float(cols["access_count"][i]))
             uses = float(cols["use_count"][i])
             r = idx.row_of.get(mid)
-            if r is not None and idx.hashes[r] == cols["content_hash"][i]:
+            if r is not None and idx.hash_at(r) == cols["content_hash"][i]:
                 idx.set_fields(mid, *fields, uses)
                 idx.set_info(mid, _info(cols, i))
             else:
@@ -418,58 +429,66 @@ class MemoryBank:
             return idx
         if self.dim is None:
             return None
-        cached = NamespaceIndex.load(self.index_folder, namespace, self.model, self.dim)
+        spill = None if self._store.read_only else self.index_folder
+        cached = NamespaceIndex.load(self.index_folder, namespace, self.model, self.dim, spill_dir=spill)
         live = con.sql(
             f"SELECT id, seq, importance, access_count, use_count, content_hash, {_INFO_SQL} "
             "FROM memories WHERE namespace = ? AND status = 'active'", params=[namespace],
-        ).to_arrow_table().to_pydict() if cached is not None else {}
+        ).to_arrow_table() if cached is not None else None
         seq_now = Store.change_seq(con)
         rebuild = cached is None
         if cached is not None:
-            live_ids = set(live["id"])
-            for mid in [int(m) for m in cached.ids[: cached.n]]:
-                if mid not in live_ids:
-                    cached.remove(mid)
-            stale = [mid for mid, s, h in zip(live["id"], live["seq"], live["content_hash"])
-                     if s > cached.seq or mid not in cached.row_of or cached.hashes[cached.row_of[mid]] != h]
-            if len(stale) > max(1000, cached.n // 2):
+            live_ids = live.column("id").to_numpy()
+            cached_ids = cached.ids[: cached.n]
+            for mid in cached_ids[~np.isin(cached_ids, live_ids)].tolist():
+                cached.remove(mid)
+            rows = cached.rows_of(live_ids)
+            stale = (rows < 0) | (live.column("seq").to_numpy() > cached.seq)
+            known = np.flatnonzero(~stale)
+            hashes = live.column("content_hash").to_numpy(zero_copy_only=False)
+            stale[known] = cached.hashes[rows[known]] != hashes[known].astype(HASH_DTYPE)
+            stale_ids = live_ids[stale].tolist()
+            if len(stale_ids) > max(1000, cached.n // 2):
                 rebuild = True
-            elif stale:
-                rows = Store.fetch_rows(con, "namespace = ? AND status = 'active' AND id IN (SELECT unnest(?))",
-                                        [namespace, stale], with_embedding=True)
-                self._fill(cached, rows)
+            elif stale_ids:
+                self._fill(con, cached, "namespace = ? AND status = 'active' AND id IN (SELECT unnest(?))",
+                           [namespace, stale_ids])
             idx = cached
         if rebuild:
-            rows = Store.fetch_rows(con, "namespace = ? AND status = 'active'", [namespace], with_embedding=True)
             idx = NamespaceIndex(namespace, self.dim)
-            self._fill(idx, rows)
-        if not rebuild:  # a rebuild read these fields in this same transaction already
-            for i, mid in enumerate(live["id"]):
-                idx.set_fields(mid, _ts(live["created_at"][i]), _ts(live["last_accessed_at"][i]),
-                               float(live["importance"][i]), float(live["access_count"][i]),
-                               float(live["use_count"][i]))
-                idx.set_info(mid, _info(live, i))
+            idx.spill_dir = spill
+            self._fill(con, idx, "namespace = ? AND status = 'active'", [namespace])
+        else:  # a rebuild read these fields in this same transaction already
+            rows = idx.rows_of(live.column("id").to_numpy())
+            idx.set_fields_many(rows, _timestamps(live.column("created_at")),
+                                _timestamps(live.column("last_accessed_at")), _floats(live.column("importance")),
+                                _floats(live.column("access_count")), _floats(live.column("use_count")))
+            idx.set_infos(live.select(list(_INFO_COLUMNS)).take(np.argsort(rows)))
         idx.seq = seq_now
         self._indexes[namespace] = idx
         if rebuild or idx.changes_since_save:
             self._save_index(idx)
         return idx
 
-    def _fill(self, idx: NamespaceIndex, rows: Any) -> None:
-        if rows.num_rows == 0:
-            return
-        # Vectors stay in Arrow (read by embeddings_of): as Python lists, 1M memories' vectors take
-        # over 10 GB.
-        cols = _columns(rows)
-        vectors = Store.embeddings_of(rows, self.dim)
-        idx.add_many(
-            np.asarray(cols["id"], dtype=np.int64), vectors,
-            [memory_tokens(t, c) for t, c in zip(cols["text"], cols["context"])],
-            list(cols["content_hash"]), np.array([_ts(t) for t in cols["created_at"]]),
-            np.array([_ts(t) for t in cols["last_accessed_at"]]), np.asarray(cols["importance"], dtype=np.float64),
-            np.asarray(cols["access_count"], dtype=np.float64), [_info(cols, i) for i in range(rows.num_rows)],
-            use_count=np.asarray(cols["use_count"], dtype=np.float64),
-        )
+    def _fill(self, con: Any, idx: NamespaceIndex, where: str, params: list[Any]) -> None:
+        """Add the store's rows matching ``where`` (live memories of the index's namespace) to the
+        index, streamed in batches: a million memories never sit in memory twice."""
+        total = con.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()[0]
+        idx.reserve(idx.n + total)
+        for rows in Store.stream_rows(con, where, params, with_embedding=True):
+            texts, contexts = rows.column("text").to_pylist(), rows.column("context").to_pylist()
+            idx.add_many(
+                rows.column("id").to_numpy(), Store.embeddings_of(rows, self.dim),
+                (memory_tokens(t, c) for t, c in zip(texts, contexts)),
+                rows.column("content_hash").to_numpy(zero_copy_only=False).astype(HASH_DTYPE),
+                _timestamps(rows.column("created_at")), _timestamps(rows.column("last_accessed_at")),
+                _floats(rows.column("importance")), _floats(rows.column("access_count")),
+                # A copy (take): the batch's buffers come from DuckDB as one allocation, and a
+                # column kept from it keeps the whole batch alive, vectors and all.
+                rows.select(list(_INFO_COLUMNS)).take(np.arange(rows.num_rows)),
+                use_count=_floats(rows.column("use_count")),
+            )
+        idx.info.finish_loading()
 
     def _save_index(self, idx: NamespaceIndex) -> None:
         try:

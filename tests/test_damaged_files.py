@@ -54,7 +54,7 @@ def _copy(src: Path, dest: Path) -> Path:
     return dest
 
 
-@pytest.mark.parametrize("damage", ["deleted folder", "empty files", "truncated header", "truncated faiss"])
+@pytest.mark.parametrize("damage", ["deleted folder", "empty files", "truncated header", "truncated vectors"])
 def test_missing_or_truncated_index_files_are_rebuilt(tmp_path, filled, embedder, damage):
     path = _copy(filled, tmp_path / "bank.duckdb")
     shutil.copytree(str(filled) + ".index", str(path) + ".index")
@@ -68,12 +68,12 @@ def test_missing_or_truncated_index_files_are_rebuilt(tmp_path, filled, embedder
             f.write_bytes(b"")
         elif damage == "truncated header" and f.suffix == ".json":
             f.write_bytes(f.read_bytes()[:10])
-        elif damage == "truncated faiss" and f.suffix == ".faiss":
+        elif damage == "truncated vectors" and f.name.endswith(".vec.npy"):
             f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
     with MemoryBank.open(path, embedder=embedder) as bank:
         assert recall_matches_brute_force(bank, QUERIES, now=NOW) == []
         assert bank.count() == 3000
-    assert any(folder.glob("*.faiss")), "the rebuilt index was saved again"
+    assert any(folder.glob("*.vec.npy")), "the rebuilt index was saved again"
 
 
 def _truncate(path: Path) -> None:

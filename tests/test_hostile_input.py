@@ -237,7 +237,9 @@ REVIEWED_SQL_PIECES = {
     "store.py": {"_sql_string(backup)", "_sql_string(dest)", "col", "cols", "order", "page", "quoted", "table",
                  "where", "<sql>", "<stmt>",
                  # insert_memories: "col := col" pairs from the fixed _ADD_EVENT_FIELDS
-                 "after"},
+                 "after",
+                 # DuckDB's buffer pool sizes: class constants
+                 "Store.MEMORY_LIMIT", "Store.SCAN_MEMORY_LIMIT"},
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 import random
 
 import bm25s
@@ -100,7 +101,7 @@ def test_namespace_index_remove_keeps_arrays_aligned():
         idx.remove(mid)
     assert idx.n == 7 and set(idx.row_of) == set(vec_of) - {100, 105, 109}
     for mid, r in idx.row_of.items():
-        assert idx.ids[r] == mid and np.array_equal(idx.emb[r], vec_of[mid]) and idx.hashes[r] == f"h{mid - 100}"
+        assert idx.ids[r] == mid and np.array_equal(idx.emb[r], vec_of[mid]) and idx.hash_at(r) == f"h{mid - 100}"
         assert idx.created[r] == mid - 100
 
 
@@ -113,8 +114,8 @@ def test_save_and_load_round_trip(tmp_path):
     assert back is not None and back.seq == 42 and back.n == 19
     for mid, r in idx.row_of.items():
         r2 = back.row_of[mid]
-        assert np.array_equal(back.emb[r2], idx.emb[r]) and back.hashes[r2] == idx.hashes[r]
-        assert back.lexical.doc_terms[r2] == idx.lexical.doc_terms[r]
+        assert np.array_equal(back.emb[r2], idx.emb[r]) and back.hash_at(r2) == idx.hash_at(r)
+        assert back.lexical.terms_of(r2) == idx.lexical.terms_of(r)
     assert NamespaceIndex.load(tmp_path, "alice", "other-model", 8) is None
     assert NamespaceIndex.load(tmp_path, "alice", "m", 16) is None
     assert NamespaceIndex.load(tmp_path, "bob", "m", 8) is None
@@ -138,3 +139,64 @@ def test_lexical_tokens_drop_question_and_filler_words():
     # A memory's context adds its words after the text's.
     assert memory_tokens("Caroline: I went yesterday", "Melanie: How was the support group?") == [
         "carolin", "yesterday", "melani", "support", "group"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bm25_compaction_and_saved_arrays_keep_scores(monkeypatch, seed):
+    """Rows changed since the last compaction live beside the arrays; with compactions every few
+    changes, bulk appends, removals and a save-and-load of the arrays, scores stay a fresh
+    index's of what remains."""
+    monkeypatch.setattr(LexicalIndex, "COMPACT_MIN", 3)
+    rng = random.Random(seed)
+    lex, alive = LexicalIndex(), []
+    batch = random_corpus(rng, 20)
+    lex.extend(batch)  # straight into the arrays
+    alive += batch
+    for _ in range(60):
+        action = rng.random()
+        if action < 0.4 and alive:
+            r = rng.randrange(len(alive))
+            lex.swap_remove(r)
+            alive[r] = alive[-1]
+            alive.pop()
+        elif action < 0.8:
+            doc = random_corpus(rng, 1)[0]
+            lex.append(doc)
+            alive.append(doc)
+        else:
+            docs = random_corpus(rng, rng.randint(1, 6))
+            lex.extend(docs)
+            alive += docs
+        fresh = LexicalIndex()
+        for d in alive:
+            fresh.append(d)
+        for q in (["tea", "python", "paris"], ["coffee"], ["unicorn", "exam"]):
+            assert np.allclose(lex.raw_scores(q), fresh.raw_scores(q))
+            assert lex.idf(q[0]) == pytest.approx(fresh.idf(q[0]))
+        assert [lex.terms_of(r) for r in range(len(alive))] == [dict(Counter(d)) for d in alive]
+    back = LexicalIndex.from_arrays(**{k: (str(v) if k == "vocab" else v) for k, v in lex.to_arrays().items()})
+    assert len(back) == len(alive)
+    assert np.allclose(back.raw_scores(["tea", "marathon"]), lex.raw_scores(["tea", "marathon"]))
+
+
+def test_row_infos_survive_compaction(monkeypatch):
+    """Descriptive fields loaded as an Arrow table and then changed row by row (more than the
+    compaction threshold) read back as set, through removals that move rows."""
+    import pyarrow as pa
+
+    from memory_core.index import RowInfos
+
+    monkeypatch.setattr(RowInfos, "COMPACT_MIN", 4)
+    idx = make_index(30)
+    table = pa.table({"text": [f"t{i}" for i in range(30)], "n": list(range(30))})
+    idx.set_infos(table)
+    want = {100 + i: (f"t{i}", i) for i in range(30)}
+    for i in range(0, 30, 2):
+        idx.set_info(100 + i, (f"new{i}", -i))
+        want[100 + i] = (f"new{i}", -i)
+    for mid in (101, 110, 129):
+        idx.remove(mid)
+        del want[mid]
+    idx.upsert(200, np.ones(8, dtype=np.float32) / np.sqrt(8), ["x"], "h200", 0.0, np.nan, 0.5, 0, info=("added", 99))
+    want[200] = ("added", 99)
+    assert {int(idx.ids[r]): idx.info[r] for r in range(idx.n)} == want

@@ -210,14 +210,14 @@ def test_exact_through_changes_reopen_and_other_processes(bank_path, embedder):
 
 
 def test_damaged_index_cache_is_rebuilt(bank_path, embedder):
-    """A truncated FAISS file or a garbage BM25 file is not fatal: the index is rebuilt from the store."""
+    """A truncated vectors file or a garbage BM25 file is not fatal: the index is rebuilt from the store."""
     now = datetime(2026, 11, 1, tzinfo=timezone.utc)
     with MemoryBank.open(bank_path, embedder=embedder) as bank:
         bank.add_many([{"text": t, "namespace": "alice", "created_at": T0} for t in TEXTS])
         bank.recall("tea", namespace="alice", record=False)
     folder = bank_path.parent / (bank_path.name + ".index")
-    faiss_file = next(folder.glob("*.faiss"))
-    faiss_file.write_bytes(faiss_file.read_bytes()[:100])
+    vectors_file = next(folder.glob("*.vec.npy"))
+    vectors_file.write_bytes(vectors_file.read_bytes()[:100])
     next(folder.glob("*.lex.npz")).write_bytes(b"not a zip file")
     with MemoryBank.open(bank_path, embedder=embedder) as bank:
         _check_all(bank, embedder, now)
