@@ -196,18 +196,29 @@ server-side times (what the page waits for), over {r['repeats']} repeats.
 
 def _footprint_md(r: dict, out: Path) -> str:
     i, c = r["import"], r["recall"]
+    again = r.get("reopened")
+
+    def held(x: dict) -> str:
+        h = x.get("held_after_recalls")
+        return "" if not h else f"{h['rss_mb']:,.0f} MB ({h['anon_mb']:,.0f} anonymous, {h['file_mb']:,.0f} file-backed)"
+    reopened = "" if not again else (
+        f"| reopened: first recall (loads the saved index) | {again['first_recall_s']:.1f} s | "
+        f"{again['peak_rss_mb']:,.0f} MB | {held(again)} |\n")
     return f"""## Memory footprint at {r['memories']:,} memories (`python -m bench --only footprint`)
 
-Synthetic unit vectors in the `embedding` field, one namespace, streamed into `add_many` in
-chunks of 100k; each phase in its own process, peak RSS from `getrusage`. Both processes load the
-embedding model (a bank without vectors takes its dimension from the model; recall embeds the query).
+Synthetic vectors (the model's spectrum) in the `embedding` field, one namespace, streamed into
+`add_many` in chunks of 100k; each phase in its own process, peak RSS from `getrusage`. The recall
+processes load the embedding model (as an agent's would), recall twice, then six recorded recalls;
+"held after" is their resident memory then. A namespace of 65,536 memories or more keeps its
+vectors in a memory-mapped scratch file: those pages are file-backed (the kernel may drop them and
+read them back), and recall maps only the few rows it scores.
 
-| phase | time | peak RSS | target |
+| phase | time | peak RSS | held after |
 |---|---|---|---|
 | import of {r['memories']:,} memories | {i['seconds']:.0f} s | {i['peak_rss_mb']:,.0f} MB | |
-| recall process: first recall (builds the namespace index from the store) | {c['first_recall_s']:.1f} s | | |
-| recall process: next recall | {1000 * c['next_recall_s']:.0f} ms | {c['peak_rss_mb']:,.0f} MB | |
-| **peak** | | **{r['peak_rss_mb']:,.0f} MB** | ≤ {r['target_peak_rss_mb']:,} MB |
+| recall: first recall (builds the namespace index from the store) | {c['first_recall_s']:.1f} s | {c['peak_rss_mb']:,.0f} MB | {held(c)} |
+| recall: next recall | {1000 * c['next_recall_s']:.0f} ms | | |
+{reopened}| **peak** (target ≤ {r['target_peak_rss_mb']:,} MB) | | **{r['peak_rss_mb']:,.0f} MB** | |
 
 The bank file and its index cache take {r['bank_on_disk_mb']:,.0f} MB on disk.
 """
