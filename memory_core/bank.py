@@ -431,10 +431,12 @@ class MemoryBank:
             return None
         spill = None if self._store.read_only else self.index_folder
         cached = NamespaceIndex.load(self.index_folder, namespace, self.model, self.dim, spill_dir=spill)
-        live = con.sql(
-            f"SELECT id, seq, importance, access_count, use_count, content_hash, {_INFO_SQL} "
-            "FROM memories WHERE namespace = ? AND status = 'active'", params=[namespace],
-        ).to_arrow_table() if cached is not None else None
+        live = None
+        if cached is not None:
+            with Store.scanning(con):
+                live = con.sql(f"SELECT id, seq, importance, access_count, use_count, content_hash, {_INFO_SQL} "
+                               "FROM memories WHERE namespace = ? AND status = 'active'", params=[namespace],
+                               ).to_arrow_table()
         seq_now = Store.change_seq(con)
         rebuild = cached is None
         if cached is not None:

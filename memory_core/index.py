@@ -1202,9 +1202,14 @@ class _Projection:
         self.serial = next(_SERIALS)
         self.dirty: set[int] = set()
         rng = np.random.default_rng(0)
-        sample = emb[np.sort(rng.choice(self.m, min(self.m, 20_000), replace=False))]  # float32
-        if release is not None:
-            release(0, self.m)  # the sample's rows are spread all over the vectors
+        picks = np.sort(rng.choice(self.m, min(self.m, 20_000), replace=False))
+        sample = np.empty((len(picks), d), dtype=np.float32)
+        step = 65536
+        for s in range(0, self.m, step):  # a range at a time: the rows are spread over all the vectors
+            lo, hi = np.searchsorted(picks, [s, s + step])
+            sample[lo:hi] = emb[picks[lo:hi]]
+            if release is not None:
+                release(s, min(self.m, s + step))
         # The principal directions from the 384x384 Gram matrix, summed in float64 a block at a
         # time: an SVD of the sample would hold two more sample-sized matrices at the peak of a
         # namespace's load.

@@ -797,13 +797,20 @@ class Store:
         """Memory rows as Arrow tables of up to ``batch_rows`` rows, in storage order: a namespace
         of a million memories loads without the whole result (4 GB with vectors) in memory at once."""
         cols = ", ".join(MEMORY_COLUMNS + (("embedding",) if with_embedding else ()))
-        # A scan needs only the blocks in flight; left at MEMORY_LIMIT, the pool would keep what
-        # the scan read until the connection closes, under whatever the caller builds next.
-        con.execute(f"SET memory_limit = '{Store.SCAN_MEMORY_LIMIT}'")
-        try:
+        with Store.scanning(con):
             reader = con.sql(f"SELECT {cols} FROM memories WHERE {where}", params=params).to_arrow_reader(batch_rows)
             for batch in reader:
                 yield pa.Table.from_batches([batch])
+
+    @staticmethod
+    @contextlib.contextmanager
+    def scanning(con: Connection) -> Iterator[None]:
+        """A smaller buffer pool while a large scan runs: a scan needs only the blocks in flight,
+        and at MEMORY_LIMIT the pool would keep what it read until the connection closes, under
+        whatever the caller builds from the rows next."""
+        con.execute(f"SET memory_limit = '{Store.SCAN_MEMORY_LIMIT}'")
+        try:
+            yield
         finally:
             con.execute(f"SET memory_limit = '{Store.MEMORY_LIMIT}'")
 
