@@ -19,6 +19,7 @@ from .store import utcnow
 
 DEFAULT_BANK = "data/memory.duckdb"
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+LOAD_PROGRESS_MIN = 20_000  # memories in a namespace from which loading its index shows a progress bar
 
 
 class _Context:
@@ -135,6 +136,7 @@ def recall(obj: _Context, query: str, namespace: str, preset: str | None, now: s
            threshold: float | None, gate: bool, dry_run: bool, as_json: bool) -> None:
     """Recall the memories worth putting in the prompt for QUERY."""
     with obj.open() as bank:
+        _load_with_progress(bank, namespace)
         hits = bank.recall(query, namespace=namespace, params=preset, now=now, k=k, threshold=threshold,
                            gate=gate, record=not dry_run)
     if as_json:
@@ -149,6 +151,17 @@ def recall(obj: _Context, query: str, namespace: str, preset: str | None, now: s
         c = h.components
         click.echo(f"{h.rank:>2} {h.score:5.3f} {c['relevance']:5.2f} {c['recency']:5.2f} {c['importance']:4.2f} "
                    f"{h.memory.id:>6}  {humanize_age(h.memory.created_at, now_dt):<13} {h.memory.text}")
+
+
+def _load_with_progress(bank: MemoryBank, namespace: str) -> None:
+    """Load a large namespace's index under a progress bar (seconds to a minute at 1M memories)."""
+    if bank.namespace_loaded(namespace):
+        return
+    total = bank.count(namespace=namespace)
+    if total < LOAD_PROGRESS_MIN:
+        return
+    with click.progressbar(length=total, label=f"loading the index of {namespace}", file=sys.stderr) as bar:
+        bank.load_namespace(namespace, progress=bar.update)
 
 
 @cli.command()

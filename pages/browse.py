@@ -15,7 +15,7 @@ import streamlit as st
 
 from memory_core import scoring
 from memory_core.models import CATEGORIES, KINDS, STATUSES
-from pages.common import configured_password, get_bank, namespace_picker, password_matches, readable_errors
+from pages.common import configured_password, ensure_loaded, get_bank, namespace_picker, password_matches, readable_errors
 
 PAGE_SIZE = 50
 ANY = "(any)"
@@ -144,6 +144,7 @@ with readable_errors():
             st.warning("Semantic search works within one namespace: pick one above.")
             shown, rows = [], []
         else:
+            ensure_loaded(bank, namespace)
             hits = bank.recall(query, namespace=namespace, record=False, threshold=0, k=50)
             # recall sees active memories only; the other filters apply to its hits.
             hits = [h for h in hits if matches(h.memory, filters)]

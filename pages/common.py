@@ -66,6 +66,29 @@ def readable_errors() -> Iterator[None]:
         st.error(str(exc))
 
 
+LOAD_PROGRESS_MIN = 20_000  # memories in a namespace from which loading its index shows progress
+
+
+def ensure_loaded(bank: MemoryBank, namespace: str) -> None:
+    """Load a large namespace's index under a progress bar before its first recall (a million
+    memories take seconds to a minute; without it the page would just hang)."""
+    if bank.namespace_loaded(namespace):
+        return
+    total = bank.count(namespace=namespace)
+    if total < LOAD_PROGRESS_MIN:
+        return
+    label = f"Loading the index of {namespace} ({total:,} memories)…"
+    bar = st.progress(0.0, text=label)
+    done = [0]
+
+    def step(n: int) -> None:
+        done[0] += n
+        bar.progress(min(1.0, done[0] / total), text=label)
+
+    bank.load_namespace(namespace, progress=step)
+    bar.empty()
+
+
 def namespace_picker(bank: MemoryBank, key: str = "namespace", allow_all: bool = False,
                      empty: str = "Add one on the Browse page, or import with `memctl import`.") -> str | None:
     """A sidebar-remembered namespace choice; None means every namespace (when allowed).

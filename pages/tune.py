@@ -15,7 +15,7 @@ import streamlit as st
 
 from memory_core import scoring, tuning
 from memory_core.scoring import ScoringParams
-from pages.common import get_bank, namespace_picker, readable_errors
+from pages.common import ensure_loaded, get_bank, namespace_picker, readable_errors
 
 CANDIDATES = 15  # at least this many candidates are shown, in or out
 # (ScoringParams field, label, min, max, step)
@@ -181,6 +181,7 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
     if not query:
         st.info("Type a query (or pick one from the retrieval log) to see how it ranks.")
         return
+    ensure_loaded(bank, namespace)
     hits = bank.recall(query, namespace=namespace, params=p.replace(threshold=0.0, k=max(p.k, CANDIDATES)),
                        now=now, record=False)
     if not hits:

@@ -81,3 +81,27 @@ def test_a_read_only_bank_keeps_vectors_in_memory(bank_path, embedder, small_thr
     with MemoryBank.open(bank_path, embedder=embedder, read_only=True) as bank:
         _check(bank, embedder)
         assert not isinstance(bank._indexes["big"].emb, np.memmap)
+
+
+def test_loading_a_namespace_reports_progress(bank_path, embedder, small_thresholds, monkeypatch):
+    """The first use of a large namespace can take a minute at a million memories: load_namespace
+    reports every memory read (building from the store, then from the saved index), and the CLI
+    shows it as a progress bar."""
+    from click.testing import CliRunner
+
+    from memory_core import cli
+
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        bank.add_many(_rows(150, 7, embedder.dim))
+    for _ in range(2):  # from the store, then from the index it saved
+        with MemoryBank.open(bank_path, embedder=embedder) as bank:
+            assert not bank.namespace_loaded("big")
+            seen: list[int] = []
+            assert bank.load_namespace("big", progress=seen.append) == 150
+            assert sum(seen) == 150 and bank.namespace_loaded("big")
+            assert bank.load_namespace("big") == 150  # already loaded: nothing read
+            _check(bank, embedder)
+    monkeypatch.setattr(cli, "LOAD_PROGRESS_MIN", 100)
+    result = CliRunner().invoke(cli.cli, ["--bank", str(bank_path), "recall", WORDS[0], "--namespace", "big"])
+    assert result.exit_code == 0, result.output
+    assert "loading the index of big" in result.output
