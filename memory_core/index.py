@@ -4,11 +4,16 @@ A :class:`NamespaceIndex` keeps, for every active memory of a namespace, its vec
 tokens and the fields scoring needs, in parallel arrays, so recall scores *every* live memory
 with a few vectorized operations: the result is exact by construction.
 
-Indexes are caches. They are saved next to the bank (``<bank>.index/``: a FAISS file, a BM25
-file and a small JSON header per namespace) and reconciled with the store whenever they are
-loaded: rows changed since the saved change sequence are fetched again, rows no longer live
-are dropped, and anything that does not add up (a missing or truncated file, another model,
-another dimension) triggers a rebuild from the store. Nothing is lost when they are deleted.
+Indexes are caches. They are saved next to the bank (``<bank>.index/``: per namespace the
+vectors as ``.npy``, the BM25 arrays and a small JSON header) and reconciled with the store
+whenever they are loaded: rows changed since the saved change sequence are fetched again,
+rows no longer live are dropped, and anything that does not add up (a missing or truncated file,
+another model, another dimension) triggers a rebuild from the store. Nothing is lost when they
+are deleted.
+
+Memory: a large namespace's vectors live in an unlinked, memory-mapped scratch file (the process
+holds only the pages it reads), its BM25 postings and per-row fields in compact arrays; at a
+million memories the recall process holds about 2 GB, the embedding model included.
 """
 
 from __future__ import annotations
