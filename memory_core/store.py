@@ -539,6 +539,23 @@ class Store:
                 self._close(raw, key)
 
     @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the file's lock, without a connection, for the block.
+
+        Connections this process opens inside the block share the lock, and no other process can
+        write the file until the block ends: a caller that must finish its own bookkeeping after
+        closing a connection (the recall writer) stays the file's last writer until it is done.
+        """
+        started = time.monotonic()
+        key, waited = self._take_file_lock(started + self.lock_timeout)
+        if waited:
+            self.lock_waits.append(time.monotonic() - started)
+        try:
+            yield
+        finally:
+            self._release_file_lock(key)
+
+    @contextlib.contextmanager
     def hold(self) -> Iterator[Connection]:
         """A connection without a transaction, for a caller that commits several in a row.
 
