@@ -800,6 +800,27 @@ class Store:
         return con.sql(f"SELECT {cols} FROM memories WHERE {where} ORDER BY {order}{page}",
                        params=params).to_arrow_table()
 
+    # Columns the recall writer reads back for the memories whose access counts it changed.
+    ACCESS_COLUMNS = ("id", "namespace", "status", "created_at", "last_accessed_at", "importance",
+                      "access_count", "use_count")
+    _IN_LIST_MAX = 2000  # ids looked up through the primary key; more are cheaper to find by a scan
+
+    @staticmethod
+    def access_rows(con: Connection, ids: list[int]) -> list[dict[str, Any]]:
+        """The scoring fields (:data:`ACCESS_COLUMNS`) of these memories.
+
+        A constant IN list is answered from the primary key's index; ``IN (SELECT unnest(?))``
+        scans the table (at a million memories, 50 ms of CPU against 12 ms for a few hundred ids).
+        """
+        if not ids:
+            return []
+        cols = ", ".join(Store.ACCESS_COLUMNS)
+        if len(ids) <= Store._IN_LIST_MAX:
+            listed = ", ".join(str(int(i)) for i in ids)  # ints only: nothing else reaches the SQL
+            return con.sql(f"SELECT {cols} FROM memories WHERE id IN ({listed})").to_arrow_table().to_pylist()
+        return con.sql(f"SELECT {cols} FROM memories WHERE id IN (SELECT unnest(?))",
+                       params=[[int(i) for i in ids]]).to_arrow_table().to_pylist()
+
     @staticmethod
     def embeddings_of(table: pa.Table, dim: int) -> np.ndarray:
         """The ``embedding`` column of an Arrow table as an (n, dim) float32 array."""

@@ -173,3 +173,30 @@ def test_an_operation_started_while_the_writer_writes_waits_for_it(bank_path, em
         m = reopened.get(ids[3])
         assert (m.access_count, m.importance) == (1, 0.9)
         assert reopened.get(added[0]).text == "Walks Pixel every evening"
+
+
+def test_retrieval_ids_stay_unique_across_reserved_blocks(bank_path, embedder, monkeypatch):
+    """Recall takes its retrieval ids from blocks reserved in the store, the next block reserved
+    ahead by the writer: two banks on one file, flushing now and then, never share an id."""
+    import memory_core.bank as bank_mod
+
+    monkeypatch.setattr(bank_mod, "_RETRIEVAL_ID_BLOCK", 4)
+    agent = MemoryBank.open(bank_path, embedder=embedder, actor="agent")
+    _seed(agent)
+    other = MemoryBank.open(bank_path, embedder=embedder, actor="other")
+    rids = []
+    for i in range(30):
+        for b in (agent, other):
+            b.recall(QUERIES[i % len(QUERIES)], namespace="alice", now=NOW, threshold=0.0, k=1)
+            rids.append(b.last_retrieval_id)
+        if i % 3 == 0:
+            agent.flush()
+        if i % 5 == 0:
+            other.flush()
+    assert len(set(rids)) == 60
+    agent.close()
+    other.close()
+    with MemoryBank.open(bank_path, embedder=embedder) as reopened:
+        logged = reopened.retrievals("alice", limit=None)
+        assert sorted(r["id"] for r in logged) == sorted(rids)
+        assert sum(r["actor"] == "agent" for r in logged) == 30
