@@ -304,7 +304,7 @@ class MemoryBank:
             with self._lock:
                 self._flushing = self._flush_current = False
                 self._flush_done.notify_all()
-        return len(entries) + self._last_replayed
+        return len(entries) + sum(len(found) for _, found, _ in orphans)
 
     def _wait_for_flush(self) -> None:
         """With self._lock held: wait (letting the lock go meanwhile) until no flush is writing.
