@@ -25,9 +25,10 @@ does not hold the bank's lock meanwhile: recalls go on. To keep the lines being 
 from those recorded meanwhile, the writer *seals* the current journal file (:meth:`RecallJournal.seal`:
 it keeps its lock and its lines, and the next recall starts a new file) and deletes it once the
 batch is committed (:meth:`RecallJournal.written`). A sealed file the writer could not write
-stays sealed and is written with the next batch; one left by a crash is an orphan like any other. Only a crash of the whole machine (power loss) can lose the lines the OS had not
-yet put on disk: the journal is not fsynced per recall, which would cost more than the batching
-saves.
+stays sealed and is written with the next batch; one left by a crash is an orphan like any other.
+
+Only a crash of the whole machine (power loss) can lose the lines the OS had not yet put on disk:
+the journal is not fsynced per recall, which would cost more than the batching saves.
 
 Other processes see a recall once it is flushed: within :data:`FLUSH_INTERVAL` seconds while the
 recalling process lives, at once when it closes the bank.
