@@ -16,10 +16,19 @@ locked before it appears under its ``*.jsonl`` name (it is created as ``.<name>.
 renamed once locked), so no other process can take a live journal for an abandoned one; a
 process killed in that instant leaves an empty ``.creating`` file and no recall (none had
 returned). Writing is idempotent (a retrieval id already in the store is skipped, together with
-its access counts), so a crash between committing a batch and emptying the journal counts
-nothing twice. Only a crash of the whole machine (power loss) can lose the lines the OS had not
-yet put on disk: the journal is not fsynced per recall, which would cost more than the batching
-saves.
+its access counts), so a crash between committing a batch and deleting its journal counts
+nothing twice.
+
+Writing a batch takes the DuckDB file for tens to hundreds of milliseconds (opening it, the
+update, the checkpoint on closing it; 150 ms at a million memories), so the background writer
+does not hold the bank's lock meanwhile: recalls go on. To keep the lines being written apart
+from those recorded meanwhile, the writer *seals* the current journal file (:meth:`RecallJournal.seal`:
+it keeps its lock and its lines, and the next recall starts a new file) and deletes it once the
+batch is committed (:meth:`RecallJournal.written`). A sealed file the writer could not write
+stays sealed and is written with the next batch; one left by a crash is an orphan like any other.
+
+Only a crash of the whole machine (power loss) can lose the lines the OS had not yet put on disk:
+the journal is not fsynced per recall, which would cost more than the batching saves.
 
 Other processes see a recall once it is flushed: within :data:`FLUSH_INTERVAL` seconds while the
 recalling process lives, at once when it closes the bank.
@@ -38,14 +47,29 @@ FLUSH_INTERVAL = 2.0  # seconds between background writes of pending recalls
 FLUSH_AT = 512  # pending recalls that wake the writer before the interval is up
 
 
+class SealedJournal:
+    """A journal file closed to new lines, locked by its owner until its lines are in the store."""
+
+    def __init__(self, path: Path, fh: IO[str], entries: list[dict[str, Any]]):
+        self.path = path
+        self.fh = fh
+        self.entries = entries
+
+
 class RecallJournal:
     """This process's journal of recorded recalls not yet in the store."""
 
     def __init__(self, bank_path: Path):
         self.folder = Path(str(bank_path) + ".journal")
-        self.pending: list[dict[str, Any]] = []
+        self.current: list[dict[str, Any]] = []  # lines of the open file
+        self.sealed: list[SealedJournal] = []  # files being (or still to be) written
         self._fh: IO[str] | None = None
         self.path: Path | None = None
+
+    @property
+    def pending(self) -> list[dict[str, Any]]:
+        """Every recall journaled and not yet written, oldest first."""
+        return [e for s in self.sealed for e in s.entries] + self.current
 
     def _open(self) -> IO[str]:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -67,22 +91,36 @@ class RecallJournal:
             self._fh = self._open()
         self._fh.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
         self._fh.flush()
-        self.pending.append(entry)
+        self.current.append(entry)
 
-    def written(self) -> None:
-        """The pending recalls are committed to the store: forget them."""
-        self.pending.clear()
-        if self._fh is not None:
-            self._fh.seek(0)
-            self._fh.truncate(0)
+    def seal(self) -> list[SealedJournal]:
+        """Close the current file to new lines (the next :meth:`append` opens another) and return
+        every sealed file: what a batch written now must hold."""
+        if self.current:
+            assert self._fh is not None and self.path is not None
+            self.sealed.append(SealedJournal(self.path, self._fh, self.current))
+            self._fh, self.path, self.current = None, None, []
+        return list(self.sealed)
+
+    def written(self, batches: list[SealedJournal]) -> None:
+        """These sealed files' recalls are committed to the store: delete the files."""
+        for b in batches:
+            b.path.unlink(missing_ok=True)
+            fcntl.flock(b.fh, fcntl.LOCK_UN)
+            b.fh.close()
+            self.sealed.remove(b)
 
     def close(self) -> None:
-        """Drop the (empty) journal file. Call after :meth:`written`; pending entries would stay
-        on disk for the next opener to replay."""
+        """Drop the (empty) journal file and let go of the others. Call after a flush; pending
+        entries stay on disk (unlocked) for the next opener to replay."""
+        for b in self.sealed:
+            fcntl.flock(b.fh, fcntl.LOCK_UN)
+            b.fh.close()
+        self.sealed = []
         if self._fh is None:
             return
         fh, self._fh = self._fh, None
-        if not self.pending and self.path is not None:
+        if not self.current and self.path is not None:
             self.path.unlink(missing_ok=True)
         fcntl.flock(fh, fcntl.LOCK_UN)
         fh.close()
@@ -92,11 +130,9 @@ class RecallJournal:
         its lock (close it after deleting the file)."""
         if not self.folder.is_dir():
             return
-        if self.path is not None and not any(p != self.path for p in self.folder.glob("*.jsonl")):
-            return
-        for path in sorted(self.folder.glob("*.jsonl")):
-            if path == self.path:
-                continue
+        own = {s.path for s in self.sealed} | ({self.path} if self.path is not None else set())
+        paths = [p for p in sorted(self.folder.glob("*.jsonl")) if p not in own]
+        for path in paths:
             try:
                 fh = open(path, "r+", encoding="utf-8")
             except FileNotFoundError:

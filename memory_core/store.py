@@ -547,6 +547,23 @@ class Store:
                 self._close(raw, key)
 
     @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the file's lock, without a connection, for the block.
+
+        Connections this process opens inside the block share the lock, and no other process can
+        write the file until the block ends: a caller that must finish its own bookkeeping after
+        closing a connection (the recall writer) stays the file's last writer until it is done.
+        """
+        started = time.monotonic()
+        key, waited = self._take_file_lock(started + self.lock_timeout)
+        if waited:
+            self.lock_waits.append(time.monotonic() - started)
+        try:
+            yield
+        finally:
+            self._release_file_lock(key)
+
+    @contextlib.contextmanager
     def hold(self) -> Iterator[Connection]:
         """A connection without a transaction, for a caller that commits several in a row.
 
@@ -790,6 +807,29 @@ class Store:
         page = "" if limit is None else f" LIMIT {int(limit)} OFFSET {int(offset)}"
         return con.sql(f"SELECT {cols} FROM memories WHERE {where} ORDER BY {order}{page}",
                        params=params).to_arrow_table()
+
+    # Columns the recall writer reads back for the memories whose access counts it changed.
+    ACCESS_COLUMNS = ("id", "namespace", "status", "created_at", "last_accessed_at", "importance",
+                      "access_count", "use_count")
+    _IN_LIST_MAX = 2000  # ids written into the SQL as a list at most; more go through a scan
+
+    @staticmethod
+    def access_rows(con: Connection, ids: list[int]) -> list[dict[str, Any]]:
+        """The scoring fields (:data:`ACCESS_COLUMNS`) of these memories.
+
+        The ids go in as a constant IN list, which DuckDB answers without the full scan that
+        ``IN (SELECT unnest(?))`` costs (measured at a million memories and 300 ids: 12 ms of CPU
+        against 50-70 ms). Longer lists (a large replayed journal) take the scan, whose cost does not
+        grow with the list.
+        """
+        if not ids:
+            return []
+        cols = ", ".join(Store.ACCESS_COLUMNS)
+        if len(ids) <= Store._IN_LIST_MAX:
+            listed = ", ".join(str(int(i)) for i in ids)  # ints only: nothing else reaches the SQL
+            return con.sql(f"SELECT {cols} FROM memories WHERE id IN ({listed})").to_arrow_table().to_pylist()
+        return con.sql(f"SELECT {cols} FROM memories WHERE id IN (SELECT unnest(?))",
+                       params=[[int(i) for i in ids]]).to_arrow_table().to_pylist()
 
     @staticmethod
     def stream_rows(con: Connection, where: str, params: list[Any], with_embedding: bool = False,
