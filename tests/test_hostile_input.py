@@ -239,7 +239,9 @@ REVIEWED_SQL_PIECES = {
                  # insert_memories: "col := col" pairs from the fixed _ADD_EVENT_FIELDS
                  "after",
                  # DuckDB's buffer pool sizes: class constants
-                 "Store.MEMORY_LIMIT", "Store.SCAN_MEMORY_LIMIT"},
+                 "Store.MEMORY_LIMIT", "Store.SCAN_MEMORY_LIMIT",
+                 # access_rows: ids joined after int() each
+                 "listed"},
 }
 
 
