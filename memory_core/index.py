@@ -557,7 +557,6 @@ class NamespaceIndex:
         self.mode = "exact"  # or "ivf": the bank's opt-in approximate dense search
         # Where large namespaces keep their vectors: a memory-mapped scratch file (see _vector_rows).
         self.spill_dir: Path | None = None
-        self._rows_read = 0  # rows' vectors read since the mapped ones were last released
         self._sq: _Sq8 | None = None
         self._ivf: _Ivf | None = None
         self._proj: _Projection | None = None
@@ -571,12 +570,12 @@ class NamespaceIndex:
 
     # Vectors of a namespace from this many rows on live in a memory-mapped scratch file.
     MAP_MIN_ROWS = 65_536
-    # Recall's scattered reads keep the pages they map (file-backed: the kernel reclaims them under
-    # pressure), so a long-lived process's resident set grows toward the whole vectors file. A
-    # number here bounds it: every that many rows read, the mapped vectors are let go. Measured at
-    # 1M memories: 42 ms p50 per recall with 4,096 against 25 ms without a bound (each read maps
-    # 64 KB around it again).
-    RESIDENT_ROWS: int | None = None
+    # Up to this many scattered rows are read from the scratch file with pread, not through the
+    # mapping: a read through the mapping maps 64 KB around the row, and those pages then stay
+    # (a long-lived process at 1M memories held the whole 1.5 GB file after 1,000 recalls), or
+    # must be let go and mapped again (42 ms p50 per recall at 1M against 25 ms). pread costs
+    # about 1.3 us a row: 1 ms for the ~1,000 rows a recall scores at 1M.
+    PREAD_MAX_ROWS = 20_000
 
     def _grow(self, need: int) -> None:
         cap = len(self.ids)
@@ -605,17 +604,21 @@ class NamespaceIndex:
         holds only the pages it touched since :func:`_release` let them go, and the kernel can take
         those back under memory pressure. Loading, saving and full scans release as they go, so a
         million memories' 1.5 GB of vectors is never resident at once while the index is built;
-        pruned recall reads about a thousand rows per query at 1M, whose pages then stay mapped
-        (see RESIDENT_ROWS). The file is unlinked at once (nothing is left behind, not even after
-        a crash).
+        pruned recall reads its rows with pread (:meth:`vectors`), mapping nothing. The file is
+        unlinked at once (nothing is left behind, not even after a crash).
         """
         if self.spill_dir is None or rows < self.MAP_MIN_ROWS:
             return np.zeros((rows, self.dim), dtype=np.float32)
         try:
             self.spill_dir.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryFile(dir=self.spill_dir) as fh:
+            fh = tempfile.TemporaryFile(dir=self.spill_dir)
+            try:
                 fh.truncate(rows * self.dim * 4)
                 mapped = np.memmap(fh, dtype=np.float32, mode="r+", shape=(rows, self.dim))
+            except BaseException:
+                fh.close()
+                raise
+            mapped._file = fh  # kept open for vectors(); closed (and gone) with the array
             # Recall reads scattered rows: without this, each read maps a whole large folio of the
             # page cache (up to 2 MB), and a few hundred rows make most of the file resident.
             mapped._mmap.madvise(mmap.MADV_RANDOM)
@@ -626,14 +629,22 @@ class NamespaceIndex:
     def _release_rows(self, start: int, stop: int) -> None:
         _release(self.emb, start, stop)
 
-    def _read_rows(self, count: int) -> None:
-        """Note that ``count`` rows' vectors were read; past RESIDENT_ROWS, let them all go."""
-        if self.RESIDENT_ROWS is None:
-            return
-        self._rows_read += count
-        if self._rows_read > self.RESIDENT_ROWS:
-            self._rows_read = 0
+    def vectors(self, rows: np.ndarray) -> np.ndarray:
+        """The vectors of these rows, as a new array. Mapped vectors are read with pread (see
+        PREAD_MAX_ROWS), so reading them leaves nothing resident."""
+        file = getattr(self.emb, "_file", None)
+        if file is None:
+            return self.emb[rows]
+        if len(rows) > self.PREAD_MAX_ROWS:
+            out = np.array(self.emb[rows])
             _release(self.emb, 0, self.n)
+            return out
+        out = np.empty((len(rows), self.dim), dtype=np.float32)
+        fd, stride, preadv = file.fileno(), self.dim * 4, os.preadv
+        for i, r in enumerate(np.asarray(rows).tolist()):
+            if preadv(fd, [out[i]], r * stride) != stride:
+                raise OSError(f"short read of row {r} from the vectors' scratch file")
+        return out
 
     def set_fields(self, mid: int, created: float, last_access: float, importance: float, access_count: float,
                    use_count: float | None = None) -> None:
@@ -1096,8 +1107,7 @@ class Ranking:
         """Exact blended scores of these rows (−inf for a memory created after ``now``)."""
         i = self.idx
         rows = np.asarray(rows, dtype=np.int64)
-        sim = _dot(i.emb[rows], self.query)
-        i._read_rows(len(rows))
+        sim = _dot(i.vectors(rows), self.query)
         score, comps = blend(self.params, similarity=sim, lexical=self._lexical(rows), created=i.created[rows],
                              last_access=i.last_access[rows], importance=i.importance[rows],
                              access_count=i.access_count[rows], use_count=i.use_count[rows], now=self.now)

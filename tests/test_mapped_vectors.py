@@ -20,9 +20,9 @@ PRESETS = [ScoringParams(), ScoringParams(recency_from="last_access", beta=0.4, 
 
 @pytest.fixture
 def small_thresholds(monkeypatch):
-    """Map vectors, prune, release and compact at sizes a test can reach."""
+    """Map vectors, prune, read rows and compact at sizes a test can reach."""
     monkeypatch.setattr(NamespaceIndex, "MAP_MIN_ROWS", 64)
-    monkeypatch.setattr(NamespaceIndex, "RESIDENT_ROWS", 8)
+    monkeypatch.setattr(NamespaceIndex, "PREAD_MAX_ROWS", 40)  # both ways of reading rows
     monkeypatch.setattr(NamespaceIndex, "PRUNE_MIN_ROWS", 100)
     monkeypatch.setattr(LexicalIndex, "COMPACT_MIN", 16)
     monkeypatch.setattr(RowInfos, "COMPACT_MIN", 16)
