@@ -636,8 +636,15 @@ class NamespaceIndex:
         if file is None:
             return self.emb[rows]
         if len(rows) > self.PREAD_MAX_ROWS:
-            out = np.array(self.emb[rows])
-            _release(self.emb, 0, self.n)
+            # Through the mapping, in row order, letting each block's pages go before the next:
+            # a few thousand rows map at most ~128 MB at a time.
+            rows = np.asarray(rows)
+            order = np.argsort(rows, kind="stable")
+            out = np.empty((len(rows), self.dim), dtype=np.float32)
+            for s in range(0, len(rows), 2048):
+                block = rows[order[s:s + 2048]]
+                out[order[s:s + 2048]] = self.emb[block]
+                _release(self.emb, int(block[0]), int(block[-1]) + 1)
             return out
         out = np.empty((len(rows), self.dim), dtype=np.float32)
         fd, stride, preadv = file.fileno(), self.dim * 4, os.preadv
@@ -937,7 +944,7 @@ class NamespaceIndex:
     def _pruned_candidates(self, ranking: "Ranking") -> np.ndarray | None:
         """Rows that can still be in the top k, or None when pruning would not pay (score all)."""
         if self._side_stale(self._sq):
-            self._sq = _Sq8(self.emb[: self.n])
+            self._sq = _Sq8(self.emb[: self.n], self._release_rows)
         sq, p, q = self._sq, ranking.params, ranking.query
         slack = float(np.abs(q).astype(np.float64) @ sq.err) + 1e-4  # + float rounding of the scan
         pending = self._pending_rows(sq)
@@ -1302,17 +1309,29 @@ class _Sq8:
     """8-bit scalar-quantized copy of a namespace's vectors (rows 0..m-1 as of its build), with the
     largest quantization error of each dimension measured over those rows."""
 
-    def __init__(self, emb: np.ndarray):
+    def __init__(self, emb: np.ndarray, release: Any = None):
         self.m, d = emb.shape
         self.dirty: set[int] = set()
         self.index = faiss.IndexScalarQuantizer(d, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
-        self.index.train(np.ascontiguousarray(emb))  # per-dimension min and max: every row is in range
+        # Trained on each dimension's min and max (every row is then in range): the same training
+        # as on every row, without a contiguous copy of them all (1.5 GB at 1M memories).
+        lo = np.full(d, np.inf, dtype=np.float32)
+        hi = np.full(d, -np.inf, dtype=np.float32)
+        for s in range(0, self.m, _CHUNK_ROWS):
+            chunk = emb[s:s + _CHUNK_ROWS]
+            np.minimum(lo, chunk.min(axis=0), out=lo)
+            np.maximum(hi, chunk.max(axis=0), out=hi)
+            if release is not None:
+                release(s, s + len(chunk))
+        self.index.train(np.stack([lo, hi]) if self.m else np.zeros((2, d), dtype=np.float32))
         self.err = np.zeros(d, dtype=np.float64)
-        for s in range(0, self.m, 65536):
-            chunk = np.ascontiguousarray(emb[s:s + 65536])
+        for s in range(0, self.m, _CHUNK_ROWS):
+            chunk = np.ascontiguousarray(emb[s:s + _CHUNK_ROWS])
             codes = self.index.sa_encode(chunk)
             self.err = np.maximum(self.err, np.abs(self.index.sa_decode(codes) - chunk).max(axis=0))
             self.index.add_sa_codes(codes)
+            if release is not None:
+                release(s, s + len(chunk))
 
     def changed(self, row: int) -> None:
         if row < self.m:
