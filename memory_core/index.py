@@ -196,6 +196,10 @@ class LexicalIndex:
             else:
                 rows = tf = np.zeros(0, dtype=np.int32)
             extra = self._postings.get(tid)
+            if not extra and not self._n_detached:
+                # Slices of the arrays as they are: nothing to cache (copies of every queried
+                # term's postings would grow with the queries, to 160 MB at 1M memories).
+                return (rows, tf) if rows.size else None
             if extra:
                 rows = np.concatenate([rows, np.fromiter(extra.keys(), dtype=np.int32, count=len(extra))])
                 tf = np.concatenate([tf, np.fromiter(extra.values(), dtype=np.int32, count=len(extra))])
