@@ -61,8 +61,8 @@ def run_all(quick: bool, smallest: bool = False, only: list[str] | None = None, 
     out = out or (HERE / "results" / ("quick" if quick or smallest else ""))
     out.mkdir(parents=True, exist_ok=True)
     mode = "smallest" if smallest else "quick" if quick else "full"
-    summary = {"mode": mode, "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               "benchmarks": {}}
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    summary = {"mode": mode, "started_at": now, "last_started_at": now, "benchmarks": {}}
     for name, module in modules.items():
         kwargs = {"smallest": True} if smallest and "smallest" in inspect.signature(module.run).parameters else {}
         print(f"[bench] {name} ({mode})", file=sys.stderr, flush=True)
