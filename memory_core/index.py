@@ -590,11 +590,7 @@ class NamespaceIndex:
             old = getattr(self, name)
             if name == "emb":
                 new = self._vector_rows(new_cap)
-                for s in range(0, self.n, _CHUNK_ROWS):
-                    e = min(self.n, s + _CHUNK_ROWS)
-                    new[s:e] = old[s:e]
-                    _release(new, s, e)
-                    _release(old, s, e)
+                _copy_rows(new, old, self.n)
             else:
                 new = np.zeros((new_cap,) + old.shape[1:], dtype=old.dtype)
                 new[: self.n] = old[: self.n]
@@ -1074,11 +1070,7 @@ class NamespaceIndex:
         idx.ids, idx.hashes = ids, hashes
         idx.emb = idx._vector_rows(n)
         try:
-            for s in range(0, n, _CHUNK_ROWS):  # the saved file stays as it is: copy it, a chunk at a time
-                e = min(n, s + _CHUNK_ROWS)
-                idx.emb[s:e] = vectors[s:e]
-                _release(idx.emb, s, e)
-                _release(vectors, s, e)
+            _copy_rows(idx.emb, vectors, n)  # the saved file stays as it is: a copy
         except (OSError, ValueError):  # read past a file truncated after the header was checked
             return None
         idx.lexical = lexical
@@ -1447,6 +1439,16 @@ def _release(array: np.ndarray, start: int, stop: int) -> None:
     last = last // mmap.PAGESIZE * mmap.PAGESIZE
     if last > first:
         mm.madvise(mmap.MADV_DONTNEED, first, last - first)
+
+
+def _copy_rows(dest: np.ndarray, src: np.ndarray, rows: int) -> None:
+    """Copy the first ``rows`` rows, a chunk at a time, releasing both sides' pages as it goes
+    (either may be memory-mapped: a whole copy would make both resident)."""
+    for s in range(0, rows, _CHUNK_ROWS):
+        e = min(rows, s + _CHUNK_ROWS)
+        dest[s:e] = src[s:e]
+        _release(dest, s, e)
+        _release(src, s, e)
 
 
 def _mmap_address(mm: mmap.mmap) -> int:
