@@ -234,7 +234,7 @@ def _footprint_md(r: dict, out: Path) -> str:
 Synthetic vectors (the model's spectrum) in the `embedding` field, one namespace, streamed into
 `add_many` in chunks of 100k; each phase in its own process, peak RSS from `VmHWM` (not `ru_maxrss`, which Linux carries over from a parent). The recall
 processes load the embedding model (as an agent's would), recall twice, then six recorded recalls;
-"held after" is their resident memory then. A namespace of 65,536 memories or more keeps its
+"held after" is their resident memory then. A namespace of 262,144 memories or more keeps its
 vectors in a memory-mapped scratch file: loading, saving and full scans release its pages as
 they go, and recall reads the rows it scores with `pread`, so little of the file stays resident
 (the "file-backed" column also counts the model's and libraries' mapped files). The long run
