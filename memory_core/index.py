@@ -927,12 +927,17 @@ class NamespaceIndex:
         lex_add = np.zeros(m, dtype=np.float32)
         lex_add[lex_rows] = pri.lexical_gain[lex_rows] * lex_vals
         ub += lex_add
-        # The best rows by bound, scored exactly, set the level a row must reach: the k-th best
-        # score so far, or the threshold. MARGIN covers float32 rounding of the bounds.
-        first = min(m, max(8 * p.k, 64))
-        ranking.exact(_unique(np.concatenate([pending, np.argpartition(ub, m - first)[m - first:]])))
+        # A row must reach the threshold; the best of those by bound, scored exactly, may set a
+        # higher level: the k-th best score so far. (Picking them among the rows that reach the
+        # threshold, not all rows, saves a partition of n floats: 0.7 ms at 1M.) MARGIN covers
+        # float32 rounding of the bounds.
+        rows = np.flatnonzero(ub >= p.threshold - self.MARGIN)
+        first = max(8 * p.k, 64)
+        seeds = rows if rows.size <= first else rows[np.argpartition(ub[rows], rows.size - first)[rows.size - first:]]
+        ranking.exact(_unique(np.concatenate([pending, seeds])))
         level = max(ranking.kth_best(), p.threshold) - self.MARGIN
-        rows = np.flatnonzero(ub >= level)
+        if level > p.threshold - self.MARGIN:
+            rows = rows[ub[rows] >= level]
         ranking.stats.update(projected=True, reach_first=int(rows.size))
         if rows.size > m * self.PROJECTED_MAX_SHARE:
             return None
@@ -1231,7 +1236,8 @@ class _Projection:
     three quarters in the top 128, so these distances are short and the bounds they give tight.
     """
 
-    DIMS = 64  # per block
+    DIMS = 64  # the first block: read for every row
+    DIMS_B = 64  # the second block: read for the rows the first leaves in
     USEFUL_REST = 0.75  # the median distance from the first block's span above which it is not used
 
     def __init__(self, emb: np.ndarray, release: Any = None):
@@ -1257,7 +1263,7 @@ class _Projection:
             gram += block.T @ block
         eigenvalues, eigenvectors = np.linalg.eigh(gram)
         vt = eigenvectors[:, np.argsort(eigenvalues)[::-1]].T
-        dims = min(2 * self.DIMS, d, len(sample))
+        dims = min(self.DIMS + self.DIMS_B, d, len(sample))
         split = min(self.DIMS, dims)
         self.basis = np.ascontiguousarray(vt[:dims].T, dtype=np.float32)  # (d, dims), orthonormal columns
         self.split = split
