@@ -209,7 +209,9 @@ class LexicalIndex:
 
     def idf(self, term: str) -> float:
         arrays = self._posting_arrays(term)
-        df = 0 if arrays is None else len(arrays[0])
+        return self._idf(0 if arrays is None else len(arrays[0]))
+
+    def _idf(self, df: int) -> float:
         return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
 
     # -- changing --------------------------------------------------------------------------------
@@ -385,19 +387,20 @@ class LexicalIndex:
         Touches only the query terms' posting lists, so its cost does not grow with the namespace
         the way a dense array of n scores does.
         """
-        terms = list(dict.fromkeys(query_tokens))
         n = self.n
         max_idf = math.log(1.0 + (n - 0.5) / 1.5) if n else 0.0
-        idf_sum = sum(self.idf(t) for t in terms)
-        found = [(t, a) for t in terms if (a := self._posting_arrays(t)) is not None]
+        postings = [self._posting_arrays(t) for t in dict.fromkeys(query_tokens)]
+        idfs = [self._idf(0 if a is None else len(a[0])) for a in postings]
+        idf_sum = sum(idfs)  # terms no row holds count too (see :meth:`match`)
+        found = [(idf, a) for idf, a in zip(idfs, postings) if a is not None]
         if not found or n == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), idf_sum, max_idf
         avgdl = self.total_len / n if self.total_len else 1.0
         parts_rows, parts_vals = [], []
-        for term, (rows, tf) in found:
+        for idf, (rows, tf) in found:
             dl = self.lengths[rows]
             parts_rows.append(rows)
-            parts_vals.append(self.idf(term) * tf / (tf + self.k1 * (1.0 - self.b + self.b * dl / avgdl)))
+            parts_vals.append(idf * tf / (tf + self.k1 * (1.0 - self.b + self.b * dl / avgdl)))
         # Both paths add the terms in query order, so a row's float is the same whichever runs.
         if sum(len(r) for r in parts_rows) * 16 < n:
             uniq = _unique(np.concatenate(parts_rows))
@@ -814,6 +817,12 @@ class NamespaceIndex:
     PRIOR_REFRESH = 64
     # What float32 rounding of a projected bound can take off it (scores are at most a few units).
     MARGIN = 1e-5
+    # Rows reaching the threshold by the first block's bound above which a k-th best score is set
+    # before the second block reads them (below it the second block costs less than the scoring:
+    # 0.3 ms for the ~6,000 rows of a query at 100k memories); and rows left after the second
+    # block above which one is set before all of them are scored.
+    SEED_FIRST_ROWS = 16_384
+    SEED_ROWS = 1024
 
     def rank(self, params: ScoringParams, query_tokens: list[str], vector: np.ndarray, now: float) -> "Ranking":
         """The top ``params.k`` rows reaching ``params.threshold`` by the blended score, best first.
@@ -887,9 +896,10 @@ class NamespaceIndex:
         times the query's, plus the product of the two distances from their span (exact: the rest
         is orthogonal, and Cauchy-Schwarz bounds it). With :func:`scoring.prior_bounds` that
         bounds the whole blended score. The first 64 directions are read for every row (a sixth
-        of a full scan); the next 64 only for the rows the first bound leaves in. The best rows
-        by bound are scored exactly first, setting a k-th best score; every row whose bound
-        reaches it (or the threshold) is then scored exactly. A row left out has a bound strictly
+        of a full scan); the next 64 only for the rows the first bound leaves in. A row must
+        reach the threshold; when many rows do, the best of them by bound are scored exactly
+        first, setting a k-th best score they must reach too (:meth:`_raise_level`). Every row
+        whose bound reaches the level is then scored exactly. A row left out has a bound strictly
         below it, so it can neither enter the top k nor tie with it. Rows changed since a side
         structure was built are always scored exactly.
         """
@@ -927,17 +937,17 @@ class NamespaceIndex:
         lex_add = np.zeros(m, dtype=np.float32)
         lex_add[lex_rows] = pri.lexical_gain[lex_rows] * lex_vals
         ub += lex_add
-        # A row must reach the threshold; the best of those by bound, scored exactly, may set a
-        # higher level: the k-th best score so far. (Picking them among the rows that reach the
-        # threshold, not all rows, saves a partition of n floats: 0.7 ms at 1M.) MARGIN covers
-        # float32 rounding of the bounds.
-        rows = np.flatnonzero(ub >= p.threshold - self.MARGIN)
-        first = max(8 * p.k, 64)
-        seeds = rows if rows.size <= first else rows[np.argpartition(ub[rows], rows.size - first)[rows.size - first:]]
-        ranking.exact(_unique(np.concatenate([pending, seeds])))
-        level = max(ranking.kth_best(), p.threshold) - self.MARGIN
-        if level > p.threshold - self.MARGIN:
-            rows = rows[ub[rows] >= level]
+        # A row must reach the threshold. When many do, the best of them by bound, scored exactly,
+        # may set a higher level (the k-th best score so far) that rules most of them out before
+        # the second block reads them. MARGIN covers float32 rounding of the bounds.
+        level = p.threshold - self.MARGIN
+        rows = np.flatnonzero(ub >= level)
+        bound = ub[rows]
+        raised = rows.size > self.SEED_FIRST_ROWS
+        if raised:
+            level = self._raise_level(ranking, rows, bound, pending)
+            keep = bound >= level
+            rows, bound = rows[keep], bound[keep]
         ranking.stats.update(projected=True, reach_first=int(rows.size))
         if rows.size > m * self.PROJECTED_MAX_SHARE:
             return None
@@ -951,10 +961,25 @@ class NamespaceIndex:
             cos2 *= pri.slope.take(rows)
             cos2 += pri.offset.take(rows)
             cos2 += lex_add.take(rows)
-            rows = rows[cos2 >= level]
+            keep = cos2 >= level
+            rows, bound = rows[keep], cos2[keep]
+        if rows.size > self.SEED_ROWS and not raised:
+            # Still many: a k-th best score from the best of them by the tighter bound.
+            level = self._raise_level(ranking, rows, bound, pending)
+            rows = rows[bound >= level]
         cand = _unique(np.concatenate([rows, pending])) if pending.size else rows
         ranking.stats.update(reach=int(rows.size), candidates=int(cand.size))
         return cand
+
+    def _raise_level(self, ranking: "Ranking", rows: np.ndarray, bound: np.ndarray, pending: np.ndarray) -> float:
+        """Score exactly the best of ``rows`` by ``bound`` (and the ``pending`` rows, which no bound
+        describes): the level every hit must reach is then at least their k-th best score."""
+        p = ranking.params
+        best = max(8 * p.k, 64)
+        if rows.size > best:
+            rows = rows[np.argpartition(bound, rows.size - best)[rows.size - best:]]
+        ranking.exact(_unique(np.concatenate([pending, rows])))
+        return max(ranking.kth_best(), p.threshold) - self.MARGIN
 
     def _pruned_candidates(self, ranking: "Ranking") -> np.ndarray | None:
         """Rows that can still be in the top k, or None when pruning would not pay (score all)."""
@@ -1267,7 +1292,7 @@ class _Projection:
         split = min(self.DIMS, dims)
         self.basis = np.ascontiguousarray(vt[:dims].T, dtype=np.float32)  # (d, dims), orthonormal columns
         self.split = split
-        basis64 = self.basis.astype(np.float64)
+        basis64 = self._basis64 = self.basis.astype(np.float64)
         # Vectors without low-dimensional structure (random ones) keep most of their length
         # outside, and the bound would rule out nothing: then the projection is not stored at all.
         first = basis64[:, :split]
@@ -1305,7 +1330,7 @@ class _Projection:
     def query(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
         """The query's coordinates in both blocks and its distances from their spans."""
         q64 = q.astype(np.float64)
-        basis64 = self.basis.astype(np.float64)
+        basis64 = self._basis64
         coords = q64 @ basis64
         a, b = coords[: self.split], coords[self.split:]
         rest_b = float(np.linalg.norm(q64 - coords @ basis64.T))

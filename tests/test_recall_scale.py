@@ -34,15 +34,19 @@ T0 = datetime(2025, 9, 1, tzinfo=timezone.utc)
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
 
 
-@pytest.fixture(params=["projected", "quantized"])
+@pytest.fixture(params=["projected", "projected-seeded", "quantized"])
 def force_pruning(request, monkeypatch) -> str:
     """Prune from the first memory on, so that a bound (not a scan wide enough to see everything)
-    decides what gets scored exactly: either the projected bound, always taken, or the 8-bit
-    first pass scanning only a handful of rows first. Returns which."""
+    decides what gets scored exactly: either the projected bound, always taken (as small
+    namespaces take it: every row reaching the threshold scored; or seeded: a k-th best score
+    set first from the best rows by bound, as large ones do), or the 8-bit first pass scanning
+    only a handful of rows first. Returns which."""
     monkeypatch.setattr(NamespaceIndex, "PRUNE_MIN_ROWS", 1)
     monkeypatch.setattr(NamespaceIndex, "PRUNE_FIRST_SCAN", 2)
-    if request.param == "projected":
+    if request.param.startswith("projected"):
         monkeypatch.setattr(NamespaceIndex, "PROJECTED_MAX_SHARE", 1.0)
+        if request.param == "projected-seeded":
+            monkeypatch.setattr(NamespaceIndex, "SEED_FIRST_ROWS", 0)
     else:
         monkeypatch.setattr(NamespaceIndex, "_projected_candidates", lambda self, ranking: None)
     return request.param
@@ -150,7 +154,7 @@ def test_pruned_recall_equals_brute_force(tmp_path_factory, embedder, force_prun
         # The query's vector is a cluster centre: many memories tie with it or nearly so.
         embedder._recent[query] = np.asarray(centres[seed % 3], dtype=np.float32)
         assert_exact(bank, query, "alice", p, NOW, embedder)
-        if force_pruning == "projected":  # unless similarity weighs nothing: then nothing to bound
+        if force_pruning.startswith("projected"):  # unless similarity weighs nothing: then nothing to bound
             assert bank.last_search["projected"] is (p.alpha * (1 - p.lexical_weight) > 0)
         else:
             assert bank.last_search["first_pass"] is True  # the quantized pass ran (pruned, or gave up)
@@ -162,16 +166,19 @@ def test_pruned_recall_equals_brute_force(tmp_path_factory, embedder, force_prun
 @given(memories=st.lists(adversarial_memory, min_size=3, max_size=30), p=params_strategy,
        steps=st.lists(st.sampled_from(["record", "update", "forget", "add", "earlier", "later"]), min_size=2,
                       max_size=7),
-       seed=st.integers(0, 2**16))
+       seed=st.integers(0, 2**16), seeding=st.sampled_from(["none", "first block", "second block"]))
 def test_projected_bound_stays_exact_across_recalls_edits_and_moments(tmp_path_factory, embedder, monkeypatch, memories,
-                                                                 p, steps, seed):
+                                                                 p, steps, seed, seeding):
     """The projection and the prior bounds are built once (per setting) and kept while memories
     change, the changed rows' bounds recomputed as they gather: recorded recalls (access counts,
     last access), edits, forgets, adds and "as of" moments before and after the one they were
-    built at. After each step the pruned top k is brute force's."""
+    built at. After each step the pruned top k is brute force's, whether a k-th best score is set
+    from the best rows by bound before the second block, after it, or not at all."""
     monkeypatch.setattr(NamespaceIndex, "PRUNE_MIN_ROWS", 1)
     monkeypatch.setattr(NamespaceIndex, "PROJECTED_MAX_SHARE", 1.0)
     monkeypatch.setattr(NamespaceIndex, "PRIOR_REFRESH", 2)  # recompute changed rows' bounds often
+    monkeypatch.setattr(NamespaceIndex, "SEED_FIRST_ROWS", 0 if seeding == "first block" else 10**9)
+    monkeypatch.setattr(NamespaceIndex, "SEED_ROWS", 0 if seeding == "second block" else 10**9)
     rng = np.random.default_rng(seed)
     centres = [np.asarray(_vector(rng, embedder.dim, None, 0), dtype=np.float32) for _ in range(3)]
     rows = [{"text": " ".join(m["words"]), "namespace": "alice", "importance": m["importance"],
