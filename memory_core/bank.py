@@ -51,6 +51,9 @@ _BATCH_EMBED = 2048
 _BATCH_VECTORS = 8192
 _SAVE_EVERY = 1000  # index changes before a long-lived bank saves its index cache unasked
 _RETRIEVAL_ID_BLOCK = 4096  # retrieval ids a bank reserves at a time (recall knows its id at once)
+# Memories in a namespace from which loading its index (a recall's first) is worth a progress bar:
+# 20,000 take about a second to build from the store; a million, about half a minute.
+LOAD_PROGRESS_MIN = 20_000
 INDEX_MODES = ("exact", "ivf")
 # What a Memory needs beyond the index's arrays, kept per row so recall never opens the file for it.
 _INFO_COLUMNS = ("text", "kind", "category", "created_at", "updated_at", "last_accessed_at", "pinned", "source",

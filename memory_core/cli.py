@@ -11,7 +11,7 @@ from typing import Any
 import click
 import numpy as np
 
-from .bank import MemoryBank
+from .bank import LOAD_PROGRESS_MIN, MemoryBank
 from .errors import ImportFormatError, MemoryCoreError
 from .models import CATEGORIES, KINDS, humanize_age, parse_time
 from .scoring import ScoringParams
@@ -19,7 +19,6 @@ from .store import utcnow
 
 DEFAULT_BANK = "data/memory.duckdb"
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-LOAD_PROGRESS_MIN = 20_000  # memories in a namespace from which loading its index shows a progress bar
 
 
 class _Context:

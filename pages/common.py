@@ -16,6 +16,7 @@ from typing import Iterator
 import streamlit as st
 
 from memory_core import BankLockedError, BankReadOnlyError, MemoryBank, MemoryCoreError
+from memory_core.bank import LOAD_PROGRESS_MIN
 
 DEFAULT_BANK = "data/demo.duckdb"
 log = logging.getLogger("memory_console.dashboard")
@@ -64,9 +65,6 @@ def readable_errors() -> Iterator[None]:
         st.warning(f"The bank is read-only here: {exc}")
     except MemoryCoreError as exc:
         st.error(str(exc))
-
-
-LOAD_PROGRESS_MIN = 20_000  # memories in a namespace from which loading its index shows progress
 
 
 def ensure_loaded(bank: MemoryBank, namespace: str) -> None:
