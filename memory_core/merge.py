@@ -67,6 +67,9 @@ __all__ = [
 # 0.90, where recall halves (the second planted pair found sits at 0.91). Merging is previewed and
 # undoable, but precision still comes first: a wrong merge blurs two facts, a missed one costs a row.
 DEFAULT_THRESHOLD = 0.88
+# Active memories in a namespace from which a near-duplicate search is too slow to run unasked:
+# it compares every pair (20,000 memories take about 2 s, 100,000 about 50 s on two cores).
+LARGE_NAMESPACE = 20_000
 # "Same subject" suggestions: lower, only offered when asked for, always previewed. Loose
 # paraphrases ("Prefers dark mode everywhere" / "Always asks for dark themes", 0.54) sit among
 # unrelated pairs of the same namespace (templated logs, the English model on Chinese text), so a

@@ -50,7 +50,17 @@ with readable_errors():
             st.warning("The same-subject threshold must be lower than the similarity threshold; ignoring it.")
             related = None
 
-    plan = merge_mod.plan_merges(bank, namespace, threshold=threshold, related_threshold=related, client=bank.llm)
+    size = dict(bank.namespaces()).get(namespace, 0)
+    if size >= merge_mod.LARGE_NAMESPACE and not st.checkbox(
+            f"Search {namespace} ({size:,} memories) for merge candidates", key=f"merge_large::{namespace}",
+            help="Every pair of memories is compared: about a minute per 100,000 memories, on every change "
+                 "of the settings above while this is on."):
+        st.info(f"{namespace} holds {size:,} memories: searching it for near-duplicates takes a while. "
+                "Tick the box above to search it.")
+        st.stop()
+    with st.spinner(f"Comparing the memories of {namespace}…"):
+        plan = merge_mod.plan_merges(bank, namespace, threshold=threshold, related_threshold=related,
+                                     client=bank.llm)
     st.subheader(f"Candidate clusters in {namespace} ({len(plan)})")
     if not plan:
         st.info(f"No merge candidates in {namespace} at threshold {threshold:.2f}. Lower the threshold or turn on "

@@ -28,9 +28,10 @@ def _bar(title: str, counts: dict, x: str) -> None:
 
 @st.cache_data(ttl=300, show_spinner="Looking for merge candidates…")
 def merge_candidates(path: str, change_seq: int) -> dict[str, int]:
-    """Near-duplicate clusters per namespace, recomputed only when the bank changed."""
+    """Near-duplicate clusters per namespace small enough to search on every visit (see
+    ``merge.LARGE_NAMESPACE``), recomputed only when the bank changed."""
     del path, change_seq  # the cache key: this bank, as of this change
-    return {ns: n for ns in (name for name, count in bank.namespaces() if count)
+    return {ns: n for ns in (name for name, count in bank.namespaces() if 0 < count < merge.LARGE_NAMESPACE)
             if (n := len(merge.find_clusters(merge.candidates(bank, ns))))}
 
 
@@ -85,6 +86,11 @@ with readable_errors():
                  + ", ".join(f"{ns} {n}" for ns, n in clusters.items()) + ".")
     else:
         st.write("No near-duplicates to merge.")
+    large = [(ns, count) for ns, count in bank.namespaces() if count >= merge.LARGE_NAMESPACE]
+    if large:
+        st.caption("Not searched here (every pair is compared: about a minute per 100,000 memories): "
+                   + ", ".join(f"{ns} ({count:,} memories)" for ns, count in large)
+                   + ". Search them on the Merges page.")
     if os.path.exists(os.path.join(HERE, "merges.py")):
         st.page_link("pages/merges.py", label="Review merges", icon="🧩")
 

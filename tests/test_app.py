@@ -67,3 +67,27 @@ def test_overview_counts_merge_candidates(tmp_path, embedder, monkeypatch):
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
     assert any("**1** cluster(s) of near-duplicates could be merged: bob 1." in m.value for m in at.markdown)
+
+
+def test_overview_leaves_large_namespaces_to_the_merges_page(tmp_path, embedder, monkeypatch):
+    """Searching a large namespace for near-duplicates compares every pair (about a minute at
+    100k memories): the home page does it only for small namespaces, loads no large one's
+    index, and says where to search the large ones."""
+    from memory_core import merge
+
+    path = tmp_path / "large.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        bank.add_many([{"text": "Plans to move to Berlin in March 2026", "namespace": "bob"},
+                       {"text": "Planning to move to Berlin in March 2026", "namespace": "bob"}]
+                      + [{"text": f"Ticket {i} was closed", "namespace": "support"} for i in range(6)]
+                      + [{"text": "Ticket 0 was closed", "namespace": "support"}])
+    monkeypatch.setattr(merge, "LARGE_NAMESPACE", 5)  # support's 7 memories count as large here
+    loaded = []
+    real = MemoryBank.live_vectors
+    monkeypatch.setattr(MemoryBank, "live_vectors", lambda self, ns: loaded.append(ns) or real(self, ns))
+    monkeypatch.setenv("MEMCTL_BANK", str(path))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert loaded == ["bob"]
+    assert any("**1** cluster(s) of near-duplicates could be merged: bob 1." in m.value for m in at.markdown)
+    assert any("support (7 memories)" in c.value and "Merges page" in c.value for c in at.caption)

@@ -263,3 +263,19 @@ def test_maintenance_hard_expiry_needs_confirmation(tmp_path, embedder, monkeypa
     assert at.button(key="m_apply").disabled
     at.checkbox(key="m_confirm_hard").check().run()
     assert not at.button(key="m_apply").disabled
+
+
+def test_merges_of_a_large_namespace_wait_until_asked(tmp_path, embedder, monkeypatch):
+    """A large namespace is searched for merge candidates only once the operator ticks the box
+    (every pair is compared); then its clusters show as for any namespace."""
+    from memory_core import merge
+
+    path = tmp_path / "merge-large.duckdb"
+    a, b, _ = _dupes_bank(path, embedder)
+    monkeypatch.setattr(merge, "LARGE_NAMESPACE", 3)
+    at = _app(path, monkeypatch, "pages/merges.py")
+    assert f"merge-{a}-{b}" not in [button.key for button in at.button]
+    assert any("bob holds 3 memories" in i.value for i in at.info)
+    at.checkbox(key="merge_large::bob").check().run()
+    assert not at.exception, at.exception
+    assert f"merge-{a}-{b}" in [button.key for button in at.button]

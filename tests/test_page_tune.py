@@ -342,3 +342,47 @@ def test_frequency_from_control_ranks_by_uses_and_is_saved_with_the_preset(tune_
     assert at.radio(key="tune_frequency_from").value == "uses"
     at.selectbox(key="tune_preset").select("generative-agents").run()
     assert at.radio(key="tune_frequency_from").value == "retrievals"
+
+
+def test_a_large_namespace_loads_under_a_progress_bar(tmp_path, embedder, monkeypatch):
+    """The first ranking of a large namespace loads its index under a progress bar that names the
+    namespace and its size and fills up; the ranking follows, and the next query (index loaded)
+    shows no bar."""
+    import pages.common
+    import streamlit as st
+    from bench._util import unit_vectors
+    from memory_core import merge
+    from streamlit.delta_generator import DeltaGenerator
+
+    n = 300
+    path = tmp_path / "large.duckdb"
+    vectors = unit_vectors(n, embedder.dim, seed=5)
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        bank.add_many([{"text": f"dinner idea number {i}", "namespace": "alice", "embedding": vectors[i]}
+                       for i in range(n)])
+    monkeypatch.setenv("MEMCTL_BANK", str(path))
+    monkeypatch.setattr(pages.common, "LOAD_PROGRESS_MIN", 100)  # 300 memories count as large here
+    monkeypatch.setattr(merge, "LARGE_NAMESPACE", 100)  # and the home page leaves them alone
+    shown = []
+    real, real_st = DeltaGenerator.progress, st.progress
+
+    def progress(self, value, text=None):  # the bar's updates
+        shown.append((value, text))
+        return real(self, value, text=text)
+
+    def st_progress(value, text=None):  # the bar's creation (st.progress is bound at import)
+        shown.append((value, text))
+        return real_st(value, text=text)
+
+    monkeypatch.setattr(DeltaGenerator, "progress", progress)
+    monkeypatch.setattr(st, "progress", st_progress)
+    at = open_tune("dinner idea")
+    assert shown, "no progress bar while the namespace's index loaded"
+    assert shown[0] == (0.0, f"Loading the index of alice ({n} memories)…")
+    assert shown[-1][0] == pytest.approx(1.0)
+    assert [v for v, _ in shown] == sorted(v for v, _ in shown)
+    assert len(ranking(at)) > 0
+    shown.clear()
+    at.text_input(key="tune_query").input("another dinner idea").run()
+    assert not at.exception
+    assert shown == [] and len(ranking(at)) > 0
