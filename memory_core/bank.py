@@ -639,30 +639,12 @@ class MemoryBank:
                "context": context}
         if embedding is not None:
             row["embedding"] = embedding
-        if self.closed:
-            raise StateError("this bank is closed; open it again with MemoryBank.open")
-        if self.llm is not None and detect_conflicts:
-            # Not held across the conflict check: other processes would wait for an LLM's answers.
-            return self._add(row, detect_conflicts)
-        # The write and the conflict check open the file several times; one connection held
-        # across them makes the others cheap (a DuckDB open costs ~11 ms, a close checkpoints):
-        # 120 -> 60 ms per add. The file's lock outlasts that connection's close (which
-        # checkpoints) until the bank has taken the file's signature: no other process wrote
-        # since, so the next recall need not open the file to catch up.
-        with self._store.locked():
-            with self._store.hold():
-                mid = self._add(row, detect_conflicts)
-            with self._lock:
-                self._signature = self._store.signature()
-        return mid
-
-    def _add(self, row: dict[str, Any], detect_conflicts: bool) -> int:
         try:
             mid = self.add_many([row])[0]
         except (ValidationError, ModelMismatchError) as exc:
             raise type(exc)(str(exc).removeprefix("row 1: ")) from None
         if detect_conflicts:
-            self.detect_conflicts(row["namespace"], memory_ids=[mid])
+            self.detect_conflicts(namespace, memory_ids=[mid])
         return mid
 
     def _normalize_row(self, row: Any, now: datetime) -> dict[str, Any]:
