@@ -171,10 +171,11 @@ bulk `add_many` beside it); search latency includes embedding the query for both
     lines.append("One `add` per call costs more here because it does more: it writes the memory to the bank "
                  "file durably (a DuckDB open, about 11 ms, a commit and a checkpoint on close, so other "
                  "processes see it) and checks it against its namespace for contradictions; mem0 with "
-                 "`infer=False` appends to its FAISS index and a history row. Profiled: one add opened the "
-                 "file six times (120 ms); one connection held across the write and the check made it about "
-                 "60 ms. Search p95 was 3× mem0's until recall stopped reading memories this bank had just "
-                 "added back from the file.\n")
+                 "`infer=False` appends to its FAISS index and a history row. Profiled: one add opens the "
+                 "file six times (about 120 ms). One connection held across the whole add made it 60 ms, but "
+                 "agents adding in a loop then starved one another of the file (the soak test's 10 s lock "
+                 "timeout), so it was taken back; `add_many` is the fast path. Search p95 was 3× mem0's "
+                 "until recall stopped reading memories this bank had just added back from the file.\n")
     return "\n".join(lines)
 
 
