@@ -97,6 +97,13 @@ def _memory_from_index(idx: NamespaceIndex, r: int) -> Memory | None:
     )
 
 
+_TIME_COLUMNS = ("created_at", "updated_at", "last_accessed_at")  # stored as naive UTC (None stays None)
+
+
+def _naive(value: datetime | None) -> datetime | None:
+    return None if value is None else to_naive_utc(value)
+
+
 def _ts(value: datetime | None) -> float:
     return math.nan if value is None else value.replace(tzinfo=timezone.utc).timestamp()
 
@@ -868,9 +875,7 @@ class MemoryBank:
 
     def _inserted_info(self, row: dict[str, Any]) -> tuple:
         """The index's info fields (_INFO_COLUMNS) of a row as :meth:`_insert_rows` stored it."""
-        stored = {**row, "embedding_model": self.model,
-                  **{c: None if row[c] is None else to_naive_utc(row[c])
-                     for c in ("created_at", "updated_at", "last_accessed_at")}}
+        stored = {**row, "embedding_model": self.model, **{c: _naive(row[c]) for c in _TIME_COLUMNS}}
         return tuple(stored[c] for c in _INFO_COLUMNS)
 
     def _insert_rows(self, con: Any, batch: list[dict[str, Any]], vectors: np.ndarray, seq: int,
@@ -892,8 +897,8 @@ class MemoryBank:
                 cols[c] = [seq] * n
             elif c == "embedding_model":
                 cols[c] = [self.model] * n
-            elif c in ("created_at", "updated_at", "last_accessed_at"):
-                cols[c] = [None if r[c] is None else to_naive_utc(r[c]) for r in batch]
+            elif c in _TIME_COLUMNS:
+                cols[c] = [_naive(r[c]) for r in batch]
             else:
                 cols[c] = [r[c] for r in batch]
         try:
