@@ -4,6 +4,7 @@ rendering recalled memories for a prompt."""
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timezone
 from typing import Any, Iterable
@@ -228,6 +229,13 @@ class ImportReport:
 
 
 # -- validation ------------------------------------------------------------------------------------
+
+
+def check_id(value: Any, what: str = "a memory id") -> int:
+    """A whole-number id (a memory's, an event's, a conflict's...), as int."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValidationError(f"{what} is a whole number, got {value!r}")
+    return int(value)
 
 
 def check_text(text: Any, what: str = "text") -> str:

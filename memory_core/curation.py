@@ -1,0 +1,272 @@
+"""Curation records: contradictions and their resolution, merges, and maintenance runs.
+
+Finding conflicts and planning merges is the work of :mod:`memory_core.conflicts` and
+:mod:`memory_core.merge`; this module records what they found and applies an operator's (or a
+rule's) decision as one undoable operation of :class:`~memory_core.changes.Changes`.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Iterable
+
+from . import merge as merge_mod
+from .changes import Changes
+from .errors import NotFoundError, StateError, ValidationError
+from .models import (
+    CONFLICT_STATUSES, RESOLUTIONS, Conflict, Memory, MergeRecord, check_choice, check_id, check_namespace, check_text,
+)
+from .queries import where_equal
+from .store import Store, to_aware, to_naive_utc, utcnow
+from .writer import Writer
+
+if TYPE_CHECKING:
+    from .core import Core
+
+
+def _conflict_from_row(row: dict[str, Any], memories: dict[int, Memory]) -> Conflict:
+    return Conflict(
+        id=row["id"], namespace=row["namespace"], a=memories[row["a_id"]], b=memories[row["b_id"]],
+        kind=row["kind"], evidence=row["evidence"], confidence=row["confidence"], suggestion=row["suggestion"],
+        path=row["path"], status=row["status"], resolution=row["resolution"],
+        detected_at=to_aware(row["detected_at"]), resolved_at=to_aware(row["resolved_at"]),
+        group_id=row["group_id"])
+
+
+class Curation:
+    """Records and resolves one bank's conflicts, merges and maintenance runs."""
+
+    def __init__(self, core: "Core", writer: Writer, changes: Changes):
+        self.core = core
+        self.writer = writer
+        self.changes = changes
+
+    def conflicts(self, namespace: str | None = None, status: str | None = "open",
+                  memory_id: int | None = None) -> list[Conflict]:
+        """Recorded contradictions, newest first; ``status=None`` for every status."""
+        where, params = where_equal(
+            namespace=None if namespace is None else check_namespace(namespace),
+            status=None if status is None else check_choice(status, CONFLICT_STATUSES, "status"))
+        if memory_id is not None:
+            where += " AND (a_id = ? OR b_id = ?)"
+            params += [check_id(memory_id)] * 2
+        with self.core.session(write=False) as con:
+            rows = con.sql(f"SELECT * FROM conflicts WHERE {where} ORDER BY id DESC",
+                           params=params).to_arrow_table().to_pylist()
+            memories = self.core.get_rows(con, sorted({r["a_id"] for r in rows} | {r["b_id"] for r in rows}))
+        return [_conflict_from_row(r, memories) for r in rows]
+
+    def conflict(self, conflict_id: int) -> Conflict:
+        """One recorded conflict by id."""
+        cid = check_id(conflict_id)
+        with self.core.session(write=False) as con:
+            return self.conflict_in(con, cid)
+
+    def conflict_in(self, con: Any, cid: int) -> Conflict:
+        rows = con.sql("SELECT * FROM conflicts WHERE id = ?", params=[cid]).to_arrow_table().to_pylist()
+        if not rows:
+            raise NotFoundError(f"no conflict with id {cid}")
+        return _conflict_from_row(rows[0], self.core.get_rows(con, [rows[0]["a_id"], rows[0]["b_id"]]))
+
+    def record_conflict(self, a_id: int, b_id: int, *, kind: str, evidence: str, confidence: float,
+                        suggestion: str, path: str) -> Conflict | None:
+        """Record that two live memories of one namespace contradict each other.
+
+        Returns None when the pair was recorded before, whatever became of it: a dismissed pair is
+        never flagged again, and an open one is not flagged twice.
+        """
+        return self.record_conflicts([dict(a_id=a_id, b_id=b_id, kind=kind, evidence=evidence,
+                                           confidence=confidence, suggestion=suggestion, path=path)])[0]
+
+    def record_conflicts(self, found: list[dict[str, Any]]) -> list[Conflict | None]:
+        """Record several conflicts (dicts of :meth:`record_conflict`'s arguments) in one operation;
+        a bad one refuses them all. Returns each recorded Conflict, or None for a known pair."""
+        checked = []
+        for f in found:
+            a_id, b_id = check_id(f["a_id"]), check_id(f["b_id"])
+            if a_id == b_id:
+                raise ValidationError("a memory cannot contradict itself")
+            confidence = f["confidence"]
+            if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+                raise ValidationError(f"confidence must be between 0 and 1, got {confidence!r}")
+            checked.append((a_id, b_id, f))
+        out: list[Conflict | None] = []
+        with self.core.session() as con:
+            pairs = self.core.get_rows(con, sorted({i for a, b, _ in checked for i in (a, b)}))
+            new_ids = []
+            for a_id, b_id, f in checked:
+                a, b = sorted((pairs[a_id], pairs[b_id]), key=lambda m: (m.created_at, m.id))
+                if a.namespace != b.namespace:
+                    raise ValidationError("a conflict is between memories of one namespace; these are in "
+                                          f"{a.namespace!r} and {b.namespace!r}")
+                if a.status != "active" or b.status != "active":
+                    raise StateError(f"only live memories conflict; memory {a.id} is {a.status}, {b.id} is {b.status}")
+                seen = con.execute("SELECT count(*) FROM conflicts WHERE a_id = ? AND b_id = ?",
+                                   [a.id, b.id]).fetchone()[0]
+                if seen:
+                    new_ids.append(None)
+                    continue
+                cid = Store.take_ids(con, "next_conflict_id", 1)
+                con.execute(
+                    "INSERT INTO conflicts (id, namespace, a_id, b_id, kind, evidence, confidence, suggestion, "
+                    "path, status, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)",
+                    [cid, a.namespace, a.id, b.id, f["kind"], f["evidence"], float(f["confidence"]),
+                     f["suggestion"], f["path"], to_naive_utc(utcnow())])
+                Store.log_event(con, self.core.actor, "conflict_detected", None, None,
+                                {"conflict_id": cid, "a_id": a.id, "b_id": b.id, "kind": f["kind"]}, utcnow())
+                new_ids.append(cid)
+            if any(new_ids):
+                Store.next_seq(con)  # other processes' caches of conflicts must notice
+            for cid in new_ids:
+                out.append(None if cid is None else self.conflict_in(con, cid))
+        return out
+
+    def resolve_conflict(self, conflict_id: int, rule: str, *, memory_id: int | None = None,
+                         text: str | None = None) -> Conflict:
+        """Resolve a conflict by a rule; one undoable operation (``undo_group(conflict.group_id)``).
+
+        * ``newer_wins``: the older memory becomes superseded, linked to the newer.
+        * ``explicit_wins``: the inferred memory becomes superseded by the explicit one.
+        * ``keep_both``: both stay; recall returns them together and the prompt states the contradiction.
+        * ``edit``: ``memory_id`` (one of the two) gets ``text``; the conflict is resolved.
+        * ``dismiss``: not a conflict; the pair is never flagged again.
+        """
+        cid = check_id(conflict_id)
+        check_choice(rule, RESOLUTIONS, "rule")
+        conflict = self.conflict(cid)
+        if conflict.status not in ("open", "acknowledged"):
+            raise StateError(f"conflict {cid} is already {conflict.status} ({conflict.resolution}); undo that first")
+        a, b = conflict.a, conflict.b
+        changes: dict[int, dict[str, Any]] = {}
+        if rule != "dismiss":
+            for m in (a, b):
+                if m.status != "active" and rule != "keep_both":
+                    raise StateError(f"memory {m.id} is {m.status} since the conflict was found; the conflict "
+                                     "is moot: dismiss it")
+        if rule == "newer_wins":
+            changes[a.id] = {"status": "superseded", "superseded_by": b.id}
+        elif rule == "explicit_wins":
+            if a.kind == b.kind:
+                raise StateError(f"both memories are {a.kind}; use newer_wins, keep_both or edit")
+            loser, winner = (a, b) if a.kind == "inferred" else (b, a)
+            changes[loser.id] = {"status": "superseded", "superseded_by": winner.id}
+        elif rule == "edit":
+            if memory_id not in (a.id, b.id):
+                raise ValidationError(f"edit needs memory_id {a.id} or {b.id} (one of the two)")
+            changes[memory_id] = {"text": check_text(text)}
+        elif memory_id is not None or text is not None:
+            raise ValidationError(f"{rule} takes no memory_id or text")
+        status = {"keep_both": "acknowledged", "dismiss": "dismissed"}.get(rule, "resolved")
+        before = {"conflict_id": cid, "status": conflict.status, "resolution": conflict.resolution,
+                  "resolved_at": conflict.resolved_at.isoformat() if conflict.resolved_at else None,
+                  "resolved_by": None, "group_id": conflict.group_id}
+
+        def mark(con: Any, group: int, _: list[int]) -> None:
+            con.execute("UPDATE conflicts SET status = ?, resolution = ?, resolved_at = ?, resolved_by = ?, "
+                        "group_id = ? WHERE id = ?", [status, rule, to_naive_utc(utcnow()), self.core.actor, group, cid])
+            Store.log_event(con, self.core.actor, "resolve_conflict", None, before,
+                            {"conflict_id": cid, "status": status, "resolution": rule}, utcnow(), None, group)
+
+        self.changes.change(changes, "resolve_conflict", extra=mark, note=f"conflict {cid}: {rule}")
+        return self.conflict(cid)
+
+    def acknowledged_pairs(self, con: Any) -> dict[int, set[int]]:
+        if self.core.acknowledged is None:
+            pairs: dict[int, set[int]] = {}
+            for a, b in con.execute("SELECT a_id, b_id FROM conflicts WHERE status = 'acknowledged'").fetchall():
+                pairs.setdefault(a, set()).add(b)
+                pairs.setdefault(b, set()).add(a)
+            self.core.acknowledged = pairs
+        return self.core.acknowledged
+
+    def merge(self, ids: Iterable[int], text: str | None = None, *, path: str = "manual",
+              detail: str | None = None) -> MergeRecord:
+        """Merge live memories of one namespace into a new one; one undoable operation.
+
+        The new memory takes ``text`` (default: an extractive merge keeping every distinct fact), the
+        highest importance, the newest date, the summed access counts, "explicit" if any member is,
+        the most common category; the members become ``merged`` with ``merged_into`` set.
+        """
+        if isinstance(ids, (str, bytes)):
+            raise ValidationError("ids must be a list of memory ids")
+        member_ids = sorted({check_id(i) for i in ids})
+        if len(member_ids) < 2:
+            raise ValidationError("a merge needs at least two different memories")
+        with self.core.session(write=False) as con:
+            members = self.core.get_rows(con, member_ids)
+        namespaces = {m.namespace for m in members.values()}
+        if len(namespaces) > 1:
+            raise ValidationError(f"a merge stays within one namespace; these span {', '.join(sorted(namespaces))}")
+        for m in members.values():
+            if m.status != "active":
+                raise StateError(f"memory {m.id} is {m.status}; only live memories can be merged")
+        ms = [members[i] for i in member_ids]
+        text = check_text(text) if text is not None else merge_mod.extractive_merge([m.text for m in ms])
+        last = [m.last_accessed_at for m in ms if m.last_accessed_at is not None]
+        row = self.writer.check_row({
+            "text": text, "namespace": ms[0].namespace, **merge_mod.merged_fields(ms),
+            "last_accessed_at": max(last) if last else None, "source": "merge",
+            "pinned": any(m.pinned for m in ms)}, utcnow())
+        with self.core.session() as con:
+            new_id = Store.take_ids(con, "next_id", 1)  # reserved, so the members can point at it
+        row["id"] = new_id
+        changes = {m.id: {"status": "merged", "merged_into": new_id} for m in ms}
+        record: dict[str, int] = {}
+
+        def log(con: Any, group: int, _: list[int]) -> None:
+            mid = Store.take_ids(con, "next_merge_id", 1)
+            con.execute("INSERT INTO merges VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                        [mid, ms[0].namespace, new_id, member_ids, path, detail, group, to_naive_utc(utcnow())])
+            Store.log_event(con, self.core.actor, "merge", None, None,
+                            {"merge_id": mid, "merged_id": new_id, "member_ids": member_ids}, utcnow(), None, group)
+            record["id"] = mid
+
+        self.changes.change(changes, "merge", require_status=("active",), new_rows=[row],
+                     new_vectors=self.writer.vectors_for([row]), extra=log, note=f"merged into {new_id}")
+        return self.merges(merge_id=record["id"])[0]
+
+    def merges(self, namespace: str | None = None, *, merge_id: int | None = None,
+               include_undone: bool = True) -> list[MergeRecord]:
+        """Past merges, newest first."""
+        where, params = where_equal(namespace=None if namespace is None else check_namespace(namespace),
+                                    id=None if merge_id is None else check_id(merge_id))
+        if not include_undone:
+            where += " AND undone_at IS NULL"
+        with self.core.session(write=False) as con:
+            rows = con.sql(f"SELECT * FROM merges WHERE {where} ORDER BY id DESC",
+                           params=params).to_arrow_table().to_pylist()
+        if merge_id is not None and not rows:
+            raise NotFoundError(f"no merge with id {merge_id}")
+        return [MergeRecord(id=r["id"], namespace=r["namespace"], merged_id=r["merged_id"],
+                            member_ids=tuple(r["member_ids"]), path=r["path"], detail=r["detail"],
+                            group_id=r["group_id"], created_at=to_aware(r["created_at"]),
+                            undone_at=to_aware(r["undone_at"])) for r in rows]
+
+    def undo_merge(self, merge_id: int) -> None:
+        """Undo a merge: the members come back as they were and the merged memory is removed."""
+        record = self.merges(merge_id=merge_id)[0]
+        if record.undone_at is not None:
+            raise StateError(f"merge {record.id} was already undone")
+        self.changes.undo_group(record.group_id)
+
+    def record_maintenance_run(self, *, started_at: datetime, dry_run: bool, plan: dict[str, Any],
+                               report: dict[str, Any]) -> int:
+        """Log a maintenance run (dry or real) with its plan and report; returns its id."""
+        with self.core.session() as con:
+            rid = Store.take_ids(con, "next_run_id", 1)
+            con.execute("INSERT INTO maintenance_runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [rid, to_naive_utc(started_at), to_naive_utc(utcnow()), self.core.actor, dry_run,
+                         json.dumps(plan, default=str), json.dumps(report, default=str, ensure_ascii=False)])
+        return rid
+
+    def maintenance_runs(self, limit: int = 20, include_dry_runs: bool = True) -> list[dict[str, Any]]:
+        """Past maintenance runs, newest first, with their plans and reports."""
+        where = "" if include_dry_runs else "WHERE NOT dry_run"
+        with self.core.session(write=False) as con:
+            rows = con.sql(f"SELECT * FROM maintenance_runs {where} ORDER BY id DESC LIMIT {int(limit)}"
+                           ).to_arrow_table().to_pylist()
+        for r in rows:
+            r["started_at"], r["finished_at"] = to_aware(r["started_at"]), to_aware(r["finished_at"])
+            r["plan"], r["report"] = json.loads(r["plan"] or "{}"), json.loads(r["report"] or "{}")
+        return rows
