@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bench._util import machine, synthetic_rows, unit_vectors
 
-EMBED_BATCH = 2048  # what add_many embeds per batch (memory_core.bank._BATCH_EMBED)
+EMBED_BATCH = 2048  # what add_many embeds per batch (memory_core.writer.BATCH_EMBED)
 
 
 def run(quick: bool, smallest: bool = False) -> dict:
