@@ -25,14 +25,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import math
 
 import pandas as pd
 
-from .bank import MemoryBank
 from .models import parse_time
+
+if TYPE_CHECKING:  # only read through its public API; the façade sits above this module
+    from .bank import MemoryBank
 
 __all__ = [
     "OUTCOMES", "FEEDBACK_NOTE", "day_bounds", "usage_frame", "summary", "daily", "hits_frame",
