@@ -460,11 +460,11 @@ class MemoryBank:
 
     def maintain(self, *, dry_run: bool = False, now: Any = None, steps: list[str] | None = None,
                  namespace: str | None = None, plan: Any = None, progress: Any = None) -> Any:
-        """Run (or preview) the maintenance plan; see :func:`memory_core.forget.run`."""
-        from . import forget
+        """Run (or preview) the maintenance plan; see :func:`memory_core.maintenance.run`."""
+        from . import maintenance
 
-        return forget.run(self, now=now, plan=plan, steps=steps, namespace=namespace, dry_run=dry_run,
-                          client=self.llm, progress=progress)
+        return maintenance.run(self, now=now, plan=plan, steps=steps, namespace=namespace, dry_run=dry_run,
+                               client=self.llm, progress=progress)
 
     def conflicts(self, namespace: str | None = None, status: str | None = "open",
                   memory_id: int | None = None) -> list[Conflict]:

@@ -576,17 +576,17 @@ def merge_undo(obj: _Context, merge_id: int) -> None:
 def maintain(obj: _Context, dry_run: bool, all_steps: bool, steps: tuple[str, ...], namespace: str | None,
              now: str | None, hard: bool, use_llm: bool, as_json: bool) -> None:
     """Run the maintenance plan: expiry and conflict rules weekly, merges monthly."""
-    from . import forget
+    from . import maintenance
 
     client = _llm(use_llm)
-    plan = forget.MaintenancePlan(expire_action="hard" if hard else "archive")
-    chosen = list(forget.STEPS) if all_steps else (list(steps) or None)
+    plan = maintenance.MaintenancePlan(expire_action="hard" if hard else "archive")
+    chosen = list(maintenance.STEPS) if all_steps else (list(steps) or None)
     with obj.open() as bank, click.progressbar(length=100, label="maintenance", file=sys.stderr) as bar:
         def progress(done: int, total: int, label: str) -> None:
             bar.update(int(100 * done / total) - bar.pos)
 
-        report = forget.run(bank, now=now, plan=plan, steps=chosen, namespace=namespace, dry_run=dry_run,
-                            client=client, progress=progress)
+        report = maintenance.run(bank, now=now, plan=plan, steps=chosen, namespace=namespace, dry_run=dry_run,
+                                 client=client, progress=progress)
     if as_json:
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
         return

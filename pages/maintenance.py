@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from memory_core import forget
-from memory_core.forget import STEPS, MaintenancePlan
+from memory_core import maintenance
+from memory_core.maintenance import STEPS, MaintenancePlan
 from pages.common import get_bank, namespace_picker, readable_errors
 
 bank = get_bank()
@@ -67,7 +67,7 @@ with readable_errors():
         expire_action=action, detect_conflicts=detect, resolve_conflicts=resolve,
         conflict_min_confidence=float(min_conf), merge_threshold=float(merge_threshold) if custom_merge else None,
         cleanup_every_days=float(cleanup_every), merge_every_days=float(merge_every))
-    due = forget.due_steps(bank, plan=plan)
+    due = maintenance.due_steps(bank, plan=plan)
     steps = st.multiselect("Steps", list(STEPS), default=list(STEPS), key="m_steps",
                            help=f"Due by the schedule now: {', '.join(due) or 'none'}")
     st.caption(f"Due by the schedule now: {', '.join(due) or 'none'} · scope: {namespace or 'every namespace'}")
@@ -82,7 +82,7 @@ with readable_errors():
     apply = right.button("Apply", key="m_apply", type="primary", disabled=not steps or not confirmed)
 
     if dry:
-        report = forget.run(bank, plan=plan, steps=steps, namespace=namespace, dry_run=True, client=bank.llm)
+        report = maintenance.run(bank, plan=plan, steps=steps, namespace=namespace, dry_run=True, client=bank.llm)
         st.session_state["m_last"] = ("Dry run: what would change", report.to_dict())
     if apply:
         bar = st.progress(0.0, text="Maintaining…")
@@ -90,8 +90,8 @@ with readable_errors():
         def progress(done: int, total: int, label: str) -> None:
             bar.progress(min(done / max(total, 1), 1.0), text=label)
 
-        report = forget.run(bank, plan=plan, steps=steps, namespace=namespace, dry_run=False, client=bank.llm,
-                            progress=progress)
+        report = maintenance.run(bank, plan=plan, steps=steps, namespace=namespace, dry_run=False, client=bank.llm,
+                                 progress=progress)
         bar.progress(1.0, text="Done")
         st.session_state["m_last"] = ("Applied: what changed", report.to_dict())
         st.success(f"Maintenance applied (run {report.run_id}).")

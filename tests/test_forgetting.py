@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 
 from memory_core import MemoryBank
-from memory_core.forget import MaintenancePlan
+from memory_core.maintenance import MaintenancePlan
 from memory_core.index import tokenize
 
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)

@@ -1,4 +1,4 @@
-"""Scheduled maintenance (memory_core.forget.run / MemoryBank.maintain) on small realistic banks.
+"""Scheduled maintenance (memory_core.maintenance.run / MemoryBank.maintain) on small realistic banks.
 
 Every bank here is built with explicit dates, access times and importances, and every run gets a
 fixed ``now``, so nothing depends on the wall clock. What an operator relies on:
@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from memory_core import MemoryBank, ValidationError
-from memory_core import forget
-from memory_core.forget import STEPS, MaintenancePlan
+from memory_core import maintenance
+from memory_core.maintenance import STEPS, MaintenancePlan
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 
@@ -80,7 +80,7 @@ def curation_state(bank: MemoryBank) -> tuple:
             [e.id for e in bank.events(limit=10_000)])
 
 
-def changes_of(report: forget.MaintenanceReport, action: str | None = None) -> list[tuple[str, tuple[int, ...]]]:
+def changes_of(report: maintenance.MaintenanceReport, action: str | None = None) -> list[tuple[str, tuple[int, ...]]]:
     return sorted((c.action, tuple(c.memory_ids)) for c in report.changes if action in (None, c.action))
 
 
@@ -229,7 +229,7 @@ def index_contents(folder: Path) -> list[tuple[str, bytes]]:
     return out
 
 
-def _hard_expire(bank: MemoryBank) -> tuple[int, forget.MaintenanceReport]:
+def _hard_expire(bank: MemoryBank) -> tuple[int, maintenance.MaintenanceReport]:
     [mid, _] = bank.add_many([
         {"text": SECRET, "namespace": "alice", "importance": 0.2, "created_at": ago(400)},
         {"text": "Prefers tea in the morning", "namespace": "alice", "importance": 0.8, "created_at": ago(10)},
@@ -267,27 +267,27 @@ def test_hard_expiry_leaves_no_copy_of_the_text_in_the_database_file(bank: Memor
 
 def test_cleanup_is_due_weekly_and_merges_monthly(bank: MemoryBank) -> None:
     build(bank)
-    assert forget.due_steps(bank, NOW) == ["cleanup", "merge"]  # never run: everything is due
+    assert maintenance.due_steps(bank, NOW) == ["cleanup", "merge"]  # never run: everything is due
     first = bank.maintain(now=NOW)
     assert first.steps == ["cleanup", "merge"]
 
-    assert forget.due_steps(bank, NOW + timedelta(days=6, hours=23)) == []
+    assert maintenance.due_steps(bank, NOW + timedelta(days=6, hours=23)) == []
     idle = bank.maintain(now=NOW + timedelta(days=6))
     assert idle.steps == [] and idle.changes == []
-    assert forget.due_steps(bank, NOW + timedelta(days=7)) == ["cleanup"]
+    assert maintenance.due_steps(bank, NOW + timedelta(days=7)) == ["cleanup"]
     second = bank.maintain(now=NOW + timedelta(days=7))
     assert second.steps == ["cleanup"]
 
-    assert forget.due_steps(bank, NOW + timedelta(days=13)) == []
-    assert forget.due_steps(bank, NOW + timedelta(days=14)) == ["cleanup"]
-    assert forget.due_steps(bank, NOW + timedelta(days=29)) == ["cleanup"]
+    assert maintenance.due_steps(bank, NOW + timedelta(days=13)) == []
+    assert maintenance.due_steps(bank, NOW + timedelta(days=14)) == ["cleanup"]
+    assert maintenance.due_steps(bank, NOW + timedelta(days=29)) == ["cleanup"]
     # A dry run previews; it does not count as having done the work.
     bank.maintain(now=NOW + timedelta(days=30), dry_run=True)
-    assert forget.due_steps(bank, NOW + timedelta(days=30)) == ["cleanup", "merge"]
+    assert maintenance.due_steps(bank, NOW + timedelta(days=30)) == ["cleanup", "merge"]
     # The plan's own intervals.
     plan = MaintenancePlan(cleanup_every_days=1, merge_every_days=10)
-    assert forget.due_steps(bank, NOW + timedelta(days=8), plan) == ["cleanup"]
-    assert forget.due_steps(bank, NOW + timedelta(days=10), plan) == ["cleanup", "merge"]
+    assert maintenance.due_steps(bank, NOW + timedelta(days=8), plan) == ["cleanup"]
+    assert maintenance.due_steps(bank, NOW + timedelta(days=10), plan) == ["cleanup", "merge"]
 
 
 # -- the merge step ----------------------------------------------------------------------------
@@ -430,16 +430,16 @@ def test_tiers_as_of_different_now(bank: MemoryBank) -> None:
         {"text": "Works as a backend engineer", "namespace": "bob", "created_at": ago(1)},
     ])
     bank.forget(ids[0])  # archived memories are not live, so not in any tier
-    assert forget.tiers(bank, NOW, namespace="alice") == {"hot": 1, "warm": 1, "cold": 2}
-    assert forget.tiers(bank, NOW) == {"hot": 2, "warm": 1, "cold": 2}
+    assert maintenance.tiers(bank, NOW, namespace="alice") == {"hot": 1, "warm": 1, "cold": 2}
+    assert maintenance.tiers(bank, NOW) == {"hot": 2, "warm": 1, "cold": 2}
     # Ten days later nothing of alice's is hot; touched 90 days ago is still warm, 91 is cold.
-    assert forget.tiers(bank, NOW + timedelta(days=10), namespace="alice") == {"hot": 0, "warm": 2, "cold": 2}
-    assert forget.tiers(bank, NOW + timedelta(days=60), namespace="alice") == {"hot": 0, "warm": 2, "cold": 2}
-    assert forget.tiers(bank, NOW + timedelta(days=61), namespace="alice") == {"hot": 0, "warm": 1, "cold": 3}
+    assert maintenance.tiers(bank, NOW + timedelta(days=10), namespace="alice") == {"hot": 0, "warm": 2, "cold": 2}
+    assert maintenance.tiers(bank, NOW + timedelta(days=60), namespace="alice") == {"hot": 0, "warm": 2, "cold": 2}
+    assert maintenance.tiers(bank, NOW + timedelta(days=61), namespace="alice") == {"hot": 0, "warm": 1, "cold": 3}
     # A real recall touches a memory: it is hot again as of then.
     later = NOW + timedelta(days=120)
     bank.recall("gnocchi", namespace="alice", now=later, k=1, threshold=0)
-    assert forget.tiers(bank, later, namespace="alice") == {"hot": 1, "warm": 0, "cold": 3}
+    assert maintenance.tiers(bank, later, namespace="alice") == {"hot": 1, "warm": 0, "cold": 3}
     # The report of a run carries the tiers as of its own now.
     report = bank.maintain(now=later, steps=["merge"], namespace="alice")
     assert report.stats["by_tier"] == {"hot": 1, "warm": 0, "cold": 3}
@@ -483,7 +483,7 @@ def test_an_unknown_step_is_refused_and_changes_nothing(bank: MemoryBank) -> Non
     with pytest.raises(ValidationError, match="unknown maintenance step 'defrag'"):
         bank.maintain(now=NOW, steps=["cleanup", "defrag"])
     with pytest.raises(ValidationError):
-        forget.run(bank, now=NOW, steps=["Cleanup"])
+        maintenance.run(bank, now=NOW, steps=["Cleanup"])
     with pytest.raises(ValidationError):
         bank.maintain(now="last tuesday")
     assert content(bank) == before and curation_state(bank) == state
