@@ -445,10 +445,23 @@ class MemoryBank:
 
     def ingest(self, conversation: Any, namespace: str, *, pii: str = "redact", client: Any = None) -> Any:
         """Distil a conversation (a list of {"role", "content", "at"} turns) into memories of
-        ``namespace``; see :func:`memory_core.extract.ingest`. Uses the bank's LLM when set."""
+        ``namespace``: extract, store what is new, reinforce what is known (see
+        :func:`memory_core.extract.plan_ingest`), flag contradictions. Uses the bank's LLM when set."""
         from . import extract
 
-        return extract.ingest(self, conversation, namespace, client=client or self.llm, pii=pii)
+        client = client or self.llm
+        report = extract.IngestReport(extract.extract(extract.parse_conversation(conversation), client, pii=pii))
+        found = report.extraction.memories
+        if found:
+            plan = extract.plan_ingest(found, self.embedder.encode([c.text for c in found]),
+                                       *self.live_vectors(namespace), namespace)
+            for mid, cand in plan.reinforce:
+                self.reinforce(mid, importance=cand.importance, at=cand.created_at)
+                report.reinforced.append((mid, cand.text))
+            if plan.rows:
+                report.added = self.add_many(plan.rows)
+                report.conflicts = self.detect_conflicts(namespace, memory_ids=report.added, client=client)
+        return report
 
     def detect_conflicts(self, namespace: str, *, memory_ids: Iterable[int] | None = None,
                          client: Any = None) -> list[Conflict]:

@@ -67,7 +67,7 @@ from .redact import PII_KINDS, find_pii, placeholder_pattern, redact
 
 __all__ = [
     "RULES", "Turn", "Candidate", "Extraction", "PII_MODES", "parse_conversation",
-    "extract_rules", "extract_llm", "extract", "explain_rules", "IngestReport", "ingest",
+    "extract_rules", "extract_llm", "extract", "explain_rules", "IngestReport", "IngestPlan", "plan_ingest",
 ]
 
 ROLES: Final = ("user", "assistant", "system")
@@ -1639,7 +1639,7 @@ def extract(turns: Any, client: LLMClient | None = None, *, pii: str = "redact")
     return extraction
 
 
-# --------------------------------------------------------------------------- into a bank
+# --------------------------------------------------------------------------- into a bank (MemoryBank.ingest writes)
 
 
 @dataclass
@@ -1656,42 +1656,41 @@ class IngestReport:
                 "reinforced": [list(r) for r in self.reinforced], "conflicts": [c.to_dict() for c in self.conflicts]}
 
 
-def ingest(bank: Any, conversation: Any, namespace: str, *, client: Any = None, pii: str = "redact",
-           duplicate_threshold: float = 0.9) -> IngestReport:
-    """Distil a conversation into ``namespace``: extract, then store what is new.
+@dataclass
+class IngestPlan:
+    """What storing an extraction in a namespace changes, decided before anything is written:
+    the stored memories it reinforces and the new rows to add (each with its embedding)."""
 
-    A candidate whose meaning is already stored (cosine ≥ ``duplicate_threshold`` with a live
+    reinforce: list[tuple[int, Candidate]] = field(default_factory=list)  # (existing id, the restating candidate)
+    rows: list[dict[str, Any]] = field(default_factory=list)  # for MemoryBank.add_many
+
+
+def plan_ingest(candidates: Sequence[Candidate], vectors: np.ndarray, ids: np.ndarray, existing: np.ndarray,
+                namespace: str, *, duplicate_threshold: float = 0.9) -> IngestPlan:
+    """Decide what storing ``candidates`` (with their unit ``vectors``) in ``namespace`` does, given
+    the namespace's live memories: ``ids`` and their unit vectors ``existing``. Changes nothing.
+
+    A candidate whose meaning is already stored (cosine >= ``duplicate_threshold`` with a live
     memory) reinforces that memory (one more use, the higher importance) instead of being stored
-    twice; the new memories then go through conflict detection, so a new statement that
-    contradicts an old one is flagged at once.
+    twice; one said twice in the conversation is kept once, with the later wording and date and
+    the higher importance. :meth:`MemoryBank.ingest` applies the plan, then runs conflict
+    detection on the new memories, so a statement that contradicts an old one is flagged at once.
     """
-    from . import conflicts
-
-    result = extract(parse_conversation(conversation), client, pii=pii)
-    report = IngestReport(result)
-    if not result.memories:
-        return report
-    vectors = bank.embedder.encode([c.text for c in result.memories])
-    ids, existing = bank.live_vectors(namespace)
-    rows: list[dict[str, Any]] = []
-    for cand, vec in zip(result.memories, vectors):
+    plan = IngestPlan()
+    for cand, vec in zip(candidates, vectors):
         if len(ids):
             sims = existing @ vec
             best = int(np.argmax(sims))
             if sims[best] >= duplicate_threshold:
-                bank.reinforce(int(ids[best]), importance=cand.importance, at=cand.created_at)
-                report.reinforced.append((int(ids[best]), cand.text))
+                plan.reinforce.append((int(ids[best]), cand))
                 continue
         # Said twice in this conversation: keep one, the later wording and date, the higher importance.
-        same = next((r for r in rows if float(r["embedding"] @ vec) >= duplicate_threshold), None)
+        same = next((r for r in plan.rows if float(r["embedding"] @ vec) >= duplicate_threshold), None)
         if same is not None:
             same.update(text=cand.text, created_at=cand.created_at, embedding=vec,
                         importance=max(same["importance"], cand.importance))
             continue
-        rows.append({"text": cand.text, "namespace": namespace, "category": cand.category, "kind": cand.kind,
-                     "importance": cand.importance, "created_at": cand.created_at, "source": "conversation",
-                     "embedding": vec})
-    if rows:
-        report.added = bank.add_many(rows)
-        report.conflicts = conflicts.detect(bank, namespace, memory_ids=report.added, client=client)
-    return report
+        plan.rows.append({"text": cand.text, "namespace": namespace, "category": cand.category, "kind": cand.kind,
+                          "importance": cand.importance, "created_at": cand.created_at, "source": "conversation",
+                          "embedding": vec})
+    return plan
