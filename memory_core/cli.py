@@ -797,6 +797,7 @@ def ablate(obj: _Context, cases_file: str, namespace: str | None, judge_model: s
         result = ev.run_ablation(bank, cases, answer, judge, seed=seed, params=preset,
                                  progress=lambda done, total: bar.update(1), source=os.path.basename(cases_file),
                                  namespace=namespace)
+        result.run_id = bank.record_ablation(result.run, result.cases)
     if as_json:
         click.echo(json.dumps({"run_id": result.run_id, "errors": result.errors, **result.rates,
                                "cases": result.cases}, indent=2, default=str, ensure_ascii=False))

@@ -5,8 +5,8 @@ answers twice — once with the memories recall returns in the prompt, once with
 model compares the two answers. The judge sees them as "Answer A" and "Answer B" in an order
 drawn from a seeded random generator (recorded per case), so a judge that prefers the first (or
 second) answer cannot pass that bias off as an effect of memory; its choice is mapped back to
-*with*, *without* or *tie*. Results are stored in the bank (:meth:`MemoryBank.record_ablation`)
-and summarised as usefulness, disturbance, tie rate and net benefit with 95 % intervals
+*with*, *without* or *tie*. The caller stores the run (``bank.record_ablation(result.run,
+result.cases)``: this module only reads the bank, through what-if recall) and it is summarised as usefulness, disturbance, tie rate and net benefit with 95 % intervals
 (:func:`memory_core.metrics.ablation_rates`).
 
 Recall here is a what-if (``record=False``): evaluating changes no access count and logs no
@@ -30,7 +30,7 @@ import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from .errors import ImportFormatError, LLMError, LLMNotConfiguredError, ValidationError
 from .llm import LLMClient, LLMConfig, default_config_path
@@ -68,12 +68,21 @@ class AblationCase:
 
 @dataclass
 class AblationResult:
-    """A finished ablation run: its id in the bank, the four rates with CIs, and its cases."""
+    """A finished ablation run: the four rates with CIs, its cases, and ``run`` (what
+    :meth:`MemoryBank.record_ablation` stores with them); ``run_id`` is set once it is stored."""
 
-    run_id: int
+    run_id: int | None
     rates: dict[str, Any]
     cases: list[dict[str, Any]] = field(default_factory=list)
     errors: int = 0
+    run: dict[str, Any] = field(default_factory=dict)
+
+
+class Recaller(Protocol):
+    """What an ablation reads from a bank: recall, called as a what-if (``record=False``)."""
+
+    def recall(self, query: str, namespace: str = ..., params: Any = ..., now: Any = ...,
+               record: bool = ...) -> list[Any]: ...
 
 
 # -- cases -------------------------------------------------------------------------------------
@@ -222,11 +231,12 @@ def _winner(reply: Any) -> tuple[str, str]:
     return choice, str(reply.get("reason") or "")[:500]
 
 
-def run_ablation(bank: Any, cases: Iterable[AblationCase], answer_client: LLMClient | None,
+def run_ablation(bank: Recaller, cases: Iterable[AblationCase], answer_client: LLMClient | None,
                  judge_client: LLMClient | None = None, *, seed: int = 0, params: Any = None, now: Any = None,
                  progress: ProgressFn | None = None, source: str | None = None,
                  namespace: str | None = None) -> AblationResult:
-    """Answer every case with and without its recalled memories, judge each pair, store the run.
+    """Answer every case with and without its recalled memories and judge each pair; the caller
+    stores the run: ``result.run_id = bank.record_ablation(result.run, result.cases)``.
 
     ``judge_client`` defaults to ``answer_client``. ``seed`` fixes the order the judge sees the two
     answers in (recorded per case as ``first_shown``). ``params``/``now`` go to the what-if recall.
@@ -288,9 +298,8 @@ def run_ablation(bank: Any, cases: Iterable[AblationCase], answer_client: LLMCli
            "answer_model": f"{answer_client.config.model} @ {answer_client.endpoint}",
            "judge_model": f"{judge_client.config.model} @ {judge_client.endpoint}",
            "seed": seed, "source": source, "settings": settings}
-    run_id = bank.record_ablation(run, done)
-    from .metrics import ablation_rates  # metrics imports the bank; import late to keep this module light
+    from .metrics import ablation_rates  # metrics imports pandas; import late to keep this module light
 
     verdicts = [c["verdict"] for c in done]
     rates = ablation_rates(verdicts.count("with"), verdicts.count("without"), verdicts.count("tie"))
-    return AblationResult(run_id=run_id, rates=rates, cases=done, errors=verdicts.count("error"))
+    return AblationResult(run_id=None, rates=rates, cases=done, errors=verdicts.count("error"), run=run)

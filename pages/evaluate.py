@@ -37,6 +37,7 @@ def _run_ablation(bank, text: str, source: str, default_ns: str | None, judge_mo
 
     result = ev.run_ablation(bank, cases, answer, judge, seed=seed, progress=progress, source=source,
                              namespace=default_ns)
+    result.run_id = bank.record_ablation(result.run, result.cases)
     r = result.rates
     st.session_state["evaluate_run"] = result.run_id
     st.success(f"Run {result.run_id}: {r['n']} judged cases, {result.errors} error(s). Usefulness "

@@ -55,6 +55,7 @@ def test_ablation_end_to_end_knows_each_outcome_and_stores_the_run(bank, llm_ser
     seq = bank.stats()["change_seq"]
     result = ev.run_ablation(bank, CASES, client(llm_server), seed=7, params=PARAMS,
                              progress=lambda d, t: seen.append((d, t)), source="unit")
+    result.run_id = bank.record_ablation(result.run, result.cases)  # the caller stores the run
     assert [c["verdict"] for c in result.cases] == EXPECTED
     assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
     r = result.rates
@@ -130,6 +131,7 @@ def test_broken_judge_json_is_repaired_once_or_the_case_is_an_error(bank, llm_se
 
     state.update(judge_calls=0, broken=10**6)
     result = ev.run_ablation(bank, CASES[:2], client(llm_server), params=PARAMS)
+    result.run_id = bank.record_ablation(result.run, result.cases)  # the caller stores the run
     assert [c["verdict"] for c in result.cases] == ["error", "error"]
     assert "JSON" in result.cases[0]["error"] and result.errors == 2
     assert result.rates["n"] == 0 and result.rates["net_benefit"] is None
@@ -145,6 +147,7 @@ def test_answer_and_judge_can_be_different_endpoints(bank, llm_server):
     with StandInLLM(model="judge-model") as judge:
         judge.respond_with(ablation_responder())
         result = ev.run_ablation(bank, CASES[:2], client(llm_server), client(judge, "judge-model"), params=PARAMS)
+        result.run_id = bank.record_ablation(result.run, result.cases)  # the caller stores the run
     assert [c["verdict"] for c in result.cases] == ["with", "without"]
     assert all("impartial judge" not in r.messages[0]["content"] for r in llm_server.chat_requests)
     assert len(judge.chat_requests) == 2
