@@ -479,6 +479,25 @@ class MemoryBank:
         return maintenance.run(self, now=now, plan=plan, steps=steps, namespace=namespace, dry_run=dry_run,
                                client=self.llm, progress=progress)
 
+    def merge_candidates(self, namespace: str) -> list[Any]:
+        """The live memories of ``namespace`` that could be merged (:class:`memory_core.merge.Candidate`):
+        all but the pinned ones and those in an open conflict."""
+        from . import merge as merge_mod
+
+        ids, vectors = self.live_vectors(namespace)
+        held = {i for c in self.conflicts(namespace=namespace, status="open") for i in (c.a.id, c.b.id)}
+        return merge_mod.candidates(ids, vectors, self.memories(namespace, status="active", limit=None), held=held)
+
+    def plan_merges(self, namespace: str, *, threshold: float | None = None, related_threshold: float | None = None,
+                    client: Any = None, max_size: int = 6) -> list[tuple[Any, Any]]:
+        """Every merge worth making in ``namespace`` as (Cluster, MergePreview), changing nothing; apply one
+        with ``merge(cluster.ids, preview.text, path=preview.path, detail=preview.detail)``. See
+        :func:`memory_core.merge.plan_merges`. Uses the bank's LLM when set."""
+        from . import merge as merge_mod
+
+        return merge_mod.plan_merges(self.merge_candidates(namespace), threshold=threshold,
+                                     related_threshold=related_threshold, client=client or self.llm, max_size=max_size)
+
     def conflicts(self, namespace: str | None = None, status: str | None = "open",
                   memory_id: int | None = None) -> list[Conflict]:
         """Recorded contradictions, newest first; ``status=None`` for every status."""

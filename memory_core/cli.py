@@ -518,15 +518,13 @@ def merge() -> None:
 def merge_plan(obj: _Context, namespace: str | None, threshold: float | None, related: float | None,
                use_llm: bool, apply_: bool) -> None:
     """Preview every merge (and with --apply, make them)."""
-    from . import merge as merge_mod
-
     client = _llm(use_llm)
     with obj.open() as bank:
         names = [namespace] if namespace else [ns for ns, n in bank.namespaces() if n]
         planned = []
         for ns in names:
-            planned += [(ns, cl, pv) for cl, pv in merge_mod.plan_merges(
-                bank, ns, threshold=threshold, related_threshold=related, client=client)]
+            planned += [(ns, cl, pv) for cl, pv in bank.plan_merges(
+                ns, threshold=threshold, related_threshold=related, client=client)]
         if not planned:
             click.echo("nothing to merge")
             return

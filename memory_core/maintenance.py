@@ -208,8 +208,10 @@ def run(
 
     if "merge" in steps:
         for ns in namespaces:
-            for cluster, preview in merge.plan_merges(bank, ns, threshold=plan.merge_threshold, client=client,
-                                                      exclude=gone if dry_run else None):
+            held = {i for c in bank.conflicts(namespace=ns, status="open") for i in (c.a.id, c.b.id)}
+            cands = merge.candidates(*bank.live_vectors(ns), bank.memories(ns, status="active", limit=None),
+                                     held=held, exclude=gone if dry_run else None)
+            for cluster, preview in merge.plan_merges(cands, threshold=plan.merge_threshold, client=client):
                 change = PlannedChange("merge", "merge", list(cluster.ids),
                                        f"{cluster.reason} ({preview.path}): {preview.text!r}", ns)
                 if not dry_run:

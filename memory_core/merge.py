@@ -1,8 +1,9 @@
 """Near-duplicate memories: find clusters, and write the text of their merge.
 
-Pure logic, no database: :class:`MemoryBank` turns live memories into :class:`Candidate` rows,
-asks :func:`find_clusters` what to merge, shows the operator a :func:`preview` of each merge, and
-applies (and can undo) the merges itself.
+Pure logic, no database: :class:`MemoryBank` hands over a namespace's live memories and vectors,
+:func:`candidates` turns them into :class:`Candidate` rows, :func:`find_clusters` says what to merge,
+:func:`plan_merges` adds a :func:`preview` of each merge for the operator, and the bank applies (and
+can undo) the merges itself.
 
 Clustering
     Exact duplicates (equal content hash) are always clustered. Near duplicates are memories whose
@@ -27,7 +28,7 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -46,11 +47,13 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "MAX_MERGED_CHARS",
     "MergePreview",
+    "candidates",
     "extractive_merge",
     "find_clusters",
     "llm_groups",
     "llm_merge_text",
     "merged_fields",
+    "plan_merges",
     "preview",
 ]
 
@@ -779,15 +782,16 @@ def llm_groups(cands: Sequence[Candidate], client: LLMClient, *, max_size: int =
     return out
 
 
-# --------------------------------------------------------------------------- the bank's side
+# --------------------------------------------------------------------------- from the bank's data
 
 
-def candidates(bank: Any, namespace: str, exclude: set[int] | None = None) -> list[Candidate]:
-    """The namespace's live memories as clustering candidates, except those an operator pinned,
-    those in an open conflict (a contradiction must be resolved, not merged away) and ``exclude``."""
-    ids, vectors = bank.live_vectors(namespace)
-    by_id = {m.id: m for m in bank.memories(namespace=namespace, status="active", limit=None)}
-    held = {m for c in bank.conflicts(namespace=namespace, status="open") for m in (c.a.id, c.b.id)}
+def candidates(ids: np.ndarray, vectors: np.ndarray, memories: Iterable[Any], *, held: Collection[int] = (),
+               exclude: Collection[int] | None = None) -> list[Candidate]:
+    """A namespace's live memories as clustering candidates: ``ids`` and their unit ``vectors``
+    (``MemoryBank.live_vectors``) with the live ``memories`` they belong to, except those an operator
+    pinned, those ``held`` (in an open conflict: a contradiction must be resolved, not merged away)
+    and ``exclude``."""
+    by_id = {m.id: m for m in memories}
     out = []
     for mid, vec in zip(ids.tolist(), vectors):
         m = by_id.get(mid)
@@ -799,17 +803,17 @@ def candidates(bank: Any, namespace: str, exclude: set[int] | None = None) -> li
     return out
 
 
-def plan_merges(bank: Any, namespace: str, *, threshold: float | None = None,
+def plan_merges(cands: Sequence[Candidate], *, threshold: float | None = None,
                 related_threshold: float | None = None, client: LLMClient | None = None,
-                max_size: int = 6, exclude: set[int] | None = None) -> list[tuple[Cluster, MergePreview]]:
-    """Every merge worth making in ``namespace`` with its preview, changing nothing.
+                max_size: int = 6) -> list[tuple[Cluster, MergePreview]]:
+    """Every merge worth making among ``cands`` (see :func:`candidates`) with its preview.
 
     Exact and near duplicates come from the embedding. With ``related_threshold``, "same subject"
     suggestions are added: grouped by the LLM when ``client`` is given (:func:`llm_groups`), else,
     or when it fails, by the embedding; each cluster's ``detail`` says which. Apply one with
     ``bank.merge(cluster.ids, preview.text, path=preview.path, detail=preview.detail)``.
     """
-    cands = candidates(bank, namespace, exclude)
+    cands = list(cands)
     by_id = {c.id: c for c in cands}
     threshold = DEFAULT_THRESHOLD if threshold is None else threshold
     if related_threshold is None or client is None:

@@ -59,8 +59,7 @@ with readable_errors():
                 "Tick the box above to search it.")
         st.stop()
     with st.spinner(f"Comparing the memories of {namespace}…"):
-        plan = merge_mod.plan_merges(bank, namespace, threshold=threshold, related_threshold=related,
-                                     client=bank.llm)
+        plan = bank.plan_merges(namespace, threshold=threshold, related_threshold=related, client=bank.llm)
     st.subheader(f"Candidate clusters in {namespace} ({len(plan)})")
     if not plan:
         st.info(f"No merge candidates in {namespace} at threshold {threshold:.2f}. Lower the threshold or turn on "

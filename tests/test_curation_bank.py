@@ -222,7 +222,7 @@ def test_llm_groups_same_fact_across_languages_and_falls_back_to_the_embedding(b
     llm_server.respond_with(lambda messages: (
         {"groups": [[ids[0], ids[1]]]} if "Find the groups" in messages[0]["content"] else {"text": "Dislikes 8 a.m. classes"}))
     before = bank.count(namespace="chen")
-    plans = merge_mod.plan_merges(bank, "chen", related_threshold=0.6, client=client)
+    plans = bank.plan_merges("chen", related_threshold=0.6, client=client)
     assert [(cl.ids, cl.reason) for cl, _ in plans] == [(tuple(ids[:2]), merge_mod.REASON_LLM)]
     cluster, preview = plans[0]
     assert llm_server.model in cluster.detail and preview.path == "llm"
@@ -232,6 +232,6 @@ def test_llm_groups_same_fact_across_languages_and_falls_back_to_the_embedding(b
 
     # An invented id: the grouping falls back to the embedding and says why.
     llm_server.respond_with(lambda messages: {"groups": [[ids[2], 10**6]]})
-    plans = merge_mod.plan_merges(bank, "chen", related_threshold=0.5, client=client)
+    plans = bank.plan_merges("chen", related_threshold=0.5, client=client)
     assert plans and all(cl.reason != merge_mod.REASON_LLM for cl, _ in plans)
     assert all("grouped by the embedding: LLM failed" in cl.detail for cl, _ in plans if cl.reason == "same subject")

@@ -25,7 +25,6 @@ import pytest
 
 from memory_core import MemoryBank
 from memory_core import conflicts as conflicts_mod
-from memory_core import merge as merge_mod
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 TRUTH = json.loads((DATA / "demo_truth.json").read_text(encoding="utf-8"))
@@ -52,7 +51,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory, embedder) -> Demo:
     report = bank.import_jsonl(DATA / "demo_memories.jsonl")
     assert report.added == 753 and report.errors == []
     namespaces = [ns for ns, n in bank.namespaces() if n]
-    plans = {ns: merge_mod.plan_merges(bank, ns) for ns in namespaces}
+    plans = {ns: bank.plan_merges(ns) for ns in namespaces}
     detected = [c for ns in namespaces for c in bank.detect_conflicts(ns)]
     yield Demo(bank, namespaces, plans, detected)
     bank.close()

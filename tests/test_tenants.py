@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
 
-from memory_core import MemoryBank, ValidationError, merge, metrics
+from memory_core import MemoryBank, ValidationError, metrics
 from memory_core.cli import cli
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -90,7 +90,7 @@ def test_library_calls_keep_to_their_namespace(tenant_bank, embedder):
         for c in bank.conflicts("alice", status=None):
             assert c.namespace == "alice" and {c.a.id, c.b.id} <= alice_all
         assert bank.merges("alice") == []  # bob's merge is bob's
-        for cluster, preview in merge.plan_merges(bank, "alice"):
+        for cluster, preview in bank.plan_merges("alice"):
             assert set(cluster.ids) <= alice_all
             _no_mark(preview.text)
         assert set(bank.live_vectors("alice")[0].tolist()) <= alice_all
