@@ -466,10 +466,19 @@ class MemoryBank:
     def detect_conflicts(self, namespace: str, *, memory_ids: Iterable[int] | None = None,
                          client: Any = None) -> list[Conflict]:
         """Find and record contradictions in ``namespace`` (only involving ``memory_ids`` when given);
-        returns the newly recorded ones. See :func:`memory_core.conflicts.detect`."""
+        returns the newly recorded ones. See :func:`memory_core.conflicts.find`."""
         from . import conflicts
 
-        return conflicts.detect(self, namespace, memory_ids=memory_ids, client=client or self.llm)
+        ids, vectors = self.live_vectors(namespace)
+        wanted = None if memory_ids is None else {int(i) for i in memory_ids}
+        pairs = conflicts.pairs_to_judge(ids, vectors, wanted)
+        if not pairs:
+            return []
+        known = ({(c.a.id, c.b.id) for c in self.conflicts(namespace=namespace, status=None)} if wanted is None
+                 else {(c.a.id, c.b.id) for mid in wanted for c in self.conflicts(status=None, memory_id=mid)})
+        found = conflicts.find(pairs, ids, vectors, self.get_many(sorted({i for p in pairs for i in p})), known,
+                               memory_ids=wanted, client=client or self.llm)
+        return [c for c in self.record_conflicts(found) if c is not None] if found else []
 
     def maintain(self, *, dry_run: bool = False, now: Any = None, steps: list[str] | None = None,
                  namespace: str | None = None, plan: Any = None, progress: Any = None) -> Any:

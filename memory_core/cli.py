@@ -478,15 +478,13 @@ def conflicts_list(obj: _Context, namespace: str | None, status: str, as_json: b
 @click.pass_obj
 def conflicts_detect(obj: _Context, namespace: str | None, use_llm: bool) -> None:
     """Look for contradictions now."""
-    from . import conflicts as conflicts_mod
-
     client = _llm(use_llm)
     with obj.open() as bank:
         names = [namespace] if namespace else [ns for ns, n in bank.namespaces() if n]
         found = []
         with click.progressbar(names, label="detecting", file=sys.stderr) as bar:
             for ns in bar:
-                found += conflicts_mod.detect(bank, ns, client=client)
+                found += bank.detect_conflicts(ns, client=client)
     click.echo(f"{len(found)} new conflict(s); list them with: memctl conflicts list")
 
 

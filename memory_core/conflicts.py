@@ -1,9 +1,10 @@
 """Contradiction detection between two memories: the decision part, as pure functions.
 
-The caller (MemoryBank) finds candidate pairs with the dense index: two live memories of one
-namespace whose cosine similarity falls in a band, i.e. memories already known to be about the
-same topic. This module only decides, for one such pair, whether they CONTRADICT and how an
-operator (or an automatic policy) should resolve it. Nothing here touches the database.
+Candidate pairs come from the dense index: two live memories of one namespace whose cosine
+similarity falls in a band, i.e. memories already known to be about the same topic
+(:func:`pairs_to_judge`, from the vectors the bank hands over). This module decides, for each such
+pair, whether they CONTRADICT and how an operator (or an automatic policy) should resolve it
+(:func:`find`); MemoryBank.detect_conflicts records what it finds. Nothing here touches the database.
 
 Two judges produce the same :class:`Verdict`:
 
@@ -50,7 +51,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
@@ -1556,7 +1557,7 @@ def judge(a: MemoryView, b: MemoryView, client: LLMClient | None = None) -> Verd
     return result.value
 
 
-# --------------------------------------------------------------------------- the bank's side
+# --------------------------------------------------------------------------- from the bank's data
 
 # Candidates share a topic but are not the same statement: contradictions in the demo set sit
 # between cosine 0.3 and 0.85 with the bundled model; identical statements sit above 0.985.
@@ -1610,17 +1611,11 @@ def topic_confidence(kind: str, cosine: float) -> float:
     return 0.0
 
 
-def detect(bank: Any, namespace: str, *, memory_ids: Iterable[int] | None = None, client: LLMClient | None = None,
-           band: tuple[float, float] = CANDIDATE_BAND, max_per_memory: int = 3, record: bool = True) -> list[Any]:
-    """Find contradictions among the live memories of ``namespace`` and record them in the bank.
-
-    Candidates come from the dense index (same topic, not a duplicate); :func:`judge` decides (the
-    LLM when ``client`` works, else the rules). With ``memory_ids``, only pairs involving those
-    memories are judged: what runs when memories are added. Pairs recorded before (including
-    dismissed ones) are not flagged again. Returns the newly recorded conflicts; with
-    ``record=False`` (a preview), the conflicts it would record, with id 0, and nothing is written.
-    """
-    ids, vectors = bank.live_vectors(namespace)
+def pairs_to_judge(ids: np.ndarray, vectors: np.ndarray, memory_ids: Collection[int] | None = None,
+                   band: tuple[float, float] = CANDIDATE_BAND) -> list[tuple[int, int]]:
+    """The candidate pairs detection judges among a namespace's live memories (``ids`` and their unit
+    ``vectors``, as ``MemoryBank.live_vectors`` gives them): every pair on one topic, or with
+    ``memory_ids`` only pairs involving those memories (what runs when memories are added)."""
     if len(ids) < 2:
         return []
     rows = None
@@ -1629,16 +1624,23 @@ def detect(bank: Any, namespace: str, *, memory_ids: Iterable[int] | None = None
         rows = [r for r, mid in enumerate(ids.tolist()) if mid in wanted]
         if not rows:
             return []
-    pairs = candidate_pairs(ids, vectors, rows, band)
-    if not pairs:
-        return []
+    return candidate_pairs(ids, vectors, rows, band)
+
+
+def find(pairs: Sequence[tuple[int, int]], ids: np.ndarray, vectors: np.ndarray, memories: Mapping[int, Any],
+         known: Collection[tuple[int, int]], *, memory_ids: Collection[int] | None = None,
+         client: LLMClient | None = None, max_per_memory: int = 3) -> list[dict[str, Any]]:
+    """Judge the candidate ``pairs`` (:func:`pairs_to_judge` of ``ids`` and ``vectors``) and return the
+    contradictions worth recording, as rows for :meth:`MemoryBank.record_conflicts`. Writes nothing.
+
+    :func:`judge` decides (the LLM when ``client`` works, else the rules, whose confidence is capped
+    by how close in meaning the two are: :func:`topic_confidence`). ``memories`` holds at least the
+    memories of ``pairs``; pairs in ``known`` (older id, newer id), recorded before whatever became of
+    them, are not flagged again. With ``memory_ids`` (the new memories), each is flagged against at
+    most ``max_per_memory`` stored ones, the clearest first.
+    """
     row_of = {int(m): r for r, m in enumerate(ids.tolist())}
-    wanted = set() if memory_ids is None else wanted
-    memories = bank.get_many(sorted({i for pair in pairs for i in pair}))
-    if memory_ids is None:
-        known = {(c.a.id, c.b.id) for c in bank.conflicts(namespace=namespace, status=None)}
-    else:
-        known = {(c.a.id, c.b.id) for mid in wanted for c in bank.conflicts(status=None, memory_id=mid)}
+    wanted = set() if memory_ids is None else {int(i) for i in memory_ids}
     judged = []
     for a_id, b_id in pairs:
         a, b = sorted((memories[a_id], memories[b_id]), key=lambda m: (m.created_at, m.id))
@@ -1669,17 +1671,18 @@ def detect(bank: Any, namespace: str, *, memory_ids: Iterable[int] | None = None
                 per_memory[new] = per_memory.get(new, 0) + 1
                 kept.append((key, row))
         judged = kept
-    if not judged:
-        return []
-    if not record:
-        from .models import Conflict
+    return [row for _, row in judged]
 
-        now = datetime.now(timezone.utc)
-        return [Conflict(id=0, namespace=namespace, a=memories[row["a_id"]], b=memories[row["b_id"]],
-                         kind=row["kind"], evidence=row["evidence"], confidence=row["confidence"],
-                         suggestion=row["suggestion"], path=row["path"], status="open", resolution=None,
-                         detected_at=now) for _, row in judged]
-    return [c for c in bank.record_conflicts([row for _, row in judged]) if c is not None]
+
+def preview(found: Iterable[Mapping[str, Any]], memories: Mapping[int, Any], namespace: str) -> list[Any]:
+    """The conflicts :func:`find` found, as a dry run shows them: unrecorded (id 0), open."""
+    from .models import Conflict
+
+    now = datetime.now(timezone.utc)
+    return [Conflict(id=0, namespace=namespace, a=memories[row["a_id"]], b=memories[row["b_id"]],
+                     kind=row["kind"], evidence=row["evidence"], confidence=row["confidence"],
+                     suggestion=row["suggestion"], path=row["path"], status="open", resolution=None,
+                     detected_at=now) for row in found]
 
 
 def auto_rule(conflict: Any, min_confidence: float = 0.8) -> str | None:

@@ -185,7 +185,15 @@ def run(
             new: list[Any] = []
             if plan.detect_conflicts:
                 # A dry run judges the same pairs but records nothing, so its preview is complete.
-                new = conflicts.detect(bank, ns, client=client, record=not dry_run)
+                if dry_run:
+                    ids, vectors = bank.live_vectors(ns)
+                    pairs = conflicts.pairs_to_judge(ids, vectors)
+                    memories = bank.get_many(sorted({i for p in pairs for i in p}))
+                    known = {(c.a.id, c.b.id) for c in bank.conflicts(namespace=ns, status=None)}
+                    new = conflicts.preview(conflicts.find(pairs, ids, vectors, memories, known, client=client),
+                                            memories, ns)
+                else:
+                    new = bank.detect_conflicts(ns, client=client)
                 counts["conflicts_detected"] += len(new)
             if plan.resolve_conflicts:
                 pending = bank.conflicts(namespace=ns, status="open") + (new if dry_run else [])
