@@ -482,11 +482,35 @@ class MemoryBank:
 
     def maintain(self, *, dry_run: bool = False, now: Any = None, steps: list[str] | None = None,
                  namespace: str | None = None, plan: Any = None, progress: Any = None) -> Any:
-        """Run (or preview) the maintenance plan; see :func:`memory_core.maintenance.run`."""
+        """Run (or preview) the maintenance plan with the bank's LLM: plan it from the bank's data
+        (:func:`memory_core.maintenance.plan_run`), then apply it (:meth:`apply_maintenance`)."""
         from . import maintenance
 
-        return maintenance.run(self, now=now, plan=plan, steps=steps, namespace=namespace, dry_run=dry_run,
-                               client=self.llm, progress=progress)
+        work = maintenance.plan_run(self, now=now, plan=plan, steps=steps, namespace=namespace, client=self.llm,
+                                    progress=progress)
+        return self.apply_maintenance(work, dry_run=dry_run)
+
+    def apply_maintenance(self, work: Any, *, dry_run: bool = False) -> Any:
+        """Make the changes a planned maintenance run lists (a :class:`memory_core.maintenance.MaintenanceWork`),
+        unless ``dry_run``, then record the run with its report; returns the report."""
+        if not dry_run:
+            action = work.plan.expire_action
+            if work.expire:
+                work.expired(self.forget_many(work.expire, hard=action == "hard",
+                                              reason=f"maintenance: expired ({action})"))
+            recorded = self.record_conflicts(work.findings) if work.findings else []
+            for r in work.resolutions:
+                c = r.conflict if r.finding is None else recorded[r.finding]
+                if c is not None:  # None: another writer recorded the pair meanwhile; it stays for an operator
+                    r.settle(c.id, self.resolve_conflict(c.id, r.rule).group_id)
+            for m in work.merges:
+                m.change.group_id = self.merge(m.ids, m.text, path=m.path, detail=m.detail).group_id
+        report = work.report(dry_run, {**self.usage_summary(work.namespace),
+                                       "by_tier": self.stats(namespace=work.namespace, now=work.now)["by_tier"]})
+        report.run_id = self.record_maintenance_run(started_at=work.started, dry_run=dry_run,
+                                                    plan=work.plan.to_dict(), report=report.to_dict())
+        work.tick("report")
+        return report
 
     def merge_candidates(self, namespace: str) -> list[Any]:
         """The live memories of ``namespace`` that could be merged (:class:`memory_core.merge.Candidate`):

@@ -1,4 +1,4 @@
-"""Forgetting as a feature: expiry, tiers, and the scheduled maintenance plan `memctl maintain` runs.
+"""Maintenance: forgetting as a feature. Expiry, tiers, and the scheduled plan `memctl maintain` runs.
 
 Maintenance has two steps with their own schedules:
 
@@ -7,23 +7,36 @@ Maintenance has two steps with their own schedules:
   open conflicts the detector is sure about, leaving the rest for an operator.
 * **merge** (monthly by default): merge clusters of near-duplicate memories.
 
-A run is always previewable (``dry_run=True`` lists exactly what would change), writes one report,
-and never touches a memory an operator pinned. Every change it makes is an undoable operation
-(``bank.undo_group``), except expiry with ``expire_action="hard"``, which erases for good.
+This module plans; the bank applies. :func:`plan_run` reads the bank (through
+:class:`MaintenanceSource`, reads only) and decides every change from that data, each step against
+what the earlier ones leave, so a preview (``dry_run=True``) lists exactly what a real run changes.
+:meth:`MemoryBank.apply_maintenance` makes the changes (unless dry) and records the run with its
+report; :meth:`MemoryBank.maintain` does both. A run never touches a memory an operator pinned.
+Every change it makes is an undoable operation (``bank.undo_group``), except expiry with
+``expire_action="hard"``, which erases for good.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .bank import MemoryBank
+import numpy as np
+
+from . import conflicts, merge
 from .errors import ValidationError
-from .models import parse_time
+from .models import Conflict, Memory, parse_time
 from .store import utcnow
+
+if TYPE_CHECKING:
+    from .bank import MemoryBank
+    from .llm import LLMClient
+
+ProgressFn = Callable[[int, int, str], None]
 
 STEPS = ("cleanup", "merge")
 
@@ -104,12 +117,100 @@ class MaintenanceReport:
                 "run_id": self.run_id}
 
 
-def tiers(bank: MemoryBank, now: Any = None, namespace: str | None = None) -> dict[str, int]:
+class MaintenanceSource(Protocol):
+    """The reads a maintenance plan is made from (:class:`MemoryBank` provides them); none writes."""
+
+    def maintenance_runs(self, limit: int = ..., include_dry_runs: bool = ...) -> list[dict[str, Any]]: ...
+
+    def namespaces(self) -> list[tuple[str, int]]: ...
+
+    def stats(self, namespace: str | None = ..., now: Any = ...) -> dict[str, Any]: ...
+
+    def expiry_candidates(self, *, now: Any = ..., older_than_days: float, below_importance: float,
+                          unused_days: float, namespace: str | None = ...) -> list[Memory]: ...
+
+    def live_vectors(self, namespace: str) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def get_many(self, ids: Iterable[int]) -> dict[int, Memory]: ...
+
+    def memories(self, namespace: str | None = ..., status: str | None = ..., *,
+                 limit: int | None = ...) -> list[Memory]: ...
+
+    def conflicts(self, namespace: str | None = ..., status: str | None = ...,
+                  memory_id: int | None = ...) -> list[Conflict]: ...
+
+
+@dataclass
+class Resolution:
+    """An open conflict a clear rule resolves: a recorded one, or a new one (``finding``: its index
+    in :attr:`MaintenanceWork.findings`, recorded before it is resolved)."""
+
+    change: PlannedChange
+    conflict: Conflict  # id 0 while a new one is not recorded
+    rule: str
+    finding: int | None = None
+
+    def settle(self, conflict_id: int, group_id: int | None) -> None:
+        """Name the conflict by its recorded id and the operation that resolved it."""
+        self.change.detail = _resolution_detail(conflict_id, self.rule, self.conflict)
+        self.change.group_id = group_id
+
+
+@dataclass
+class PlannedMerge:
+    """A cluster to merge, with the text its preview wrote."""
+
+    change: PlannedChange
+    ids: tuple[int, ...]
+    text: str
+    path: str
+    detail: str | None
+
+
+@dataclass
+class MaintenanceWork:
+    """A planned run: its report's changes and counts, and the operations that make them true, in
+    the order :meth:`MemoryBank.apply_maintenance` applies them (expire, record the new conflicts,
+    resolve, merge)."""
+
+    plan: MaintenancePlan
+    now: datetime
+    steps: list[str]
+    namespace: str | None
+    started: datetime
+    changes: list[PlannedChange] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        ("expired", "merged", "merges", "superseded", "conflicts_detected"), 0))
+    expire: list[int] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)  # rows for MemoryBank.record_conflicts
+    resolutions: list[Resolution] = field(default_factory=list)
+    merges: list[PlannedMerge] = field(default_factory=list)
+    progress: ProgressFn | None = None
+    total: int = 1
+    done: int = 0
+
+    def tick(self, label: str) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, self.total, label)
+
+    def expired(self, group_id: int | None) -> None:
+        """Note the operation that expired the memories (undoable only when archived)."""
+        for c in self.changes:
+            if c.action == "expire":
+                c.group_id = group_id if self.plan.expire_action == "archive" else None
+
+    def report(self, dry_run: bool, stats: dict[str, Any]) -> MaintenanceReport:
+        return MaintenanceReport(dry_run=dry_run, now=self.now, steps=self.steps, changes=self.changes,
+                                 counts=self.counts, stats=stats)
+
+
+def tiers(bank: MaintenanceSource, now: Any = None, namespace: str | None = None) -> dict[str, int]:
     """Live memories by tier as of ``now``: hot (touched < 7 days ago), warm (7-90), cold (> 90)."""
     return bank.stats(namespace=namespace, now=now)["by_tier"]
 
 
-def due_steps(bank: MemoryBank, now: Any = None, plan: MaintenancePlan | None = None) -> list[str]:
+def due_steps(bank: MaintenanceSource, now: Any = None, plan: MaintenancePlan | None = None) -> list[str]:
     """The steps whose schedule says they are due at ``now`` (never run counts as due)."""
     plan = plan or MaintenancePlan()
     now_dt = parse_time(now, "now") or utcnow()
@@ -122,117 +223,142 @@ def due_steps(bank: MemoryBank, now: Any = None, plan: MaintenancePlan | None = 
     return [s for s in STEPS if s not in last or now_dt - last[s] >= timedelta(days=every[s])]
 
 
+def plan_run(
+    source: MaintenanceSource,
+    *,
+    now: Any = None,
+    plan: MaintenancePlan | None = None,
+    steps: Iterable[str] | str | None = None,
+    namespace: str | None = None,
+    client: LLMClient | None = None,
+    progress: ProgressFn | None = None,
+) -> MaintenanceWork:
+    """Plan a maintenance run from the bank's data; changes nothing (``client``, an optional LLM,
+    judges conflicts and writes merged texts; rules and extractive merges otherwise).
+
+    ``steps`` defaults to the due ones (see :func:`due_steps`); pass ``list(STEPS)`` to run all.
+    ``progress(done, total, label)`` is called as work advances (the last tick when the run is
+    recorded). Later steps plan against what earlier ones leave: a memory that expires is neither
+    judged nor merged, one a rule supersedes is not merged, and a new conflict left open holds its
+    memories out of merges, as the bank's state would after the earlier steps.
+    """
+    plan = plan or MaintenancePlan()
+    now_dt = parse_time(now, "now") or utcnow()
+    if isinstance(steps, str):
+        steps = [steps]
+    steps = due_steps(source, now_dt, plan) if steps is None else list(steps)
+    for s in steps:
+        if s not in STEPS:
+            raise ValidationError(f"unknown maintenance step {s!r}; steps are {', '.join(STEPS)}")
+    work = MaintenanceWork(plan=plan, now=now_dt, steps=steps, namespace=namespace, started=utcnow(),
+                           progress=progress)
+    namespaces = [namespace] if namespace else [ns for ns, n in source.namespaces() if n]
+    work.total = len(namespaces) * len(steps) + 1
+    gone: set[int] = set()  # memories earlier steps expire or supersede: later steps leave them be
+    held: dict[str, set[int]] = {}  # by namespace: memories in a conflict that stays open
+
+    if "cleanup" in steps:
+        expired = source.expiry_candidates(now=now_dt, older_than_days=plan.expire_after_days,
+                                           below_importance=plan.expire_below_importance,
+                                           unused_days=plan.unused_days, namespace=namespace)
+        for m in expired:
+            used = "never recalled" if m.last_accessed_at is None else f"last recalled {m.last_accessed_at:%Y-%m-%d}"
+            # An erased memory's words must not survive in the run's report either.
+            what = f"memory {m.id}" if plan.expire_action == "hard" else repr(m.text)
+            work.changes.append(PlannedChange(
+                "cleanup", "expire", [m.id], f"{what}: created {m.created_at:%Y-%m-%d}, importance "
+                f"{m.importance:.2f}, {used}", m.namespace))
+        work.expire = [m.id for m in expired]
+        work.counts["expired"] = len(expired)
+        gone.update(work.expire)
+        for ns in namespaces:
+            held[ns] = _plan_cleanup(source, work, ns, gone, client)
+            work.tick(f"cleanup {ns}")
+
+    if "merge" in steps:
+        for ns in namespaces:
+            if ns not in held:
+                held[ns] = {i for c in source.conflicts(namespace=ns, status="open") for i in (c.a.id, c.b.id)}
+            cands = merge.candidates(*source.live_vectors(ns), source.memories(ns, status="active", limit=None),
+                                     held=held[ns], exclude=gone)
+            for cluster, preview in merge.plan_merges(cands, threshold=plan.merge_threshold, client=client):
+                change = PlannedChange("merge", "merge", list(cluster.ids),
+                                       f"{cluster.reason} ({preview.path}): {preview.text!r}", ns)
+                work.changes.append(change)
+                work.merges.append(PlannedMerge(change, cluster.ids, preview.text, preview.path, preview.detail))
+                work.counts["merges"] += 1
+                work.counts["merged"] += len(cluster.ids)
+            work.tick(f"merge {ns}")
+    return work
+
+
+def _plan_cleanup(source: MaintenanceSource, work: MaintenanceWork, ns: str, gone: set[int],
+                  client: LLMClient | None) -> set[int]:
+    """Plan one namespace's conflict work: detect new contradictions among the memories that stay,
+    resolve those a clear rule settles. Returns the memories held by conflicts that stay open."""
+    plan = work.plan
+    recorded = source.conflicts(namespace=ns, status=None)  # newest first
+    new: list[Conflict] = []
+    first = len(work.findings)
+    if plan.detect_conflicts:
+        ids, vectors = _live_except(*source.live_vectors(ns), gone)
+        pairs = conflicts.pairs_to_judge(ids, vectors)
+        if pairs:
+            memories = source.get_many(sorted({i for p in pairs for i in p}))
+            found = conflicts.find(pairs, ids, vectors, memories, {(c.a.id, c.b.id) for c in recorded},
+                                   client=client)
+            work.findings += found
+            new = conflicts.preview(found, memories, ns)
+            work.counts["conflicts_detected"] += len(found)
+    # In the order the bank lists open conflicts once the new ones are recorded: newest first.
+    pending = [(c, first + i) for i, c in reversed(list(enumerate(new)))]
+    pending += [(c, None) for c in recorded if c.status == "open"]
+    stay_open = []
+    for c, finding in pending:
+        rule = None
+        if plan.resolve_conflicts and c.a.id not in gone and c.b.id not in gone:
+            rule = conflicts.auto_rule(c, min_confidence=plan.conflict_min_confidence)
+        if rule is None:
+            stay_open.append(c)
+            continue
+        loser = c.a if rule == "newer_wins" or c.a.kind == "inferred" else c.b
+        gone.add(loser.id)
+        change = PlannedChange("cleanup", "resolve_conflict", [c.a.id, c.b.id], _resolution_detail(c.id, rule, c), ns)
+        work.changes.append(change)
+        work.resolutions.append(Resolution(change, c, rule, finding))
+        work.counts["superseded"] += 1
+    return {i for c in stay_open for i in (c.a.id, c.b.id)}
+
+
+def _resolution_detail(conflict_id: int, rule: str, c: Conflict) -> str:
+    name = f"conflict {conflict_id}" if conflict_id else "a new conflict"
+    return f"{name} by {rule}: {c.a.text!r} vs {c.b.text!r}"
+
+
+def _live_except(ids: np.ndarray, vectors: np.ndarray, gone: set[int]) -> tuple[np.ndarray, np.ndarray]:
+    """A namespace's live ids and vectors without ``gone`` (copied only when one of them is there)."""
+    if not gone or not len(ids):
+        return ids, vectors
+    keep = ~np.isin(ids, np.fromiter(gone, dtype=np.int64, count=len(gone)))
+    return (ids, vectors) if keep.all() else (ids[keep], vectors[keep])
+
+
 def run(
     bank: MemoryBank,
     *,
     now: Any = None,
     plan: MaintenancePlan | None = None,
-    steps: list[str] | None = None,
+    steps: Iterable[str] | str | None = None,
     namespace: str | None = None,
     dry_run: bool = False,
-    client: Any = None,
-    progress: Callable[[int, int, str], None] | None = None,
+    client: LLMClient | None = None,
+    progress: ProgressFn | None = None,
 ) -> MaintenanceReport:
-    """Run (or with ``dry_run`` only plan) maintenance; returns the report, also stored in the bank.
+    """Plan (:func:`plan_run`) and apply (:meth:`MemoryBank.apply_maintenance`) a run, or with
+    ``dry_run`` only record its preview; returns the report, also stored in the bank.
 
-    ``steps`` defaults to the due ones (see :func:`due_steps`); pass ``list(STEPS)`` to run all.
-    ``progress(done, total, label)`` is called as work advances. ``client`` is an optional LLM
-    client used to judge conflicts and write merged texts (rules and extractive merges otherwise).
+    What :meth:`MemoryBank.maintain` does with the bank's own LLM, for a face that picks ``client``
+    per run (``memctl maintain --llm``). The bank never calls this: it composes the two itself.
     """
-    from . import conflicts, merge
-
-    plan = plan or MaintenancePlan()
-    now_dt = parse_time(now, "now") or utcnow()
-    if isinstance(steps, str):
-        steps = [steps]
-    steps = due_steps(bank, now_dt, plan) if steps is None else list(steps)
-    for s in steps:
-        if s not in STEPS:
-            raise ValidationError(f"unknown maintenance step {s!r}; steps are {', '.join(STEPS)}")
-    started = utcnow()
-    report = MaintenanceReport(dry_run=dry_run, now=now_dt, steps=steps)
-    counts = {"expired": 0, "merged": 0, "merges": 0, "superseded": 0, "conflicts_detected": 0}
-    namespaces = [namespace] if namespace else [ns for ns, n in bank.namespaces() if n]
-    gone: set[int] = set()  # memories earlier steps expire or supersede: later steps leave them be
-    total = len(namespaces) * len(steps) + 1
-    done = 0
-
-    def tick(label: str) -> None:
-        nonlocal done
-        done += 1
-        if progress is not None:
-            progress(done, total, label)
-
-    if "cleanup" in steps:
-        expired = bank.expiry_candidates(now=now_dt, older_than_days=plan.expire_after_days,
-                                         below_importance=plan.expire_below_importance,
-                                         unused_days=plan.unused_days, namespace=namespace)
-        for m in expired:
-            used = "never recalled" if m.last_accessed_at is None else f"last recalled {m.last_accessed_at:%Y-%m-%d}"
-            # An erased memory's words must not survive in the run's report either.
-            what = f"memory {m.id}" if plan.expire_action == "hard" else repr(m.text)
-            report.changes.append(PlannedChange(
-                "cleanup", "expire", [m.id], f"{what}: created {m.created_at:%Y-%m-%d}, importance "
-                f"{m.importance:.2f}, {used}", m.namespace))
-        if expired and not dry_run:
-            gid = bank.forget_many([m.id for m in expired], hard=plan.expire_action == "hard",
-                                   reason=f"maintenance: expired ({plan.expire_action})")
-            for c in report.changes:
-                c.group_id = gid if plan.expire_action == "archive" else None
-        counts["expired"] = len(expired)
-        gone.update(m.id for m in expired)
-        for ns in namespaces:
-            new: list[Any] = []
-            if plan.detect_conflicts:
-                # A dry run judges the same pairs but records nothing, so its preview is complete.
-                if dry_run:
-                    ids, vectors = bank.live_vectors(ns)
-                    pairs = conflicts.pairs_to_judge(ids, vectors)
-                    memories = bank.get_many(sorted({i for p in pairs for i in p}))
-                    known = {(c.a.id, c.b.id) for c in bank.conflicts(namespace=ns, status=None)}
-                    new = conflicts.preview(conflicts.find(pairs, ids, vectors, memories, known, client=client),
-                                            memories, ns)
-                else:
-                    new = bank.detect_conflicts(ns, client=client)
-                counts["conflicts_detected"] += len(new)
-            if plan.resolve_conflicts:
-                pending = bank.conflicts(namespace=ns, status="open") + (new if dry_run else [])
-                for c in pending:
-                    if c.a.id in gone or c.b.id in gone:
-                        continue
-                    rule = conflicts.auto_rule(c, min_confidence=plan.conflict_min_confidence)
-                    if rule is None:
-                        continue
-                    loser = c.a if rule == "newer_wins" or c.a.kind == "inferred" else c.b
-                    gone.add(loser.id)
-                    name = f"conflict {c.id}" if c.id else "a new conflict"
-                    change = PlannedChange("cleanup", "resolve_conflict", [c.a.id, c.b.id],
-                                           f"{name} by {rule}: {c.a.text!r} vs {c.b.text!r}", ns)
-                    if not dry_run:
-                        change.group_id = bank.resolve_conflict(c.id, rule).group_id
-                    report.changes.append(change)
-                    counts["superseded"] += 1
-            tick(f"cleanup {ns}")
-
-    if "merge" in steps:
-        for ns in namespaces:
-            held = {i for c in bank.conflicts(namespace=ns, status="open") for i in (c.a.id, c.b.id)}
-            cands = merge.candidates(*bank.live_vectors(ns), bank.memories(ns, status="active", limit=None),
-                                     held=held, exclude=gone if dry_run else None)
-            for cluster, preview in merge.plan_merges(cands, threshold=plan.merge_threshold, client=client):
-                change = PlannedChange("merge", "merge", list(cluster.ids),
-                                       f"{cluster.reason} ({preview.path}): {preview.text!r}", ns)
-                if not dry_run:
-                    change.group_id = bank.merge(cluster.ids, preview.text, path=preview.path,
-                                                 detail=preview.detail).group_id
-                report.changes.append(change)
-                counts["merges"] += 1
-                counts["merged"] += len(cluster.ids)
-            tick(f"merge {ns}")
-
-    report.counts = counts
-    report.stats = {**bank.usage_summary(namespace), "by_tier": tiers(bank, now_dt, namespace)}
-    report.run_id = bank.record_maintenance_run(started_at=started, dry_run=dry_run, plan=plan.to_dict(),
-                                                report=report.to_dict())
-    tick("report")
-    return report
+    work = plan_run(bank, now=now, plan=plan, steps=steps, namespace=namespace, client=client, progress=progress)
+    return bank.apply_maintenance(work, dry_run=dry_run)
