@@ -1,0 +1,229 @@
+"""Dependencies in memory_core run one way: no import cycles, and nothing below the façade imports it.
+
+The graph is read from the source with ``ast``, not by importing anything. Module-level and
+function-level imports both count (a late import is still a run-time dependency); imports under
+``if TYPE_CHECKING:`` do not (type hints only). The implicit import of a parent package (importing
+``memory_core.x`` runs ``memory_core/__init__.py`` first) is left out: it follows from the layout,
+not from what a module depends on.
+
+The faces and the façade may depend on the façade: the package root (``memory_core/__init__.py``
+re-exports MemoryBank), ``cli.py``, ``bank.py`` itself, and anything under ``memory_core/bank/``
+should the façade become a package. No other module may reach ``memory_core.bank`` at run time,
+directly or through another module (the package root included). Modules added later are covered
+as they appear.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "memory_core"
+ROOT = Path(__file__).resolve().parent.parent / PACKAGE
+FACADE = "memory_core.bank"
+FACES = {"memory_core", "memory_core.cli"}
+
+Graph = dict[str, set[str]]
+
+
+def _modules(root: Path, package: str) -> dict[str, tuple[Path, bool]]:
+    """Dotted module name -> (file, is a package's __init__) for every .py file under ``root``."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = [package, *path.relative_to(root).with_suffix("").parts]
+        is_package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return found
+
+
+def _type_checking(test: ast.expr) -> bool:
+    return ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+            or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
+def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement that runs: at module level, in functions and classes, in try blocks;
+    not in the body of ``if TYPE_CHECKING:`` (its ``else`` runs)."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _type_checking(node.test):
+            stack.extend(node.orelse)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _ours(dotted: str, modules: dict[str, tuple[Path, bool]]) -> str | None:
+    """The module of the package that ``dotted`` names (its longest prefix that is one), or None."""
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):
+        name = ".".join(parts[:end])
+        if name in modules:
+            return name
+    return None
+
+
+def import_graph(root: Path = ROOT, package: str = PACKAGE) -> Graph:
+    """Module -> the modules of the package it imports at run time."""
+    modules = _modules(root, package)
+    graph: Graph = {name: set() for name in modules}
+    for name, (path, is_package) in modules.items():
+        here = name.split(".") if is_package else name.split(".")[:-1]  # where relative imports start
+        for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets = [_ours(alias.name, modules) for alias in node.names]
+            else:
+                if node.level:
+                    assert node.level <= len(here), f"{path}: relative import beyond the package"
+                    base = ".".join(here[:len(here) - node.level + 1] + ([node.module] if node.module else []))
+                else:
+                    base = node.module or ""
+                # "from pkg import x" imports the module pkg.x when there is one, else pkg itself.
+                targets = [_ours(f"{base}.{alias.name}", modules) if f"{base}.{alias.name}" in modules
+                           else _ours(base, modules) for alias in node.names]
+            graph[name].update(t for t in targets if t is not None and t != name)
+    return graph
+
+
+def cycles(graph: Graph) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each as one concrete
+    cycle ``[a, b, ..., a]`` through it, sorted for a stable message."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(component)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(_cycle_through(graph, set(c)) for c in components)
+
+
+def _cycle_through(graph: Graph, component: set[str]) -> list[str]:
+    start = min(component)
+    paths = {start: [start]}
+    queue = [start]
+    while queue:  # breadth first, inside the component, back to start
+        v = queue.pop(0)
+        for w in sorted(graph[v] & component):
+            if w == start:
+                return paths[v] + [start]
+            if w not in paths:
+                paths[w] = paths[v] + [w]
+                queue.append(w)
+    raise AssertionError(f"no cycle through {start} in {sorted(component)}")
+
+
+def facade_imports(graph: Graph, facade: str = FACADE, faces: set[str] = FACES) -> list[list[str]]:
+    """For each module below the façade that reaches it at run time, the import path that does."""
+    def in_facade(m: str) -> bool:
+        return m == facade or m.startswith(facade + ".")
+
+    found = []
+    for start in sorted(graph):
+        if start in faces or in_facade(start):
+            continue
+        paths = {start: [start]}
+        queue = [start]
+        while queue:
+            v = queue.pop(0)
+            hit = next((w for w in sorted(graph[v]) if in_facade(w)), None)
+            if hit is not None:
+                found.append(paths[v] + [hit])
+                break
+            for w in sorted(graph[v]):
+                if w not in paths:
+                    paths[w] = paths[v] + [w]
+                    queue.append(w)
+    return found
+
+
+# -- the package -------------------------------------------------------------------------------
+
+
+def test_the_graph_sees_the_package() -> None:
+    graph = import_graph()
+    assert {"memory_core", "memory_core.bank", "memory_core.cli", "memory_core.store"} <= set(graph)
+    assert "memory_core.bank" in graph["memory_core"] and "memory_core.bank" in graph["memory_core.cli"]
+    assert all(targets <= set(graph) for targets in graph.values())
+
+
+def test_memory_core_has_no_import_cycles() -> None:
+    found = cycles(import_graph())
+    assert found == [], "import cycles in memory_core:\n" + "\n".join(" -> ".join(c) for c in found)
+
+
+def test_nothing_below_the_facade_imports_it() -> None:
+    found = facade_imports(import_graph())
+    assert found == [], (
+        "modules below the façade import it at run time (pass it the data it needs, or import it under "
+        "`if TYPE_CHECKING:` for type hints):\n" + "\n".join(" -> ".join(p) for p in found))
+
+
+# -- the checker itself: it must fail when it should ------------------------------------------------
+
+
+@pytest.fixture
+def planted(tmp_path: Path) -> Path:
+    """A small package with a cycle through a function-level import, a façade, and the ways of
+    importing it that do and do not count."""
+    root = tmp_path / "pkg"
+    (root / "sub").mkdir(parents=True)
+    files = {
+        "__init__.py": "from .bank import Bank\n",
+        "bank.py": "from . import store\n\nclass Bank:\n    def run(self):\n        from . import engine\n",
+        "store.py": "import os\n",
+        "engine.py": "from .store import os\n\ndef go():\n    from .helper import x\n",
+        "helper.py": "from . import engine\nx = 1\n",
+        "typed.py": ("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from .bank import Bank\n"
+                     "else:\n    from . import store\n"),
+        "sneaky.py": "def f():\n    import pkg.bank\n",
+        "rooted.py": "from pkg import Bank\n",
+        "sub/__init__.py": "",
+        "sub/deep.py": "from ..store import os\nfrom .. import typed\n",
+    }
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_the_checker_finds_a_cycle_through_a_function_level_import(planted: Path) -> None:
+    graph = import_graph(planted, "pkg")
+    assert graph["pkg.sub.deep"] == {"pkg.store", "pkg.typed"}
+    assert cycles(graph) == [["pkg.engine", "pkg.helper", "pkg.engine"]]
+
+
+def test_the_checker_finds_modules_that_import_the_facade(planted: Path) -> None:
+    graph = import_graph(planted, "pkg")
+    assert graph["pkg.typed"] == {"pkg.store"}  # the TYPE_CHECKING import is a type hint only
+    assert facade_imports(graph, "pkg.bank", {"pkg"}) == [
+        ["pkg.rooted", "pkg", "pkg.bank"],  # through the package root, which re-exports the façade
+        ["pkg.sneaky", "pkg.bank"],  # a late import is still an import
+    ]
