@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import numpy as np
 
 from . import rows as rowmod
+from .clock import to_aware, to_naive_utc, utcnow
 from .errors import NotFoundError, StateError, ValidationError
 from .models import Event, Memory, check_id, check_importance, parse_time
-from .store import Store, content_hash, to_aware, to_naive_utc, utcnow
+from .store import Store, content_hash
 from .writer import EDITABLE, Writer, check_changes
 
 if TYPE_CHECKING:

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from . import merge as merge_mod
 from .changes import Changes
+from .clock import to_aware, to_naive_utc, utcnow
 from .errors import NotFoundError, StateError, ValidationError
 from .models import (
     CONFLICT_STATUSES, RESOLUTIONS, Conflict, Memory, MergeRecord, check_choice, check_id, check_namespace, check_text,
 )
 from .queries import where_equal
-from .store import Store, to_aware, to_naive_utc, utcnow
+from .store import Store
 from .writer import Writer
 
 if TYPE_CHECKING:

@@ -13,9 +13,10 @@ import numpy as np
 import pyarrow as pa
 
 from . import usage as usage_mod
+from .clock import to_aware, to_naive_utc, utcnow
 from .errors import NotFoundError, ValidationError
 from .models import Feedback, check_id, check_namespace, parse_time
-from .store import Store, registered, to_aware, to_naive_utc, utcnow
+from .store import Store, registered
 
 if TYPE_CHECKING:
     from .core import Core

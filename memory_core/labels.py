@@ -15,9 +15,10 @@ from typing import IO, TYPE_CHECKING, Any, Iterable
 import numpy as np
 import pyarrow as pa
 
+from .clock import to_aware, to_naive_utc, utcnow
 from .errors import ImportFormatError, NotFoundError, ValidationError
 from .models import LabeledQuery, check_id, check_namespace, check_text, parse_time
-from .store import Store, registered, to_aware, to_naive_utc, utcnow
+from .store import Store, registered
 
 if TYPE_CHECKING:
     from .core import Core

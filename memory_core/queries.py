@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import numpy as np
 
 from . import rows as rowmod
+from .clock import to_aware, to_naive_utc, utcnow
 from .errors import ValidationError
 from .models import (
     CATEGORIES, KINDS, STATUSES, Memory, Profile, check_choice, check_id, check_importance, check_namespace,
@@ -20,7 +21,7 @@ from .models import (
 )
 from .scoring import COLD_DAYS, HOT_DAYS, tier_of
 from .settings import Settings
-from .store import Store, to_aware, to_naive_utc, utcnow
+from .store import Store
 
 if TYPE_CHECKING:
     from .core import Core

@@ -14,10 +14,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from . import gate as gate_mod
+from .clock import to_naive_utc
 from .models import Hit
 from .recall_log import FLUSH_AT, FLUSH_INTERVAL
 from .scoring import ScoringParams
-from .store import Store, to_naive_utc
+from .store import Store
 
 if TYPE_CHECKING:
     from .core import Core

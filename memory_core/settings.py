@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from .clock import to_naive_utc, utcnow
 from .errors import NotFoundError, ValidationError
 from .models import check_choice
 from .scoring import PRESETS, ScoringParams
-from .store import Store, to_naive_utc, utcnow
+from .store import Store
 
 if TYPE_CHECKING:
     from .core import Core

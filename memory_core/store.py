@@ -5,7 +5,8 @@ one transaction on a connection that is opened for that operation and closed aft
 another process (the dashboard, another agent) can take the file in between; while someone
 else holds it we retry with backoff up to a bounded wait.
 
-Times are stored as naive UTC ``TIMESTAMP`` values and handed out as aware UTC datetimes.
+Times are stored as naive UTC ``TIMESTAMP`` values and handed out as aware UTC datetimes
+(see :mod:`memory_core.clock`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import threading
 import time
 import unicodedata
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -29,6 +30,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from .clock import to_naive_utc, utcnow
 from .errors import BankLockedError, BankReadOnlyError, CorruptBankError, StateError, ValidationError
 
 SCHEMA_VERSION = 6
@@ -176,24 +178,6 @@ _MIGRATIONS: dict[int, list[str]] = {
            WHERE memories.id = u.memory_id""",
     ],
 }
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def to_naive_utc(value: datetime) -> datetime:
-    """The naive UTC datetime DuckDB stores for an aware or naive (taken as UTC) datetime."""
-    if value.tzinfo is not None:
-        value = value.astimezone(timezone.utc).replace(tzinfo=None)
-    return value
-
-
-def to_aware(value: datetime | None) -> datetime | None:
-    """An aware UTC datetime for a stored naive one."""
-    if value is None:
-        return None
-    return value.replace(tzinfo=timezone.utc)
 
 
 def content_hash(text: str) -> str:

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterator
 
 from . import rows as rowmod
+from .clock import utcnow
 from .errors import ImportFormatError, ModelMismatchError, ValidationError
 from .models import ImportReport, check_choice, check_namespace
-from .store import Store, utcnow
+from .store import Store
 from .writer import BATCH_EMBED, BATCH_VECTORS, Writer, clash
 
 if TYPE_CHECKING:

@@ -20,13 +20,14 @@ import numpy as np
 import pyarrow as pa
 
 from . import rows as rowmod
+from .clock import utcnow
 from .embed import canonical_model_name, get_embedder
 from .errors import ModelMismatchError, ValidationError
 from .models import (
     CATEGORIES, KINDS, STATUSES, ImportReport, check_choice, check_context, check_importance, check_namespace,
     check_text, parse_time,
 )
-from .store import MEMORY_COLUMNS, Store, content_hash, registered, utcnow
+from .store import MEMORY_COLUMNS, Store, content_hash, registered
 
 if TYPE_CHECKING:
     from .core import Core
