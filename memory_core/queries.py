@@ -21,7 +21,7 @@ from .models import (
 )
 from .scoring import COLD_DAYS, HOT_DAYS, tier_of
 from .settings import Settings
-from .store import Store
+from .storage import tables
 
 if TYPE_CHECKING:
     from .core import Core
@@ -131,7 +131,7 @@ class Queries:
         where, params = memory_filter(namespace, status, **filters)
         order_sql = ORDERS.get(check_choice(order, ORDERS, "order"))
         with self.core.session(write=False) as con:
-            rows = Store.fetch_rows(con, where, params, order=order_sql, limit=limit, offset=offset).to_pylist()
+            rows = tables.fetch_rows(con, where, params, order=order_sql, limit=limit, offset=offset).to_pylist()
         return [rowmod.memory_from_row(r) for r in rows]
 
     def count(self, namespace: str | None = None, status: str | None = "active", **filters: Any) -> int:
@@ -166,7 +166,7 @@ class Queries:
             retrievals = con.execute(
                 f"SELECT count(*), count(*) FILTER (WHERE n_results = 0) FROM retrievals WHERE {where}",
                 params).fetchone()
-            meta = Store.meta(con)
+            meta = tables.meta(con)
             name, _ = self.settings.active(con)
             open_conflicts = con.execute(f"SELECT count(*) FROM conflicts WHERE {where} AND status = 'open'",
                                          params).fetchone()[0]
@@ -219,7 +219,7 @@ class Queries:
             where += " AND namespace = ?"
             params.append(check_namespace(namespace))
         with self.core.session(write=False) as con:
-            return [rowmod.memory_from_row(r) for r in Store.fetch_rows(con, where, params, order="created_at, id").to_pylist()]
+            return [rowmod.memory_from_row(r) for r in tables.fetch_rows(con, where, params, order="created_at, id").to_pylist()]
 
     def usage_summary(self, namespace: str | None = None) -> dict[str, Any]:
         """Totals a maintenance report carries: live memories, average access count, never recalled."""
@@ -240,7 +240,7 @@ class Queries:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValidationError("limit must be a whole number >= 1")
         with self.core.session(write=False) as con:
-            rows = Store.fetch_rows(
+            rows = tables.fetch_rows(
                 con, "namespace = ? AND status = 'active' AND category IN ('profile', 'goal', 'preference') "
                 "AND importance >= ?", [namespace, float(min_importance)],
                 order="importance DESC, created_at DESC, id", limit=limit).to_pylist()
@@ -265,11 +265,10 @@ class Queries:
             params.append(check_id(memory_id))
         page = "" if limit is None else f" LIMIT {int(limit)}"
         with self.core.session(write=False) as con:
-            heads = con.sql(f"SELECT * FROM retrievals WHERE {where} ORDER BY id DESC{page}",
-                            params=params).to_arrow_table().to_pylist()
+            heads = con.arrow(f"SELECT * FROM retrievals WHERE {where} ORDER BY id DESC{page}", params).to_pylist()
             ids = [h["id"] for h in heads]
-            hits = con.sql("SELECT * FROM retrieval_hits WHERE retrieval_id IN (SELECT unnest(?)) "
-                           "ORDER BY retrieval_id, rank", params=[ids]).to_arrow_table().to_pylist() if ids else []
+            hits = con.arrow("SELECT * FROM retrieval_hits WHERE retrieval_id IN (SELECT unnest(?)) "
+                             "ORDER BY retrieval_id, rank", [ids]).to_pylist() if ids else []
         by_id: dict[int, list] = {}
         for h in hits:
             by_id.setdefault(h["retrieval_id"], []).append(h)
