@@ -230,7 +230,7 @@ class Changes:
             con.execute("UPDATE feedback SET answer = NULL WHERE retrieval_id IN (SELECT retrieval_id FROM "
                         "retrieval_hits WHERE memory_id IN (SELECT unnest(?)))", [member_ids])
             con.execute("UPDATE ablation_cases SET answer_with = NULL, reason = NULL "
-                        "WHERE list_has_any(memory_ids, ?::BIGINT[])", [member_ids])
+                        f"WHERE {con.dialect.list_overlaps('memory_ids')}", [member_ids])
             tables.scrub_texts(con, [m.text for m in befores.values()])  # evidence, reports, notes quoting them
             tables.log_events(con, self.core.actor, "hard_delete", member_ids,
                              [{"id": m.id, "content_hash": m.content_hash, "status": m.status}

@@ -62,7 +62,7 @@ def memory_filter(namespace: str | None, status: str | None, *, kind: str | None
         category=None if category is None else check_choice(category, CATEGORIES, "category"),
         pinned=pinned)
     if contains:
-        where += " AND contains(lower(text), lower(?))"
+        where += " AND strpos(lower(text), lower(?)) > 0"
         params.append(str(contains))
     for sql, value, check in (
         ("importance >= ?", min_importance, check_importance), ("importance <= ?", max_importance, check_importance),
@@ -170,9 +170,9 @@ class Queries:
             name, _ = self.settings.active(con)
             open_conflicts = con.execute(f"SELECT count(*) FROM conflicts WHERE {where} AND status = 'open'",
                                          params).fetchone()[0]
-            by_month = {str(k): int(v) for k, v in con.execute(
-                f"SELECT strftime(created_at, '%Y-%m'), count(*) FROM memories WHERE {where} GROUP BY 1 ORDER BY 1",
-                params).fetchall()}
+            by_month = {f"{int(y):04d}-{int(m):02d}": int(v) for y, m, v in con.execute(
+                "SELECT extract(year FROM created_at), extract(month FROM created_at), count(*) FROM memories "
+                f"WHERE {where} GROUP BY 1, 2 ORDER BY 1, 2", params).fetchall()}
         tiers = {"hot": 0, "warm": 0, "cold": 0}
         for (t,) in touched:
             tiers[tier_of((now_dt - to_aware(t)).total_seconds() / 86400.0)] += 1

@@ -53,7 +53,9 @@ class Settings:
         now = to_naive_utc(utcnow())
         with self.core.session() as con:
             before = con.execute("SELECT params FROM presets WHERE name = ?", [name]).fetchone()
-            con.execute("INSERT OR REPLACE INTO presets VALUES (?, ?, ?, ?, ?)",
+            con.execute("INSERT INTO presets VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+                        "params = excluded.params, description = excluded.description, "
+                        "created_at = excluded.created_at, updated_at = excluded.updated_at",
                         [name, params.to_json(), description, now, now])
             tables.log_event(con, self.core.actor, "save_preset", None,
                             {"name": name, "params": json.loads(before[0])} if before else None,
@@ -97,7 +99,7 @@ class Settings:
         check_choice(mode, INDEX_MODES, "index mode")
         with self.core.session() as con:
             old = tables.meta(con).get("index_mode", "exact")
-            con.execute("INSERT OR REPLACE INTO meta VALUES ('index_mode', ?)", [mode])
+            tables.put_meta(con, "index_mode", mode)
             tables.next_seq(con)  # other processes re-read the bank's settings
             tables.log_event(con, self.core.actor, "set_index_mode", None, {"index_mode": old}, {"index_mode": mode},
                             utcnow())

@@ -57,6 +57,11 @@ class Dialect(Protocol):
     here; SQL elsewhere is written in the part both engines share.
     """
 
+    def list_overlaps(self, column: str) -> str:
+        """A condition: the list (array) ``column`` shares an element with the one ``?`` parameter,
+        a list of whole numbers."""
+        ...
+
     def json_object(self, fields: Sequence[tuple[str, str]]) -> str:
         """An expression: the JSON text (a string) of an object with these ``(key, SQL expression)``
         fields, in this order."""

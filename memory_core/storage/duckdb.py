@@ -35,6 +35,9 @@ from . import IntegrityError, schema, tables
 class DuckDBDialect:
     """The DuckDB spelling of what :class:`~memory_core.storage.Dialect` names."""
 
+    def list_overlaps(self, column: str) -> str:
+        return f"list_has_any({column}, ?::BIGINT[])"
+
     def json_object(self, fields: Sequence[tuple[str, str]]) -> str:
         pairs = ", ".join(f"{key} := {expr}" for key, expr in fields)
         return f"to_json(struct_pack({pairs}))::VARCHAR"

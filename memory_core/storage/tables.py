@@ -65,6 +65,12 @@ def set_meta(con: Connection, key: str, value: str) -> None:
     con.execute("UPDATE meta SET value = ? WHERE key = ?", [value, key])
 
 
+def put_meta(con: Connection, key: str, value: str) -> None:
+    """Set a meta row, adding it if the bank has none by that key yet."""
+    con.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [key, value])
+
+
 def take_ids(con: Connection, counter: str, n: int) -> int:
     """Reserve ``n`` consecutive ids from a meta counter; returns the first."""
     first = int(con.execute("SELECT value FROM meta WHERE key = ?", [counter]).fetchone()[0])
@@ -167,7 +173,7 @@ def scrub_texts(con: Connection, texts: list[str | None]) -> None:
             forms |= {t, json.dumps(t)[1:-1], json.dumps(t, ensure_ascii=False)[1:-1], repr(t)[1:-1]}
     for form in sorted(forms, key=len, reverse=True):
         for table, col in QUOTING_COLUMNS:
-            con.execute(f"UPDATE {table} SET {col} = replace({col}, ?, '[erased]') WHERE contains({col}, ?)",
+            con.execute(f"UPDATE {table} SET {col} = replace({col}, ?, '[erased]') WHERE strpos({col}, ?) > 0",
                         [form, form])
 
 
