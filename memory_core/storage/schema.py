@@ -1,9 +1,10 @@
 """The bank's schema: its version and the migrations that bring any bank to it.
 
 Every store (DuckDB today, PostgreSQL next) runs the same migrations, in order, each once; a
-bank records the versions it has in ``schema_migrations``. Times are naive UTC ``TIMESTAMP``
-values (see :mod:`memory_core.clock`). A new migration appends a version here (and its undo in
-tests/conftest.py).
+bank records the versions it has in ``schema_migrations``. The DDL is written in types both
+engines read the same way: ``DOUBLE PRECISION`` (8 bytes), ``REAL[]`` (a list of 4-byte floats),
+``VARCHAR``, ``BIGINT[]``, naive ``TIMESTAMP`` (UTC, see :mod:`memory_core.clock`). A new
+migration appends a version here (and its undo in tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ MIGRATIONS: dict[int, list[str]] = {
             text VARCHAR,                 -- NULL once hard-deleted
             kind VARCHAR NOT NULL,
             category VARCHAR NOT NULL,
-            importance DOUBLE NOT NULL,
+            importance DOUBLE PRECISION NOT NULL,
             created_at TIMESTAMP NOT NULL,
             updated_at TIMESTAMP NOT NULL,
             last_accessed_at TIMESTAMP,
@@ -33,7 +34,7 @@ MIGRATIONS: dict[int, list[str]] = {
             pinned BOOLEAN NOT NULL,
             source VARCHAR,
             content_hash VARCHAR NOT NULL,
-            embedding FLOAT[],            -- NULL once hard-deleted
+            embedding REAL[],             -- NULL once hard-deleted
             embedding_model VARCHAR,
             superseded_by BIGINT,
             merged_into BIGINT,
@@ -47,12 +48,12 @@ MIGRATIONS: dict[int, list[str]] = {
         """CREATE TABLE retrievals (
             id BIGINT PRIMARY KEY, recalled_at TIMESTAMP NOT NULL, actor VARCHAR, namespace VARCHAR NOT NULL,
             query VARCHAR, params VARCHAR, preset VARCHAR, gate VARCHAR, recalled BOOLEAN NOT NULL,
-            latency_ms DOUBLE, n_results INTEGER NOT NULL
+            latency_ms DOUBLE PRECISION, n_results INTEGER NOT NULL
         )""",
         """CREATE TABLE retrieval_hits (
             retrieval_id BIGINT NOT NULL, rank INTEGER NOT NULL, memory_id BIGINT NOT NULL,
-            score DOUBLE, similarity DOUBLE, lexical DOUBLE, recency DOUBLE,
-            importance DOUBLE, frequency DOUBLE
+            score DOUBLE PRECISION, similarity DOUBLE PRECISION, lexical DOUBLE PRECISION, recency DOUBLE PRECISION,
+            importance DOUBLE PRECISION, frequency DOUBLE PRECISION
         )""",
         """CREATE TABLE presets (
             name VARCHAR PRIMARY KEY, params VARCHAR NOT NULL, description VARCHAR,
@@ -67,7 +68,7 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE events ADD COLUMN undone_by BIGINT",
         """CREATE TABLE conflicts (
             id BIGINT PRIMARY KEY, namespace VARCHAR NOT NULL, a_id BIGINT NOT NULL, b_id BIGINT NOT NULL,
-            kind VARCHAR, evidence VARCHAR, confidence DOUBLE, suggestion VARCHAR, path VARCHAR,
+            kind VARCHAR, evidence VARCHAR, confidence DOUBLE PRECISION, suggestion VARCHAR, path VARCHAR,
             status VARCHAR NOT NULL,      -- open, resolved, acknowledged, dismissed
             resolution VARCHAR, detected_at TIMESTAMP NOT NULL, resolved_at TIMESTAMP, resolved_by VARCHAR,
             group_id BIGINT               -- the operation that resolved it (undo reverses that group)
@@ -99,7 +100,7 @@ MIGRATIONS: dict[int, list[str]] = {
         """CREATE TABLE feedback_hits (
             retrieval_id BIGINT NOT NULL, memory_id BIGINT NOT NULL, used BOOLEAN NOT NULL,
             decided_by VARCHAR NOT NULL,  -- given, citation, similarity
-            similarity DOUBLE             -- best cosine of an answer sentence (similarity path)
+            similarity DOUBLE PRECISION   -- best cosine of an answer sentence (similarity path)
         )""",
         """CREATE TABLE ablation_runs (
             id BIGINT PRIMARY KEY, started_at TIMESTAMP NOT NULL, finished_at TIMESTAMP, actor VARCHAR,
