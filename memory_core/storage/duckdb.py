@@ -29,7 +29,8 @@ import duckdb
 import pyarrow as pa
 
 from ..errors import BankLockedError, BankReadOnlyError, CorruptBankError, StateError, ValidationError
-from . import IntegrityError, schema, tables
+from . import schema, tables
+from .interface import IntegrityError
 
 
 class DuckDBDialect:

@@ -21,7 +21,7 @@ import pyarrow as pa
 from ..clock import to_naive_utc
 
 if TYPE_CHECKING:
-    from . import Connection
+    from .interface import Connection
 
 MEMORY_COLUMNS = (
     "id", "namespace", "text", "kind", "category", "importance", "created_at", "updated_at",
