@@ -4,7 +4,7 @@ DuckDB 2.0.1 reads a database file's headers through an unlocked handle before i
 file lock. Two processes taking turns (connect, insert, commit, close) then lose commits now and
 then. Run: ``python bench/duckdb_header_race.py [rounds] [trials]``; prints, per trial, how many
 of each process's committed rows are missing, without and with an flock held around
-connect..close (what memory_core.store.Store does with ``<bank>.lock``).
+connect..close (what memory_core.storage.duckdb.DuckDBStore does with ``<bank>.lock``).
 The race is timing-dependent. Measured on the dev box (2 shared cores, other load), 400 rounds:
 an earlier equivalent script lost 1-4 of 800 commits in 5 of 6 trials plain and 0 in 6 of 6 with
 the lock; this script's first run (3 trials) lost none either way, so run more trials before

@@ -33,7 +33,7 @@ from .recall import Recall
 from .recall_writer import RecallWriter
 from .scoring import Candidates, ScoringParams
 from .settings import INDEX_MODES, Settings
-from .store import Store
+from . import storage
 from .transfer import Transfer
 from .writer import Writer
 
@@ -191,7 +191,7 @@ class MemoryBank:
 
     # For tests and benchmarks that look inside: the store and the loaded indexes.
     @property
-    def _store(self) -> Store:
+    def _store(self) -> storage.Store:
         return self._core.store
 
     @property
@@ -643,4 +643,4 @@ class MemoryBank:
         """Put a backup made by :meth:`backup` in place of the bank at ``path``; returns its number
         of memories. An existing bank is replaced only with ``force=True``. (Not :meth:`restore`,
         which brings back one soft-deleted memory.)"""
-        return Store.restore(backup, path, force=force, lock_timeout=lock_timeout)
+        return storage.restore_backup(backup, path, force=force, lock_timeout=lock_timeout)

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import numpy as np
 
 from . import rows as rowmod
+from .clock import to_aware, to_naive_utc, utcnow
 from .errors import NotFoundError, StateError, ValidationError
 from .models import Event, Memory, check_id, check_importance, parse_time
-from .store import Store, content_hash, to_aware, to_naive_utc, utcnow
+from .storage import tables
 from .writer import EDITABLE, Writer, check_changes
 
 if TYPE_CHECKING:
@@ -129,8 +130,8 @@ class Changes:
                 if require_status and before.status not in require_status:
                     raise StateError(
                         f"memory {mid} is {before.status}; {action} needs it to be {' or '.join(require_status)}")
-            group = Store.take_ids(con, "next_group_id", 1)
-            seq = Store.next_seq(con)
+            group = tables.take_ids(con, "next_group_id", 1)
+            seq = tables.next_seq(con)
             new_ids = self.writer.insert_rows(con, new_rows, new_vectors, seq, group) if new_rows else []
             now = to_naive_utc(utcnow())
             for mid, fields in changes.items():
@@ -143,7 +144,7 @@ class Changes:
                     params.append(to_naive_utc(value) if isinstance(value, datetime) else value)
                 if "text" in fields:
                     sets += ["content_hash = ?", "embedding = ?"]
-                    params += [content_hash(fields["text"]), vectors[mid].astype(np.float32).tolist()]
+                    params += [tables.content_hash(fields["text"]), vectors[mid].astype(np.float32).tolist()]
                 con.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", params + [mid])
             if removals:
                 con.execute("INSERT INTO removed_memories SELECT id, namespace, ? FROM memories "
@@ -152,14 +153,14 @@ class Changes:
             afters = self.core.get_rows(con, list(changes) + new_ids)
             for mid, fields in changes.items():
                 keys = [k for k in fields if k in Memory.__dataclass_fields__ and k != "updated_at"] + ["updated_at"]
-                Store.log_event(con, self.core.actor, action, mid, rowmod.snapshot(befores[mid], keys),
+                tables.log_event(con, self.core.actor, action, mid, rowmod.snapshot(befores[mid], keys),
                                 rowmod.snapshot(afters[mid], keys), utcnow(), note, group)
             for mid in removals:
-                Store.log_event(con, self.core.actor, "remove", mid, {"id": mid, "status": befores[mid].status},
+                tables.log_event(con, self.core.actor, "remove", mid, {"id": mid, "status": befores[mid].status},
                                 None, utcnow(), note, group)
             if extra is not None:
                 extra(con, group, new_ids)
-            rows = Store.fetch_rows(con, "id IN (SELECT unnest(?))", [list(changes) + new_ids], with_embedding=True)
+            rows = tables.fetch_rows(con, "id IN (SELECT unnest(?))", [list(changes) + new_ids], with_embedding=True)
         self.core.advance(seq)
         self.core.acknowledged = None
         for mid in removals:
@@ -215,8 +216,8 @@ class Changes:
             gone = [m for m in befores.values() if m.status == "deleted"]
             if gone:
                 raise StateError(f"memory {gone[0].id} is already hard-deleted")
-            group = Store.take_ids(con, "next_group_id", 1)
-            seq = Store.next_seq(con)
+            group = tables.take_ids(con, "next_group_id", 1)
+            seq = tables.next_seq(con)
             con.execute(
                 "UPDATE memories SET text = NULL, embedding = NULL, source = NULL, context = NULL, status = 'deleted', "
                 "seq = ?, updated_at = ? WHERE id IN (SELECT unnest(?))", [seq, to_naive_utc(utcnow()), member_ids])
@@ -229,9 +230,9 @@ class Changes:
             con.execute("UPDATE feedback SET answer = NULL WHERE retrieval_id IN (SELECT retrieval_id FROM "
                         "retrieval_hits WHERE memory_id IN (SELECT unnest(?)))", [member_ids])
             con.execute("UPDATE ablation_cases SET answer_with = NULL, reason = NULL "
-                        "WHERE list_has_any(memory_ids, ?::BIGINT[])", [member_ids])
-            Store.scrub_texts(con, [m.text for m in befores.values()])  # evidence, reports, notes quoting them
-            Store.log_events(con, self.core.actor, "hard_delete", member_ids,
+                        f"WHERE {con.dialect.list_overlaps('memory_ids')}", [member_ids])
+            tables.scrub_texts(con, [m.text for m in befores.values()])  # evidence, reports, notes quoting them
+            tables.log_events(con, self.core.actor, "hard_delete", member_ids,
                              [{"id": m.id, "content_hash": m.content_hash, "status": m.status}
                               for m in (befores[i] for i in member_ids)],
                              [{"id": i, "status": "deleted"} for i in member_ids], utcnow(), group)
@@ -345,7 +346,7 @@ class Changes:
                             [to_naive_utc(utcnow()), merge_ids])
             con.execute("UPDATE events SET undone_by = ? WHERE group_id = ?", [group, gid])
             # The undo is in the history even when it changed no memory (a dismissal reopened).
-            Store.log_event(con, self.core.actor, "undo", None, {"group_id": gid}, None, utcnow(),
+            tables.log_event(con, self.core.actor, "undo", None, {"group_id": gid}, None, utcnow(),
                             f"undo group {gid}", group)
 
         group, _, _ = self.change(changes, "undo", removals=removals, extra=revert, note=f"undo group {gid}")

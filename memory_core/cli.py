@@ -12,10 +12,10 @@ import click
 import numpy as np
 
 from .bank import LOAD_PROGRESS_MIN, MemoryBank
+from .clock import utcnow
 from .errors import ImportFormatError, MemoryCoreError
 from .models import CATEGORIES, KINDS, humanize_age, parse_time
 from .scoring import ScoringParams
-from .store import utcnow
 
 DEFAULT_BANK = "data/memory.duckdb"
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"

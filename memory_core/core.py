@@ -27,7 +27,7 @@ from .index_cache import IndexCache, Progress
 from .models import Memory
 from .recall_log import RecallJournal
 from .scoring import ScoringParams
-from .store import Store
+from .storage import Connection, Store, open_store, tables
 
 MEMORY_CACHE_MAX = 20_000  # memories kept by id between operations (recall hits of unloaded rows)
 
@@ -69,12 +69,7 @@ class Core:
             raise ValidationError("actor must be a non-empty string")
         if isinstance(lock_timeout, bool) or not isinstance(lock_timeout, (int, float)) or not lock_timeout >= 0:
             raise ValidationError("lock_timeout must be a number of seconds >= 0")
-        path = Path(path)
-        if path.is_dir():
-            raise ValidationError(f"{path} is a folder; give the path of a bank file (e.g. {path}/memory.duckdb)")
-        if not read_only:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        store = Store(path, lock_timeout=lock_timeout, read_only=read_only)
+        store = open_store(path, lock_timeout=lock_timeout, read_only=read_only)
         wanted = canonical_model_name(model) if model is not None else None
         if embedder is not None:
             wanted = wanted or embedder.name
@@ -83,12 +78,12 @@ class Core:
         with store.connect() as con:
             if not read_only:
                 store.initialize(con, wanted or DEFAULT_MODEL)
-            meta = Store.meta(con)
+            meta = tables.meta(con)
         bank_model = meta["embedding_model"]
         if wanted is not None and wanted != bank_model:
             raise ModelMismatchError(
-                f"the bank {path} holds vectors of {bank_model!r}, not {wanted!r}. Open it without a "
-                f"model to use {bank_model!r}, or convert it with: memctl --bank {path} reembed --model {wanted}"
+                f"the bank {store.path} holds vectors of {bank_model!r}, not {wanted!r}. Open it without a "
+                f"model to use {bank_model!r}, or convert it with: memctl --bank {store.path} reembed --model {wanted}"
             )
         core = cls(store, bank_model, int(meta["embedding_dim"]) if meta.get("embedding_dim") else None, actor,
                    embedder)
@@ -137,18 +132,18 @@ class Core:
         if self.store.read_only:
             raise BankReadOnlyError(f"the bank {self.path} was opened read-only; {hint}")
 
-    def check_vectors(self, vectors: np.ndarray, con: Any) -> None:
+    def check_vectors(self, vectors: np.ndarray, con: Connection) -> None:
         """Record the dimension of a bank's first vectors; refuse others later."""
         dim = vectors.shape[1]
         if self.dim is None:
-            Store.set_meta(con, "embedding_dim", str(dim))
+            tables.set_meta(con, "embedding_dim", str(dim))
         elif dim != self.dim:
             raise ModelMismatchError(f"vectors of dimension {dim} cannot join a bank of dimension {self.dim}")
 
     # -- sessions: hold the file for one operation ---------------------------------------------
 
     @contextlib.contextmanager
-    def session(self, write: bool = True, flush: bool = True) -> Iterator[Any]:
+    def session(self, write: bool = True, flush: bool = True) -> Iterator[Connection]:
         """Hold the store for one operation: catch up, write buffered recalls (unless
         ``flush=False``), yield the connection; one transaction."""
         self.check_open()
@@ -183,12 +178,12 @@ class Core:
         while self.flushing:
             self.flush_done.wait()
 
-    def catch_up(self, con: Any) -> None:
+    def catch_up(self, con: Connection) -> None:
         """Apply what other processes changed since this bank last looked (by change sequence)."""
-        seq = Store.change_seq(con)
+        seq = tables.change_seq(con)
         if seq == self.synced_seq:
             return
-        meta = Store.meta(con)
+        meta = tables.meta(con)
         if meta["embedding_model"] != self.model:
             # Someone re-embedded the bank: every cached vector is of the wrong model.
             self.use_model(meta["embedding_model"], int(meta["embedding_dim"]) if meta["embedding_dim"] else None)
@@ -201,7 +196,7 @@ class Core:
             self.memories.pop(mid, None)
             self.indexes.remove(mid)
         if len(self.indexes):
-            self.apply_rows(Store.fetch_rows(con, "seq > ?", [self.synced_seq], with_embedding=True))
+            self.apply_rows(tables.fetch_rows(con, "seq > ?", [self.synced_seq], with_embedding=True))
         else:
             for (mid,) in con.execute("SELECT id FROM memories WHERE seq > ?", [self.synced_seq]).fetchall():
                 self.memories.pop(mid, None)
@@ -225,7 +220,7 @@ class Core:
 
     # -- namespace indexes ---------------------------------------------------------------------
 
-    def ns_index(self, con: Any, namespace: str, progress: Progress | None = None) -> NamespaceIndex | None:
+    def ns_index(self, con: Connection, namespace: str, progress: Progress | None = None) -> NamespaceIndex | None:
         """The loaded index of ``namespace`` (loading it on first use), or None without vectors."""
         return self.indexes.load(con, namespace, self.model, self.dim, progress)
 
@@ -255,25 +250,25 @@ class Core:
 
     # -- memories by id ----------------------------------------------------------------------------
 
-    def get(self, con: Any, mid: int) -> Memory:
+    def get(self, con: Connection, mid: int) -> Memory:
         """One memory, fresh from the store."""
-        rows = Store.fetch_rows(con, "id = ?", [mid]).to_pylist()
+        rows = tables.fetch_rows(con, "id = ?", [mid]).to_pylist()
         if not rows:
             raise NotFoundError(f"no memory with id {mid} in {self.path}")
         return rowmod.memory_from_row(rows[0])
 
-    def get_rows(self, con: Any, ids: list[int]) -> dict[int, Memory]:
+    def get_rows(self, con: Connection, ids: list[int]) -> dict[int, Memory]:
         """Memories by id, fresh from the store; NotFoundError names the first missing id."""
         if not ids:
             return {}
         found = {int(r["id"]): rowmod.memory_from_row(r)
-                 for r in Store.fetch_rows(con, "id IN (SELECT unnest(?))", [list(ids)]).to_pylist()}
+                 for r in tables.fetch_rows(con, "id IN (SELECT unnest(?))", [list(ids)]).to_pylist()}
         for mid in ids:
             if mid not in found:
                 raise NotFoundError(f"no memory with id {mid} in {self.path}")
         return found
 
-    def get_many(self, con: Any | None, ids: list[int]) -> dict[int, Memory]:
+    def get_many(self, con: Connection | None, ids: list[int]) -> dict[int, Memory]:
         """Memories by id through the cache (``con=None``: open a session only if one is missing)."""
         missing = [i for i in ids if i not in self.memories]
         if missing:
@@ -282,16 +277,16 @@ class Core:
                     return self.get_many(con2, ids)
             if len(self.memories) > MEMORY_CACHE_MAX:
                 self.memories.clear()
-            for row in Store.fetch_rows(con, "id IN (SELECT unnest(?))", [missing]).to_pylist():
+            for row in tables.fetch_rows(con, "id IN (SELECT unnest(?))", [missing]).to_pylist():
                 self.memories[int(row["id"])] = rowmod.memory_from_row(row)
         return {i: self.memories[i] for i in ids}
 
     # -- buffered recalls -----------------------------------------------------------------------
 
-    def write_recalls(self, con: Any, entries: list[dict], orphans: list) -> tuple[int | None, list[dict]]:
+    def write_recalls(self, con: Connection, entries: list[dict], orphans: list) -> tuple[int | None, list[dict]]:
         """Write journaled recalls (this bank's, and a crashed process's orphans) in ``con``."""
-        seq, touched = Store.write_recalls(con, entries + [e for _, found, _ in orphans for e in found])
-        return seq, Store.access_rows(con, touched)
+        seq, touched = tables.write_recalls(con, entries + [e for _, found, _ in orphans for e in found])
+        return seq, tables.access_rows(con, touched)
 
     def recalls_written(self, written: tuple[int | None, list[dict]], batches: list, orphans: list) -> None:
         """The session that wrote buffered recalls committed: forget them, take the store's counts."""

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from . import merge as merge_mod
 from .changes import Changes
+from .clock import to_aware, to_naive_utc, utcnow
 from .errors import NotFoundError, StateError, ValidationError
 from .models import (
     CONFLICT_STATUSES, RESOLUTIONS, Conflict, Memory, MergeRecord, check_choice, check_id, check_namespace, check_text,
 )
 from .queries import where_equal
-from .store import Store, to_aware, to_naive_utc, utcnow
+from .storage import tables
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -52,8 +53,7 @@ class Curation:
             where += " AND (a_id = ? OR b_id = ?)"
             params += [check_id(memory_id)] * 2
         with self.core.session(write=False) as con:
-            rows = con.sql(f"SELECT * FROM conflicts WHERE {where} ORDER BY id DESC",
-                           params=params).to_arrow_table().to_pylist()
+            rows = con.arrow(f"SELECT * FROM conflicts WHERE {where} ORDER BY id DESC", params).to_pylist()
             memories = self.core.get_rows(con, sorted({r["a_id"] for r in rows} | {r["b_id"] for r in rows}))
         return [_conflict_from_row(r, memories) for r in rows]
 
@@ -64,7 +64,7 @@ class Curation:
             return self.conflict_in(con, cid)
 
     def conflict_in(self, con: Any, cid: int) -> Conflict:
-        rows = con.sql("SELECT * FROM conflicts WHERE id = ?", params=[cid]).to_arrow_table().to_pylist()
+        rows = con.arrow("SELECT * FROM conflicts WHERE id = ?", [cid]).to_pylist()
         if not rows:
             raise NotFoundError(f"no conflict with id {cid}")
         return _conflict_from_row(rows[0], self.core.get_rows(con, [rows[0]["a_id"], rows[0]["b_id"]]))
@@ -107,17 +107,17 @@ class Curation:
                 if seen:
                     new_ids.append(None)
                     continue
-                cid = Store.take_ids(con, "next_conflict_id", 1)
+                cid = tables.take_ids(con, "next_conflict_id", 1)
                 con.execute(
                     "INSERT INTO conflicts (id, namespace, a_id, b_id, kind, evidence, confidence, suggestion, "
                     "path, status, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)",
                     [cid, a.namespace, a.id, b.id, f["kind"], f["evidence"], float(f["confidence"]),
                      f["suggestion"], f["path"], to_naive_utc(utcnow())])
-                Store.log_event(con, self.core.actor, "conflict_detected", None, None,
+                tables.log_event(con, self.core.actor, "conflict_detected", None, None,
                                 {"conflict_id": cid, "a_id": a.id, "b_id": b.id, "kind": f["kind"]}, utcnow())
                 new_ids.append(cid)
             if any(new_ids):
-                Store.next_seq(con)  # other processes' caches of conflicts must notice
+                tables.next_seq(con)  # other processes' caches of conflicts must notice
             for cid in new_ids:
                 out.append(None if cid is None else self.conflict_in(con, cid))
         return out
@@ -165,7 +165,7 @@ class Curation:
         def mark(con: Any, group: int, _: list[int]) -> None:
             con.execute("UPDATE conflicts SET status = ?, resolution = ?, resolved_at = ?, resolved_by = ?, "
                         "group_id = ? WHERE id = ?", [status, rule, to_naive_utc(utcnow()), self.core.actor, group, cid])
-            Store.log_event(con, self.core.actor, "resolve_conflict", None, before,
+            tables.log_event(con, self.core.actor, "resolve_conflict", None, before,
                             {"conflict_id": cid, "status": status, "resolution": rule}, utcnow(), None, group)
 
         self.changes.change(changes, "resolve_conflict", extra=mark, note=f"conflict {cid}: {rule}")
@@ -209,16 +209,16 @@ class Curation:
             "last_accessed_at": max(last) if last else None, "source": "merge",
             "pinned": any(m.pinned for m in ms)}, utcnow())
         with self.core.session() as con:
-            new_id = Store.take_ids(con, "next_id", 1)  # reserved, so the members can point at it
+            new_id = tables.take_ids(con, "next_id", 1)  # reserved, so the members can point at it
         row["id"] = new_id
         changes = {m.id: {"status": "merged", "merged_into": new_id} for m in ms}
         record: dict[str, int] = {}
 
         def log(con: Any, group: int, _: list[int]) -> None:
-            mid = Store.take_ids(con, "next_merge_id", 1)
+            mid = tables.take_ids(con, "next_merge_id", 1)
             con.execute("INSERT INTO merges VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
                         [mid, ms[0].namespace, new_id, member_ids, path, detail, group, to_naive_utc(utcnow())])
-            Store.log_event(con, self.core.actor, "merge", None, None,
+            tables.log_event(con, self.core.actor, "merge", None, None,
                             {"merge_id": mid, "merged_id": new_id, "member_ids": member_ids}, utcnow(), None, group)
             record["id"] = mid
 
@@ -234,8 +234,7 @@ class Curation:
         if not include_undone:
             where += " AND undone_at IS NULL"
         with self.core.session(write=False) as con:
-            rows = con.sql(f"SELECT * FROM merges WHERE {where} ORDER BY id DESC",
-                           params=params).to_arrow_table().to_pylist()
+            rows = con.arrow(f"SELECT * FROM merges WHERE {where} ORDER BY id DESC", params).to_pylist()
         if merge_id is not None and not rows:
             raise NotFoundError(f"no merge with id {merge_id}")
         return [MergeRecord(id=r["id"], namespace=r["namespace"], merged_id=r["merged_id"],
@@ -254,7 +253,7 @@ class Curation:
                                report: dict[str, Any]) -> int:
         """Log a maintenance run (dry or real) with its plan and report; returns its id."""
         with self.core.session() as con:
-            rid = Store.take_ids(con, "next_run_id", 1)
+            rid = tables.take_ids(con, "next_run_id", 1)
             con.execute("INSERT INTO maintenance_runs VALUES (?, ?, ?, ?, ?, ?, ?)",
                         [rid, to_naive_utc(started_at), to_naive_utc(utcnow()), self.core.actor, dry_run,
                          json.dumps(plan, default=str), json.dumps(report, default=str, ensure_ascii=False)])
@@ -264,8 +263,7 @@ class Curation:
         """Past maintenance runs, newest first, with their plans and reports."""
         where = "" if include_dry_runs else "WHERE NOT dry_run"
         with self.core.session(write=False) as con:
-            rows = con.sql(f"SELECT * FROM maintenance_runs {where} ORDER BY id DESC LIMIT {int(limit)}"
-                           ).to_arrow_table().to_pylist()
+            rows = con.arrow(f"SELECT * FROM maintenance_runs {where} ORDER BY id DESC LIMIT {int(limit)}").to_pylist()
         for r in rows:
             r["started_at"], r["finished_at"] = to_aware(r["started_at"]), to_aware(r["finished_at"])
             r["plan"], r["report"] = json.loads(r["plan"] or "{}"), json.loads(r["report"] or "{}")

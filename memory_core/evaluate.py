@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from .clock import utcnow
 from .errors import ImportFormatError, LLMError, LLMNotConfiguredError, ValidationError
 from .llm import LLMClient, LLMConfig, default_config_path
 from .models import check_namespace, format_for_prompt, parse_time
-from .store import utcnow
 
 __all__ = [
     "AblationCase", "AblationResult", "load_cases", "parse_cases", "judge_config", "ablation_clients",

@@ -13,9 +13,10 @@ import numpy as np
 import pyarrow as pa
 
 from . import usage as usage_mod
+from .clock import to_aware, to_naive_utc, utcnow
 from .errors import NotFoundError, ValidationError
 from .models import Feedback, check_id, check_namespace, parse_time
-from .store import Store, registered, to_aware, to_naive_utc, utcnow
+from .storage import tables
 
 if TYPE_CHECKING:
     from .core import Core
@@ -119,19 +120,19 @@ class FeedbackLog:
                 if decisions:
                     con.executemany("INSERT INTO feedback_hits VALUES (?, ?, ?, ?, ?)",
                                     [[rid, d.memory_id, d.used, d.decided_by, d.similarity] for d in decisions])
-                Store.log_event(con, self.core.actor, "feedback", None, None,
+                tables.log_event(con, self.core.actor, "feedback", None, None,
                                 {"retrieval_id": rid, "used_ids": [d.memory_id for d in decisions if d.used],
                                  "decided_by": decisions[0].decided_by if decisions else None, "helpful": helpful},
                                 given_at, note="replaced earlier feedback" if replaced else None)
                 if delta:
-                    seq = Store.next_seq(con)  # other processes' indexes take the new counts by sequence
+                    seq = tables.next_seq(con)  # other processes' indexes take the new counts by sequence
                     table = pa.table({"id": pa.array(list(delta), pa.int64()),
                                       "n": pa.array(list(delta.values()), pa.int64())})
-                    with registered(con, _uses=table):
+                    with con.registered(_uses=table):
                         # Never below 0: an imported or merged memory's count need not match the feedback rows.
                         con.execute("UPDATE memories SET use_count = greatest(memories.use_count + _uses.n, 0), seq = ? "
                                     "FROM _uses WHERE memories.id = _uses.id", [seq])
-                    rows = Store.fetch_rows(con, "id IN (SELECT unnest(?))", [list(delta)], with_embedding=True)
+                    rows = tables.fetch_rows(con, "id IN (SELECT unnest(?))", [list(delta)], with_embedding=True)
             if rows is not None:
                 self.core.advance(seq)
                 self.core.apply_rows(rows)

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import rows as rowmod
 from .index import HASH_DTYPE, NamespaceIndex, memory_tokens, namespace_key
-from .store import Store
+from .storage import tables
 
 Progress = Callable[[int], None]
 SAVE_EVERY = 1000  # index changes before a long-lived bank saves its index cache unasked
@@ -75,11 +75,10 @@ class IndexCache:
         cached = NamespaceIndex.load(self.folder, namespace, model, dim, spill_dir=spill)
         live = None
         if cached is not None:
-            with Store.scanning(con):
-                live = con.sql(f"SELECT id, seq, importance, access_count, use_count, content_hash, {rowmod.INFO_SQL} "
-                               "FROM memories WHERE namespace = ? AND status = 'active'", params=[namespace],
-                               ).to_arrow_table()
-        seq_now = Store.change_seq(con)
+            with con.scanning():
+                live = con.arrow(f"SELECT id, seq, importance, access_count, use_count, content_hash, {rowmod.INFO_SQL} "
+                                 "FROM memories WHERE namespace = ? AND status = 'active'", [namespace])
+        seq_now = tables.change_seq(con)
         rebuild = cached is None
         if cached is not None:
             live_ids = live.column("id").to_numpy()
@@ -123,10 +122,10 @@ class IndexCache:
         index, streamed in batches: a million memories never sit in memory twice."""
         total = con.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()[0]
         idx.reserve(idx.n + total)
-        for rows in Store.stream_rows(con, where, params, with_embedding=True):
+        for rows in tables.stream_rows(con, where, params, with_embedding=True):
             texts, contexts = rows.column("text").to_pylist(), rows.column("context").to_pylist()
             idx.add_many(
-                rows.column("id").to_numpy(), Store.embeddings_of(rows, dim),
+                rows.column("id").to_numpy(), tables.embeddings_of(rows, dim),
                 (memory_tokens(t, c) for t, c in zip(texts, contexts)),
                 rows.column("content_hash").to_numpy(zero_copy_only=False).astype(HASH_DTYPE),
                 rowmod.timestamps(rows.column("created_at")), rowmod.timestamps(rows.column("last_accessed_at")),
@@ -187,7 +186,7 @@ class IndexCache:
                 idx.set_info(mid, rowmod.info(cols, i))
             else:
                 if vectors is None:
-                    vectors = Store.embeddings_of(rows, dim)
+                    vectors = tables.embeddings_of(rows, dim)
                 idx.upsert(mid, vectors[i], memory_tokens(cols["text"][i], cols["context"][i]),
                            cols["content_hash"][i], *fields, info=rowmod.info(cols, i), use_count=uses)
 

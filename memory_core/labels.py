@@ -15,9 +15,10 @@ from typing import IO, TYPE_CHECKING, Any, Iterable
 import numpy as np
 import pyarrow as pa
 
+from .clock import to_aware, to_naive_utc, utcnow
 from .errors import ImportFormatError, NotFoundError, ValidationError
 from .models import LabeledQuery, check_id, check_namespace, check_text, parse_time
-from .store import Store, registered, to_aware, to_naive_utc, utcnow
+from .storage import tables
 
 if TYPE_CHECKING:
     from .core import Core
@@ -86,12 +87,12 @@ class Labels:
             before = con.execute(f"SELECT relevant FROM labels WHERE {same} AND memory_id = ?", [*key, mid]).fetchone()
             # A query's "labeled, nothing marked" row is no longer needed once it has a label.
             con.execute(f"DELETE FROM labels WHERE {same} AND (memory_id = ? OR memory_id IS NULL)", [*key, mid])
-            lid = Store.take_ids(con, "next_label_id", 1)
+            lid = tables.take_ids(con, "next_label_id", 1)
             con.execute("INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [lid, *key, mid, bool(relevant), self.core.actor, to_naive_utc(now)])
             # Not logged against the memory: a label says nothing about the memory itself, and
             # undoing a memory event must not touch it.
-            Store.log_event(con, self.core.actor, "label", None,
+            tables.log_event(con, self.core.actor, "label", None,
                             None if before is None else {"memory_id": mid, "relevant": bool(before[0])},
                             {"set": set_name, "namespace": namespace, "query": query, "memory_id": mid,
                              "relevant": bool(relevant)}, now)
@@ -111,7 +112,7 @@ class Labels:
             if found is None:
                 return False
             con.execute(f"DELETE FROM labels WHERE {where}", key)
-            Store.log_event(con, self.core.actor, "unlabel", None, {"set": set_name, "namespace": namespace, "query": query,
+            tables.log_event(con, self.core.actor, "unlabel", None, {"set": set_name, "namespace": namespace, "query": query,
                             "memory_id": mid, "relevant": bool(found[0])}, None, utcnow())
         return True
 
@@ -203,7 +204,7 @@ class Labels:
                 "query": [r["query"] for _, r in parsed],
                 "as_of": pa.array([r["as_of"] for _, r in parsed], pa.timestamp("us")),
             })
-            with registered(con, _label_keys=keys):
+            with con.registered(_label_keys=keys):
                 con.execute("DELETE FROM labels l USING _label_keys k WHERE l.set_name = k.set_name AND "
                             "l.namespace = k.namespace AND l.query = k.query AND l.as_of IS NOT DISTINCT FROM k.as_of")
             out: dict[str, list] = {c: [] for c in ("set_name", "namespace", "query", "as_of", "memory_id", "relevant")}
@@ -213,7 +214,7 @@ class Labels:
                     for c, v in zip(out, (r["set"], r["namespace"], r["query"], r["as_of"], mid, rel)):
                         out[c].append(v)
             n = len(out["query"])
-            first = Store.take_ids(con, "next_label_id", n)
+            first = tables.take_ids(con, "next_label_id", n)
             table = pa.table({
                 "id": pa.array(range(first, first + n), pa.int64()),
                 "set_name": out["set_name"], "namespace": out["namespace"], "query": out["query"],
@@ -221,9 +222,9 @@ class Labels:
                 "memory_id": pa.array(out["memory_id"], pa.int64()), "relevant": pa.array(out["relevant"], pa.bool_()),
                 "labeled_by": [self.core.actor] * n, "labeled_at": pa.array([to_naive_utc(now)] * n, pa.timestamp("us")),
             })
-            with registered(con, _labels=table):
+            with con.registered(_labels=table):
                 con.execute("INSERT INTO labels SELECT * FROM _labels")
-            Store.log_event(con, self.core.actor, "import_labels", None, None,
+            tables.log_event(con, self.core.actor, "import_labels", None, None,
                             {"queries": len(parsed), "labels": n,
                              "sets": sorted({r["set"] for _, r in parsed})}, now)
         return len(parsed)
@@ -268,7 +269,7 @@ class AblationRecords:
         if bad:
             raise ValidationError(f"unknown ablation verdict(s) {bad}; use with, without, tie or error")
         with self.core.session() as con:
-            run_id = Store.take_ids(con, "next_ablation_run_id", 1)
+            run_id = tables.take_ids(con, "next_ablation_run_id", 1)
             con.execute(
                 "INSERT INTO ablation_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [run_id, to_naive_utc(parse_time(run.get("started_at")) or utcnow()),
@@ -283,7 +284,7 @@ class AblationRecords:
                       [int(m) for m in c.get("memory_ids") or []], c.get("answer_with"), c.get("answer_without"),
                       c.get("first_shown"), c.get("judge_choice"), c["verdict"], c.get("reason"), c.get("error")]
                      for i, c in enumerate(cases)])
-            Store.log_event(con, self.core.actor, "ablation", None, None,
+            tables.log_event(con, self.core.actor, "ablation", None, None,
                             {"run_id": run_id, "cases": len(cases), "better": verdicts.count("with"),
                              "worse": verdicts.count("without")}, utcnow())
         return run_id
@@ -292,7 +293,7 @@ class AblationRecords:
         """Past ablation runs, newest first: counts of better (with memory), worse, ties, errors."""
         page = "" if limit is None else f" LIMIT {int(limit)}"
         with self.core.session(write=False) as con:
-            rows = con.sql(f"SELECT * FROM ablation_runs ORDER BY id DESC{page}").to_arrow_table().to_pylist()
+            rows = con.arrow(f"SELECT * FROM ablation_runs ORDER BY id DESC{page}").to_pylist()
         for r in rows:
             r["started_at"], r["finished_at"] = to_aware(r["started_at"]), to_aware(r["finished_at"])
             r["settings"] = json.loads(r["settings"] or "{}")
@@ -304,8 +305,7 @@ class AblationRecords:
         with self.core.session(write=False) as con:
             if con.execute("SELECT count(*) FROM ablation_runs WHERE id = ?", [rid]).fetchone()[0] == 0:
                 raise NotFoundError(f"no ablation run with id {rid}")
-            rows = con.sql("SELECT * FROM ablation_cases WHERE run_id = ? ORDER BY case_no",
-                           params=[rid]).to_arrow_table().to_pylist()
+            rows = con.arrow("SELECT * FROM ablation_cases WHERE run_id = ? ORDER BY case_no", [rid]).to_pylist()
         for r in rows:
             r["memory_ids"] = [int(m) for m in r["memory_ids"] or []]
         return rows

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from . import conflicts, merge
+from .clock import utcnow
 from .errors import ValidationError
 from .models import Conflict, Memory, parse_time
-from .store import utcnow
 
 if TYPE_CHECKING:
     from .bank import MemoryBank

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import numpy as np
 
 from . import rows as rowmod
+from .clock import to_aware, to_naive_utc, utcnow
 from .errors import ValidationError
 from .models import (
     CATEGORIES, KINDS, STATUSES, Memory, Profile, check_choice, check_id, check_importance, check_namespace,
@@ -20,7 +21,7 @@ from .models import (
 )
 from .scoring import COLD_DAYS, HOT_DAYS, tier_of
 from .settings import Settings
-from .store import Store, to_aware, to_naive_utc, utcnow
+from .storage import tables
 
 if TYPE_CHECKING:
     from .core import Core
@@ -61,7 +62,7 @@ def memory_filter(namespace: str | None, status: str | None, *, kind: str | None
         category=None if category is None else check_choice(category, CATEGORIES, "category"),
         pinned=pinned)
     if contains:
-        where += " AND contains(lower(text), lower(?))"
+        where += " AND strpos(lower(text), lower(?)) > 0"
         params.append(str(contains))
     for sql, value, check in (
         ("importance >= ?", min_importance, check_importance), ("importance <= ?", max_importance, check_importance),
@@ -130,7 +131,7 @@ class Queries:
         where, params = memory_filter(namespace, status, **filters)
         order_sql = ORDERS.get(check_choice(order, ORDERS, "order"))
         with self.core.session(write=False) as con:
-            rows = Store.fetch_rows(con, where, params, order=order_sql, limit=limit, offset=offset).to_pylist()
+            rows = tables.fetch_rows(con, where, params, order=order_sql, limit=limit, offset=offset).to_pylist()
         return [rowmod.memory_from_row(r) for r in rows]
 
     def count(self, namespace: str | None = None, status: str | None = "active", **filters: Any) -> int:
@@ -165,13 +166,13 @@ class Queries:
             retrievals = con.execute(
                 f"SELECT count(*), count(*) FILTER (WHERE n_results = 0) FROM retrievals WHERE {where}",
                 params).fetchone()
-            meta = Store.meta(con)
+            meta = tables.meta(con)
             name, _ = self.settings.active(con)
             open_conflicts = con.execute(f"SELECT count(*) FROM conflicts WHERE {where} AND status = 'open'",
                                          params).fetchone()[0]
-            by_month = {str(k): int(v) for k, v in con.execute(
-                f"SELECT strftime(created_at, '%Y-%m'), count(*) FROM memories WHERE {where} GROUP BY 1 ORDER BY 1",
-                params).fetchall()}
+            by_month = {f"{int(y):04d}-{int(m):02d}": int(v) for y, m, v in con.execute(
+                "SELECT extract(year FROM created_at), extract(month FROM created_at), count(*) FROM memories "
+                f"WHERE {where} GROUP BY 1, 2 ORDER BY 1, 2", params).fetchall()}
         tiers = {"hot": 0, "warm": 0, "cold": 0}
         for (t,) in touched:
             tiers[tier_of((now_dt - to_aware(t)).total_seconds() / 86400.0)] += 1
@@ -218,7 +219,7 @@ class Queries:
             where += " AND namespace = ?"
             params.append(check_namespace(namespace))
         with self.core.session(write=False) as con:
-            return [rowmod.memory_from_row(r) for r in Store.fetch_rows(con, where, params, order="created_at, id").to_pylist()]
+            return [rowmod.memory_from_row(r) for r in tables.fetch_rows(con, where, params, order="created_at, id").to_pylist()]
 
     def usage_summary(self, namespace: str | None = None) -> dict[str, Any]:
         """Totals a maintenance report carries: live memories, average access count, never recalled."""
@@ -239,7 +240,7 @@ class Queries:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValidationError("limit must be a whole number >= 1")
         with self.core.session(write=False) as con:
-            rows = Store.fetch_rows(
+            rows = tables.fetch_rows(
                 con, "namespace = ? AND status = 'active' AND category IN ('profile', 'goal', 'preference') "
                 "AND importance >= ?", [namespace, float(min_importance)],
                 order="importance DESC, created_at DESC, id", limit=limit).to_pylist()
@@ -264,11 +265,10 @@ class Queries:
             params.append(check_id(memory_id))
         page = "" if limit is None else f" LIMIT {int(limit)}"
         with self.core.session(write=False) as con:
-            heads = con.sql(f"SELECT * FROM retrievals WHERE {where} ORDER BY id DESC{page}",
-                            params=params).to_arrow_table().to_pylist()
+            heads = con.arrow(f"SELECT * FROM retrievals WHERE {where} ORDER BY id DESC{page}", params).to_pylist()
             ids = [h["id"] for h in heads]
-            hits = con.sql("SELECT * FROM retrieval_hits WHERE retrieval_id IN (SELECT unnest(?)) "
-                           "ORDER BY retrieval_id, rank", params=[ids]).to_arrow_table().to_pylist() if ids else []
+            hits = con.arrow("SELECT * FROM retrieval_hits WHERE retrieval_id IN (SELECT unnest(?)) "
+                             "ORDER BY retrieval_id, rank", [ids]).to_pylist() if ids else []
         by_id: dict[int, list] = {}
         for h in hits:
             by_id.setdefault(h["retrieval_id"], []).append(h)

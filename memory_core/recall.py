@@ -16,6 +16,7 @@ import numpy as np
 
 from . import gate as gate_mod
 from . import rows as rowmod
+from .clock import utcnow
 from .curation import Curation
 from .errors import ValidationError
 from .index import NamespaceIndex, lexical_tokens
@@ -23,7 +24,6 @@ from .models import Hit, check_namespace, check_text, parse_time
 from .recall_writer import RecallWriter
 from .scoring import Candidates, ScoringParams, add_kept_pairs
 from .settings import Settings
-from .store import utcnow
 
 if TYPE_CHECKING:
     from .core import Core

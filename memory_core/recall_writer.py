@@ -14,10 +14,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from . import gate as gate_mod
+from .clock import to_naive_utc
 from .models import Hit
 from .recall_log import FLUSH_AT, FLUSH_INTERVAL
 from .scoring import ScoringParams
-from .store import Store, to_naive_utc
+from .storage import tables
 
 if TYPE_CHECKING:
     from .core import Core
@@ -64,15 +65,14 @@ class RecallWriter:
             # written counts, so no other process writes before this bank has caught up with
             # its own write (recall trusts the indexes meanwhile, see flush_current).
             with core.store.locked():
-                with core.store.connect() as con:
-                    # One DuckDB thread: the scan, the update and the checkpoint then leave the
-                    # other core to recall (two threads cost more CPU in all, 100 ms against 70).
-                    con.execute("SET threads = 1")
+                # One engine thread: the scan, the update and the checkpoint then leave the other
+                # core to recall (with DuckDB, two threads cost more CPU in all, 100 ms against 70).
+                with core.store.connect(threads=1) as con:
                     with core.lock:
                         core.catch_up(con)
                         core.flush_current = True
                     written = core.write_recalls(con, entries, orphans)
-                    spare = Store.take_ids(con, "next_retrieval_id", RETRIEVAL_ID_BLOCK) if reserve else None
+                    spare = tables.take_ids(con, "next_retrieval_id", RETRIEVAL_ID_BLOCK) if reserve else None
                 with core.lock:
                     if spare is not None:
                         self._spare = spare
@@ -99,7 +99,7 @@ class RecallWriter:
             end = nxt + RETRIEVAL_ID_BLOCK
         elif nxt >= end:
             with self.core.session() as con:
-                nxt = Store.take_ids(con, "next_retrieval_id", RETRIEVAL_ID_BLOCK)
+                nxt = tables.take_ids(con, "next_retrieval_id", RETRIEVAL_ID_BLOCK)
             end = nxt + RETRIEVAL_ID_BLOCK
         self._ids = (nxt + 1, end)
         return nxt

@@ -14,9 +14,9 @@ from typing import Any, Iterable
 import numpy as np
 import pyarrow as pa
 
+from .clock import to_aware, to_naive_utc
 from .index import NamespaceIndex
 from .models import Memory
-from .store import to_aware, to_naive_utc
 
 # What a Memory needs beyond the index's arrays, kept per row so recall never opens the file for it.
 INFO_COLUMNS = ("text", "kind", "category", "created_at", "updated_at", "last_accessed_at", "pinned", "source",

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from .clock import to_naive_utc, utcnow
 from .errors import NotFoundError, ValidationError
 from .models import check_choice
 from .scoring import PRESETS, ScoringParams
-from .store import Store, to_naive_utc, utcnow
+from .storage import tables
 
 if TYPE_CHECKING:
     from .core import Core
@@ -52,9 +53,11 @@ class Settings:
         now = to_naive_utc(utcnow())
         with self.core.session() as con:
             before = con.execute("SELECT params FROM presets WHERE name = ?", [name]).fetchone()
-            con.execute("INSERT OR REPLACE INTO presets VALUES (?, ?, ?, ?, ?)",
+            con.execute("INSERT INTO presets VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+                        "params = excluded.params, description = excluded.description, "
+                        "created_at = excluded.created_at, updated_at = excluded.updated_at",
                         [name, params.to_json(), description, now, now])
-            Store.log_event(con, self.core.actor, "save_preset", None,
+            tables.log_event(con, self.core.actor, "save_preset", None,
                             {"name": name, "params": json.loads(before[0])} if before else None,
                             {"name": name, "params": params.to_dict()}, utcnow())
         self.core.active_params = None
@@ -68,7 +71,7 @@ class Settings:
 
     def active(self, con: Any) -> tuple[str, ScoringParams]:
         if self.core.active_params is None:
-            name = Store.meta(con).get("active_preset", "default")
+            name = tables.meta(con).get("active_preset", "default")
             row = con.execute("SELECT params FROM presets WHERE name = ?", [name]).fetchone()
             params = ScoringParams.from_dict(json.loads(row[0])) if row else PRESETS.get(name, ScoringParams())
             self.core.active_params = (name, params)
@@ -78,10 +81,10 @@ class Settings:
         """Make a preset the bank's default for recall; recorded as an event."""
         self.preset(name)
         with self.core.session() as con:
-            old = Store.meta(con).get("active_preset")
-            Store.set_meta(con, "active_preset", name)
-            Store.next_seq(con)  # other processes must drop their cached active preset
-            Store.log_event(con, self.core.actor, "set_active_preset", None, {"name": old}, {"name": name}, utcnow())
+            old = tables.meta(con).get("active_preset")
+            tables.set_meta(con, "active_preset", name)
+            tables.next_seq(con)  # other processes must drop their cached active preset
+            tables.log_event(con, self.core.actor, "set_active_preset", None, {"name": old}, {"name": name}, utcnow())
         self.core.active_params = None
 
     def set_index_mode(self, mode: str) -> None:
@@ -95,10 +98,10 @@ class Settings:
         """
         check_choice(mode, INDEX_MODES, "index mode")
         with self.core.session() as con:
-            old = Store.meta(con).get("index_mode", "exact")
-            con.execute("INSERT OR REPLACE INTO meta VALUES ('index_mode', ?)", [mode])
-            Store.next_seq(con)  # other processes re-read the bank's settings
-            Store.log_event(con, self.core.actor, "set_index_mode", None, {"index_mode": old}, {"index_mode": mode},
+            old = tables.meta(con).get("index_mode", "exact")
+            tables.put_meta(con, "index_mode", mode)
+            tables.next_seq(con)  # other processes re-read the bank's settings
+            tables.log_event(con, self.core.actor, "set_index_mode", None, {"index_mode": old}, {"index_mode": mode},
                             utcnow())
         self.core.index_mode = mode
 

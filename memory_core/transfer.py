@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterator
 
 from . import rows as rowmod
+from .clock import utcnow
 from .errors import ImportFormatError, ModelMismatchError, ValidationError
 from .models import ImportReport, check_choice, check_namespace
-from .store import Store, utcnow
+from .storage import tables
 from .writer import BATCH_EMBED, BATCH_VECTORS, Writer, clash
 
 if TYPE_CHECKING:
@@ -40,8 +41,8 @@ class Transfer:
         where, params = ("status != 'deleted'" + (" AND namespace = ?" if namespace else ""),
                          [check_namespace(namespace)] if namespace else [])
         with self.core.session(write=False) as con:
-            table = Store.fetch_rows(con, where, params, with_embedding=include_embeddings)
-        vectors = Store.embeddings_of(table, self.core.dim) if include_embeddings and table.num_rows else None
+            table = tables.fetch_rows(con, where, params, with_embedding=include_embeddings)
+        vectors = tables.embeddings_of(table, self.core.dim) if include_embeddings and table.num_rows else None
         own = isinstance(dest, (str, os.PathLike))
         fh = open(dest, "w", encoding="utf-8") if own else dest
         try:

@@ -15,18 +15,18 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 
 from . import rows as rowmod
+from .clock import utcnow
 from .embed import canonical_model_name, get_embedder
 from .errors import ModelMismatchError, ValidationError
 from .models import (
     CATEGORIES, KINDS, STATUSES, ImportReport, check_choice, check_context, check_importance, check_namespace,
     check_text, parse_time,
 )
-from .store import MEMORY_COLUMNS, Store, content_hash, registered, utcnow
+from .storage import IntegrityError, tables
 
 if TYPE_CHECKING:
     from .core import Core
@@ -119,7 +119,7 @@ class Writer:
             "status": check_choice(row.get("status", "active"), STATUSES[:-1], "status"),
             "pinned": check_field("pinned", row.get("pinned", False)),
             "source": check_field("source", row.get("source")),
-            "content_hash": content_hash(text),
+            "content_hash": tables.content_hash(text),
             "superseded_by": row.get("superseded_by"),
             "merged_into": row.get("merged_into"),
             "context": check_context(row.get("context")),
@@ -277,15 +277,15 @@ class Writer:
                      group: int) -> list[int]:
         self.core.check_vectors(vectors, con)
         fresh = [i for i, r in enumerate(batch) if r["id"] is None]
-        first = Store.take_ids(con, "next_id", len(fresh)) if fresh else 0
+        first = tables.take_ids(con, "next_id", len(fresh)) if fresh else 0
         ids_out = [r["id"] for r in batch]
         for j, i in enumerate(fresh):
             ids_out[i] = first + j
-        if max(ids_out) >= int(Store.meta(con)["next_id"]):
-            Store.set_meta(con, "next_id", str(max(ids_out) + 1))
+        if max(ids_out) >= int(tables.meta(con)["next_id"]):
+            tables.set_meta(con, "next_id", str(max(ids_out) + 1))
         n = len(batch)
         cols: dict[str, list] = {}
-        for c in MEMORY_COLUMNS:
+        for c in tables.MEMORY_COLUMNS:
             if c == "id":
                 cols[c] = ids_out
             elif c == "seq":
@@ -297,8 +297,8 @@ class Writer:
             else:
                 cols[c] = [r[c] for r in batch]
         try:
-            Store.insert_memories(con, cols, vectors, log=(self.core.actor, utcnow(), group))
-        except duckdb.ConstraintException:
+            tables.insert_memories(con, cols, vectors, log=(self.core.actor, utcnow(), group))
+        except IntegrityError:
             # Another process took one of these ids since we checked.
             raise ValidationError("an id in this batch was just taken by another writer; import again") from None
         self.core.dim = vectors.shape[1]
@@ -318,19 +318,19 @@ class Writer:
             if progress:
                 progress(len(chunk))
         with self.core.session() as con:
-            seq = Store.next_seq(con)
+            seq = tables.next_seq(con)
             if ids_texts:
                 allv = np.concatenate(vectors)
                 flat = pa.array(allv.reshape(-1))
                 offsets = pa.array(np.arange(0, len(ids_texts) + 1, dtype=np.int32) * allv.shape[1])
                 vecs = pa.table({"id": [i for i, _ in ids_texts], "embedding": pa.ListArray.from_arrays(offsets, flat)})
-                with registered(con, _vecs=vecs):
+                with con.registered(_vecs=vecs):
                     con.execute("UPDATE memories SET embedding = _vecs.embedding, embedding_model = ?, seq = ? "
                                 "FROM _vecs WHERE memories.id = _vecs.id", [target, seq])
             old = self.core.model
-            Store.set_meta(con, "embedding_model", target)
-            Store.set_meta(con, "embedding_dim", str(embedder.dim))
-            Store.log_event(con, self.core.actor, "reembed", None, {"model": old}, {"model": target,
+            tables.set_meta(con, "embedding_model", target)
+            tables.set_meta(con, "embedding_dim", str(embedder.dim))
+            tables.log_event(con, self.core.actor, "reembed", None, {"model": old}, {"model": target,
                             "count": len(ids_texts)}, utcnow())
         self.core.use_model(target, embedder.dim, embedder)
         self.core.advance(seq)
@@ -383,15 +383,10 @@ class _BulkWriter:
             self._since = time.monotonic()
         con = self._con
         try:
-            con.execute("BEGIN TRANSACTION")
-            try:
-                group = Store.take_ids(con, "next_group_id", 1)
-                seq = Store.next_seq(con)
+            with con.transaction():
+                group = tables.take_ids(con, "next_group_id", 1)
+                seq = tables.next_seq(con)
                 ids = self.writer.insert_rows(con, batch, vectors, seq, group)
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
         except BaseException:
             self.release()
             raise

@@ -109,7 +109,7 @@ def downgrade(path: Path, version: int) -> None:
     """Take the bank file at ``path`` (closed) back to schema ``version``."""
     import duckdb
 
-    from memory_core.store import SCHEMA_VERSION
+    from memory_core.storage.schema import SCHEMA_VERSION
 
     assert set(_UNDO_MIGRATION) == set(range(3, SCHEMA_VERSION + 1)), "a migration has no undo in conftest"
     con = duckdb.connect(str(path))

@@ -14,7 +14,7 @@ import pytest
 from conftest import downgrade
 from memory_core import MemoryBank, ScoringParams
 from memory_core.errors import ValidationError
-from memory_core.store import _MIGRATIONS
+from memory_core.storage.schema import MIGRATIONS
 
 NOW = datetime(2026, 1, 10, tzinfo=timezone.utc)
 T = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -105,7 +105,7 @@ def test_a_bank_from_before_context_gains_the_column(tmp_path, embedder):
         assert bank.get(old).context is None and bank.get(old).text == "Prefers tea"
         new = bank.add_many([{"text": "Switched to coffee", "context": "morning drinks", "namespace": "n"}])[0]
         assert bank.get(new).context == "morning drinks"
-    assert "context" in " ".join(_MIGRATIONS[5])
+    assert "context" in " ".join(MIGRATIONS[5])
 
 
 def test_memctl_add_takes_a_context(bank_path, embedder):

@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from memory_core import MemoryBank, NotFoundError, StateError, ValidationError, format_for_prompt
-from memory_core.store import _MIGRATIONS, SCHEMA_VERSION
+from memory_core.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
 QUERIES = ["what do I drink in the morning", "where do I live", "tea", "coffee", "Berlin"]
@@ -194,7 +194,7 @@ def test_other_process_sees_removed_merged_memory(bank_path, embedder, bank, pai
 def test_a_version_1_bank_is_migrated(tmp_path, embedder):
     path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(path))
-    for stmt in _MIGRATIONS[1]:
+    for stmt in MIGRATIONS[1]:
         con.execute(stmt)
     con.execute("INSERT INTO schema_migrations VALUES (1, now())")
     for key, value in {"embedding_model": "sentence-transformers/all-MiniLM-L6-v2", "embedding_dim": "",

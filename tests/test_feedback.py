@@ -14,7 +14,7 @@ from conftest import downgrade
 from memory_core import MemoryBank, NotFoundError, ValidationError, format_for_prompt
 from memory_core import metrics as mx
 from memory_core import usage
-from memory_core.store import _MIGRATIONS, SCHEMA_VERSION
+from memory_core.storage.schema import MIGRATIONS, SCHEMA_VERSION
 from test_metrics import build_history
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -182,7 +182,7 @@ def test_a_version_2_bank_is_upgraded_and_takes_feedback(tmp_path, embedder):
         rid = bank.last_retrieval_id
     # Take the file back to version 2: what a bank written before feedback existed looks like.
     downgrade(path, 2)
-    assert len(_MIGRATIONS[3]) == 5
+    assert len(MIGRATIONS[3]) == 5
     with MemoryBank.open(path, embedder=embedder) as bank:
         assert bank.retrievals()[0]["id"] == rid  # the old log survives
         fb = bank.feedback(rid, answer="A vegetarian lasagne would suit you.")

@@ -234,14 +234,16 @@ REVIEWED_SQL_PIECES = {
     "bank.py": {"', '.join(sets)", "_EVENT_COLUMNS", "_INFO_SQL", "col", "extra", "int(limit)", "page", "where",
                 # label(): a fixed "col = ? AND ..." string; feedback_log(): the keyword AND or WHERE
                 "same", "'AND' if where else 'WHERE'"},
-    "store.py": {"_sql_string(backup)", "_sql_string(dest)", "col", "cols", "order", "page", "quoted", "table",
-                 "where", "<sql>", "<stmt>",
-                 # insert_memories: "col := col" pairs from the fixed _ADD_EVENT_FIELDS
-                 "after",
-                 # DuckDB's buffer pool sizes: class constants
-                 "Store.MEMORY_LIMIT", "Store.SCAN_MEMORY_LIMIT",
-                 # access_rows: ids joined after int() each
-                 "listed"},
+    # storage/duckdb.py: the connection wrapper passes statements on; quoted file paths; DuckDB's
+    # buffer pool sizes (class constants) and thread count (int())
+    "duckdb.py": {"<sql>", "_sql_string(backup)", "_sql_string(dest)", "quoted",
+                  "DuckDBStore.MEMORY_LIMIT", "DuckDBStore.SCAN_MEMORY_LIMIT", "int(threads)"},
+    "schema.py": {"<stmt>"},
+    "tables.py": {"col", "cols", "order", "page", "table", "where",
+                  # insert_memories: the dialect's JSON of the fixed _ADD_EVENT_FIELDS
+                  "after",
+                  # access_rows: ids joined after int() each
+                  "listed"},
 }
 
 
@@ -250,10 +252,10 @@ def test_sql_text_interpolates_only_reviewed_pieces():
 
     root = Path(__file__).resolve().parent.parent / "memory_core"
     found: dict[str, set[str]] = {}
-    for f in sorted(root.glob("*.py")):
+    for f in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in ("execute", "sql", "executemany") and node.args):
+                    and node.func.attr in ("execute", "sql", "executemany", "arrow", "arrow_stream") and node.args):
                 continue
             arg = node.args[0]
             if isinstance(arg, ast.JoinedStr):

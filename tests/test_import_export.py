@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from memory_core import ImportFormatError, MemoryBank, ValidationError
-from memory_core.store import Store
+from memory_core.storage import tables
 
 DEMO = Path(__file__).resolve().parent.parent / "data" / "demo_memories.jsonl"
 DEMO_QUERIES = DEMO.with_name("demo_queries.jsonl")
@@ -38,8 +38,8 @@ def write_lines(path: Path, lines: list[str]) -> Path:
 def vectors_of(bank: MemoryBank) -> dict[int, np.ndarray]:
     """Every stored vector of the bank by memory id, read straight from the DuckDB file."""
     with bank._store.connect(write=False) as con:
-        table = Store.fetch_rows(con, "embedding IS NOT NULL", [], with_embedding=True)
-    vecs = Store.embeddings_of(table, bank.dim)
+        table = tables.fetch_rows(con, "embedding IS NOT NULL", [], with_embedding=True)
+    vecs = tables.embeddings_of(table, bank.dim)
     return {int(mid): vecs[i] for i, mid in enumerate(table.column("id").to_pylist())}
 
 

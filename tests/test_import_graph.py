@@ -170,7 +170,7 @@ def facade_imports(graph: Graph, facade: str = FACADE, faces: set[str] = FACES) 
 
 def test_the_graph_sees_the_package() -> None:
     graph = import_graph()
-    assert {"memory_core", "memory_core.bank", "memory_core.cli", "memory_core.store"} <= set(graph)
+    assert {"memory_core", "memory_core.bank", "memory_core.cli", "memory_core.storage"} <= set(graph)
     assert "memory_core.bank" in graph["memory_core"] and "memory_core.bank" in graph["memory_core.cli"]
     assert all(targets <= set(graph) for targets in graph.values())
 

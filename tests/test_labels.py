@@ -15,7 +15,7 @@ from conftest import downgrade
 from memory_core import ImportFormatError, MemoryBank, NotFoundError, ValidationError
 from memory_core.cli import cli
 from memory_core.models import LabeledQuery
-from memory_core.store import SCHEMA_VERSION
+from memory_core.storage.schema import SCHEMA_VERSION
 
 from conftest import DATA
 

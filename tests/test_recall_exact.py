@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from memory_core import MemoryBank, ScoringParams
 from memory_core.index import lexical_tokens
-from memory_core.store import Store
+from memory_core.storage import tables
 
 WORDS = ("coffee tea morning running marathon paris berlin moved vegetarian pasta python database "
          "postgres exam maths swedish lesson dog cat garden holiday greece budget salary").split()
@@ -32,7 +32,7 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
     """Score every live memory of the namespace one by one; return [(id, score)] best first."""
     bank.flush()  # recorded recalls reach the file in batches; this reads the file directly
     with bank._store.connect(write=False) as con:
-        table = Store.fetch_rows(con, "namespace = ? AND status = 'active'", [namespace], with_embedding=True)
+        table = tables.fetch_rows(con, "namespace = ? AND status = 'active'", [namespace], with_embedding=True)
     rows = table.to_pylist()
     if not rows:
         return []

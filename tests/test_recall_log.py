@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryBank
-from memory_core.store import Store
+from memory_core.storage import tables
 
 T0 = datetime(2025, 9, 1, tzinfo=timezone.utc)
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
@@ -74,7 +74,7 @@ def other_process(bank_path: Path):
 @pytest.mark.parametrize("in_list_max", [2000, 1], ids=["ids-listed", "ids-scanned"])
 def test_batched_writes_leave_the_counts_and_times_of_each_recall(bank_path, embedder, monkeypatch, in_list_max):
     # The writer reads the touched rows back by a list of ids, or by a scan when there are many.
-    monkeypatch.setattr(Store, "_IN_LIST_MAX", in_list_max)
+    monkeypatch.setattr(tables, "_IN_LIST_MAX", in_list_max)
     bank = MemoryBank.open(bank_path, embedder=embedder)
     ids = _seed(bank)
     recorded = []

@@ -23,7 +23,7 @@ import pytest
 
 from conftest import downgrade
 from memory_core import MemoryBank, ScoringParams, ValidationError
-from memory_core.store import _MIGRATIONS
+from memory_core.storage.schema import MIGRATIONS
 
 T0 = datetime(2026, 1, 10, tzinfo=timezone.utc)
 NOW = T0 + timedelta(days=5)
@@ -265,7 +265,7 @@ def test_a_schema_5_bank_upgrades_and_backfills_use_counts_from_feedback(bank_pa
         assert [h.memory.id for h in hits] == [used, never]
         bank.feedback(third, used_ids=[never])  # counts keep moving after the upgrade
         assert (bank.get(used).use_count, bank.get(never).use_count) == (2, 2)
-    assert "use_count" in " ".join(_MIGRATIONS[6])
+    assert "use_count" in " ".join(MIGRATIONS[6])
 
 
 @pytest.mark.parametrize("bad", ["use", "USES", "", None, 1, True])

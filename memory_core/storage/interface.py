@@ -1,0 +1,140 @@
+"""The storage interface: what a store and its connections offer the rest of memory_core.
+
+Protocols only (and the one error services catch), implemented by :mod:`.duckdb` today; see
+:mod:`memory_core.storage` for the overview. Kept apart from the package's ``__init__`` so that an
+implementation depends on the interface, and the package on the implementations, never round.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
+
+import pyarrow as pa
+
+
+class IntegrityError(Exception):
+    """A statement broke a key or constraint of the schema (e.g. an id another writer just took).
+
+    Implementations raise it in place of their driver's own error, so services can catch it."""
+
+
+class Cursor(Protocol):
+    """What ``execute`` returns: the rows of the statement, read once."""
+
+    def fetchone(self) -> tuple[Any, ...] | None: ...
+
+    def fetchall(self) -> list[tuple[Any, ...]]: ...
+
+
+class Dialect(Protocol):
+    """SQL that differs between engines, by name: each method returns a piece of SQL text.
+
+    Every construct one engine has and the other spells differently (or not at all) is a method
+    here; SQL elsewhere is written in the part both engines share.
+    """
+
+    def list_overlaps(self, column: str) -> str:
+        """A condition: the list (array) ``column`` shares an element with the one ``?`` parameter,
+        a list of whole numbers."""
+        ...
+
+    def json_object(self, fields: Sequence[tuple[str, str]]) -> str:
+        """An expression: the JSON text (a string) of an object with these ``(key, SQL expression)``
+        fields, in this order."""
+        ...
+
+    def iso_utc(self, column: str) -> str:
+        """An expression: the naive UTC timestamp ``column`` as ISO 8601 text with microseconds and
+        ``+00:00`` (NULL stays NULL)."""
+        ...
+
+
+@runtime_checkable
+class Connection(Protocol):
+    """A connection to the store: one operation's, from :meth:`Store.connect` or :meth:`Store.hold`.
+
+    Parameters are ``?`` placeholders with a list of values (Python lists for array columns);
+    times are naive UTC datetimes. A statement may start while an earlier result is unread.
+    """
+
+    dialect: Dialect
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> Cursor:
+        """Run one statement; raises :class:`IntegrityError` when it breaks a key or constraint."""
+        ...
+
+    def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Any:
+        """Run one statement once per parameter row."""
+        ...
+
+    def arrow(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
+        """The rows of a query as an Arrow table (timestamps naive, lists as list columns)."""
+        ...
+
+    def arrow_stream(self, sql: str, params: Sequence[Any] | None = None,
+                     batch_rows: int = 65_536) -> Iterator[pa.Table]:
+        """The rows of a query as Arrow tables of up to ``batch_rows`` rows, without the whole
+        result in memory at once. Run no other statement until the iterator is done."""
+        ...
+
+    def registered(self, **tables: pa.Table) -> AbstractContextManager[None]:
+        """Arrow tables visible to SQL under their keyword names (a temporary relation each) for
+        the block, and gone after it, whatever happens inside: how bulk rows reach a statement
+        (``INSERT ... SELECT * FROM _rows``, ``UPDATE t SET ... FROM _rows WHERE ...``)."""
+        ...
+
+    def scanning(self) -> AbstractContextManager[None]:
+        """A large read runs in the block: keep the engine's own memory for it small, so what
+        the caller builds from the rows fits beside it (a no-op where the engine is a server)."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """One transaction on a held connection: committed when the block ends, rolled back when
+        it raises."""
+        ...
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A bank's store: open a connection per operation with :meth:`connect`."""
+
+    path: Path
+    read_only: bool
+    lock_waits: list[float]  # seconds waited for the store, per operation that waited
+
+    def connect(self, write: bool = True, threads: int | None = None) -> AbstractContextManager[Connection]:
+        """A connection for one operation: with ``write`` (and a writable store) inside one
+        transaction, committed on success and rolled back on error. ``threads`` bounds the
+        engine threads its statements use (an embedded engine shares the caller's cores).
+        A damaged store raises :class:`~memory_core.errors.CorruptBankError`, a busy one
+        :class:`~memory_core.errors.BankLockedError` after the store's lock timeout."""
+        ...
+
+    def hold(self) -> AbstractContextManager[Connection]:
+        """A connection without a transaction, for a caller that commits several in a row
+        (:meth:`Connection.transaction`)."""
+        ...
+
+    def locked(self) -> AbstractContextManager[None]:
+        """Hold the store's write lock, without a connection, for the block: connections this
+        process opens inside share it, and no other process writes until the block ends."""
+        ...
+
+    def signature(self) -> object:
+        """A cheap value that changes whenever anyone writes: equal values mean nobody wrote."""
+        ...
+
+    def initialize(self, con: Connection, model: str) -> None:
+        """Create or migrate the schema (:mod:`.schema`) in ``con``; a new bank records ``model``."""
+        ...
+
+    def backup(self, dest: str | os.PathLike, overwrite: bool = False) -> int:
+        """Copy the bank to ``dest`` as one consistent snapshot; returns the memories copied."""
+        ...
+
+    def compact(self) -> None:
+        """Make erased data unrecoverable from the store's files (hard delete calls it)."""
+        ...

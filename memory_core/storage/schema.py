@@ -1,0 +1,181 @@
+"""The bank's schema: its version and the migrations that bring any bank to it.
+
+Every store (DuckDB today, PostgreSQL next) runs the same migrations, in order, each once; a
+bank records the versions it has in ``schema_migrations``. The DDL is written in types both
+engines read the same way: ``DOUBLE PRECISION`` (8 bytes), ``REAL[]`` (a list of 4-byte floats),
+``VARCHAR``, ``BIGINT[]``, naive ``TIMESTAMP`` (UTC, see :mod:`memory_core.clock`). A new
+migration appends a version here (and its undo in tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..clock import to_naive_utc, utcnow
+from ..errors import CorruptBankError
+
+SCHEMA_VERSION = 6
+
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
+        """CREATE TABLE memories (
+            id BIGINT PRIMARY KEY,
+            namespace VARCHAR NOT NULL,
+            text VARCHAR,                 -- NULL once hard-deleted
+            kind VARCHAR NOT NULL,
+            category VARCHAR NOT NULL,
+            importance DOUBLE PRECISION NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            updated_at TIMESTAMP NOT NULL,
+            last_accessed_at TIMESTAMP,
+            access_count BIGINT NOT NULL,
+            status VARCHAR NOT NULL,
+            pinned BOOLEAN NOT NULL,
+            source VARCHAR,
+            content_hash VARCHAR NOT NULL,
+            embedding REAL[],             -- NULL once hard-deleted
+            embedding_model VARCHAR,
+            superseded_by BIGINT,
+            merged_into BIGINT,
+            seq BIGINT NOT NULL           -- change sequence of the row's last change
+        )""",
+        """CREATE TABLE events (
+            id BIGINT PRIMARY KEY, happened_at TIMESTAMP NOT NULL, actor VARCHAR NOT NULL,
+            action VARCHAR NOT NULL, memory_id BIGINT, before VARCHAR, after VARCHAR,
+            note VARCHAR
+        )""",
+        """CREATE TABLE retrievals (
+            id BIGINT PRIMARY KEY, recalled_at TIMESTAMP NOT NULL, actor VARCHAR, namespace VARCHAR NOT NULL,
+            query VARCHAR, params VARCHAR, preset VARCHAR, gate VARCHAR, recalled BOOLEAN NOT NULL,
+            latency_ms DOUBLE PRECISION, n_results INTEGER NOT NULL
+        )""",
+        """CREATE TABLE retrieval_hits (
+            retrieval_id BIGINT NOT NULL, rank INTEGER NOT NULL, memory_id BIGINT NOT NULL,
+            score DOUBLE PRECISION, similarity DOUBLE PRECISION, lexical DOUBLE PRECISION, recency DOUBLE PRECISION,
+            importance DOUBLE PRECISION, frequency DOUBLE PRECISION
+        )""",
+        """CREATE TABLE presets (
+            name VARCHAR PRIMARY KEY, params VARCHAR NOT NULL, description VARCHAR,
+            created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP NOT NULL
+        )""",
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMP NOT NULL)",
+    ],
+    # Curation: operations that change several memories at once are undone as a whole (group_id);
+    # contradictions, merges and maintenance runs are recorded.
+    2: [
+        "ALTER TABLE events ADD COLUMN group_id BIGINT",
+        "ALTER TABLE events ADD COLUMN undone_by BIGINT",
+        """CREATE TABLE conflicts (
+            id BIGINT PRIMARY KEY, namespace VARCHAR NOT NULL, a_id BIGINT NOT NULL, b_id BIGINT NOT NULL,
+            kind VARCHAR, evidence VARCHAR, confidence DOUBLE PRECISION, suggestion VARCHAR, path VARCHAR,
+            status VARCHAR NOT NULL,      -- open, resolved, acknowledged, dismissed
+            resolution VARCHAR, detected_at TIMESTAMP NOT NULL, resolved_at TIMESTAMP, resolved_by VARCHAR,
+            group_id BIGINT               -- the operation that resolved it (undo reverses that group)
+        )""",
+        # Rows removed outright (undoing a merge removes the merged memory): other processes drop
+        # them from their indexes by change sequence, as they do for changed rows.
+        "CREATE TABLE removed_memories (id BIGINT NOT NULL, namespace VARCHAR NOT NULL, seq BIGINT NOT NULL)",
+        """CREATE TABLE merges (
+            id BIGINT PRIMARY KEY, namespace VARCHAR NOT NULL, merged_id BIGINT NOT NULL,
+            member_ids BIGINT[] NOT NULL, path VARCHAR, detail VARCHAR, group_id BIGINT NOT NULL,
+            created_at TIMESTAMP NOT NULL, undone_at TIMESTAMP
+        )""",
+        """CREATE TABLE maintenance_runs (
+            id BIGINT PRIMARY KEY, started_at TIMESTAMP NOT NULL, finished_at TIMESTAMP, actor VARCHAR,
+            dry_run BOOLEAN NOT NULL, plan VARCHAR, report VARCHAR
+        )""",
+        "INSERT INTO meta VALUES ('next_group_id', '1'), ('next_conflict_id', '1'), ('next_merge_id', '1'), "
+        "('next_run_id', '1')",
+    ],
+    # Usage feedback and ablations. Feedback is one row per retrieval (giving it again replaces
+    # it) plus one row per returned memory saying whether the answer used it and what decided
+    # that. Ablation cases keep memory ids, never memory texts, so a hard delete still erases
+    # the text everywhere (the page looks texts up when it shows a case).
+    3: [
+        """CREATE TABLE feedback (
+            retrieval_id BIGINT PRIMARY KEY, namespace VARCHAR NOT NULL, given_at TIMESTAMP NOT NULL,
+            actor VARCHAR, answer VARCHAR, helpful BOOLEAN
+        )""",
+        """CREATE TABLE feedback_hits (
+            retrieval_id BIGINT NOT NULL, memory_id BIGINT NOT NULL, used BOOLEAN NOT NULL,
+            decided_by VARCHAR NOT NULL,  -- given, citation, similarity
+            similarity DOUBLE PRECISION   -- best cosine of an answer sentence (similarity path)
+        )""",
+        """CREATE TABLE ablation_runs (
+            id BIGINT PRIMARY KEY, started_at TIMESTAMP NOT NULL, finished_at TIMESTAMP, actor VARCHAR,
+            namespace VARCHAR, answer_model VARCHAR, judge_model VARCHAR, seed BIGINT, source VARCHAR,
+            n_cases INTEGER NOT NULL, better INTEGER NOT NULL, worse INTEGER NOT NULL, ties INTEGER NOT NULL,
+            errors INTEGER NOT NULL, settings VARCHAR
+        )""",
+        """CREATE TABLE ablation_cases (
+            run_id BIGINT NOT NULL, case_no INTEGER NOT NULL, namespace VARCHAR NOT NULL,
+            question VARCHAR NOT NULL, expected VARCHAR, memory_ids BIGINT[] NOT NULL,
+            answer_with VARCHAR, answer_without VARCHAR,
+            first_shown VARCHAR,          -- with / without: which answer the judge saw as A
+            judge_choice VARCHAR,         -- the judge's own words: A, B or tie
+            verdict VARCHAR NOT NULL,     -- with, without, tie, or error
+            reason VARCHAR, error VARCHAR
+        )""",
+        "INSERT INTO meta VALUES ('next_ablation_run_id', '1')",
+    ],
+    # Labeled query sets: an operator's judgement of which memories a query should (not) bring
+    # back. A row with a NULL memory_id only records that the query is labeled (nothing relevant,
+    # nothing marked): "recall should come back empty". as_of is the moment the query is asked
+    # (NULL: whenever it is evaluated), so one text can mean different memories at different times.
+    4: [
+        """CREATE TABLE labels (
+            id BIGINT PRIMARY KEY, set_name VARCHAR NOT NULL, namespace VARCHAR NOT NULL,
+            query VARCHAR NOT NULL, as_of TIMESTAMP, memory_id BIGINT, relevant BOOLEAN,
+            labeled_by VARCHAR NOT NULL, labeled_at TIMESTAMP NOT NULL
+        )""",
+        "INSERT INTO meta VALUES ('next_label_id', '1')",
+    ],
+    # A memory's retrieval context: text that situates it (the conversation turns around it),
+    # indexed for lexical match alongside the text but never shown as the memory. NULL: none.
+    5: [
+        "ALTER TABLE memories ADD COLUMN context VARCHAR",
+    ],
+    # How many recalls' answers used each memory (feedback_hits.used), beside access_count (how
+    # many recalls returned it): scoring's frequency can count uses instead of retrievals. Kept
+    # by MemoryBank.feedback; an existing bank's count is rebuilt from the feedback it holds.
+    6: [
+        "ALTER TABLE memories ADD COLUMN use_count INTEGER NOT NULL DEFAULT 0",
+        """UPDATE memories SET use_count = u.n
+           FROM (SELECT memory_id, count(DISTINCT retrieval_id) AS n FROM feedback_hits WHERE used
+                 GROUP BY memory_id) AS u
+           WHERE memories.id = u.memory_id""",
+    ],
+}
+
+
+# The meta rows of version 1 (later versions add theirs in their migration); the counters are the
+# next id to hand out (see :func:`memory_core.storage.tables.take_ids`).
+def _initial_meta(model: str, created_at: str) -> dict[str, str]:
+    return {"embedding_model": model, "embedding_dim": "", "change_seq": "0", "next_id": "1",
+            "next_event_id": "1", "next_retrieval_id": "1", "active_preset": "default",
+            "created_at": created_at}
+
+
+def installed_version(con: Any) -> int:
+    """The schema version of a bank that has a ``schema_migrations`` table."""
+    return int(con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[0])
+
+
+def migrate(con: Any, version: int, model: str, where: object) -> None:
+    """Bring a bank at schema ``version`` (0: an empty store) to :data:`SCHEMA_VERSION` in ``con``'s
+    transaction; a new bank records ``model`` as its embedding model. ``where`` names the bank in
+    the error a newer schema gives."""
+    if version > SCHEMA_VERSION:
+        raise CorruptBankError(
+            f"{where} has schema version {version}, newer than this memory_core "
+            f"({SCHEMA_VERSION}); upgrade memory_core"
+        )
+    now = to_naive_utc(utcnow())
+    for v in range(version + 1, SCHEMA_VERSION + 1):
+        for stmt in MIGRATIONS[v]:
+            con.execute(stmt)
+        con.execute("INSERT INTO schema_migrations VALUES (?, ?)", [v, now])
+    if version == 0:
+        for key, value in _initial_meta(model, now.isoformat()).items():
+            con.execute("INSERT INTO meta VALUES (?, ?)", [key, value])
