@@ -197,6 +197,11 @@ class DuckDBConnection:
 # Per process: the ``<bank>.lock`` files this process holds, as [open file, connections using it].
 _FILE_LOCKS: dict[str, list] = {}
 _FILE_LOCKS_GUARD = threading.Lock()
+# Per process: one writer at a time per bank file. The file lock above is shared by every thread
+# of the process (DuckDB shares one database instance per process), so two threads' write
+# transactions (two banks on one file, or a bank's flush thread beside another bank's operation)
+# could otherwise overlap, and DuckDB refuses the second one's update ("Conflict on update").
+_WRITERS: dict[str, threading.RLock] = {}
 
 
 def _flock_within(fh: Any, mode: int, timeout: float) -> bool:
@@ -390,9 +395,35 @@ class DuckDBStore:
                 raise corrupt_error(self.path, msg, opening=True) from None
 
     @contextlib.contextmanager
+    def _writing(self, write: bool = True) -> Iterator[None]:
+        """Be this process's one writer of the file for the block (reentrant in one thread);
+        a reader (``write=False``, or a read-only bank) passes straight through."""
+        if not write or self.read_only:
+            yield
+            return
+        with _FILE_LOCKS_GUARD:
+            writer = _WRITERS.setdefault(str(self.path), threading.RLock())
+        started = time.monotonic()
+        if not writer.acquire(blocking=False):
+            if not writer.acquire(timeout=self.lock_timeout):
+                raise BankLockedError(
+                    f"the bank {self.path} is being written by another thread of this process for more "
+                    f"than {self.lock_timeout:g} s; wait for it to finish, or open the bank with a longer "
+                    "lock_timeout")
+            self.lock_waits.append(time.monotonic() - started)
+        try:
+            yield
+        finally:
+            writer.release()
+
+    @contextlib.contextmanager
     def connect(self, write: bool = True, threads: int | None = None) -> Iterator[DuckDBConnection]:
         """A connection inside one transaction (with ``write``): committed on success, rolled back
         on error. ``threads`` caps DuckDB's threads for it (default: one per core)."""
+        with self._writing(write):
+            yield from self._connection(write, threads)
+
+    def _connection(self, write: bool, threads: int | None) -> Iterator[DuckDBConnection]:
         raw, key = self._open()
         con = DuckDBConnection(raw)
         try:
@@ -421,14 +452,15 @@ class DuckDBStore:
         write the file until the block ends: a caller that must finish its own bookkeeping after
         closing a connection (the recall writer) stays the file's last writer until it is done.
         """
-        started = time.monotonic()
-        key, waited = self._take_file_lock(started + self.lock_timeout)
-        if waited:
-            self.lock_waits.append(time.monotonic() - started)
-        try:
-            yield
-        finally:
-            self._release_file_lock(key)
+        with self._writing():
+            started = time.monotonic()
+            key, waited = self._take_file_lock(started + self.lock_timeout)
+            if waited:
+                self.lock_waits.append(time.monotonic() - started)
+            try:
+                yield
+            finally:
+                self._release_file_lock(key)
 
     @contextlib.contextmanager
     def hold(self) -> Iterator[DuckDBConnection]:
@@ -438,11 +470,12 @@ class DuckDBStore:
         bulk import writes several back-to-back batches, each its own transaction, on one
         connection held for a bounded time, instead of one connection per batch.
         """
-        raw, key = self._open()
-        try:
-            yield DuckDBConnection(raw)
-        finally:
-            self._close(raw, key)
+        with self._writing():
+            raw, key = self._open()
+            try:
+                yield DuckDBConnection(raw)
+            finally:
+                self._close(raw, key)
 
     def compact(self) -> None:
         """Rewrite the file from its live contents, so erased data leaves no trace in free blocks.
@@ -451,6 +484,10 @@ class DuckDBStore:
         readable in the file. The copy replaces the file while we still hold its lock, so a
         process waiting for the bank opens the new file when it retries.
         """
+        with self._writing():
+            self._compact()
+
+    def _compact(self) -> None:
         raw, key = self._open()
         tmp = self.path.with_name(f".{self.path.name}.compact.{os.getpid()}")
         try:
