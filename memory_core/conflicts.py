@@ -59,9 +59,8 @@ from typing import Any, Final
 import numpy as np
 
 from .errors import LLMError, ValidationError
-from .gate import _PUNCT_MAP, _fold_chinese
-from .index import tokenize
 from .llm import LLMClient, with_fallback
+from .text import CJK_CHAR, JOINED_WORD, PUNCT_MAP, UNIT, fold_chinese, tokenize
 
 __all__ = [
     "AUTO_RULES",
@@ -627,11 +626,6 @@ _CLAUSE_BREAK = re.compile(CLAUSE_BREAKS)
 _DISPREFERRED = re.compile(DISPREFERRED)
 
 _WS = re.compile(r"\s+")
-_WORD = re.compile(r"[^\W_]+(?:['-][^\W_]+)*")
-_CJK_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
-# A unit is one Latin-script word or one Chinese character: the measure of "a few words away".
-_UNIT = re.compile(rf"[{_CJK_CLASS}]|[^\W_{_CJK_CLASS}]+(?:['-][^\W_{_CJK_CLASS}]+)*")
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
 _NUMBER_IN_TEXT = re.compile(r"\d+(?:[.:,]\d+)*")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
@@ -685,8 +679,8 @@ class _Parsed:
 
 
 def _prepare(text: str) -> tuple[str, str]:
-    display = _WS.sub(" ", unicodedata.normalize("NFKC", text).translate(_PUNCT_MAP)).strip()
-    low = _fold_chinese(display.casefold())
+    display = _WS.sub(" ", unicodedata.normalize("NFKC", text).translate(PUNCT_MAP)).strip()
+    low = fold_chinese(display.casefold())
     if len(low) != len(display):  # casefold changed lengths (ß -> ss): quote the folded text instead
         display = low
     return display, low
@@ -695,11 +689,11 @@ def _prepare(text: str) -> tuple[str, str]:
 def _looks_swedish(low: str) -> bool:
     if re.search(r"[åäö]", low):
         return True
-    return any(word in _SV_MARKERS for word in _WORD.findall(low))
+    return any(word in _SV_MARKERS for word in JOINED_WORD.findall(low))
 
 
 def _sv_stem(token: str) -> str:
-    # A light Swedish suffix strip on top of index.tokenize's English stemming, so that "röker" and
+    # A light Swedish suffix strip on top of text.tokenize's English stemming, so that "röker" and
     # "röka", "jobbar" and "jobbet" share a topic token.
     for suffix in _SV_SUFFIXES:
         if token.endswith(suffix) and len(token) - len(suffix) >= 2:
@@ -710,8 +704,8 @@ def _sv_stem(token: str) -> str:
 def _tokens(text: str, swedish: bool) -> set[str]:
     out: set[str] = set()
     for token in tokenize(text):
-        if _CJK_CHAR.search(token):
-            # index.tokenize makes every character bigram; one that straddles a particle ("了上"
+        if CJK_CHAR.search(token):
+            # text.tokenize makes every character bigram; one that straddles a particle ("了上"
             # in "搬到了上海") is not a word and would only invent shared topics.
             if token not in _TOPIC_FILLER and not (len(token) == 2 and set(token) & _CJK_PARTICLES):
                 out.add(token)
@@ -727,10 +721,10 @@ def _tokens(text: str, swedish: bool) -> set[str]:
 def _value_tokens(value: str, swedish: bool) -> frozenset[str]:
     """Tokens of an attribute value: like topic tokens, but stop words and numbers count ("in May")."""
     out: set[str] = set()
-    for word in _WORD.findall(value):
+    for word in JOINED_WORD.findall(value):
         if word in _VALUE_FILLER:
             continue
-        if _CJK_CHAR.search(word):
+        if CJK_CHAR.search(word):
             out.update(t for t in tokenize(word) if t not in ("了", "的"))
             continue
         found = tokenize(word)
@@ -767,7 +761,7 @@ def _number_key(raw: str) -> str:
 def _parse(text: str) -> _Parsed:
     display, low = _prepare(text)
     swedish = _looks_swedish(low)
-    units = [m.span() for m in _UNIT.finditer(low)]
+    units = [m.span() for m in UNIT.finditer(low)]
 
     # Clauses and the dispreferred side of a comparison.
     segment, flipped = [0] * len(units), [False] * len(units)
@@ -844,7 +838,7 @@ def _parse(text: str) -> _Parsed:
                 # Units count here even where topic matching ignores them ("14 days", "2 hours").
                 words |= _value_tokens(piece, swedish)
         # Chinese neighbours are single characters; add the bigram just before the number ("总分").
-        if unit >= 2 and all(_CJK_CHAR.match(low[units[u][0]]) for u in (unit - 2, unit - 1)):
+        if unit >= 2 and all(CJK_CHAR.match(low[units[u][0]]) for u in (unit - 2, unit - 1)):
             words.add(low[units[unit - 2][0]] + low[units[unit - 1][0]])
         key = _number_key(match.group(0))
         numbers[key] = frozenset(words | numbers.get(key, frozenset()))
@@ -881,7 +875,7 @@ def _slots(p: _Parsed) -> list[_Slot]:
             if groups.get("obj"):
                 ctx_tokens |= _tokens(groups["obj"], p.swedish)
             # Single Chinese characters are too ambiguous to tell two contexts apart.
-            ctx = frozenset(t for t in ctx_tokens if not (len(t) == 1 and _CJK_CHAR.match(t)))
+            ctx = frozenset(t for t in ctx_tokens if not (len(t) == 1 and CJK_CHAR.match(t)))
             parts = [(vgroup, role)]
             if groups.get("old"):
                 parts.append(("old", "past"))
@@ -905,12 +899,12 @@ def _slots(p: _Parsed) -> list[_Slot]:
 def _occurrences(p: _Parsed, shared: frozenset[str]) -> dict[int, set[str]]:
     """Units of p that carry a shared topic token, with the tokens they carry."""
     found: dict[int, set[str]] = {}
-    bigrams = {t for t in shared if len(t) == 2 and all(_CJK_CHAR.match(c) for c in t)}
+    bigrams = {t for t in shared if len(t) == 2 and all(CJK_CHAR.match(c) for c in t)}
     for i, (start, end) in enumerate(p.units):
         piece = p.bare[start:end]
         if not piece.strip():
             continue  # a cue word, not topic
-        if _CJK_CHAR.match(piece):
+        if CJK_CHAR.match(piece):
             carried = set()
             if i + 1 < len(p.units) and p.units[i + 1][0] == end:
                 pair = piece + p.bare[p.units[i + 1][0]:p.units[i + 1][1]]
@@ -1002,10 +996,10 @@ def _mixed(polarity: dict[str, set[bool]]) -> bool:
 def _topic_mask(p: _Parsed, shared: frozenset[str]) -> list[bool]:
     """Which characters of p.display belong to the shared topic."""
     mask = [False] * len(p.low)
-    bigrams = {t for t in shared if len(t) == 2 and all(_CJK_CHAR.match(c) for c in t)}
-    for match in _WORD.finditer(p.low):
+    bigrams = {t for t in shared if len(t) == 2 and all(CJK_CHAR.match(c) for c in t)}
+    for match in JOINED_WORD.finditer(p.low):
         word = match.group(0)
-        if _CJK_CHAR.search(word):
+        if CJK_CHAR.search(word):
             for i in range(match.start(), match.end() - 1):
                 if p.low[i:i + 2] in bigrams:
                     mask[i] = mask[i + 1] = True
@@ -1013,8 +1007,8 @@ def _topic_mask(p: _Parsed, shared: frozenset[str]) -> list[bool]:
                 for i in range(match.start(), match.end()):
                     if p.low[i] in shared:
                         mask[i] = True
-            latin = _CJK_CHAR.sub(" ", word)
-            for sub in _WORD.finditer(latin):
+            latin = CJK_CHAR.sub(" ", word)
+            for sub in JOINED_WORD.finditer(latin):
                 if _tokens(sub.group(0), p.swedish) & shared:
                     for i in range(match.start() + sub.start(), match.start() + sub.end()):
                         mask[i] = True
@@ -1048,7 +1042,7 @@ def _topic_quote(p: _Parsed, shared: Iterable[str]) -> str:
     words = [w for w in dict.fromkeys(words) if w]
     if not words:
         return ", ".join(sorted(shared))
-    separator = "、" if all(_CJK_CHAR.search(w) for w in words) else ", "
+    separator = "、" if all(CJK_CHAR.search(w) for w in words) else ", "
     return separator.join(words)
 
 
@@ -1068,7 +1062,7 @@ def _predicate_quote(p: _Parsed, shared: frozenset[str]) -> str:
     text = re.sub(rf"(?i)(?:\b{dangling}\s+)+…", "…", text)
     text = re.sub(rf"(?i)…(?:\s+{dangling}\b)+", "…", text)
     text = re.sub(r"(?:\s*…\s*)+", " … ", text).strip(" ….,;:!?。，")
-    if _CJK_CHAR.search(text):
+    if CJK_CHAR.search(text):
         text = re.sub(r"\s*…\s*", "…", text)
     return text or p.display
 
@@ -1144,9 +1138,9 @@ def _meaningful(po: _Parsed, pn: _Parsed, shared: frozenset[str]) -> frozenset[s
     four-character memories ("喜欢喝茶" / "改成喝咖啡了") it is the verb they share.
     """
     implied = frozenset().union(*(w for _, w in po.implied), *(w for _, w in pn.implied))
-    short = all(len(_CJK_CHAR.findall(p.bare)) <= 4 for p in (po, pn))
+    short = all(len(CJK_CHAR.findall(p.bare)) <= 4 for p in (po, pn))
     return frozenset(t for t in shared
-                     if not (len(t) == 1 and _CJK_CHAR.match(t)) or short or t in implied)
+                     if not (len(t) == 1 and CJK_CHAR.match(t)) or short or t in implied)
 
 
 def _antonym(po: _Parsed, pn: _Parsed, shared: frozenset[str]) -> tuple[str, str] | None:
@@ -1177,7 +1171,7 @@ def _number_change(po: _Parsed, pn: _Parsed) -> tuple[str, str, frozenset[str]] 
             if pn.number_clause[new_number] not in change_clauses:
                 continue
             # A lone Chinese character ("分" in 总分 and 分钟) is too weak a link.
-            common = {t for t in old_near & new_near if not (len(t) == 1 and _CJK_CHAR.match(t))}
+            common = {t for t in old_near & new_near if not (len(t) == 1 and CJK_CHAR.match(t))}
             if common:
                 return old_number, new_number, frozenset(common)
     return None

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Final
 
 from .errors import LLMError, ValidationError
+from .text import PUNCT_MAP, fold_chinese
 
 __all__ = ["RULES", "Gate", "GateDecision", "explain_rules", "should_recall"]
 
@@ -584,46 +585,7 @@ RULES: dict[str, list[tuple[str, str, str, str]]] = {
 # Normalisation
 # --------------------------------------------------------------------------- #
 
-# NFKC already turns full-width ASCII (？，！Ａ) into plain ASCII; this maps
-# what it leaves alone so patterns can use one spelling of each mark.
-_PUNCT_MAP: Final = str.maketrans({
-    "\u2018": "'", "\u2019": "'", "\u201b": "'", "\u02bc": "'", "\u00b4": "'", "`": "'",
-    "\u201c": '"', "\u201d": '"', "\u201e": '"',
-    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-",
-    "\u2015": "-", "\u2212": "-",
-    "\u3002": ".", "\u3001": ",",
-    # Invisible characters would split words ("my\u200bwife") and defeat \b.
-    "\u200b": None, "\u200c": None, "\u200d": None, "\u2060": None, "\ufeff": None,
-    "\u00ad": None,
-})
-
-# Traditional -> simplified, one character each, only as wide as the rules
-# need. Keeping it 1:1 keeps match offsets valid for quoting the user's text.
-_TRAD_SIMP_PAIRS: Final = (
-    "們们 說说 過过 記记 嗎吗 麼么 這这 個个 來来 時时 還还 項项 寵宠 貓猫 媽妈 兒儿 "
-    "闆板 薦荐 該该 應应 給给 點点 體体 裡里 裏里 樣样 讓让 對对 話话 憶忆 會会 從从 "
-    "後后 週周 歲岁 職职 業业 學学 電电 機机 車车 親亲 飯饭 頭头 進进 實实 現现 夢梦 "
-    "幫帮 選选 擇择 買买 適适 讀读 書书 聽听 見见 處处 於于 氣气 為为 誰谁 國国 謝谢 "
-    "開开 關关 約约 錯错 別别 愛爱 歡欢 習习 慣惯 經经 總总 標标 劃划 畫画 計计 議议 "
-    "討讨 論论 決决 談谈 訴诉 興兴 厭厌 專专 題题 問问 沒没 囉啰 舊旧 繼继 續续 著着 "
-    "當当 剛刚 講讲 發发 齡龄 資资 訊讯 況况 願愿 辦办 務务 預预 醫医 藥药 飲饮 規规 "
-    "準准 備备 結结 紀纪 節节 禮礼 領领 導导 團团 隊队 侶侣 寶宝 閨闺 鄰邻 師师 廳厅 "
-    "產产 創创 貸贷 價价 錢钱 碼码 員员 識识 語语 義义 請请 釋释 譯译 紹绍 寫写 幾几 "
-    "試试 課课 據据 夠够 爺爷 姊姐 妳你 瞭了 網网 單单 級级 優优 養养 鸚鹦 鵡鹉 倉仓 "
-    "魚鱼 蘭兰 鐘钟 號号 間间 飛飞 場场 遊游 戲戏 錄录 兩两 邊边 種种 類类 雞鸡 "
-    "頓顿 運运 動动 練练 歷历 華华 漢汉 認认 門门 區区 陽阳 達达 溫温 麗丽 驗验 "
-    "證证 屬属 係系 懷怀 孫孙 婦妇 嬸婶 聯联 絡络 郵邮 訂订 購购 賣卖 銀银 贏赢 輸输 "
-    "腦脑 藝艺 術术 聲声 樂乐 視视 詩诗 檢检 帳账 賬账 層层 圖图 設设 戶户 夥伙"
-)
-_TRAD_TO_SIMP: Final[dict[int, int]] = {
-    ord(pair[0]): ord(pair[1]) for pair in _TRAD_SIMP_PAIRS.split()
-}
-# Two-character spellings that a per-character map cannot fold; each pair has
-# equal length so offsets stay aligned.
-_ZH_BIGRAMS: Final[tuple[tuple[str, str], ...]] = (
-    ("甚么", "什么"),  # Taiwan/HK spelling of 什么
-    ("计画", "计划"),  # 計畫 (Taiwan) after the per-character fold
-)
+# The punctuation map and the traditional-to-simplified fold are memory_core.text's.
 
 _WHITESPACE: Final = re.compile(r"\s+")
 
@@ -638,21 +600,13 @@ def _normalise(query: object) -> str:
         raise ValidationError(
             f"query must be a str holding the user's turn text, got {type(query).__name__}"
         )
-    text = unicodedata.normalize("NFKC", query).translate(_PUNCT_MAP).casefold()
+    text = unicodedata.normalize("NFKC", query).translate(PUNCT_MAP).casefold()
     text = _WHITESPACE.sub(" ", text).strip()
     if not text:
         raise ValidationError(
             "query is empty or whitespace-only; pass the user's turn text (a non-empty string)"
         )
     return text
-
-
-def _fold_chinese(text: str) -> str:
-    """Fold traditional Chinese to simplified, keeping every offset unchanged."""
-    folded = text.translate(_TRAD_TO_SIMP)
-    for old, new in _ZH_BIGRAMS:
-        folded = folded.replace(old, new)
-    return folded
 
 
 # --------------------------------------------------------------------------- #
@@ -777,7 +731,7 @@ class Gate:
         Raises ValidationError if *query* is not a str or is empty/whitespace.
         """
         text = _normalise(query)
-        folded = _fold_chinese(text)
+        folded = fold_chinese(text)
         decision = _first_hit(_POSITIVE_RULES, text, folded)
         if decision is None:
             decision = _first_hit(_NO_MEMORY_RULES, text, folded)

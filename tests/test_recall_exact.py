@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from memory_core import MemoryBank, ScoringParams
-from memory_core.index import lexical_tokens
+from memory_core.text import lexical_tokens
 from memory_core.store import Store
 
 WORDS = ("coffee tea morning running marathon paris berlin moved vegetarian pasta python database "
