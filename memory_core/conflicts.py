@@ -60,11 +60,12 @@ import numpy as np
 
 from .errors import LLMError, ValidationError
 from .llm import LLMClient, with_fallback
+from .models import KINDS
 from .text import CJK_CHAR, JOINED_WORD, PUNCT_MAP, UNIT, fold_chinese, tokenize
 
 __all__ = [
     "AUTO_RULES",
-    "KINDS",
+    "CONFLICT_KINDS",
     "MUCH_NEWER",
     "REVIEW_BELOW",
     "SAME_DAY",
@@ -82,8 +83,8 @@ __all__ = [
 # Public records
 # --------------------------------------------------------------------------- #
 
-MEMORY_KINDS: Final = ("explicit", "inferred")
-KINDS: Final = ("polarity", "value_change", "switch", "llm", "none")
+CONFLICT_KINDS: Final = ("polarity", "value_change", "switch", "llm", "none")
+"""What a verdict calls a contradiction (or "none"); a memory's own kind is one of models.KINDS."""
 SUGGESTIONS: Final = ("newer_wins", "explicit_wins", "keep_both", "review")
 PATHS: Final = ("rules", "llm")
 AUTO_RULES: Final = ("newer_wins", "explicit_wins")
@@ -132,9 +133,9 @@ class MemoryView:
             raise ValidationError(
                 f"MemoryView.created_at must be a datetime, got {type(self.created_at).__name__} (memory {self.id})"
             )
-        if self.kind not in MEMORY_KINDS:
+        if self.kind not in KINDS:
             raise ValidationError(
-                f"MemoryView.kind must be one of {', '.join(MEMORY_KINDS)}, got {self.kind!r} (memory {self.id})"
+                f"MemoryView.kind must be one of {', '.join(KINDS)}, got {self.kind!r} (memory {self.id})"
             )
         if not _is_number(self.importance) or not math.isfinite(self.importance) or not 0 <= self.importance <= 1:
             raise ValidationError(f"MemoryView.importance must be a number in [0, 1], got {self.importance!r}")
@@ -176,8 +177,8 @@ class Verdict:
         # Verdicts are shown to operators and may drive automatic resolution: refuse garbage early.
         if not isinstance(self.conflict, bool):
             raise ValidationError(f"Verdict.conflict must be a bool, got {type(self.conflict).__name__}")
-        if self.kind not in KINDS:
-            raise ValidationError(f"Verdict.kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if self.kind not in CONFLICT_KINDS:
+            raise ValidationError(f"Verdict.kind must be one of {', '.join(CONFLICT_KINDS)}, got {self.kind!r}")
         if (self.kind == "none") == self.conflict:
             raise ValidationError("Verdict.kind must be 'none' exactly when conflict is False")
         if not isinstance(self.evidence, str):
@@ -1358,8 +1359,8 @@ def suggest(a: MemoryView, b: MemoryView, kind: str, confidence: float) -> str:
     Raises ValidationError for an unknown kind or a confidence outside [0, 1].
     """
     a, b = _check_pair(a, b)
-    if kind not in KINDS:
-        raise ValidationError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if kind not in CONFLICT_KINDS:
+        raise ValidationError(f"kind must be one of {', '.join(CONFLICT_KINDS)}, got {kind!r}")
     if not _is_number(confidence) or not math.isfinite(confidence) or not 0 <= confidence <= 1:
         raise ValidationError(f"confidence must be a number in [0, 1], got {confidence!r}")
     if kind == "none":
