@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from .errors import LLMError, ValidationError
 from .text import PUNCT_MAP, fold_chinese
+from .words import EN_PEOPLE, EN_PETS, SV_PEOPLE, SV_PETS, ZH_PEOPLE, ZH_PETS
 
 __all__ = ["RULES", "Gate", "GateDecision", "explain_rules", "should_recall"]
 
@@ -95,7 +96,8 @@ _CATEGORY_DESCRIPTIONS: Final[dict[str, str]] = {
 }
 _NO_MEMORY: Final = "no_memory"
 
-# Shared word lists. Patterns run on casefolded text, so everything is
+# Shared word lists (the people and pets are memory_core.words', which
+# extraction uses too). Patterns run on casefolded text, so everything is
 # lowercase; Chinese patterns are written in simplified characters because
 # traditional input is folded to simplified before matching.
 
@@ -103,16 +105,6 @@ _EN_ADJ = (
     r"(?:(?:new|old|little|big|baby|younger|older|elder|oldest|youngest|eldest|"
     r"best|late|dear|current|future|step|half|ex)[- ]?)?"
 )
-_EN_PEOPLE = (
-    r"wife|husband|partner|spouse|fiancee?|fiancée?|boyfriend|girlfriend|bf|gf|ex|"
-    r"sons?|daughters?|kids?|children|child|baby|babies|toddler|twins|"
-    r"mom|mum|mother|mama|dad|father|papa|parents?|brothers?|sisters?|siblings?|family|"
-    r"grandma|grandmother|grandpa|grandfather|grandparents?|aunt|uncle|cousins?|"
-    r"nephew|niece|in-laws|friends?|bestie|boss|manager|colleagues?|coworkers?|co-workers?|"
-    r"teammates?|team|roommates?|flatmates?|neighbou?rs?|therapist|landlord|"
-    r"students?|clients?|customers?"
-)
-_EN_PETS = r"dogs?|cats?|pets?|puppy|puppies|kitten|kittens|hamsters?|rabbits?|bunny|parrot|horse"
 _EN_WORK = (
     r"job|work|career|company|startup|business|employer|office|projects?|thesis|dissertation|"
     r"research|paper|codebase|code|repo|repository|app|website|product|course|classes|class|"
@@ -132,13 +124,6 @@ _SV_ADJ = (
     r"(?:(?:nya|gamla|lilla|lille|stora|store|äldsta|yngsta|bästa|före detta|ex|bonus|styv)"
     r"[- ]?)?"
 )
-_SV_PEOPLE = (
-    r"fru|man|make|maka|sambo|partner|pojkvän|flickvän|fästman|fästmö|son|söner|dotter|döttrar|"
-    r"barn|bebis|bäbis|mamma|mor|pappa|far|föräldrar|bror|bröder|syster|systrar|syskon|familj|"
-    r"mormor|farmor|morfar|farfar|kusin|kusiner|vän|väninna|vänner|kompis|kompisar|chef|"
-    r"kollega|kollegor|granne|grannar|kund|kunder|team"
-)
-_SV_PETS = r"hund|hundar|katt|katter|husdjur|valp|valpar|kattunge|kanin|häst"
 _SV_WORK = (
     r"jobb|arbete|arbetsplats|anställning|karriär|företag|firma|startup|projekt|uppsats|"
     r"avhandling|exjobb|kod|app|hemsida|kurs|kurser|utbildning|skola|examen|tenta|tentor|"
@@ -149,13 +134,6 @@ _SV_LIFE = (
     r"namn|ålder|adress|mejl|e-post|telefonnummer|diet|kost|allergi|allergier|hälsa|sjukdom|"
     r"medicin|mediciner|vikt|längd|schema|kalender|möte|möten|resa|semester|flyg|hotell|"
     r"hobby|hobbyer|träning|gym|språk|modersmål"
-)
-
-_ZH_PEOPLE = (
-    r"老婆|妻子|太太|老公|丈夫|先生|爱人|男朋友|女朋友|男友|女友|对象|伴侣|未婚夫|未婚妻|"
-    r"儿子|女儿|孩子|小孩|宝宝|宝贝|爸爸|妈妈|父亲|母亲|爸妈|父母|爷爷|奶奶|外公|外婆|"
-    r"哥哥|姐姐|弟弟|妹妹|家人|亲戚|朋友|闺蜜|好友|同事|老板|上司|领导|经理|室友|邻居|"
-    r"客户|医生|老师|同学|团队"
 )
 
 # Each row: (rule_id, category, pattern, example).  rule_id is
@@ -245,10 +223,10 @@ RULES: dict[str, list[tuple[str, str, str, str]]] = {
          "I was going to call the bank, when was that?"),
         # --- personal_fact ------------------------------------------------
         ("en.personal_fact.my_people", "personal_fact",
-         rf"\b(?:my|our) {_EN_ADJ}(?:{_EN_PEOPLE})\b",
+         rf"\b(?:my|our) {_EN_ADJ}(?:{EN_PEOPLE})\b",
          "My wife's birthday is next week."),
         ("en.personal_fact.my_pets", "personal_fact",
-         rf"\b(?:my|our) {_EN_ADJ}(?:{_EN_PETS})\b",
+         rf"\b(?:my|our) {_EN_ADJ}(?:{EN_PETS})\b",
          "How old is my dog?"),
         ("en.personal_fact.my_work", "personal_fact",
          rf"\b(?:my|our) (?:(?:new|old|current|day|side|main|last|previous|first) )?(?:{_EN_WORK})\b",
@@ -391,10 +369,10 @@ RULES: dict[str, list[tuple[str, str, str, str]]] = {
          "Var var jag?"),
         # --- personal_fact ------------------------------------------------
         ("sv.personal_fact.my_people", "personal_fact",
-         rf"\b{_SV_POSS} {_SV_ADJ}(?:{_SV_PEOPLE})\b",
+         rf"\b{_SV_POSS} {_SV_ADJ}(?:{SV_PEOPLE})\b",
          "Min fru fyller år nästa vecka."),
         ("sv.personal_fact.my_pets", "personal_fact",
-         rf"\b{_SV_POSS} {_SV_ADJ}(?:{_SV_PETS})\b",
+         rf"\b{_SV_POSS} {_SV_ADJ}(?:{SV_PETS})\b",
          "Hur gammal är min hund?"),
         ("sv.personal_fact.my_work", "personal_fact",
          rf"\b{_SV_POSS} (?:(?:nya|gamla|nuvarande) )?(?:{_SV_WORK})\b",
@@ -516,11 +494,11 @@ RULES: dict[str, list[tuple[str, str, str, str]]] = {
          "我本来打算周末去爬山。"),
         # --- personal_fact ------------------------------------------------
         ("zh.personal_fact.my_people", "personal_fact",
-         rf"我们?(?:的|家的?)?(?:{_ZH_PEOPLE})",
+         rf"我们?(?:的|家的?)?(?:{ZH_PEOPLE})",
          "我老婆下周过生日。"),
         # Single characters (狗, 猫) are too ambiguous without 的/家.
         ("zh.personal_fact.my_pets", "personal_fact",
-         r"我们?(?:的|家的?|养的)(?:狗|猫|狗狗|猫咪|宠物|小狗|小猫|兔子|鹦鹉|鱼|仓鼠)|"
+         rf"我们?(?:的|家的?|养的)(?:{ZH_PETS})|"
          r"我们?(?:狗狗|猫咪|宠物)",
          "我家的狗多大了？"),
         # 应用/产品/代码 double as verbs or generic nouns ("我们应用这个公式"),
