@@ -62,7 +62,7 @@ import numpy as np
 
 from .errors import LLMError, ValidationError
 from .llm import LLMClient, with_fallback
-from .models import CATEGORIES, KINDS, check_choice, check_importance, parse_time
+from .models import CATEGORIES, KINDS, PII_MODES, check_choice, check_importance, parse_time
 from .redact import PII_KINDS, find_pii, placeholder_pattern, redact
 from .words import EN_PEOPLE, EN_PETS, SV_DEFINITE, SV_PEOPLE, SV_PETS, ZH_PEOPLE, ZH_PETS
 
@@ -72,7 +72,6 @@ __all__ = [
 ]
 
 ROLES: Final = ("user", "assistant", "system")
-PII_MODES: Final = ("redact", "refuse", "allow")
 MAX_MEMORY_CHARS: Final = 300
 
 # Importance by category: names, goals and preferences are what recall should

@@ -45,6 +45,7 @@ __all__ = [
     "DEFAULT_RELATED_THRESHOLD",
     "RELATED_MUTUAL_RANK",
     "DEFAULT_THRESHOLD",
+    "LARGE_NAMESPACE",
     "MAX_MERGED_CHARS",
     "MergePreview",
     "candidates",
