@@ -37,7 +37,10 @@ from .models import (
     CATEGORIES, CONFLICT_STATUSES, KINDS, PII_MODES, RESOLUTIONS, STATUSES, Conflict, Event, Feedback, Hit,
     ImportReport, LabeledQuery, Memory, MergeRecord, Profile, format_for_prompt, humanize_age, parse_time,
 )
+from .queries import ORDERS as _ORDER_SQL
 from .scoring import PRESETS, TIERS, ScoringParams
+
+ORDERS = tuple(_ORDER_SQL)  # the sort orders MemoryBank.memories(order=...) takes
 
 PUBLIC_MODULES = ("scoring", "metrics", "tuning", "merge", "maintenance")
 
@@ -48,7 +51,7 @@ __all__ = [
     # the recall gate
     "Gate", "GateDecision", "should_recall",
     # vocabularies (what a choice may name)
-    "KINDS", "CATEGORIES", "STATUSES", "TIERS", "CONFLICT_STATUSES", "RESOLUTIONS", "PII_MODES", "INDEX_MODES",
+    "KINDS", "CATEGORIES", "STATUSES", "TIERS", "ORDERS", "CONFLICT_STATUSES", "RESOLUTIONS", "PII_MODES", "INDEX_MODES",
     "LOAD_PROGRESS_MIN",
     # time
     "parse_time", "humanize_age",

@@ -13,13 +13,12 @@ from datetime import date, datetime, time, timedelta, timezone
 import pandas as pd
 import streamlit as st
 
-from memory_core import CATEGORIES, KINDS, STATUSES, TIERS
+from memory_core import CATEGORIES, KINDS, ORDERS, STATUSES, TIERS
 from memory_core.scoring import COLD_DAYS, HOT_DAYS
 from pages.common import configured_password, ensure_loaded, get_bank, namespace_picker, password_matches, readable_errors
 
 PAGE_SIZE = 50
 ANY = "(any)"
-ORDERS = ["newest", "oldest", "importance", "most used", "recently used"]
 DATE_MIN, DATE_MAX = date(1970, 1, 1), date(2100, 12, 31)  # imported memories may be old
 PINNED = {"any": None, "pinned": True, "not pinned": False}
 
