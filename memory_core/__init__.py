@@ -34,8 +34,9 @@ from .evaluate import AblationCase, AblationResult, ablate, load_cases, parse_ca
 from .gate import Gate, GateDecision, should_recall
 from .llm import get_client
 from .models import (
-    CATEGORIES, CONFLICT_STATUSES, KINDS, PII_MODES, RESOLUTIONS, STATUSES, Conflict, Event, Feedback, Hit,
-    ImportReport, LabeledQuery, Memory, MergeRecord, Profile, format_for_prompt, humanize_age, parse_time,
+    CATEGORIES, CONFLICT_STATUSES, KINDS, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS, STATUSES, Conflict, Event,
+    Feedback, Hit, ImportReport, LabeledQuery, Memory, MergeRecord, Profile, format_for_prompt, humanize_age,
+    parse_time,
 )
 from .queries import ORDERS as _ORDER_SQL
 from .scoring import PRESETS, TIERS, ScoringParams
@@ -51,7 +52,8 @@ __all__ = [
     # the recall gate
     "Gate", "GateDecision", "should_recall",
     # vocabularies (what a choice may name)
-    "KINDS", "CATEGORIES", "STATUSES", "TIERS", "ORDERS", "CONFLICT_STATUSES", "RESOLUTIONS", "PII_MODES", "INDEX_MODES",
+    "KINDS", "CATEGORIES", "STATUSES", "TIERS", "ORDERS", "CONFLICT_STATUSES", "RESOLUTIONS", "PII_MODES", "MAINTENANCE_STEPS",
+    "INDEX_MODES",
     "LOAD_PROGRESS_MIN",
     # time
     "parse_time", "humanize_age",

@@ -17,11 +17,10 @@ import click
 import numpy as np
 
 from memory_core import (
-    CATEGORIES, CONFLICT_STATUSES, INDEX_MODES, KINDS, LOAD_PROGRESS_MIN, PII_MODES, RESOLUTIONS, ImportFormatError,
-    MemoryBank, MemoryCoreError, ScoringParams, get_client, humanize_age, load_cases, parse_time,
+    CATEGORIES, CONFLICT_STATUSES, INDEX_MODES, KINDS, LOAD_PROGRESS_MIN, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS,
+    ImportFormatError, MemoryBank, MemoryCoreError, ScoringParams, get_client, humanize_age, load_cases, parse_time,
 )
 from memory_core import ablate as ablate_cases  # `ablate` is a command here
-from memory_core import maintenance
 
 DEFAULT_BANK = "data/memory.duckdb"
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -566,7 +565,7 @@ def merge_undo(obj: _Context, merge_id: int) -> None:
 @cli.command()
 @click.option("--dry-run", is_flag=True, help="Print exactly what would change; change nothing.")
 @click.option("--all", "all_steps", is_flag=True, help="Run every step, not only the due ones.")
-@click.option("--step", "steps", multiple=True, type=click.Choice(maintenance.STEPS))
+@click.option("--step", "steps", multiple=True, type=click.Choice(MAINTENANCE_STEPS))
 @click.option("-n", "--namespace", default=None)
 @click.option("--now", default=None, help="Run as of this date (default: now).")
 @click.option("--hard", is_flag=True, help="Erase expired memories for good instead of archiving them.")
@@ -576,6 +575,8 @@ def merge_undo(obj: _Context, merge_id: int) -> None:
 def maintain(obj: _Context, dry_run: bool, all_steps: bool, steps: tuple[str, ...], namespace: str | None,
              now: str | None, hard: bool, use_llm: bool, as_json: bool) -> None:
     """Run the maintenance plan: expiry and conflict rules weekly, merges monthly."""
+    from memory_core import maintenance  # loads the conflict rules: only when maintaining
+
     client = _llm(use_llm)
     plan = maintenance.MaintenancePlan(expire_action="hard" if hard else "archive")
     chosen = list(maintenance.STEPS) if all_steps else (list(steps) or None)
