@@ -21,7 +21,7 @@ import duckdb
 import numpy as np
 
 from memory_core import MemoryBank, ScoringParams
-from memory_core.index import lexical_tokens
+from memory_core.text import lexical_tokens
 from memory_core.scoring import blend, lexical_relevance
 
 

@@ -28,7 +28,7 @@ PRESETS = ("generative-agents", "weighted-recall")
 
 def _shortcut(bank, namespace: str, query: str, params, now: datetime, n: int) -> list[int]:
     """Top k of the N most similar memories, re-ranked by the blended score (the shortcut)."""
-    from memory_core.index import lexical_tokens
+    from memory_core.text import lexical_tokens
     from memory_core.scoring import blend
 
     idx = bank._indexes[namespace]

@@ -51,7 +51,7 @@ from memory_core import MemoryBank, ScoringParams  # noqa: E402
 from memory_core.embed import get_embedder  # noqa: E402
 
 from bench._util import embedding_spectrum  # noqa: E402
-from memory_core.index import lexical_tokens  # noqa: E402
+from memory_core.text import lexical_tokens  # noqa: E402
 from memory_core.scoring import blend, top_k  # noqa: E402
 
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)

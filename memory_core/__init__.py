@@ -6,28 +6,65 @@
         bank.add("Prefers vegetarian food", namespace="alice", importance=0.8, category="preference")
         for hit in bank.recall("what should I cook tonight?", namespace="alice"):
             print(hit.score, hit.memory.text)
+
+The public surface is what this package exports (``__all__`` below) and the submodules named in
+:data:`PUBLIC_MODULES`; the dashboard (``app.py``, ``pages/``) and ``memctl`` use nothing else
+(tests/test_public_api.py checks it):
+
+- ``memory_core.scoring``: ScoringParams and the presets, the parts of a score, the tier rule
+  (``tier_of``, ``tier_bounds``, ``HOT_DAYS``, ``COLD_DAYS``).
+- ``memory_core.metrics``: retrieval, usage, feedback and ablation figures as tables; reads only.
+- ``memory_core.tuning``: labeled query sets, cross-validated tuning of the weights, replay of
+  logged recalls under other settings.
+- ``memory_core.merge``: merge clusters and previews, and their thresholds.
+- ``memory_core.maintenance``: the maintenance plan, its steps and schedule.
+
+Every other module (bank internals, storage, index, text, words, conflicts, extract, evaluate,
+redact, llm, embed, ...) is internal and may change without notice; what faces need of them is
+exported here. Names with a leading underscore are never public.
 """
 
-from .bank import MemoryBank
+from .bank import INDEX_MODES, LOAD_PROGRESS_MIN, MemoryBank
 from .errors import (
     BankLockedError, BankReadOnlyError, CorruptBankError, ImportFormatError, LLMError,
     LLMNotConfiguredError, MemoryCoreError, ModelMismatchError, NotFoundError, StateError,
     ValidationError,
 )
+from .evaluate import AblationCase, AblationResult, ablate, load_cases, parse_cases
 from .gate import Gate, GateDecision, should_recall
+from .llm import get_client
 from .models import (
-    CATEGORIES, KINDS, STATUSES, Conflict, Event, Feedback, Hit, ImportReport, LabeledQuery, Memory, MergeRecord,
-    Profile,
-    format_for_prompt,
+    CATEGORIES, CONFLICT_STATUSES, KINDS, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS, STATUSES, Conflict, Event,
+    Feedback, Hit, ImportReport, LabeledQuery, Memory, MergeRecord, Profile, format_for_prompt, humanize_age,
+    parse_time,
 )
-from .scoring import PRESETS, ScoringParams
+from .queries import ORDERS as _ORDER_SQL
+from .scoring import PRESETS, TIERS, ScoringParams
+
+ORDERS = tuple(_ORDER_SQL)  # the sort orders MemoryBank.memories(order=...) takes
+
+PUBLIC_MODULES = ("scoring", "metrics", "tuning", "merge", "maintenance")
 
 __all__ = [
+    # the façade and its records
     "MemoryBank", "ScoringParams", "PRESETS", "Memory", "Hit", "Event", "ImportReport", "Conflict",
-    "MergeRecord", "Profile", "Feedback", "LabeledQuery",
-    "format_for_prompt", "Gate", "GateDecision", "should_recall", "KINDS", "CATEGORIES", "STATUSES",
+    "MergeRecord", "Profile", "Feedback", "LabeledQuery", "format_for_prompt",
+    # the recall gate
+    "Gate", "GateDecision", "should_recall",
+    # vocabularies (what a choice may name)
+    "KINDS", "CATEGORIES", "STATUSES", "TIERS", "ORDERS", "CONFLICT_STATUSES", "RESOLUTIONS", "PII_MODES", "MAINTENANCE_STEPS",
+    "INDEX_MODES",
+    "LOAD_PROGRESS_MIN",
+    # time
+    "parse_time", "humanize_age",
+    # the configured LLM (MEMCTL_LLM_*), for bank.use_llm and curation
+    "get_client",
+    # ablation (an LLM answers with and without memory, a judge compares)
+    "AblationCase", "AblationResult", "parse_cases", "load_cases", "ablate",
+    # errors
     "MemoryCoreError", "ValidationError", "NotFoundError", "ImportFormatError", "ModelMismatchError",
     "BankLockedError", "BankReadOnlyError", "CorruptBankError", "StateError", "LLMError",
     "LLMNotConfiguredError",
+    "PUBLIC_MODULES",
 ]
 __version__ = "0.1.0"

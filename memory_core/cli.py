@@ -1,21 +1,26 @@
-"""memctl: the command line of Memory Console. A thin layer over MemoryBank."""
+"""memctl: the command line of Memory Console. A thin layer over MemoryBank.
+
+Like the dashboard, it uses memory_core's public surface only (the package's exports and the
+submodules of memory_core.PUBLIC_MODULES), and its choices are the package's vocabularies.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import click
 import numpy as np
 
-from .bank import LOAD_PROGRESS_MIN, MemoryBank
-from .clock import utcnow
-from .errors import ImportFormatError, MemoryCoreError
-from .models import CATEGORIES, KINDS, humanize_age, parse_time
-from .scoring import ScoringParams
+from memory_core import (
+    CATEGORIES, CONFLICT_STATUSES, INDEX_MODES, KINDS, LOAD_PROGRESS_MIN, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS,
+    ImportFormatError, MemoryBank, MemoryCoreError, ScoringParams, get_client, humanize_age, load_cases, parse_time,
+)
+from memory_core import ablate as ablate_cases  # `ablate` is a command here
 
 DEFAULT_BANK = "data/memory.duckdb"
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -144,7 +149,7 @@ def recall(obj: _Context, query: str, namespace: str, preset: str | None, now: s
     if not hits:
         click.echo("no memory clears the threshold (an empty result is a correct answer)")
         return
-    now_dt = parse_time(now) or utcnow()
+    now_dt = parse_time(now) or datetime.now(timezone.utc)
     click.echo(f"{'#':>2} {'score':>5} {'rel':>5} {'rec':>5} {'imp':>4} {'id':>6}  {'age':<13} text")
     for h in hits:
         c = h.components
@@ -326,7 +331,7 @@ def _demo_truth(truth_file: str | None, queries: list[dict[str, Any]]) -> dict[s
 def _demo_labels(bank: MemoryBank, line_to_id: dict[int, int], queries: list[dict[str, Any]],
                  truth: dict[str, Any] | None) -> int:
     """Label the demo turns from the answer key, so the Tune page has a labeled set out of the box."""
-    from . import tuning
+    from memory_core import tuning
 
     if truth is None:
         return 0
@@ -347,7 +352,7 @@ def reembed(obj: _Context, model: str | None) -> None:
 
 
 @cli.command(name="index-mode")
-@click.argument("mode", required=False, type=click.Choice(["exact", "ivf"]))
+@click.argument("mode", required=False, type=click.Choice(INDEX_MODES))
 @click.pass_obj
 def index_mode(obj: _Context, mode: str | None) -> None:
     """Show or set how recall searches large namespaces: exact (default) or ivf (approximate)."""
@@ -414,8 +419,6 @@ def _llm(use_llm: bool) -> Any:
     """The configured LLM client when asked for (MEMCTL_LLM_* or the config file), else None."""
     if not use_llm:
         return None
-    from .llm import get_client
-
     client = get_client()
     if client is None:
         raise click.ClickException("no LLM is configured: set MEMCTL_LLM_BASE_URL and MEMCTL_LLM_MODEL "
@@ -451,7 +454,7 @@ def conflicts() -> None:
 
 @conflicts.command(name="list")
 @click.option("-n", "--namespace", default=None)
-@click.option("--status", type=click.Choice(["open", "resolved", "acknowledged", "dismissed", "all"]),
+@click.option("--status", type=click.Choice([*CONFLICT_STATUSES, "all"]),
               default="open", show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
@@ -490,7 +493,7 @@ def conflicts_detect(obj: _Context, namespace: str | None, use_llm: bool) -> Non
 
 @conflicts.command(name="resolve")
 @click.argument("conflict_id", type=int)
-@click.argument("rule", type=click.Choice(["newer_wins", "explicit_wins", "keep_both", "edit", "dismiss"]))
+@click.argument("rule", type=click.Choice(RESOLUTIONS))
 @click.option("--memory", "memory_id", type=int, default=None, help="With edit: which of the two.")
 @click.option("--text", default=None, help="With edit: the new text.")
 @click.pass_obj
@@ -562,7 +565,7 @@ def merge_undo(obj: _Context, merge_id: int) -> None:
 @cli.command()
 @click.option("--dry-run", is_flag=True, help="Print exactly what would change; change nothing.")
 @click.option("--all", "all_steps", is_flag=True, help="Run every step, not only the due ones.")
-@click.option("--step", "steps", multiple=True, type=click.Choice(["cleanup", "merge"]))
+@click.option("--step", "steps", multiple=True, type=click.Choice(MAINTENANCE_STEPS))
 @click.option("-n", "--namespace", default=None)
 @click.option("--now", default=None, help="Run as of this date (default: now).")
 @click.option("--hard", is_flag=True, help="Erase expired memories for good instead of archiving them.")
@@ -572,7 +575,7 @@ def merge_undo(obj: _Context, merge_id: int) -> None:
 def maintain(obj: _Context, dry_run: bool, all_steps: bool, steps: tuple[str, ...], namespace: str | None,
              now: str | None, hard: bool, use_llm: bool, as_json: bool) -> None:
     """Run the maintenance plan: expiry and conflict rules weekly, merges monthly."""
-    from . import maintenance
+    from memory_core import maintenance  # loads the conflict rules: only when maintaining
 
     client = _llm(use_llm)
     plan = maintenance.MaintenancePlan(expire_action="hard" if hard else "archive")
@@ -617,7 +620,7 @@ def profile(obj: _Context, namespace: str, as_json: bool) -> None:
 @cli.command()
 @click.argument("conversation", type=click.Path(exists=True, dir_okay=False))
 @click.option("-n", "--namespace", required=True, help="Whose memories these are.")
-@click.option("--pii", type=click.Choice(["redact", "refuse", "allow"]), default="redact", show_default=True,
+@click.option("--pii", type=click.Choice(PII_MODES), default="redact", show_default=True,
               help="What to do with emails, phone numbers, card numbers, addresses...")
 @_llm_option
 @click.option("--json", "as_json", is_flag=True)
@@ -723,15 +726,13 @@ def feedback(obj: _Context, retrieval_id: int, answer: str | None, used_ids: tup
 def metrics(obj: _Context, namespace: str | None, since: str | None, until: str | None,
             labels_file: str | None, k: int | None, as_json: bool) -> None:
     """Retrieval frequency, empty results, usage rate, precision@k and ablation figures."""
-    from datetime import date as _date
-
-    from . import metrics as mx
+    from memory_core import metrics as mx  # pandas: loaded only when asked for
 
     def bound(value: str | None, what: str) -> Any:
         if value is None:
             return None
         try:
-            return _date.fromisoformat(value)  # a plain date means the whole day
+            return date.fromisoformat(value)  # a plain date means the whole day
         except ValueError:
             return parse_time(value, what)
 
@@ -785,14 +786,11 @@ def ablate(obj: _Context, cases_file: str, namespace: str | None, judge_model: s
     CASES_FILE holds JSON lines {"question": ..., "namespace": ..., "expected": ...} (namespace and
     expected optional). The answering model is the configured LLM (MEMCTL_LLM_*).
     """
-    from . import evaluate as ev
-
-    cases = ev.load_cases(cases_file, namespace=namespace)
-    answer, judge = ev.ablation_clients(judge_model=judge_model)
+    cases = load_cases(cases_file, namespace=namespace)
     with obj.open() as bank, click.progressbar(length=len(cases), label="ablating", file=sys.stderr) as bar:
-        result = ev.run_ablation(bank, cases, answer, judge, seed=seed, params=preset,
-                                 progress=lambda done, total: bar.update(1), source=os.path.basename(cases_file),
-                                 namespace=namespace)
+        result = ablate_cases(bank, cases, judge_model=judge_model, seed=seed, params=preset,
+                              progress=lambda done, total: bar.update(done - bar.pos),
+                              source=os.path.basename(cases_file), namespace=namespace)
         result.run_id = bank.record_ablation(result.run, result.cases)
     if as_json:
         click.echo(json.dumps({"run_id": result.run_id, "errors": result.errors, **result.rates,
@@ -856,7 +854,7 @@ def _scores_line(s: Any) -> str:
 
 
 def _labeled_set(bank: MemoryBank, namespace: str | None, set_name: str | None) -> Any:
-    from . import tuning
+    from memory_core import tuning
 
     queries = bank.labels(namespace=namespace, set_name=set_name)
     if not queries:
@@ -881,7 +879,7 @@ def _labeled_set(bank: MemoryBank, namespace: str | None, set_name: str | None) 
 def tune(obj: _Context, namespace: str | None, set_name: str | None, objective: str, folds: int, trials: int,
          seed: int, base_name: str | None, save_as: str | None, as_json: bool) -> None:
     """Search weights, half-life and threshold on labeled queries (cross-validated); propose a preset."""
-    from . import tuning
+    from memory_core import tuning
 
     tuning.Objective.parse(objective)
     with obj.open() as bank:
@@ -929,7 +927,7 @@ def tune(obj: _Context, namespace: str | None, set_name: str | None, objective: 
 def replay(obj: _Context, since: str | None, until: str | None, preset_name: str, namespace: str | None,
            set_name: str | None, as_json: bool) -> None:
     """Re-run logged recalls under a preset, as what-ifs: what changes, what becomes empty, metric deltas."""
-    from . import tuning
+    from memory_core import tuning
 
     with obj.open() as bank:
         params = bank.preset(preset_name)

@@ -59,13 +59,13 @@ from typing import Any, Final
 import numpy as np
 
 from .errors import LLMError, ValidationError
-from .gate import _PUNCT_MAP, _fold_chinese
-from .index import tokenize
 from .llm import LLMClient, with_fallback
+from .models import KINDS
+from .text import CJK_CHAR, JOINED_WORD, PUNCT_MAP, UNIT, fold_chinese, tokenize
 
 __all__ = [
     "AUTO_RULES",
-    "KINDS",
+    "CONFLICT_KINDS",
     "MUCH_NEWER",
     "REVIEW_BELOW",
     "SAME_DAY",
@@ -83,8 +83,8 @@ __all__ = [
 # Public records
 # --------------------------------------------------------------------------- #
 
-MEMORY_KINDS: Final = ("explicit", "inferred")
-KINDS: Final = ("polarity", "value_change", "switch", "llm", "none")
+CONFLICT_KINDS: Final = ("polarity", "value_change", "switch", "llm", "none")
+"""What a verdict calls a contradiction (or "none"); a memory's own kind is one of models.KINDS."""
 SUGGESTIONS: Final = ("newer_wins", "explicit_wins", "keep_both", "review")
 PATHS: Final = ("rules", "llm")
 AUTO_RULES: Final = ("newer_wins", "explicit_wins")
@@ -133,9 +133,9 @@ class MemoryView:
             raise ValidationError(
                 f"MemoryView.created_at must be a datetime, got {type(self.created_at).__name__} (memory {self.id})"
             )
-        if self.kind not in MEMORY_KINDS:
+        if self.kind not in KINDS:
             raise ValidationError(
-                f"MemoryView.kind must be one of {', '.join(MEMORY_KINDS)}, got {self.kind!r} (memory {self.id})"
+                f"MemoryView.kind must be one of {', '.join(KINDS)}, got {self.kind!r} (memory {self.id})"
             )
         if not _is_number(self.importance) or not math.isfinite(self.importance) or not 0 <= self.importance <= 1:
             raise ValidationError(f"MemoryView.importance must be a number in [0, 1], got {self.importance!r}")
@@ -177,8 +177,8 @@ class Verdict:
         # Verdicts are shown to operators and may drive automatic resolution: refuse garbage early.
         if not isinstance(self.conflict, bool):
             raise ValidationError(f"Verdict.conflict must be a bool, got {type(self.conflict).__name__}")
-        if self.kind not in KINDS:
-            raise ValidationError(f"Verdict.kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if self.kind not in CONFLICT_KINDS:
+            raise ValidationError(f"Verdict.kind must be one of {', '.join(CONFLICT_KINDS)}, got {self.kind!r}")
         if (self.kind == "none") == self.conflict:
             raise ValidationError("Verdict.kind must be 'none' exactly when conflict is False")
         if not isinstance(self.evidence, str):
@@ -627,11 +627,6 @@ _CLAUSE_BREAK = re.compile(CLAUSE_BREAKS)
 _DISPREFERRED = re.compile(DISPREFERRED)
 
 _WS = re.compile(r"\s+")
-_WORD = re.compile(r"[^\W_]+(?:['-][^\W_]+)*")
-_CJK_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
-# A unit is one Latin-script word or one Chinese character: the measure of "a few words away".
-_UNIT = re.compile(rf"[{_CJK_CLASS}]|[^\W_{_CJK_CLASS}]+(?:['-][^\W_{_CJK_CLASS}]+)*")
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
 _NUMBER_IN_TEXT = re.compile(r"\d+(?:[.:,]\d+)*")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
@@ -685,8 +680,8 @@ class _Parsed:
 
 
 def _prepare(text: str) -> tuple[str, str]:
-    display = _WS.sub(" ", unicodedata.normalize("NFKC", text).translate(_PUNCT_MAP)).strip()
-    low = _fold_chinese(display.casefold())
+    display = _WS.sub(" ", unicodedata.normalize("NFKC", text).translate(PUNCT_MAP)).strip()
+    low = fold_chinese(display.casefold())
     if len(low) != len(display):  # casefold changed lengths (ß -> ss): quote the folded text instead
         display = low
     return display, low
@@ -695,11 +690,11 @@ def _prepare(text: str) -> tuple[str, str]:
 def _looks_swedish(low: str) -> bool:
     if re.search(r"[åäö]", low):
         return True
-    return any(word in _SV_MARKERS for word in _WORD.findall(low))
+    return any(word in _SV_MARKERS for word in JOINED_WORD.findall(low))
 
 
 def _sv_stem(token: str) -> str:
-    # A light Swedish suffix strip on top of index.tokenize's English stemming, so that "röker" and
+    # A light Swedish suffix strip on top of text.tokenize's English stemming, so that "röker" and
     # "röka", "jobbar" and "jobbet" share a topic token.
     for suffix in _SV_SUFFIXES:
         if token.endswith(suffix) and len(token) - len(suffix) >= 2:
@@ -710,8 +705,8 @@ def _sv_stem(token: str) -> str:
 def _tokens(text: str, swedish: bool) -> set[str]:
     out: set[str] = set()
     for token in tokenize(text):
-        if _CJK_CHAR.search(token):
-            # index.tokenize makes every character bigram; one that straddles a particle ("了上"
+        if CJK_CHAR.search(token):
+            # text.tokenize makes every character bigram; one that straddles a particle ("了上"
             # in "搬到了上海") is not a word and would only invent shared topics.
             if token not in _TOPIC_FILLER and not (len(token) == 2 and set(token) & _CJK_PARTICLES):
                 out.add(token)
@@ -727,10 +722,10 @@ def _tokens(text: str, swedish: bool) -> set[str]:
 def _value_tokens(value: str, swedish: bool) -> frozenset[str]:
     """Tokens of an attribute value: like topic tokens, but stop words and numbers count ("in May")."""
     out: set[str] = set()
-    for word in _WORD.findall(value):
+    for word in JOINED_WORD.findall(value):
         if word in _VALUE_FILLER:
             continue
-        if _CJK_CHAR.search(word):
+        if CJK_CHAR.search(word):
             out.update(t for t in tokenize(word) if t not in ("了", "的"))
             continue
         found = tokenize(word)
@@ -767,7 +762,7 @@ def _number_key(raw: str) -> str:
 def _parse(text: str) -> _Parsed:
     display, low = _prepare(text)
     swedish = _looks_swedish(low)
-    units = [m.span() for m in _UNIT.finditer(low)]
+    units = [m.span() for m in UNIT.finditer(low)]
 
     # Clauses and the dispreferred side of a comparison.
     segment, flipped = [0] * len(units), [False] * len(units)
@@ -844,7 +839,7 @@ def _parse(text: str) -> _Parsed:
                 # Units count here even where topic matching ignores them ("14 days", "2 hours").
                 words |= _value_tokens(piece, swedish)
         # Chinese neighbours are single characters; add the bigram just before the number ("总分").
-        if unit >= 2 and all(_CJK_CHAR.match(low[units[u][0]]) for u in (unit - 2, unit - 1)):
+        if unit >= 2 and all(CJK_CHAR.match(low[units[u][0]]) for u in (unit - 2, unit - 1)):
             words.add(low[units[unit - 2][0]] + low[units[unit - 1][0]])
         key = _number_key(match.group(0))
         numbers[key] = frozenset(words | numbers.get(key, frozenset()))
@@ -881,7 +876,7 @@ def _slots(p: _Parsed) -> list[_Slot]:
             if groups.get("obj"):
                 ctx_tokens |= _tokens(groups["obj"], p.swedish)
             # Single Chinese characters are too ambiguous to tell two contexts apart.
-            ctx = frozenset(t for t in ctx_tokens if not (len(t) == 1 and _CJK_CHAR.match(t)))
+            ctx = frozenset(t for t in ctx_tokens if not (len(t) == 1 and CJK_CHAR.match(t)))
             parts = [(vgroup, role)]
             if groups.get("old"):
                 parts.append(("old", "past"))
@@ -905,12 +900,12 @@ def _slots(p: _Parsed) -> list[_Slot]:
 def _occurrences(p: _Parsed, shared: frozenset[str]) -> dict[int, set[str]]:
     """Units of p that carry a shared topic token, with the tokens they carry."""
     found: dict[int, set[str]] = {}
-    bigrams = {t for t in shared if len(t) == 2 and all(_CJK_CHAR.match(c) for c in t)}
+    bigrams = {t for t in shared if len(t) == 2 and all(CJK_CHAR.match(c) for c in t)}
     for i, (start, end) in enumerate(p.units):
         piece = p.bare[start:end]
         if not piece.strip():
             continue  # a cue word, not topic
-        if _CJK_CHAR.match(piece):
+        if CJK_CHAR.match(piece):
             carried = set()
             if i + 1 < len(p.units) and p.units[i + 1][0] == end:
                 pair = piece + p.bare[p.units[i + 1][0]:p.units[i + 1][1]]
@@ -1002,10 +997,10 @@ def _mixed(polarity: dict[str, set[bool]]) -> bool:
 def _topic_mask(p: _Parsed, shared: frozenset[str]) -> list[bool]:
     """Which characters of p.display belong to the shared topic."""
     mask = [False] * len(p.low)
-    bigrams = {t for t in shared if len(t) == 2 and all(_CJK_CHAR.match(c) for c in t)}
-    for match in _WORD.finditer(p.low):
+    bigrams = {t for t in shared if len(t) == 2 and all(CJK_CHAR.match(c) for c in t)}
+    for match in JOINED_WORD.finditer(p.low):
         word = match.group(0)
-        if _CJK_CHAR.search(word):
+        if CJK_CHAR.search(word):
             for i in range(match.start(), match.end() - 1):
                 if p.low[i:i + 2] in bigrams:
                     mask[i] = mask[i + 1] = True
@@ -1013,8 +1008,8 @@ def _topic_mask(p: _Parsed, shared: frozenset[str]) -> list[bool]:
                 for i in range(match.start(), match.end()):
                     if p.low[i] in shared:
                         mask[i] = True
-            latin = _CJK_CHAR.sub(" ", word)
-            for sub in _WORD.finditer(latin):
+            latin = CJK_CHAR.sub(" ", word)
+            for sub in JOINED_WORD.finditer(latin):
                 if _tokens(sub.group(0), p.swedish) & shared:
                     for i in range(match.start() + sub.start(), match.start() + sub.end()):
                         mask[i] = True
@@ -1048,7 +1043,7 @@ def _topic_quote(p: _Parsed, shared: Iterable[str]) -> str:
     words = [w for w in dict.fromkeys(words) if w]
     if not words:
         return ", ".join(sorted(shared))
-    separator = "、" if all(_CJK_CHAR.search(w) for w in words) else ", "
+    separator = "、" if all(CJK_CHAR.search(w) for w in words) else ", "
     return separator.join(words)
 
 
@@ -1068,7 +1063,7 @@ def _predicate_quote(p: _Parsed, shared: frozenset[str]) -> str:
     text = re.sub(rf"(?i)(?:\b{dangling}\s+)+…", "…", text)
     text = re.sub(rf"(?i)…(?:\s+{dangling}\b)+", "…", text)
     text = re.sub(r"(?:\s*…\s*)+", " … ", text).strip(" ….,;:!?。，")
-    if _CJK_CHAR.search(text):
+    if CJK_CHAR.search(text):
         text = re.sub(r"\s*…\s*", "…", text)
     return text or p.display
 
@@ -1144,9 +1139,9 @@ def _meaningful(po: _Parsed, pn: _Parsed, shared: frozenset[str]) -> frozenset[s
     four-character memories ("喜欢喝茶" / "改成喝咖啡了") it is the verb they share.
     """
     implied = frozenset().union(*(w for _, w in po.implied), *(w for _, w in pn.implied))
-    short = all(len(_CJK_CHAR.findall(p.bare)) <= 4 for p in (po, pn))
+    short = all(len(CJK_CHAR.findall(p.bare)) <= 4 for p in (po, pn))
     return frozenset(t for t in shared
-                     if not (len(t) == 1 and _CJK_CHAR.match(t)) or short or t in implied)
+                     if not (len(t) == 1 and CJK_CHAR.match(t)) or short or t in implied)
 
 
 def _antonym(po: _Parsed, pn: _Parsed, shared: frozenset[str]) -> tuple[str, str] | None:
@@ -1177,7 +1172,7 @@ def _number_change(po: _Parsed, pn: _Parsed) -> tuple[str, str, frozenset[str]] 
             if pn.number_clause[new_number] not in change_clauses:
                 continue
             # A lone Chinese character ("分" in 总分 and 分钟) is too weak a link.
-            common = {t for t in old_near & new_near if not (len(t) == 1 and _CJK_CHAR.match(t))}
+            common = {t for t in old_near & new_near if not (len(t) == 1 and CJK_CHAR.match(t))}
             if common:
                 return old_number, new_number, frozenset(common)
     return None
@@ -1364,8 +1359,8 @@ def suggest(a: MemoryView, b: MemoryView, kind: str, confidence: float) -> str:
     Raises ValidationError for an unknown kind or a confidence outside [0, 1].
     """
     a, b = _check_pair(a, b)
-    if kind not in KINDS:
-        raise ValidationError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if kind not in CONFLICT_KINDS:
+        raise ValidationError(f"kind must be one of {', '.join(CONFLICT_KINDS)}, got {kind!r}")
     if not _is_number(confidence) or not math.isfinite(confidence) or not 0 <= confidence <= 1:
         raise ValidationError(f"confidence must be a number in [0, 1], got {confidence!r}")
     if kind == "none":

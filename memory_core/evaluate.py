@@ -39,7 +39,7 @@ from .models import check_namespace, format_for_prompt, parse_time
 
 __all__ = [
     "AblationCase", "AblationResult", "load_cases", "parse_cases", "judge_config", "ablation_clients",
-    "run_ablation", "ANSWER_SYSTEM", "JUDGE_SYSTEM",
+    "run_ablation", "ablate", "ANSWER_SYSTEM", "JUDGE_SYSTEM",
 ]
 
 ANSWER_SYSTEM = ("You are a helpful personal assistant. Answer the user's question directly and briefly.")
@@ -303,3 +303,23 @@ def run_ablation(bank: Recaller, cases: Iterable[AblationCase], answer_client: L
     verdicts = [c["verdict"] for c in done]
     rates = ablation_rates(verdicts.count("with"), verdicts.count("without"), verdicts.count("tie"))
     return AblationResult(run_id=None, rates=rates, cases=done, errors=verdicts.count("error"), run=run)
+
+
+def ablate(bank: Recaller, cases: Iterable[AblationCase], *, judge_model: str | None = None,
+           config_path: str | os.PathLike | None = None, seed: int = 0, params: Any = None, now: Any = None,
+           progress: ProgressFn | None = None, source: str | None = None,
+           namespace: str | None = None) -> AblationResult:
+    """Run an ablation of ``cases`` with the configured answering and judge models; reads only.
+
+    What ``memctl ablate`` and the Evaluate page run: :func:`ablation_clients`
+    (``LLMNotConfiguredError`` when no answering model is set, before anything runs), then
+    :func:`run_ablation`. ``progress(done, total)`` is called with 0 once the models are
+    configured, then after each case. The caller stores the run, as after :func:`run_ablation`
+    (a ``MemoryBank.ablate`` façade method would do both).
+    """
+    cases = list(cases)
+    answer, judge = ablation_clients(judge_model=judge_model, config_path=config_path)
+    if progress is not None and cases:
+        progress(0, len(cases))
+    return run_ablation(bank, cases, answer, judge, seed=seed, params=params, now=now, progress=progress,
+                        source=source, namespace=namespace)

@@ -62,8 +62,9 @@ import numpy as np
 
 from .errors import LLMError, ValidationError
 from .llm import LLMClient, with_fallback
-from .models import CATEGORIES, KINDS, check_choice, check_importance, parse_time
+from .models import CATEGORIES, KINDS, PII_MODES, check_choice, check_importance, parse_time
 from .redact import PII_KINDS, find_pii, placeholder_pattern, redact
+from .words import EN_PEOPLE, EN_PETS, SV_DEFINITE, SV_PEOPLE, SV_PETS, ZH_PEOPLE, ZH_PETS
 
 __all__ = [
     "RULES", "Turn", "Candidate", "Extraction", "PII_MODES", "parse_conversation",
@@ -71,7 +72,6 @@ __all__ = [
 ]
 
 ROLES: Final = ("user", "assistant", "system")
-PII_MODES: Final = ("redact", "refuse", "allow")
 MAX_MEMORY_CHARS: Final = 300
 
 # Importance by category: names, goals and preferences are what recall should
@@ -274,12 +274,6 @@ _EN_ADV = (
 _EN_KEEP_ADV: Final = {"always": "always", "never": "never", "still": "still", "now": "now", "usually": "usually",
                        "normally": "usually", "typically": "usually", "mostly": "mostly", "often": "often",
                        "no longer": "no longer", "rarely": "rarely", "sometimes": "sometimes"}
-_EN_PEOPLE = (
-    r"wife|husband|partner|spouse|fianc[ée]e?|boyfriend|girlfriend|son|daughter|kids?|children|child|baby|"
-    r"mom|mum|mother|dad|father|parents|brother|sister|grandma|grandmother|grandpa|grandfather|"
-    r"aunt|uncle|cousin|nephew|niece|best friend|friend|boss|manager|dog|cat|puppy|kitten|pet|"
-    r"hamster|rabbit|parrot|horse|twins|sons|daughters|brothers|sisters|dogs|cats"
-)
 _EN_IM = r"i(?:'m| am)"
 # Verbs that make "I want to ..." a request about this chat, not a goal.
 _EN_REQUEST = (
@@ -300,22 +294,6 @@ _SV_ADV = (
 )
 _SV_KEEP_ADV: Final = {"alltid": "alltid", "aldrig": "aldrig", "fortfarande": "fortfarande", "numera": "numera",
                        "helst": "helst", "oftast": "oftast", "nu": "numera", "inte längre": "inte längre"}
-_SV_PEOPLE = (
-    r"fru|man|make|maka|sambo|partner|pojkvän|flickvän|fästman|fästmö|son|dotter|barn|bebis|mamma|pappa|"
-    r"bror|syster|mormor|farmor|morfar|farfar|kusin|bästa vän|vän|kompis|chef|hund|katt|valp|kattunge|"
-    r"kanin|häst|marsvin"
-)
-# Definite forms so "Min fru heter Anna" becomes "Frun heter Anna" rather than
-# a subjectless "Fru heter Anna".
-_SV_DEFINITE: Final[dict[str, str]] = {
-    "fru": "frun", "man": "mannen", "make": "maken", "maka": "makan", "sambo": "sambon", "partner": "partnern",
-    "pojkvän": "pojkvännen", "flickvän": "flickvännen", "fästman": "fästmannen", "fästmö": "fästmön",
-    "son": "sonen", "dotter": "dottern", "barn": "barnet", "bebis": "bebisen", "mamma": "mamman",
-    "pappa": "pappan", "bror": "brodern", "syster": "systern", "mormor": "mormodern", "farmor": "farmodern",
-    "morfar": "morfadern", "farfar": "farfadern", "kusin": "kusinen", "bästa vän": "bästa vännen",
-    "vän": "vännen", "kompis": "kompisen", "chef": "chefen", "hund": "hunden", "katt": "katten",
-    "valp": "valpen", "kattunge": "kattungen", "kanin": "kaninen", "häst": "hästen", "marsvin": "marsvinet",
-}
 _SV_REQUEST = r"(?!\s*(?:veta|fråga|se|kolla|be|säga|tacka|förstå|bara|ha hjälp|prata|diskutera|börja om|testa det)\b)"
 _SV_PROFESSIONS = (
     r"student|lärare|läkare|sjuksköterska|utvecklare|programmerare|ingenjör|designer|pensionär|doktorand|"
@@ -325,10 +303,6 @@ _SV_PROFESSIONS = (
 
 _ZH_ADV = r"(?P<adv>(?:现在|一直|总是|真的|非常|特别|很|最|更|比较|也|还|都|从来|通常|一般|其实|确实|挺|蛮|超|向来)*)"
 _ZH_DROP_ADV: Final = ("真的", "也", "还", "都", "其实", "确实")
-_ZH_PEOPLE = (
-    r"老婆|妻子|太太|老公|丈夫|先生|爱人|男朋友|女朋友|男友|女友|对象|儿子|女儿|孩子|宝宝|爸爸|妈妈|父亲|母亲|"
-    r"哥哥|姐姐|弟弟|妹妹|爷爷|奶奶|外公|外婆|老板|上司|室友|狗狗|狗|猫咪|猫|小狗|小猫|兔子|鹦鹉"
-)
 _ZH_NOT_YOU = r"(?!你|您)"
 
 RULES: dict[str, list[Rule]] = {
@@ -514,7 +488,7 @@ RULES: dict[str, list[Rule]] = {
              "I grew up in Kiruna.",
              "Grew up in Kiruna"),
         Rule("en.profile.named", "profile",
-             rf"(?:my|our) (?P<rel>(?:(?:little|younger|older|big|new|baby|eldest|youngest) )?(?:{_EN_PEOPLE}))"
+             rf"(?:my|our) (?P<rel>(?:(?:little|younger|older|big|new|baby|eldest|youngest) )?(?:{EN_PEOPLE}|{EN_PETS}))"
              r"(?:'s name is|s' names are|'s names are| is called| is named| are called| are named|"
              r" name is) (?P<rest>.+)",
              "{rel} is called {rest}",
@@ -522,7 +496,7 @@ RULES: dict[str, list[Rule]] = {
              "Dog is called Ludde"),
         Rule("en.profile.have", "profile",
              rf"(?:i|we) (?:have|'ve got|have got) (?P<rest>(?:a|an|one|two|three|four|five|\d+) "
-             rf"(?:[a-z-]+ ){{0,2}}(?:{_EN_PEOPLE})\b.*)",
+             rf"(?:[a-z-]+ ){{0,2}}(?:{EN_PEOPLE}|{EN_PETS})\b.*)",
              "has {rest}",
              "I have two kids, aged 4 and 7.",
              "Has two kids, aged 4 and 7"),
@@ -689,13 +663,13 @@ RULES: dict[str, list[Rule]] = {
              "Kommer från Kiruna"),
         Rule("sv.profile.heter", "profile",
              rf"(?:min|mitt|mina|vår|vårt) (?P<rel>(?:lilla |stora |nya |äldsta |"
-             rf"yngsta )?(?:{_SV_PEOPLE})) heter (?P<rest>.+)",
+             rf"yngsta )?(?:{SV_PEOPLE}|{SV_PETS})) heter (?P<rest>.+)",
              "{rel_def} heter {rest}",
              "Min hund heter Ludde.",
              "Hunden heter Ludde"),
         Rule("sv.profile.har", "profile",
              rf"(?:jag|vi) har (?P<rest>(?:en|ett|två|tre|fyra|fem|"
-             rf"\d+) (?:[a-zåäö-]+ ){{0,2}}(?:{_SV_PEOPLE}|barn|söner|döttrar|hundar|katter)\b.*)",
+             rf"\d+) (?:[a-zåäö-]+ ){{0,2}}(?:{SV_PEOPLE}|{SV_PETS})\b.*)",
              "har {rest}",
              "Jag har två barn och en katt.",
              "Har två barn och en katt"),
@@ -824,12 +798,12 @@ RULES: dict[str, list[Rule]] = {
              "我来自成都。",
              "来自成都"),
         Rule("zh.profile.named", "profile",
-             rf"我(?:的|家的?)?(?P<rel>{_ZH_PEOPLE})(?:叫|名叫|的名字是|名字叫|名字是)(?P<rest>.+)",
+             rf"我(?:的|家的?)?(?P<rel>{ZH_PEOPLE}|{ZH_PETS})(?:叫|名叫|的名字是|名字叫|名字是)(?P<rest>.+)",
              "{rel}叫{rest}",
              "我家的狗叫旺财。",
              "狗叫旺财"),
         Rule("zh.profile.have", "profile",
-             rf"我(?:们)?有(?P<rest>(?:一|两|二|三|四|五|\d+)(?:个|只|条|位)(?:{_ZH_PEOPLE}|孩子|女儿|儿子).*)",
+             rf"我(?:们)?有(?P<rest>(?:一|两|二|三|四|五|\d+)(?:个|只|条|位)(?:{ZH_PEOPLE}|{ZH_PETS}).*)",
              "有{rest}",
              "我有两个孩子。",
              "有两个孩子"),
@@ -1313,11 +1287,11 @@ class _Fields(dict):
 
 def _sv_definite(rel: str) -> str:
     words = rel.split()
-    if words and " ".join(words[-2:]) in _SV_DEFINITE:
-        return " ".join(words[:-2] + [_SV_DEFINITE[" ".join(words[-2:])]])
-    if words and words[-1] in _SV_DEFINITE:
+    if words and " ".join(words[-2:]) in SV_DEFINITE:
+        return " ".join(words[:-2] + [SV_DEFINITE[" ".join(words[-2:])]])
+    if words and words[-1] in SV_DEFINITE:
         # "lilla hund" -> "lilla hunden"
-        return " ".join(words[:-1] + [_SV_DEFINITE[words[-1]]])
+        return " ".join(words[:-1] + [SV_DEFINITE[words[-1]]])
     return rel
 
 

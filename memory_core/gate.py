@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Final
 
 from .errors import LLMError, ValidationError
+from .text import PUNCT_MAP, fold_chinese
+from .words import EN_PEOPLE, EN_PETS, SV_PEOPLE, SV_PETS, ZH_PEOPLE, ZH_PETS
 
 __all__ = ["RULES", "Gate", "GateDecision", "explain_rules", "should_recall"]
 
@@ -94,7 +96,8 @@ _CATEGORY_DESCRIPTIONS: Final[dict[str, str]] = {
 }
 _NO_MEMORY: Final = "no_memory"
 
-# Shared word lists. Patterns run on casefolded text, so everything is
+# Shared word lists (the people and pets are memory_core.words', which
+# extraction uses too). Patterns run on casefolded text, so everything is
 # lowercase; Chinese patterns are written in simplified characters because
 # traditional input is folded to simplified before matching.
 
@@ -102,16 +105,6 @@ _EN_ADJ = (
     r"(?:(?:new|old|little|big|baby|younger|older|elder|oldest|youngest|eldest|"
     r"best|late|dear|current|future|step|half|ex)[- ]?)?"
 )
-_EN_PEOPLE = (
-    r"wife|husband|partner|spouse|fiancee?|fiancée?|boyfriend|girlfriend|bf|gf|ex|"
-    r"sons?|daughters?|kids?|children|child|baby|babies|toddler|twins|"
-    r"mom|mum|mother|mama|dad|father|papa|parents?|brothers?|sisters?|siblings?|family|"
-    r"grandma|grandmother|grandpa|grandfather|grandparents?|aunt|uncle|cousins?|"
-    r"nephew|niece|in-laws|friends?|bestie|boss|manager|colleagues?|coworkers?|co-workers?|"
-    r"teammates?|team|roommates?|flatmates?|neighbou?rs?|therapist|landlord|"
-    r"students?|clients?|customers?"
-)
-_EN_PETS = r"dogs?|cats?|pets?|puppy|puppies|kitten|kittens|hamsters?|rabbits?|bunny|parrot|horse"
 _EN_WORK = (
     r"job|work|career|company|startup|business|employer|office|projects?|thesis|dissertation|"
     r"research|paper|codebase|code|repo|repository|app|website|product|course|classes|class|"
@@ -131,13 +124,6 @@ _SV_ADJ = (
     r"(?:(?:nya|gamla|lilla|lille|stora|store|äldsta|yngsta|bästa|före detta|ex|bonus|styv)"
     r"[- ]?)?"
 )
-_SV_PEOPLE = (
-    r"fru|man|make|maka|sambo|partner|pojkvän|flickvän|fästman|fästmö|son|söner|dotter|döttrar|"
-    r"barn|bebis|bäbis|mamma|mor|pappa|far|föräldrar|bror|bröder|syster|systrar|syskon|familj|"
-    r"mormor|farmor|morfar|farfar|kusin|kusiner|vän|väninna|vänner|kompis|kompisar|chef|"
-    r"kollega|kollegor|granne|grannar|kund|kunder|team"
-)
-_SV_PETS = r"hund|hundar|katt|katter|husdjur|valp|valpar|kattunge|kanin|häst"
 _SV_WORK = (
     r"jobb|arbete|arbetsplats|anställning|karriär|företag|firma|startup|projekt|uppsats|"
     r"avhandling|exjobb|kod|app|hemsida|kurs|kurser|utbildning|skola|examen|tenta|tentor|"
@@ -148,13 +134,6 @@ _SV_LIFE = (
     r"namn|ålder|adress|mejl|e-post|telefonnummer|diet|kost|allergi|allergier|hälsa|sjukdom|"
     r"medicin|mediciner|vikt|längd|schema|kalender|möte|möten|resa|semester|flyg|hotell|"
     r"hobby|hobbyer|träning|gym|språk|modersmål"
-)
-
-_ZH_PEOPLE = (
-    r"老婆|妻子|太太|老公|丈夫|先生|爱人|男朋友|女朋友|男友|女友|对象|伴侣|未婚夫|未婚妻|"
-    r"儿子|女儿|孩子|小孩|宝宝|宝贝|爸爸|妈妈|父亲|母亲|爸妈|父母|爷爷|奶奶|外公|外婆|"
-    r"哥哥|姐姐|弟弟|妹妹|家人|亲戚|朋友|闺蜜|好友|同事|老板|上司|领导|经理|室友|邻居|"
-    r"客户|医生|老师|同学|团队"
 )
 
 # Each row: (rule_id, category, pattern, example).  rule_id is
@@ -244,10 +223,10 @@ RULES: dict[str, list[tuple[str, str, str, str]]] = {
          "I was going to call the bank, when was that?"),
         # --- personal_fact ------------------------------------------------
         ("en.personal_fact.my_people", "personal_fact",
-         rf"\b(?:my|our) {_EN_ADJ}(?:{_EN_PEOPLE})\b",
+         rf"\b(?:my|our) {_EN_ADJ}(?:{EN_PEOPLE})\b",
          "My wife's birthday is next week."),
         ("en.personal_fact.my_pets", "personal_fact",
-         rf"\b(?:my|our) {_EN_ADJ}(?:{_EN_PETS})\b",
+         rf"\b(?:my|our) {_EN_ADJ}(?:{EN_PETS})\b",
          "How old is my dog?"),
         ("en.personal_fact.my_work", "personal_fact",
          rf"\b(?:my|our) (?:(?:new|old|current|day|side|main|last|previous|first) )?(?:{_EN_WORK})\b",
@@ -390,10 +369,10 @@ RULES: dict[str, list[tuple[str, str, str, str]]] = {
          "Var var jag?"),
         # --- personal_fact ------------------------------------------------
         ("sv.personal_fact.my_people", "personal_fact",
-         rf"\b{_SV_POSS} {_SV_ADJ}(?:{_SV_PEOPLE})\b",
+         rf"\b{_SV_POSS} {_SV_ADJ}(?:{SV_PEOPLE})\b",
          "Min fru fyller år nästa vecka."),
         ("sv.personal_fact.my_pets", "personal_fact",
-         rf"\b{_SV_POSS} {_SV_ADJ}(?:{_SV_PETS})\b",
+         rf"\b{_SV_POSS} {_SV_ADJ}(?:{SV_PETS})\b",
          "Hur gammal är min hund?"),
         ("sv.personal_fact.my_work", "personal_fact",
          rf"\b{_SV_POSS} (?:(?:nya|gamla|nuvarande) )?(?:{_SV_WORK})\b",
@@ -515,11 +494,11 @@ RULES: dict[str, list[tuple[str, str, str, str]]] = {
          "我本来打算周末去爬山。"),
         # --- personal_fact ------------------------------------------------
         ("zh.personal_fact.my_people", "personal_fact",
-         rf"我们?(?:的|家的?)?(?:{_ZH_PEOPLE})",
+         rf"我们?(?:的|家的?)?(?:{ZH_PEOPLE})",
          "我老婆下周过生日。"),
         # Single characters (狗, 猫) are too ambiguous without 的/家.
         ("zh.personal_fact.my_pets", "personal_fact",
-         r"我们?(?:的|家的?|养的)(?:狗|猫|狗狗|猫咪|宠物|小狗|小猫|兔子|鹦鹉|鱼|仓鼠)|"
+         rf"我们?(?:的|家的?|养的)(?:{ZH_PETS})|"
          r"我们?(?:狗狗|猫咪|宠物)",
          "我家的狗多大了？"),
         # 应用/产品/代码 double as verbs or generic nouns ("我们应用这个公式"),
@@ -584,46 +563,7 @@ RULES: dict[str, list[tuple[str, str, str, str]]] = {
 # Normalisation
 # --------------------------------------------------------------------------- #
 
-# NFKC already turns full-width ASCII (？，！Ａ) into plain ASCII; this maps
-# what it leaves alone so patterns can use one spelling of each mark.
-_PUNCT_MAP: Final = str.maketrans({
-    "\u2018": "'", "\u2019": "'", "\u201b": "'", "\u02bc": "'", "\u00b4": "'", "`": "'",
-    "\u201c": '"', "\u201d": '"', "\u201e": '"',
-    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-",
-    "\u2015": "-", "\u2212": "-",
-    "\u3002": ".", "\u3001": ",",
-    # Invisible characters would split words ("my\u200bwife") and defeat \b.
-    "\u200b": None, "\u200c": None, "\u200d": None, "\u2060": None, "\ufeff": None,
-    "\u00ad": None,
-})
-
-# Traditional -> simplified, one character each, only as wide as the rules
-# need. Keeping it 1:1 keeps match offsets valid for quoting the user's text.
-_TRAD_SIMP_PAIRS: Final = (
-    "們们 說说 過过 記记 嗎吗 麼么 這这 個个 來来 時时 還还 項项 寵宠 貓猫 媽妈 兒儿 "
-    "闆板 薦荐 該该 應应 給给 點点 體体 裡里 裏里 樣样 讓让 對对 話话 憶忆 會会 從从 "
-    "後后 週周 歲岁 職职 業业 學学 電电 機机 車车 親亲 飯饭 頭头 進进 實实 現现 夢梦 "
-    "幫帮 選选 擇择 買买 適适 讀读 書书 聽听 見见 處处 於于 氣气 為为 誰谁 國国 謝谢 "
-    "開开 關关 約约 錯错 別别 愛爱 歡欢 習习 慣惯 經经 總总 標标 劃划 畫画 計计 議议 "
-    "討讨 論论 決决 談谈 訴诉 興兴 厭厌 專专 題题 問问 沒没 囉啰 舊旧 繼继 續续 著着 "
-    "當当 剛刚 講讲 發发 齡龄 資资 訊讯 況况 願愿 辦办 務务 預预 醫医 藥药 飲饮 規规 "
-    "準准 備备 結结 紀纪 節节 禮礼 領领 導导 團团 隊队 侶侣 寶宝 閨闺 鄰邻 師师 廳厅 "
-    "產产 創创 貸贷 價价 錢钱 碼码 員员 識识 語语 義义 請请 釋释 譯译 紹绍 寫写 幾几 "
-    "試试 課课 據据 夠够 爺爷 姊姐 妳你 瞭了 網网 單单 級级 優优 養养 鸚鹦 鵡鹉 倉仓 "
-    "魚鱼 蘭兰 鐘钟 號号 間间 飛飞 場场 遊游 戲戏 錄录 兩两 邊边 種种 類类 雞鸡 "
-    "頓顿 運运 動动 練练 歷历 華华 漢汉 認认 門门 區区 陽阳 達达 溫温 麗丽 驗验 "
-    "證证 屬属 係系 懷怀 孫孙 婦妇 嬸婶 聯联 絡络 郵邮 訂订 購购 賣卖 銀银 贏赢 輸输 "
-    "腦脑 藝艺 術术 聲声 樂乐 視视 詩诗 檢检 帳账 賬账 層层 圖图 設设 戶户 夥伙"
-)
-_TRAD_TO_SIMP: Final[dict[int, int]] = {
-    ord(pair[0]): ord(pair[1]) for pair in _TRAD_SIMP_PAIRS.split()
-}
-# Two-character spellings that a per-character map cannot fold; each pair has
-# equal length so offsets stay aligned.
-_ZH_BIGRAMS: Final[tuple[tuple[str, str], ...]] = (
-    ("甚么", "什么"),  # Taiwan/HK spelling of 什么
-    ("计画", "计划"),  # 計畫 (Taiwan) after the per-character fold
-)
+# The punctuation map and the traditional-to-simplified fold are memory_core.text's.
 
 _WHITESPACE: Final = re.compile(r"\s+")
 
@@ -638,21 +578,13 @@ def _normalise(query: object) -> str:
         raise ValidationError(
             f"query must be a str holding the user's turn text, got {type(query).__name__}"
         )
-    text = unicodedata.normalize("NFKC", query).translate(_PUNCT_MAP).casefold()
+    text = unicodedata.normalize("NFKC", query).translate(PUNCT_MAP).casefold()
     text = _WHITESPACE.sub(" ", text).strip()
     if not text:
         raise ValidationError(
             "query is empty or whitespace-only; pass the user's turn text (a non-empty string)"
         )
     return text
-
-
-def _fold_chinese(text: str) -> str:
-    """Fold traditional Chinese to simplified, keeping every offset unchanged."""
-    folded = text.translate(_TRAD_TO_SIMP)
-    for old, new in _ZH_BIGRAMS:
-        folded = folded.replace(old, new)
-    return folded
 
 
 # --------------------------------------------------------------------------- #
@@ -777,7 +709,7 @@ class Gate:
         Raises ValidationError if *query* is not a str or is empty/whitespace.
         """
         text = _normalise(query)
-        folded = _fold_chinese(text)
+        folded = fold_chinese(text)
         decision = _first_hit(_POSITIVE_RULES, text, folded)
         if decision is None:
             decision = _first_hit(_NO_MEMORY_RULES, text, folded)

@@ -27,7 +27,6 @@ import mmap
 import os
 import re
 import tempfile
-import unicodedata
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -35,75 +34,13 @@ from typing import Any, Iterable, Iterator
 import faiss
 import numpy as np
 
-from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN, STOPWORDS_SWEDISH
-
 from .scoring import ScoringParams, blend, lexical_relevance, prior_bounds, top_k, upper_bound
+from .text import lexical_tokens
 
 FORMAT_VERSION = 3  # 2: lexical_tokens (a longer stop list) and memories' context; 3: vectors as .npy
 HASH_DTYPE = "S64"  # a SHA-256 in hex
 
-# -- tokenizing ------------------------------------------------------------------------------------
-
-_WORD = re.compile(r"[^\W_]+")
-_CJK = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+)")
-_STOP = frozenset(STOPWORDS_EN) | frozenset(STOPWORDS_SWEDISH)
-_STOP_CJK = frozenset(w for w in STOPWORDS_CHINESE if len(w) == 1)
-
-try:  # Snowball stemming makes "cooking" match "cook"; without it matching is exact words only.
-    import Stemmer
-
-    _stem = Stemmer.Stemmer("english").stemWord
-except ImportError:  # pragma: no cover - PyStemmer is a declared dependency
-    def _stem(word: str) -> str:
-        return word
-
-
-def tokenize(text: str) -> list[str]:
-    """Lexical tokens of ``text``: casefolded, stemmed words without stop words.
-
-    Runs of Chinese/Japanese/Korean characters, which have no spaces between words, become
-    their characters and character bigrams, so "喜欢咖啡" matches "咖啡".
-    """
-    text = unicodedata.normalize("NFKC", text).casefold()
-    tokens: list[str] = []
-    for word in _WORD.findall(text):
-        for i, part in enumerate(_CJK.split(word)):
-            if not part:
-                continue
-            if i % 2:  # odd parts of a split on a capturing group are the CJK runs
-                tokens.extend(c for c in part if c not in _STOP_CJK)
-                tokens.extend(part[j:j + 2] for j in range(len(part) - 1))
-            elif part not in _STOP and (len(part) > 1 or part.isdigit()):
-                tokens.append(_stem(part))
-    return tokens
-
-
-# Words that say how a question is asked or who speaks to whom, not what it is about. Matching
-# them ranks long chatty memories first ("what did you do when..." against every turn holding
-# "you", "did" and "when"), so the lexical index leaves them out; conflicts and merges keep
-# using :func:`tokenize`, whose short stop list keeps negations and pronouns they compare.
-_QUESTION_STOP = frozenset("""
-i me my myself mine we us our ours ourselves you your yours yourself yourselves he him his himself she
-her hers herself it its itself they them their theirs themselves what which who whom whose when where
-why how this that these those am is are was were be been being have has had having do does did doing
-done a an the and but if or because as until while of at by for with about against between into
-through during before after above below to from up down in out on off over under again further then
-once here there all any both each few more most other some such no nor not only own same so than too
-very can could will would shall should may might must just don doesn didn isn wasn aren weren
-wouldn also ever still yet like get got go going gone went really oh yeah yes hey hi thanks thank well
-lot lots
-""".split())
-
-
-_QUESTION_STOP_STEMS = frozenset(_stem(w) for w in _QUESTION_STOP) | _QUESTION_STOP
-
-
-def lexical_tokens(text: str | None) -> list[str]:
-    """Tokens for lexical match (recall's BM25), of memories and queries alike: :func:`tokenize`
-    without the question, pronoun and filler words of :data:`_QUESTION_STOP`."""
-    if not text:
-        return []
-    return [t for t in tokenize(text) if t not in _QUESTION_STOP_STEMS]
+# -- tokens (memory_core.text makes them) ----------------------------------------------------------
 
 
 def memory_tokens(text: str | None, context: str | None = None) -> list[str]:

@@ -30,7 +30,7 @@ import numpy as np
 from . import conflicts, merge
 from .clock import utcnow
 from .errors import ValidationError
-from .models import Conflict, Memory, parse_time
+from .models import MAINTENANCE_STEPS, Conflict, Memory, parse_time
 
 if TYPE_CHECKING:
     from .bank import MemoryBank
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 ProgressFn = Callable[[int, int, str], None]
 
-STEPS = ("cleanup", "merge")
+STEPS = MAINTENANCE_STEPS
 
 
 @dataclass(frozen=True)

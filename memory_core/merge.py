@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from .errors import LLMError, ValidationError
-from .index import tokenize
+from .text import mostly_cjk, tokenize
 from .llm import LLMClient, with_fallback
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "DEFAULT_RELATED_THRESHOLD",
     "RELATED_MUTUAL_RANK",
     "DEFAULT_THRESHOLD",
+    "LARGE_NAMESPACE",
     "MAX_MERGED_CHARS",
     "MergePreview",
     "candidates",
@@ -508,16 +509,9 @@ def merged_fields(members: Sequence[Candidate]) -> dict[str, Any]:
 # A member is a "distinct fact" unless at least this share of its content tokens is already in the
 # merged text. Below 1.0 so a paraphrase adding one filler word ("every" morning) is not repeated.
 COVERAGE = 0.8
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _SENTENCE_END = ("." , "!", "?", "。", "！", "？")
 # A number with its decimals or clock parts: "6.5" and "6:40" are one fact each, not "6" and "5".
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
-
-
-def _is_cjk(text: str) -> bool:
-    """Mostly Chinese/Japanese/Korean: joined with full-width punctuation and no spaces."""
-    letters = [ch for ch in text if ch.isalpha()]
-    return bool(letters) and sum(bool(_CJK_CHAR.match(ch)) for ch in letters) * 2 >= len(letters)
 
 
 def _is_sentence(text: str) -> bool:
@@ -570,11 +564,11 @@ def _norm(text: str) -> str:
 
 def _append(result: str, piece: str) -> str:
     """Append one member to the merged text: a sentence after a sentence, else a "; " clause."""
-    cjk = _is_cjk(piece)
+    cjk = mostly_cjk(piece)
     if _is_sentence(piece):
         if not _is_sentence(result):
-            result += "。" if _is_cjk(result) else "."
-        return result + ("" if cjk and _is_cjk(result) else " ") + piece
+            result += "。" if mostly_cjk(result) else "."
+        return result + ("" if cjk and mostly_cjk(result) else " ") + piece
     # A clause: drop a single closing full stop so "A.; b" never happens.
     if result.endswith((".", "。")) and not result.endswith(".."):
         result = result[:-1]
@@ -584,7 +578,7 @@ def _append(result: str, piece: str) -> str:
 def extractive_merge(texts: list[str]) -> str:
     """Merge paraphrases without an LLM: the most informative member plus every distinct fact.
 
-    The base is the member with the most distinct content tokens (``memory_core.index.tokenize``:
+    The base is the member with the most distinct content tokens (``memory_core.text.tokenize``:
     stemmed words without stop words; characters and bigrams for Chinese), ties going to the
     longer text, then the first. The others are visited from most to least informative; one whose
     tokens are at least 80 % covered by what is already kept (and that adds no new number) says

@@ -37,10 +37,11 @@ if TYPE_CHECKING:  # only read through its public API; the façade sits above th
     from .bank import MemoryBank
 
 __all__ = [
-    "OUTCOMES", "FEEDBACK_NOTE", "day_bounds", "usage_frame", "summary", "daily", "hits_frame",
+    "OUTCOMES", "FEEDBACK_NOTE", "ABLATION_NOTE", "day_bounds", "usage_frame", "summary", "daily", "hits_frame",
     "score_distribution", "rank_distribution", "most_recalled", "never_recalled", "weekly_dates",
     "tiers_over_time", "feedback_metrics", "span", "wilson_interval", "net_benefit_interval",
-    "feedback_frame", "daily_usage", "precision_at_k", "ablation_rates", "ablation_metrics", "report",
+    "feedback_frame", "daily_usage", "stored_labels", "precision_at_k", "ablation_rates", "ablation_metrics",
+    "report",
 ]
 
 OUTCOMES: tuple[str, ...] = ("returned", "empty", "skipped")

@@ -14,6 +14,8 @@ from .errors import ValidationError
 KINDS = ("explicit", "inferred")
 CATEGORIES = ("preference", "goal", "decision", "difficulty", "fact", "profile", "other")
 STATUSES = ("active", "archived", "merged", "superseded", "deleted")
+PII_MODES = ("redact", "refuse", "allow")  # what ingest does with personal identifiers in a conversation
+MAINTENANCE_STEPS = ("cleanup", "merge")  # the steps of a maintenance run (memory_core.maintenance)
 MAX_TEXT = 1_000_000  # characters; memories are meant to be short, but nothing valid is refused
 
 

@@ -33,6 +33,7 @@ import functools
 import json
 import math
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, Mapping
 
 import numpy as np
@@ -52,13 +53,36 @@ def _params_json(params: "ScoringParams") -> str:
     return json.dumps(params.to_dict(), sort_keys=True)
 
 
+TIERS = ("hot", "warm", "cold")
+_TICK = timedelta(microseconds=1)  # the resolution of stored times (DuckDB, PostgreSQL, datetime)
+
+
 def tier_of(age_days: float) -> str:
-    """The storage tier of a memory last touched ``age_days`` ago: hot, warm or cold."""
+    """The storage tier of a memory last touched ``age_days`` ago: hot, warm or cold.
+
+    This is the tier rule; :func:`tier_bounds` states it as times, and :func:`blend` applies it."""
     if age_days < HOT_DAYS:
         return "hot"
     if age_days <= COLD_DAYS:
         return "warm"
     return "cold"
+
+
+def tier_bounds(tier: str, now: datetime) -> tuple[datetime | None, datetime | None]:
+    """When a memory in ``tier`` as of ``now`` was last touched: ``(after, before)``, both inclusive,
+    None where unbounded (the convention of the bank's ``*_after``/``*_before`` filters).
+
+    Agrees with :func:`tier_of` to the microsecond: a memory touched exactly ``HOT_DAYS`` or
+    ``COLD_DAYS`` ago is warm, so hot starts and cold ends one microsecond inside those instants.
+    """
+    hot, cold = now - timedelta(days=HOT_DAYS), now - timedelta(days=COLD_DAYS)
+    if tier == "hot":
+        return hot + _TICK, None
+    if tier == "warm":
+        return cold, hot
+    if tier == "cold":
+        return None, cold - _TICK
+    raise ValidationError(f"tier must be one of {', '.join(TIERS)}, got {tier!r}")
 
 
 @dataclass(frozen=True)

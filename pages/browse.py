@@ -13,13 +13,12 @@ from datetime import date, datetime, time, timedelta, timezone
 import pandas as pd
 import streamlit as st
 
-from memory_core import scoring
-from memory_core.models import CATEGORIES, KINDS, STATUSES
+from memory_core import CATEGORIES, KINDS, ORDERS, STATUSES, TIERS
+from memory_core.scoring import COLD_DAYS, HOT_DAYS
 from pages.common import configured_password, ensure_loaded, get_bank, namespace_picker, password_matches, readable_errors
 
 PAGE_SIZE = 50
 ANY = "(any)"
-ORDERS = ["newest", "oldest", "importance", "most used", "recently used"]
 DATE_MIN, DATE_MAX = date(1970, 1, 1), date(2100, 12, 31)  # imported memories may be old
 PINNED = {"any": None, "pinned": True, "not pinned": False}
 
@@ -57,28 +56,6 @@ def row_of(m, score: float | None = None) -> dict:
                 # recalled: recalls that returned it; used: those whose answer used it (feedback)
                 "recalled": m.access_count, "used": m.use_count})
     return row
-
-
-def matches(m, f: dict) -> bool:
-    """Whether memory ``m`` passes the table filters (for the semantic hits, which recall ranks itself)."""
-    def within(value, lo, hi) -> bool:
-        if lo is None and hi is None:
-            return True
-        return value is not None and (lo is None or value >= lo) and (hi is None or value <= hi)
-    return ((f["kind"] is None or m.kind == f["kind"])
-            and (f["category"] is None or m.category == f["category"])
-            and (f["contains"] is None or f["contains"].lower() in (m.text or "").lower())
-            and (f["pinned"] is None or m.pinned == f["pinned"])
-            and within(m.importance, f["min_importance"], f["max_importance"])
-            and within(m.created_at, f["created_after"], f["created_before"])
-            and within(m.last_accessed_at, f["used_after"], f["used_before"])
-            and (f["tier"] is None or tier_of(m) == f["tier"]))
-
-
-def tier_of(m) -> str:
-    """The memory's tier now (hot, warm, cold), by the time since it was last touched."""
-    touched = max(m.created_at, m.last_accessed_at or m.created_at)
-    return scoring.tier_of((datetime.now(timezone.utc) - touched).total_seconds() / 86400.0)
 
 
 def add_form(default_namespace: str) -> None:
@@ -127,8 +104,9 @@ with readable_errors():
                                                        help="leave empty for no bound"))
     o1, o2, o3 = st.columns(3)
     pinned = o1.selectbox("Pinned", list(PINNED), key="browse_pinned")
-    tier = o2.selectbox("Tier", [ANY, "hot", "warm", "cold"], key="browse_tier",
-                        help="hot: touched in the last 7 days; warm: 7-90 days; cold: longer ago")
+    tier = o2.selectbox("Tier", [ANY, *TIERS], key="browse_tier",
+                        help=f"hot: touched in the last {HOT_DAYS:g} days; warm: {HOT_DAYS:g}-{COLD_DAYS:g} days; "
+                             "cold: longer ago")
     order = o3.selectbox("Sort by", ORDERS, key="browse_order")
     filters = dict(namespace=namespace, status=None if status == ANY else status,
                    kind=None if kind == ANY else kind, category=None if category == ANY else category,
@@ -146,8 +124,11 @@ with readable_errors():
         else:
             ensure_loaded(bank, namespace)
             hits = bank.recall(query, namespace=namespace, record=False, threshold=0, k=50)
-            # recall sees active memories only; the other filters apply to its hits.
-            hits = [h for h in hits if matches(h.memory, filters)]
+            # recall sees active memories only; the other filters apply to its hits, as the bank filters.
+            narrowing = {k: v for k, v in filters.items() if k not in ("namespace", "status") and v is not None}
+            if narrowing and hits:
+                kept = {m.id for m in bank.memories(namespace, status="active", limit=None, **narrowing)}
+                hits = [h for h in hits if h.memory.id in kept]
             shown = [h.memory for h in hits]
             rows = [row_of(h.memory, h.score) for h in hits]
             st.caption(f"{len(hits)} active memories ranked by recall score (threshold 0, top 50; "

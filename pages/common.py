@@ -15,8 +15,7 @@ from typing import Iterator
 
 import streamlit as st
 
-from memory_core import BankLockedError, BankReadOnlyError, MemoryBank, MemoryCoreError
-from memory_core.bank import LOAD_PROGRESS_MIN
+from memory_core import LOAD_PROGRESS_MIN, BankLockedError, BankReadOnlyError, MemoryBank, MemoryCoreError
 
 DEFAULT_BANK = "data/demo.duckdb"
 log = logging.getLogger("memory_console.dashboard")

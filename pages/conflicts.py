@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from memory_core.models import Conflict, Memory
+from memory_core import Conflict, Memory
 from pages.common import get_bank, namespace_picker, readable_errors
 
 RULES = [  # (rule, button label, what it does)

@@ -1,16 +1,19 @@
 """Evaluate: does memory make answers better? Run an ablation, compare past runs, read case by case.
 
-Thin page: cases are parsed, answered and judged by memory_core.evaluate, rates come from
-memory_core.metrics. Questions, answers and memory texts are shown with st.text (never markdown).
+Thin page: memory_core parses the cases and runs the ablation (``ablate``, reads only), the bank
+stores the run (``record_ablation``), rates come from memory_core.metrics. Questions, answers and
+memory texts are shown with st.text (never markdown).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from memory_core import evaluate as ev
+from memory_core import ablate, parse_cases
 from memory_core import metrics as mx
 from pages.common import get_bank, readable_errors
 
@@ -28,15 +31,17 @@ def _ci(ci: tuple[float, float] | None, signed: bool = False) -> str:
 
 
 def _run_ablation(bank, text: str, source: str, default_ns: str | None, judge_model: str | None, seed: int) -> None:
-    cases = ev.parse_cases(text.splitlines(), namespace=default_ns)
-    answer, judge = ev.ablation_clients(judge_model=judge_model or None)
-    bar = st.progress(0.0, text=f"0 of {len(cases)} cases")
+    cases = parse_cases(text.splitlines(), namespace=default_ns)
+    bar: Any = None
 
     def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:  # first called once the models are configured: a missing LLM shows only its error
+            bar = st.progress(0.0, text=f"0 of {total} cases")
         bar.progress(done / total, text=f"{done} of {total} cases")
 
-    result = ev.run_ablation(bank, cases, answer, judge, seed=seed, progress=progress, source=source,
-                             namespace=default_ns)
+    result = ablate(bank, cases, judge_model=judge_model or None, seed=seed, progress=progress, source=source,
+                    namespace=default_ns)
     result.run_id = bank.record_ablation(result.run, result.cases)
     r = result.rates
     st.session_state["evaluate_run"] = result.run_id

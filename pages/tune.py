@@ -13,8 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from memory_core import scoring, tuning
-from memory_core.scoring import ScoringParams
+from memory_core import ScoringParams, scoring, tuning
 from pages.common import ensure_loaded, get_bank, namespace_picker, readable_errors
 
 CANDIDATES = 15  # at least this many candidates are shown, in or out
@@ -28,9 +27,9 @@ SLIDERS = [
     ("half_life_days", "recency half-life (days)", 1.0, 730.0, 1.0),
     ("threshold", "threshold", 0.0, 1.0, 0.01),
     ("k", "k (top memories returned)", 1, 50, 1),
-    ("tier_hot", "tier multiplier hot (< 7 days)", 0.0, 1.0, 0.05),
-    ("tier_warm", "tier multiplier warm (7–90 days)", 0.0, 1.0, 0.05),
-    ("tier_cold", "tier multiplier cold (> 90 days)", 0.0, 1.0, 0.05),
+    ("tier_hot", f"tier multiplier hot (< {scoring.HOT_DAYS:g} days)", 0.0, 1.0, 0.05),
+    ("tier_warm", f"tier multiplier warm ({scoring.HOT_DAYS:g}–{scoring.COLD_DAYS:g} days)", 0.0, 1.0, 0.05),
+    ("tier_cold", f"tier multiplier cold (> {scoring.COLD_DAYS:g} days)", 0.0, 1.0, 0.05),
 ]
 # (ScoringParams field, label, options, help): settings chosen from a few values, beside the sliders
 CHOICES = [

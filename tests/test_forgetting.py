@@ -19,7 +19,7 @@ import duckdb
 
 from memory_core import MemoryBank
 from memory_core.maintenance import MaintenancePlan
-from memory_core.index import tokenize
+from memory_core.text import tokenize
 
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
 SECRET = "Keeps the spare key under the blue flowerpot near Quetzalcoatl Street"

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from memory_core import gate as gate_module
 from memory_core.errors import MemoryCoreError, ValidationError
 from memory_core.gate import RULES, Gate, GateDecision, explain_rules, should_recall
+from memory_core.text import fold_chinese
 
 POSITIVE_CATEGORIES = {
     "earlier_talk", "preference", "decision_or_goal", "personal_fact", "recommendation",
@@ -570,7 +571,7 @@ def test_each_rule_fires_on_its_own_example(
     lang: str, rule_id: str, category: str, pattern: str, example: str
 ) -> None:
     # The table's examples are documentation; they must stay true.
-    text = gate_module._fold_chinese(gate_module._normalise(example))
+    text = fold_chinese(gate_module._normalise(example))
     assert re.search(pattern, text), f"{rule_id} does not match its example {example!r}"
     decision = should_recall(example)
     assert decision.recall is (category != "no_memory"), decision
@@ -582,7 +583,7 @@ def test_chinese_patterns_are_written_in_simplified(row: tuple[str, str, str, st
     # Input is folded to simplified; a traditional character in a pattern
     # could never match.
     pattern = row[2]
-    assert gate_module._fold_chinese(pattern) == pattern
+    assert fold_chinese(pattern) == pattern
 
 
 def test_explain_rules_lists_every_rule() -> None:

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from memory_core.errors import LLMError, ValidationError
-from memory_core.index import tokenize
+from memory_core.text import tokenize
 from memory_core.llm import LLMClient, LLMConfig
 from memory_core.merge import (
     DEFAULT_RELATED_THRESHOLD,

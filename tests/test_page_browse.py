@@ -93,6 +93,20 @@ def test_semantic_search_ranks_the_relevant_memory_first_and_records_nothing(bro
         assert len(bank.retrievals(limit=None)) == logged  # only the fixture's recall
 
 
+def test_semantic_hits_pass_through_the_bank_filters(browse):
+    """The table's filters narrow the semantic hits as they narrow the table: by the bank's filters."""
+    at, ids, _ = browse
+    at.text_input(key="browse_query").input("what should I cook for dinner, any meat?").run()
+    assert "Wants to run a marathon next year" in texts(at) and MARKUP in texts(at)  # threshold 0: all of them
+    at.selectbox(key="browse_category").select("goal").run()
+    assert texts(at) == {"Wants to run a marathon next year"}
+    at.selectbox(key="browse_category").select("(any)").run()
+    at.selectbox(key="browse_tier").select("hot").run()
+    assert texts(at) == {MARKUP}
+    at.text_input(key="browse_contains").input("VEGETARIAN").run()
+    assert texts(at) == set() and not at.exception
+
+
 def test_soft_delete_hides_from_recall_and_restore_brings_it_back(browse):
     at, ids, open_bank = browse
     veg = ids["veg"]

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from memory_core import MemoryBank, ScoringParams
-from memory_core.index import lexical_tokens
 from memory_core.storage import tables
+from memory_core.text import lexical_tokens
 
 WORDS = ("coffee tea morning running marathon paris berlin moved vegetarian pasta python database "
          "postgres exam maths swedish lesson dog cat garden holiday greece budget salary").split()

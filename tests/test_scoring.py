@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
 
 from memory_core import ScoringParams
 from memory_core.errors import ValidationError
-from memory_core.scoring import DAY, blend, tier_of, top_k
+from memory_core.scoring import COLD_DAYS, DAY, HOT_DAYS, TIERS, blend, tier_bounds, tier_of, top_k
 
 NOW = 1_800_000_000.0
 
@@ -77,6 +78,27 @@ def test_tiers(days, tier):
     assert tier_of(days) == tier
     p = ScoringParams(tier_hot=1.0, tier_warm=0.8, tier_cold=0.5)
     assert score_one(p, age_days=days)[1]["tier"] == {"hot": 1.0, "warm": 0.8, "cold": 0.5}[tier]
+
+
+@pytest.mark.parametrize("age", [timedelta(days=HOT_DAYS), timedelta(days=COLD_DAYS), timedelta(0),
+                                 timedelta(days=-3), timedelta(days=4000)])
+@pytest.mark.parametrize("nudge_us", [-1, 0, 1])
+def test_tier_bounds_say_what_tier_of_says(age, nudge_us):
+    """The bank filters tiers by time with tier_bounds; a memory must land in the tier tier_of gives
+    it, also a microsecond either side of the 7- and 90-day edges."""
+    now = datetime(2025, 6, 1, 12, tzinfo=timezone.utc)
+    touched = now - age + timedelta(microseconds=nudge_us)
+
+    def holds(tier: str) -> bool:
+        after, before = tier_bounds(tier, now)
+        return (after is None or touched >= after) and (before is None or touched <= before)
+
+    assert [t for t in TIERS if holds(t)] == [tier_of((now - touched).total_seconds() / DAY)]
+
+
+def test_tier_bounds_refuse_an_unknown_tier():
+    with pytest.raises(ValidationError, match="hot, warm, cold"):
+        tier_bounds("lukewarm", datetime(2025, 1, 1, tzinfo=timezone.utc))
 
 
 def test_recent_use_keeps_a_memory_hot():

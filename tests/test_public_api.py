@@ -1,0 +1,172 @@
+"""The faces (app.py, pages/, memctl) use memory_core's public surface only.
+
+Public means: a name in ``memory_core.__all__``, one of the submodules in
+``memory_core.PUBLIC_MODULES``, or a name such a submodule defines itself (not one it imports) and
+lists in its ``__all__`` when it has one. Names with a leading underscore are never public, on
+memory_core or on anything else a face touches (``bank._store``). The check reads the sources
+with ``ast``: imports (absolute, relative inside memory_core, ``importlib.import_module``) and
+attribute access on what they bind.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+import memory_core
+
+ROOT = Path(__file__).resolve().parent.parent
+FACES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), ROOT / "memory_core" / "cli.py"]
+PACKAGE = "memory_core"
+
+
+@cache
+def defined_names(module: str) -> frozenset[str]:
+    """The public names ``memory_core.<module>`` offers: its ``__all__``, else what it defines at top level."""
+    mod = importlib.import_module(f"{PACKAGE}.{module}")
+    if hasattr(mod, "__all__"):
+        return frozenset(mod.__all__)
+    tree = ast.parse(Path(mod.__file__).read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Try):  # try: import X / except ImportError: def X ... defines X here
+            names.update(n.name for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
+    return frozenset(n for n in names if not n.startswith("_"))
+
+
+def public_module(dotted: str) -> str | None:
+    """``memory_core.X`` -> X when X is a public submodule, else None."""
+    parts = dotted.split(".")
+    if len(parts) == 2 and parts[0] == PACKAGE and parts[1] in memory_core.PUBLIC_MODULES:
+        return parts[1]
+    return None
+
+
+def violations(source: str, filename: str = "<face>", package: str | None = None) -> list[str]:
+    """Every place ``source`` reaches past the public surface, as "file:line: what".
+
+    ``package`` is the package the file lives in (``memory_core`` for the CLI), for relative imports.
+    """
+    tree = ast.parse(source, filename)
+    found: list[str] = []
+    # Local names bound to memory_core itself ("") or to one of its public submodules ("scoring").
+    bound: dict[str, str] = {}
+
+    def bad(node: ast.AST, what: str) -> None:
+        found.append(f"{filename}:{getattr(node, 'lineno', '?')}: {what}")
+
+    def check_module(node: ast.AST, dotted: str, alias: str | None) -> None:
+        if dotted == PACKAGE:
+            bound[alias or PACKAGE] = ""
+        elif dotted.startswith(PACKAGE + "."):
+            sub = public_module(dotted)
+            if sub is None:
+                bad(node, f"imports the internal module {dotted}")
+            elif alias:
+                bound[alias] = sub
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                # "import memory_core.scoring" binds memory_core; "... as sc" binds the submodule.
+                check_module(node, a.name, a.asname or (None if "." in a.name else a.name))
+                if a.asname is None and a.name.startswith(PACKAGE + "."):
+                    bound[PACKAGE] = ""
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                if package is None:
+                    continue  # relative to pages/: not memory_core
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                dotted = f"{base}.{node.module}" if node.module else base
+            else:
+                dotted = node.module or ""
+            if dotted == PACKAGE:
+                for a in node.names:
+                    if a.name == "*":
+                        bad(node, "imports * from memory_core (name what you use)")
+                    elif a.name in memory_core.PUBLIC_MODULES:
+                        bound[a.asname or a.name] = a.name
+                    elif a.name not in memory_core.__all__:
+                        bad(node, f"imports {a.name!r}, which memory_core does not export")
+            elif dotted.startswith(PACKAGE + "."):
+                sub = public_module(dotted)
+                if sub is None:
+                    bad(node, f"imports from the internal module {dotted}")
+                    continue
+                for a in node.names:
+                    if a.name not in defined_names(sub):
+                        bad(node, f"imports {a.name!r}, which is not a public name of {dotted}")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "import_module" and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)):
+            check_module(node, node.args[0].value, None)
+        elif isinstance(node, ast.Attribute):
+            if node.attr.startswith("_") and not (node.attr.startswith("__") and node.attr.endswith("__")):
+                bad(node, f"uses the private attribute .{node.attr}")
+            elif isinstance(node.value, ast.Name) and node.value.id in bound:
+                sub = bound[node.value.id]
+                if sub == "":
+                    if node.attr not in memory_core.__all__ and node.attr not in memory_core.PUBLIC_MODULES:
+                        bad(node, f"uses memory_core.{node.attr}, which memory_core does not export")
+                elif node.attr not in defined_names(sub):
+                    bad(node, f"uses {node.value.id}.{node.attr}, not a public name of memory_core.{sub}")
+    return found
+
+
+@pytest.mark.parametrize("face", FACES, ids=[str(p.relative_to(ROOT)) for p in FACES])
+def test_faces_use_the_public_surface_only(face: Path) -> None:
+    package = PACKAGE if face.parent.name == PACKAGE else None
+    assert violations(face.read_text(encoding="utf-8"), str(face.relative_to(ROOT)), package) == []
+
+
+@pytest.mark.parametrize("source", [
+    "from memory_core.bank import LOAD_PROGRESS_MIN",
+    "import memory_core.store",
+    "import memory_core.index as idx",
+    "from memory_core import _private",
+    "from memory_core import evaluate",
+    "from memory_core import *",
+    "from memory_core.scoring import _params_json",
+    "from memory_core.maintenance import utcnow",  # imported into maintenance from the store, not its own
+    "from memory_core import metrics as mx\nmx._rate(1, 2)",
+    "from memory_core import tuning\ntuning.parse_time('2024-01-01')",
+    "import memory_core\nmemory_core.bank.MemoryBank",
+    "bank = get_bank()\nbank._session()",
+    "import importlib\nimportlib.import_module('memory_core.conflicts')",
+])
+def test_the_check_catches_reaching_past_the_surface(source: str) -> None:
+    assert violations(source) != []
+
+
+def test_relative_imports_in_the_cli_are_checked_too() -> None:
+    assert violations("from .store import utcnow", package=PACKAGE) != []
+    assert violations("from . import conflicts", package=PACKAGE) != []
+    assert violations("from . import MemoryBank, metrics", package=PACKAGE) == []
+    assert violations("from .common import get_bank") == []  # pages/: not memory_core
+
+
+def test_public_imports_pass() -> None:
+    assert violations(
+        "from memory_core import LOAD_PROGRESS_MIN, MemoryBank, ScoringParams, scoring, tuning\n"
+        "from memory_core import metrics as mx\n"
+        "from memory_core.maintenance import STEPS, MaintenancePlan\n"
+        "from memory_core.scoring import COLD_DAYS, HOT_DAYS, tier_bounds\n"
+        "mx.ablation_rates(1, 2, 3); scoring.parts; tuning.LabeledSet\n"
+        "import memory_core\nmemory_core.MemoryBank; memory_core.merge\n") == []
+
+
+def test_the_public_surface_exists_and_is_documented() -> None:
+    for name in memory_core.__all__:
+        assert hasattr(memory_core, name), name
+    for module in memory_core.PUBLIC_MODULES:
+        assert f"memory_core.{module}" in memory_core.__doc__, f"document memory_core.{module} in the docstring"
+        assert defined_names(module), module

@@ -1,0 +1,53 @@
+"""memory_core.text and memory_core.words: one CJK class, one tokenizer, one set of people/pet words."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from memory_core import conflicts, extract, gate, merge, text, words
+
+
+@pytest.mark.parametrize("sample, expected", [
+    ("喜欢咖啡", ["喜", "欢", "咖", "啡", "喜欢", "欢咖", "咖啡"]),
+    ("コーヒー", ["コ", "ー", "ヒ", "ー", "コー", "ーヒ", "ヒー"]),  # katakana
+    ("커피를", ["커", "피", "를", "커피", "피를"]),  # Hangul
+    ("㐀㐁", ["㐀", "㐁", "㐀㐁"]),  # CJK Extension A
+])
+def test_cjk_runs_become_characters_and_bigrams(sample: str, expected: list[str]) -> None:
+    assert text.tokenize(sample) == expected
+
+
+def test_every_cjk_token_is_recognised_by_the_one_class() -> None:
+    """Conflicts tell CJK tokens from Latin ones with text.CJK_CHAR: it must cover every script
+    tokenize splits into characters (it used to cover Han only)."""
+    for sample in ("我搬到了上海", "東京に住んでいます", "서울에 살아요", "I moved to 上海 last year"):
+        for token in text.tokenize(sample):
+            cjk = [bool(text.CJK_CHAR.fullmatch(c)) for c in token]
+            assert all(cjk) or not any(cjk), token
+    assert conflicts.CJK_CHAR is text.CJK_CHAR and merge.mostly_cjk is text.mostly_cjk
+
+
+def test_units_count_a_cjk_character_or_a_latin_word() -> None:
+    assert [m.group() for m in text.UNIT.finditer("i don't 喜欢 co-workers")] == [
+        "i", "don't", "喜", "欢", "co-workers"]
+
+
+def test_fold_chinese_keeps_offsets() -> None:
+    sample = "我們說過這個計畫"
+    folded = text.fold_chinese(sample)
+    assert folded == "我们说过这个计划" and len(folded) == len(sample)
+
+
+def test_gate_and_extraction_share_the_people_and_pet_words() -> None:
+    for name in ("EN_PEOPLE", "EN_PETS", "SV_PEOPLE", "SV_PETS", "ZH_PEOPLE", "ZH_PETS"):
+        assert getattr(gate, name) is getattr(words, name), name
+    assert extract.SV_DEFINITE is words.SV_DEFINITE
+
+
+def test_every_swedish_word_has_a_definite_form() -> None:
+    listed = set(words.SV_PEOPLE.split("|")) | set(words.SV_PETS.split("|"))
+    assert listed - set(words.SV_DEFINITE) == set()
+    for word in listed:
+        assert re.fullmatch(rf"(?:{words.SV_PEOPLE}|{words.SV_PETS})", word), word
