@@ -19,7 +19,7 @@ from .models import (
     CATEGORIES, KINDS, STATUSES, Memory, Profile, check_choice, check_id, check_importance, check_namespace,
     parse_time,
 )
-from .scoring import COLD_DAYS, HOT_DAYS, tier_of
+from .scoring import TIERS, tier_bounds, tier_of
 from .settings import Settings
 from .storage import tables
 
@@ -74,14 +74,14 @@ def memory_filter(namespace: str | None, status: str | None, *, kind: str | None
             where += f" AND {sql}"
             params.append(to_naive_utc(checked) if isinstance(checked, datetime) else checked)
     if tier is not None:
-        # The tier of scoring.tier_of, by the time since the memory was last touched, as of now.
-        check_choice(tier, ("hot", "warm", "cold"), "tier")
-        now_dt = to_naive_utc(parse_time(now, "now") or utcnow())
+        # The tier rule is scoring's (tier_bounds): bounds on when the memory was last touched.
+        check_choice(tier, TIERS, "tier")
+        after, before = tier_bounds(tier, to_naive_utc(parse_time(now, "now") or utcnow()))
         touched = "greatest(created_at, coalesce(last_accessed_at, created_at))"
-        hot, cold = now_dt - timedelta(days=HOT_DAYS), now_dt - timedelta(days=COLD_DAYS)
-        where += {"hot": f" AND {touched} > ?", "warm": f" AND {touched} <= ? AND {touched} >= ?",
-                  "cold": f" AND {touched} < ?"}[tier]
-        params += {"hot": [hot], "warm": [hot, cold], "cold": [cold]}[tier]
+        for op, bound in ((">=", after), ("<=", before)):
+            if bound is not None:
+                where += f" AND {touched} {op} ?"
+                params.append(bound)
     return where, params
 
 
