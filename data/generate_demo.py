@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-MEMORIES_PATH = HERE / "demo_memories.jsonl"
-QUERIES_PATH = HERE / "demo_queries.jsonl"
-TRUTH_PATH = HERE / "demo_truth.json"
+HERE = Path(__file__).resolve().parent.parent / "memory_core" / "demo_data"
+MEMORIES_PATH = HERE / "memories.jsonl"
+QUERIES_PATH = HERE / "queries.jsonl"
+TRUTH_PATH = HERE / "truth.json"
 
 SEED = 2026
 PERIOD_START = datetime(2025, 9, 1, tzinfo=timezone.utc)

@@ -11,6 +11,7 @@ from typing import Any
 import click
 import numpy as np
 
+from . import demo as demo_set
 from .bank import LOAD_PROGRESS_MIN, MemoryBank
 from .errors import ImportFormatError, MemoryCoreError
 from .models import CATEGORIES, KINDS, humanize_age, parse_time
@@ -18,7 +19,6 @@ from .scoring import ScoringParams
 from .store import utcnow
 
 DEFAULT_BANK = "data/memory.duckdb"
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 
 class _Context:
@@ -264,20 +264,20 @@ def stats(obj: _Context, namespace: str | None, as_json: bool) -> None:
 
 @cli.command()
 @click.option("--memories", "memories_file", type=click.Path(exists=True, dir_okay=False),
-              default=None, help="Default: data/demo_memories.jsonl of this project.")
+              default=None, help="Default: the demo memories bundled with memory_core.")
 @click.option("--queries", "queries_file", type=click.Path(exists=True, dir_okay=False),
-              default=None, help="Default: data/demo_queries.jsonl of this project.")
+              default=None, help="Default: the demo recall history bundled with memory_core.")
 @click.option("--truth", "truth_file", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Default: data/demo_truth.json (the answer key the demo labels come from).")
+              help="Default: the bundled answer key the demo labels come from (only with the bundled files).")
 @click.option("--force", is_flag=True, help="Rebuild even if the bank already has memories.")
 @click.pass_obj
 def demo(obj: _Context, memories_file: str | None, queries_file: str | None, truth_file: str | None,
          force: bool) -> None:
     """Build the demo bank: import the demo memories, replay the demo recall history, label the turns."""
     if truth_file is None and memories_file is None and queries_file is None:
-        truth_file = str(DATA_DIR / "demo_truth.json")  # the answer key only fits the bundled files
-    memories_file = memories_file or str(DATA_DIR / "demo_memories.jsonl")
-    queries_file = queries_file or str(DATA_DIR / "demo_queries.jsonl")
+        truth_file = str(demo_set.TRUTH)  # the answer key only fits the bundled files
+    memories_file = memories_file or str(demo_set.MEMORIES)
+    queries_file = queries_file or str(demo_set.QUERIES)
     for f in (memories_file, queries_file):
         if not Path(f).exists():
             raise click.ClickException(f"demo data {f} is missing; pass --memories and --queries")

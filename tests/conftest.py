@@ -28,9 +28,6 @@ _st_config.set_option("server.address", "127.0.0.1")
 from memory_core import MemoryBank  # noqa: E402
 from memory_core.embed import get_embedder  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "data"
-
 
 @pytest.fixture(scope="session")
 def embedder():
@@ -66,15 +63,12 @@ def demo_labeled(tmp_path_factory, embedder):
     Built once per run (the 753 memories are embedded once). Returns (bank path, truth, queries).
     Tests that change the bank work on a copy (see copy_bank).
     """
-    import json
-
-    from memory_core import tuning
+    from memory_core import demo, tuning
 
     path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    truth = json.loads((DATA / "demo_truth.json").read_text(encoding="utf-8"))
-    queries = [json.loads(line) for line in (DATA / "demo_queries.jsonl").open(encoding="utf-8") if line.strip()]
+    truth, queries = demo.truth(), demo.queries()
     with MemoryBank.open(path, embedder=embedder) as bank:
-        report = bank.import_jsonl(DATA / "demo_memories.jsonl")
+        report = bank.import_jsonl(demo.MEMORIES)
         line_to_id = dict(enumerate(report.ids, start=1))
         live = {m.id for m in bank.get_many(report.ids).values() if m.status == "active"}
         bank.import_labels(tuning.demo_labels(truth, queries, line_to_id, live))
