@@ -60,19 +60,16 @@ def llm_server():
 def demo_labeled(tmp_path_factory, embedder):
     """The demo memories in a bank, with the answer key's turns imported as the label set "demo".
 
-    Built once per run (the 753 memories are embedded once). Returns (bank path, truth, queries).
-    Tests that change the bank work on a copy (see copy_bank).
+    Built once per run (the 753 memories are embedded once) by ``memory_core.demo.build``, without
+    the replayed recall history, so access counts and the retrieval log stay empty. Returns (bank
+    path, truth, queries). Tests that change the bank work on a copy (see copy_bank).
     """
-    from memory_core import demo, tuning
+    from memory_core import demo
 
     path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    truth, queries = demo.truth(), demo.queries()
     with MemoryBank.open(path, embedder=embedder) as bank:
-        report = bank.import_jsonl(demo.MEMORIES)
-        line_to_id = dict(enumerate(report.ids, start=1))
-        live = {m.id for m in bank.get_many(report.ids).values() if m.status == "active"}
-        bank.import_labels(tuning.demo_labels(truth, queries, line_to_id, live))
-    return path, truth, queries
+        demo.build(bank, replay=False, detect_conflicts=False)
+    return path, demo.truth(), demo.queries()
 
 
 @pytest.fixture

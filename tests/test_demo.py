@@ -1,0 +1,160 @@
+"""memory_core.demo: the demo set ships in the package, and build() makes the demo bank from it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from fnmatch import fnmatch
+from pathlib import Path
+
+import pytest
+
+import memory_core
+from memory_core import MemoryBank, ValidationError, demo
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def utc(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+# -- where the data lives ----------------------------------------------------------------------------
+
+
+def test_the_demo_data_lives_in_the_package_and_the_wheel_ships_it() -> None:
+    package = Path(memory_core.__file__).resolve().parent
+    assert demo.DATA.parent == package
+    assert all(p.is_file() for p in (demo.MEMORIES, demo.QUERIES, demo.TRUTH))
+    shipped = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    for path in (demo.MEMORIES, demo.QUERIES, demo.TRUTH):
+        relative = path.relative_to(package).as_posix()
+        assert any(fnmatch(relative, pattern) for pattern in shipped["memory_core"]), relative
+
+
+def test_a_copy_of_the_package_alone_finds_its_demo_data(tmp_path: Path) -> None:
+    """No path outside the package (no ../data): a copy of memory_core elsewhere reads the demo."""
+    site = tmp_path / "site"
+    shutil.copytree(Path(memory_core.__file__).parent, site / "memory_core",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    code = ("from memory_core import demo; "
+            "print(demo.DATA, len(demo.memories()), len(demo.queries()), len(demo.truth()['queries']))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(site), HF_HUB_OFFLINE="1"), check=True).stdout
+    data, n_memories, n_queries, n_described = out.split()
+    assert Path(data) == site / "memory_core" / "demo_data"
+    assert (int(n_memories), int(n_queries), int(n_described)) == (753, 440, 440)
+
+
+# -- build() on the whole demo set ---------------------------------------------------------------
+
+
+@dataclass
+class Built:
+    bank: MemoryBank
+    report: demo.DemoReport
+    progress: list[tuple[str, int, int]]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Built]:
+    calls: list[tuple[str, int, int]] = []
+    bank = MemoryBank.open(tmp_path_factory.mktemp("demo") / "demo.duckdb", embedder=embedder)
+    report = demo.build(bank, progress=lambda *call: calls.append(call))
+    yield Built(bank, report, calls)
+    bank.close()
+
+
+def test_build_imports_every_memory_of_the_file_line_by_line(built: Built) -> None:
+    rows = demo.memories()
+    r = built.report
+    assert r.memories == len(rows) == built.bank.count(status=None)
+    assert r.namespaces == len({row["namespace"] for row in rows}) == len(built.bank.namespaces())
+    assert sorted(r.line_to_id) == list(range(1, len(rows) + 1))
+    stored = built.bank.get_many(list(r.line_to_id.values()))
+    for line, row in enumerate(rows, start=1):
+        m = stored[r.line_to_id[line]]
+        assert (m.namespace, m.text, m.created_at) == (row["namespace"], row["text"], utc(row["created_at"]))
+        assert m.status == row.get("status", "active")
+
+
+def test_build_replays_the_recall_history_with_the_agents_feedback(built: Built) -> None:
+    turns, key = demo.queries(), demo.truth()
+    assert built.report.recalls == len(turns)
+    logged = sorted(built.bank.retrievals(limit=None), key=lambda r: r["id"])  # in the order replayed
+    assert len(logged) == len(turns)
+    for r, q in zip(logged, turns):
+        assert (r["namespace"], r["query"], r["recalled_at"]) == (q["namespace"], q["query"], utc(q["at"]))
+    # The simulated agent used exactly the returned memories the answer key marks relevant.
+    line_of = {r["id"]: n for n, r in enumerate(logged, start=1)}
+    ids = built.report.line_to_id
+    feedback = built.bank.feedback_log()
+    assert feedback and len(feedback) == sum(bool(r["hits"]) for r in logged)
+    assert any(f.used_ids for f in feedback)
+    for f in feedback:
+        line = line_of[f.retrieval_id]
+        relevant = {ids[n] for n in key["queries"][line - 1]["relevant_lines"]}
+        returned = {h["memory_id"] for h in logged[line - 1]["hits"]}
+        assert sorted(f.used_ids) == sorted(returned & relevant)
+
+
+def test_build_labels_every_turn_from_the_answer_key(built: Built) -> None:
+    turns, key = demo.queries(), demo.truth()
+    labeled = built.bank.labels(set_name=demo.LABEL_SET)
+    assert built.report.labeled == len(labeled) == len(key["queries"]) == len(turns)
+    ids = built.report.line_to_id
+    archived = {m.id for m in built.bank.memories(namespace=None, status="archived", limit=None)}
+    assert archived  # the demo has soft-deleted memories, which no label may expect
+    for q, entry in zip(labeled, key["queries"]):
+        assert (q.namespace, q.query) == (entry["namespace"], entry["query"])
+        assert q.as_of == utc(turns[entry["line"] - 1]["at"])
+        assert q.relevant == tuple(sorted({ids[n] for n in entry["relevant_lines"]} - archived))
+
+
+def test_build_records_the_contradictions_it_finds_and_reports_each_stage(built: Built) -> None:
+    assert built.report.conflicts > 0
+    assert built.report.conflicts == len(built.bank.conflicts())
+    stages = [stage for stage, _, _ in built.progress]
+    assert list(dict.fromkeys(stages)) == ["import", "replay", "conflicts"]
+    for stage in ("import", "replay", "conflicts"):
+        done, total = [(d, t) for s, d, t in built.progress if s == stage][-1]
+        assert done == total > 0
+
+
+# -- build() on other files ------------------------------------------------------------------------
+
+
+def _slice(tmp_path: Path, n_memories: int, n_queries: int) -> tuple[Path, Path]:
+    memories = demo.MEMORIES.read_text(encoding="utf-8").splitlines()[:n_memories]
+    turns = demo.QUERIES.read_text(encoding="utf-8").splitlines()
+    names = {json.loads(line)["namespace"] for line in memories}
+    turns = [t for t in turns if json.loads(t)["namespace"] in names][:n_queries]
+    (tmp_path / "m.jsonl").write_text("\n".join(memories) + "\n", encoding="utf-8")
+    (tmp_path / "q.jsonl").write_text("\n".join(turns) + "\n", encoding="utf-8")
+    return tmp_path / "m.jsonl", tmp_path / "q.jsonl"
+
+
+def test_other_files_get_no_labels_unless_given_their_answer_key(tmp_path: Path, embedder) -> None:
+    memories, queries = _slice(tmp_path, 20, 3)
+    with MemoryBank.open(tmp_path / "b.duckdb", embedder=embedder) as bank:
+        r = demo.build(bank, memories=memories, queries=queries, detect_conflicts=False)
+        assert (r.memories, r.recalls, r.labeled) == (20, 3, 0)
+        assert bank.labels() == [] and len(bank.retrievals(limit=None)) == 3
+
+
+def test_an_answer_key_for_other_queries_is_refused_before_anything_is_written(tmp_path: Path,
+                                                                               embedder) -> None:
+    memories, queries = _slice(tmp_path, 20, 3)
+    with MemoryBank.open(tmp_path / "b.duckdb", embedder=embedder) as bank:
+        with pytest.raises(ValidationError, match="describes 440 queries, the queries file has 3"):
+            demo.build(bank, memories=memories, queries=queries, truth=demo.TRUTH)
+        with pytest.raises(ValidationError, match="missing"):
+            demo.build(bank, memories=tmp_path / "nowhere.jsonl", queries=queries)
+        assert bank.count(status=None) == 0 and bank.retrievals(limit=None) == []
