@@ -270,12 +270,20 @@ def stats(obj: _Context, namespace: str | None, as_json: bool) -> None:
 @click.option("--truth", "truth_file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Default: the bundled answer key the demo labels come from (only with the bundled files).")
 @click.option("--force", is_flag=True, help="Rebuild even if the bank already has memories.")
+@click.option("--if-empty", is_flag=True,
+              help="Build only if the bank has no memories (a new or empty file); otherwise say so and exit 0.")
 @click.pass_obj
 def demo(obj: _Context, memories_file: str | None, queries_file: str | None, truth_file: str | None,
-         force: bool) -> None:
+         force: bool, if_empty: bool) -> None:
     """Build the demo bank: import the demo memories, replay the demo recall history, label the turns."""
+    if force and if_empty:
+        raise click.UsageError("--force builds into a bank with memories, --if-empty never does: pick one")
     with obj.open() as bank:
-        if bank.count(status=None) and not force:
+        held = bank.count(status=None)
+        if held and if_empty:
+            click.echo(f"{bank.path} already has {held} memories; the demo was not built")
+            return
+        if held and not force:
             raise click.ClickException(f"{bank.path} already has memories; use --force or another --bank")
         with _StageBars(_DEMO_STAGES) as bars:
             r = demo_set.build(bank, memories=memories_file or demo_set.MEMORIES,
