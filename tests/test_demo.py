@@ -1,9 +1,15 @@
-"""memory_core.demo: the demo set ships in the package, and build() makes the demo bank from it."""
+"""memory_core.demo: the demo set is consistent data shipped in the package, and build() makes the
+demo bank from it.
+
+The JSONL/JSON files in memory_core/demo_data/ are the demo's source: the checks below are what
+keeps them consistent when someone edits them (the answer key names memories and turns by line).
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,14 +18,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from fnmatch import fnmatch
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
 import memory_core
-from memory_core import MemoryBank, ValidationError, demo
+from memory_core import CATEGORIES, KINDS, MemoryBank, ValidationError, demo
 
 ROOT = Path(__file__).resolve().parent.parent
+FIRST_DAY, LAST_DAY = "2025-09-01", "2026-11-25"  # the months the demo covers
+FIELDS = {"text", "namespace", "kind", "category", "importance", "created_at", "source", "status"}
+IDENTIFIERS = [re.compile(p) for p in (r"[\w.+-]+@[\w-]+\.\w", r"\+?\d[\d ()-]{7,}\d", r"https?://", r"www\.")]
 
 
 def utc(text: str) -> datetime:
@@ -51,6 +61,69 @@ def test_a_copy_of_the_package_alone_finds_its_demo_data(tmp_path: Path) -> None
     data, n_memories, n_queries, n_described = out.split()
     assert Path(data) == site / "memory_core" / "demo_data"
     assert (int(n_memories), int(n_queries), int(n_described)) == (753, 440, 440)
+
+
+# -- the data files are consistent ----------------------------------------------------------------
+
+
+def test_every_memory_is_a_well_formed_distilled_statement() -> None:
+    rows = demo.memories()
+    assert len({(r["namespace"], r["text"]) for r in rows}) == len(rows), "a text appears twice in a namespace"
+    for line, r in enumerate(rows, start=1):
+        assert set(r) <= FIELDS, f"line {line}: unexpected fields {set(r) - FIELDS}"
+        assert r["kind"] in KINDS and r["category"] in CATEGORIES, f"line {line}"
+        assert 0 <= r["importance"] <= 1 and round(r["importance"], 2) == r["importance"], f"line {line}"
+        assert FIRST_DAY <= r["created_at"][:10] <= LAST_DAY, f"line {line}: {r['created_at']}"
+        assert r.get("status", "archived") == "archived", f"line {line}: only soft deletes are marked"
+        assert not any(p.search(r["text"]) for p in IDENTIFIERS), f"line {line} looks like a personal identifier"
+
+
+def test_the_turns_are_in_the_order_they_were_asked() -> None:
+    turns = demo.queries()
+    assert all(set(q) == {"namespace", "query", "at"} for q in turns)
+    assert all(a["at"] <= b["at"] for a, b in pairwise(turns))
+    assert FIRST_DAY <= turns[0]["at"][:10] and turns[-1]["at"][:10] <= LAST_DAY
+
+
+def test_the_answer_key_points_at_the_lines_it_names() -> None:
+    """Texts and namespaces match, old before new, every turn asked after a memory it is about."""
+    rows, turns, key = demo.memories(), demo.queries(), demo.truth()
+
+    def memory(line: int, namespace: str, text: str | None = None) -> dict:
+        assert 1 <= line <= len(rows), f"memory line {line} out of range"
+        row = rows[line - 1]
+        assert row["namespace"] == namespace and text in (None, row["text"]), f"memory line {line}"
+        return row
+
+    clustered: set[int] = set()
+    for c in key["duplicate_clusters"]:
+        assert 2 <= len(c["lines"]) <= 4 and c["lines"] == sorted(c["lines"]) and not clustered & set(c["lines"])
+        clustered |= set(c["lines"])
+        for line, text in zip(c["lines"], c["texts"], strict=True):
+            memory(line, c["namespace"], text)
+    for c in key["contradictions"]:
+        old, new = memory(c["old_line"], c["namespace"], c["old"]), memory(c["new_line"], c["namespace"], c["new"])
+        assert old["created_at"] < new["created_at"] and old["category"] == new["category"] == c["category"]
+    for section in ("stale", "trivia", "logs"):
+        for r in key[section]:
+            memory(r["line"], r["namespace"], r["text"])
+    assert [e["line"] for e in key["queries"]] == list(range(1, len(turns) + 1))
+    for e, q in zip(key["queries"], turns):
+        assert (e["namespace"], e["query"]) == (q["namespace"], q["query"]), f"turn {e['line']}"
+        assert e["off_topic"] == (not e["relevant_lines"]), f"turn {e['line']}"
+        about = [memory(line, q["namespace"]) for line in e["relevant_lines"]]
+        assert not about or any(m["created_at"] < q["at"] for m in about), f"turn {e['line']} asked too early"
+
+
+def test_the_answer_keys_counts_are_its_sections_sizes() -> None:
+    key = demo.truth()
+    assert key["counts"] == {
+        "duplicate_clusters": len(key["duplicate_clusters"]),
+        "duplicate_cluster_memories": sum(len(c["lines"]) for c in key["duplicate_clusters"]),
+        "contradictions": len(key["contradictions"]),
+        "stale": len(key["stale"]), "trivia": len(key["trivia"]), "logs": len(key["logs"]),
+        "queries": len(key["queries"]), "off_topic_queries": sum(e["off_topic"] for e in key["queries"]),
+    }
 
 
 # -- build() on the whole demo set ---------------------------------------------------------------
