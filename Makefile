@@ -32,8 +32,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test,bench]'
 	touch $@
 
+# Builds the demo into a missing or empty bank (a file created by opening the dashboard first holds
+# no memories); a bank with memories is left as it is.
 demo: setup
-	@test -f $(BANK) || $(VENV)/bin/memctl --bank $(BANK) demo
+	@$(VENV)/bin/memctl --bank $(BANK) demo --if-empty
 
 run: demo
 	$(VENV)/bin/streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) \

@@ -14,7 +14,6 @@ from typing import Callable
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "data"
 LOCOMO = Path(os.environ.get("LOCOMO_PATH", ROOT.parent / "shared" / "datasets" / "locomo" / "locomo10.json"))
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
 WORDS = ("coffee tea morning run marathon city moved job project database exam swedish lesson dog garden "
@@ -87,10 +86,11 @@ def embedding_spectrum() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if cached.exists():  # written below; saves loading the model (the footprint's import must not)
         with np.load(cached) as f:
             return f["mean"], f["directions"], f["spread"]
+    from memory_core import demo
     from memory_core.embed import get_embedder
 
-    texts = [json.loads(line)["text"] for line in open(DATA / "demo_memories.jsonl", encoding="utf-8")]
-    for name in (DATA / "demo_queries.jsonl", ROOT / "bench" / "data" / "general_questions.jsonl"):
+    texts = [json.loads(line)["text"] for line in open(demo.MEMORIES, encoding="utf-8")]
+    for name in (demo.QUERIES, ROOT / "bench" / "data" / "general_questions.jsonl"):
         for line in open(name, encoding="utf-8"):
             row = json.loads(line)
             texts.append(row.get("query") or row.get("question") or row["text"])

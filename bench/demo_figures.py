@@ -19,10 +19,8 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from memory_core import MemoryBank  # noqa: E402
+from memory_core import MemoryBank, demo  # noqa: E402
 from memory_core.embed import get_embedder  # noqa: E402
-
-DATA = Path(__file__).resolve().parent.parent / "data"
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -35,8 +33,7 @@ def main() -> None:
     parser.add_argument("--json", dest="json_out", default=None)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    memories = [json.loads(line) for line in (DATA / "demo_memories.jsonl").open(encoding="utf-8")]
-    queries = [json.loads(line) for line in (DATA / "demo_queries.jsonl").open(encoding="utf-8")]
+    memories, queries = demo.memories(), demo.queries()
     embedder = get_embedder()
     embedder.encode([m["text"] for m in memories[:64]])  # warm up
 
@@ -48,7 +45,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             with MemoryBank.open(Path(tmp) / "demo.duckdb", embedder=embedder) as bank:
                 t = time.perf_counter()
-                bank.import_jsonl(DATA / "demo_memories.jsonl")
+                bank.import_jsonl(demo.MEMORIES)
                 ours.append(time.perf_counter() - t)
     n = len(memories)
     result = {
@@ -61,7 +58,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         with MemoryBank.open(Path(tmp) / "demo.duckdb", embedder=embedder) as bank:
-            bank.import_jsonl(DATA / "demo_memories.jsonl")
+            bank.import_jsonl(demo.MEMORIES)
             for q in queries:  # warm: every query vector cached, every namespace index loaded
                 bank.recall(q["query"], namespace=q["namespace"], record=False)
             timings: dict[str, list[float]] = {"what_if_cached_vector": [], "what_if_with_embedding": [],

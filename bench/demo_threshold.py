@@ -18,19 +18,16 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from memory_core import MemoryBank, ScoringParams  # noqa: E402
-
-DATA = Path(__file__).resolve().parent.parent / "data"
+from memory_core import MemoryBank, ScoringParams, demo  # noqa: E402
 
 
 def measure(thresholds: list[float]) -> list[dict[str, float]]:
     """Per threshold: share of off-topic queries with an empty result, share of on-topic queries
     with any result, and share of on-topic queries with a relevant memory among the hits."""
-    truth = json.loads((DATA / "demo_truth.json").read_text(encoding="utf-8"))["queries"]
-    queries = [json.loads(line) for line in (DATA / "demo_queries.jsonl").open(encoding="utf-8")]
+    truth, queries = demo.truth()["queries"], demo.queries()
     out = []
     with tempfile.TemporaryDirectory() as tmp, MemoryBank.open(Path(tmp) / "demo.duckdb") as bank:
-        bank.import_jsonl(DATA / "demo_memories.jsonl")
+        bank.import_jsonl(demo.MEMORIES)
         for thr in thresholds:
             params = ScoringParams().replace(threshold=thr)
             off = on_any = on_hit = n_off = n_on = 0

@@ -16,13 +16,12 @@ mem0 is a benchmark-only dependency: ``pip install -e '.[bench]'``.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
 from pathlib import Path
 
-from bench._util import DATA, LOCOMO, machine, percentiles
+from bench._util import LOCOMO, machine, percentiles
 
 # mem0 reads these when it is imported: no telemetry, no hub.
 os.environ["MEM0_TELEMETRY"] = "False"
@@ -46,6 +45,7 @@ def _mem0(folder: Path):
 def _workload(quick: bool, smallest: bool) -> list[dict]:
     """Datasets as (memories with namespace and date, queries with namespace and evidence)."""
     from bench.locomo import load
+    from memory_core import demo
 
     sets = []
     if LOCOMO.exists():
@@ -59,8 +59,7 @@ def _workload(quick: bool, smallest: bool) -> list[dict]:
                                    "created_at": t["created_at"]} for t in turns],
                      "queries": [{"query": q["question"], "namespace": "locomo-1",
                                   "evidence": [e for e in q["evidence"] if e in keep]} for q in questions]})
-    mems = [json.loads(line) for line in (DATA / "demo_memories.jsonl").open(encoding="utf-8") if line.strip()]
-    qs = [json.loads(line) for line in (DATA / "demo_queries.jsonl").open(encoding="utf-8") if line.strip()]
+    mems, qs = demo.memories(), demo.queries()
     n = 5 if smallest else 30 if quick else 100
     mems = mems[:n]
     names = {m["namespace"] for m in mems}

@@ -13,14 +13,13 @@ so the namespace is bigger than N).
 
 from __future__ import annotations
 
-import json
 import tempfile
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
-from bench._util import DATA, LOCOMO, machine
+from bench._util import LOCOMO, machine
 
 CANDIDATES = (2000, 200, 50, 20)
 PRESETS = ("generative-agents", "weighted-recall")
@@ -70,26 +69,26 @@ def _compare(bank, queries: list[tuple[str, str, datetime]]) -> dict:
 
 
 def run(quick: bool, smallest: bool = False) -> dict:
-    from memory_core import MemoryBank
+    from memory_core import MemoryBank, demo
     from memory_core.embed import get_embedder
 
     from bench.locomo import load
 
     embedder = get_embedder()
     result: dict = {"machine": machine(), "candidates": list(CANDIDATES)}
-    queries_file = [json.loads(line) for line in (DATA / "demo_queries.jsonl").open(encoding="utf-8") if line.strip()]
+    queries_file = demo.queries()
     if smallest:
         queries_file = queries_file[:5]
     elif quick:
         queries_file = queries_file[:60]
     with tempfile.TemporaryDirectory() as tmp, MemoryBank.open(Path(tmp) / "demo.duckdb", embedder=embedder) as bank:
         if smallest:  # the first 150 memories, and queries of their namespaces only
-            mems = [json.loads(line) for line in (DATA / "demo_memories.jsonl").open(encoding="utf-8")][:60]
+            mems = demo.memories()[:60]
             bank.add_many([{k: v for k, v in m.items() if k != "id"} for m in mems])
             names = {m["namespace"] for m in mems}
             queries_file = [q for q in queries_file if q["namespace"] in names]
         else:
-            bank.import_jsonl(DATA / "demo_memories.jsonl")
+            bank.import_jsonl(demo.MEMORIES)
         queries = [(q["query"], q["namespace"], datetime.fromisoformat(q["at"])) for q in queries_file]
         for ns in {q[1] for q in queries}:
             bank.recall("warm up", namespace=ns, record=False)

@@ -18,6 +18,7 @@ The public surface is what this package exports (``__all__`` below) and the subm
   logged recalls under other settings.
 - ``memory_core.merge``: merge clusters and previews, and their thresholds.
 - ``memory_core.maintenance``: the maintenance plan, its steps and schedule.
+- ``memory_core.demo``: the demo set bundled with the package, and ``build(bank)``.
 
 Every other module (bank internals, storage, index, text, words, conflicts, extract, evaluate,
 redact, llm, embed, ...) is internal and may change without notice; what faces need of them is
@@ -43,7 +44,7 @@ from .scoring import PRESETS, TIERS, ScoringParams
 
 ORDERS = tuple(_ORDER_SQL)  # the sort orders MemoryBank.memories(order=...) takes
 
-PUBLIC_MODULES = ("scoring", "metrics", "tuning", "merge", "maintenance")
+PUBLIC_MODULES = ("scoring", "metrics", "tuning", "merge", "maintenance", "demo")
 
 __all__ = [
     # the façade and its records

@@ -21,9 +21,9 @@ from memory_core import (
     ImportFormatError, MemoryBank, MemoryCoreError, ScoringParams, get_client, humanize_age, load_cases, parse_time,
 )
 from memory_core import ablate as ablate_cases  # `ablate` is a command here
+from memory_core import demo as demo_set
 
 DEFAULT_BANK = "data/memory.duckdb"
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 
 class _Context:
@@ -269,74 +269,67 @@ def stats(obj: _Context, namespace: str | None, as_json: bool) -> None:
 
 @cli.command()
 @click.option("--memories", "memories_file", type=click.Path(exists=True, dir_okay=False),
-              default=None, help="Default: data/demo_memories.jsonl of this project.")
+              default=None, help="Default: the demo memories bundled with memory_core.")
 @click.option("--queries", "queries_file", type=click.Path(exists=True, dir_okay=False),
-              default=None, help="Default: data/demo_queries.jsonl of this project.")
+              default=None, help="Default: the demo recall history bundled with memory_core.")
 @click.option("--truth", "truth_file", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Default: data/demo_truth.json (the answer key the demo labels come from).")
+              help="Default: the bundled answer key the demo labels come from (only with the bundled files).")
 @click.option("--force", is_flag=True, help="Rebuild even if the bank already has memories.")
+@click.option("--if-empty", is_flag=True,
+              help="Build only if the bank has no memories (a new or empty file); otherwise say so and exit 0.")
 @click.pass_obj
 def demo(obj: _Context, memories_file: str | None, queries_file: str | None, truth_file: str | None,
-         force: bool) -> None:
+         force: bool, if_empty: bool) -> None:
     """Build the demo bank: import the demo memories, replay the demo recall history, label the turns."""
-    if truth_file is None and memories_file is None and queries_file is None:
-        truth_file = str(DATA_DIR / "demo_truth.json")  # the answer key only fits the bundled files
-    memories_file = memories_file or str(DATA_DIR / "demo_memories.jsonl")
-    queries_file = queries_file or str(DATA_DIR / "demo_queries.jsonl")
-    for f in (memories_file, queries_file):
-        if not Path(f).exists():
-            raise click.ClickException(f"demo data {f} is missing; pass --memories and --queries")
-    queries = [json.loads(line) for line in open(queries_file, encoding="utf-8") if line.strip()]
-    truth = _demo_truth(truth_file, queries)
+    if force and if_empty:
+        raise click.UsageError("--force builds into a bank with memories, --if-empty never does: pick one")
     with obj.open() as bank:
-        if bank.count(status=None) and not force:
+        held = bank.count(status=None)
+        if held and if_empty:
+            click.echo(f"{bank.path} already has {held} memories; the demo was not built")
+            return
+        if held and not force:
             raise click.ClickException(f"{bank.path} already has memories; use --force or another --bank")
-        total = sum(1 for line in open(memories_file, encoding="utf-8") if line.strip())
-        with click.progressbar(length=total, label="importing demo memories", file=sys.stderr) as bar:
-            report = bank.import_jsonl(memories_file, progress=bar.update)
-        # The answer key names memories by line; the import assigned ids in line order.
-        line_to_id = {line: mid for line, mid in enumerate(report.ids, start=1)}
-        relevant = {int(q["line"]): {line_to_id[int(i)] for i in q.get("relevant_lines") or [] if int(i) in line_to_id}
-                    for q in (truth or {}).get("queries", [])}
-        with click.progressbar(queries, label="replaying recall history", file=sys.stderr) as bar:
-            for line, q in enumerate(bar, start=1):
-                hits = bank.recall(q["query"], namespace=q["namespace"], now=q["at"],
-                                   gate=bool(q.get("gate", False)))
-                if hits and line in relevant:
-                    # A simulated agent's feedback: its answer used the returned memories the answer
-                    # key marks relevant, so the Usage page has a usage rate out of the box.
-                    returned = {h.memory.id for h in hits}
-                    bank.feedback(bank.last_retrieval_id, used_ids=sorted(returned & relevant[line]), at=q["at"])
-        names = [ns for ns, n in bank.namespaces() if n]
-        with click.progressbar(names, label="looking for contradictions", file=sys.stderr) as bar:
-            found = sum(len(bank.detect_conflicts(ns)) for ns in bar)
-        labeled = _demo_labels(bank, line_to_id, queries, truth)
-        s = bank.stats()
-    click.echo(f"demo bank {obj.bank_path}: {report.added} memories in {s['namespaces']} namespaces, "
-               f"{len(queries)} recalls replayed, {found} open conflicts, "
-               + (f"{labeled} labeled queries (set 'demo')" if labeled else "no labels (no answer key)"))
+        with _StageBars(_DEMO_STAGES) as bars:
+            r = demo_set.build(bank, memories=memories_file or demo_set.MEMORIES,
+                               queries=queries_file or demo_set.QUERIES, truth=truth_file, progress=bars)
+    click.echo(f"demo bank {obj.bank_path}: {r.memories} memories in {r.namespaces} namespaces, "
+               f"{r.recalls} recalls replayed, {r.conflicts} open conflicts, "
+               + (f"{r.labeled} labeled queries (set '{demo_set.LABEL_SET}')" if r.labeled
+                  else "no labels (no answer key)"))
 
 
-def _demo_truth(truth_file: str | None, queries: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The demo's answer key (None without one), checked to describe the queries being replayed."""
-    if truth_file is None or not Path(truth_file).exists():
-        return None
-    truth = json.loads(Path(truth_file).read_text(encoding="utf-8"))
-    if len(truth.get("queries", [])) != len(queries):
-        raise click.ClickException(f"the answer key {truth_file} describes {len(truth.get('queries', []))} "
-                                   f"queries, the queries file has {len(queries)}")
-    return truth
+_DEMO_STAGES = {"import": "importing demo memories", "replay": "replaying recall history",
+                "conflicts": "looking for contradictions"}
 
 
-def _demo_labels(bank: MemoryBank, line_to_id: dict[int, int], queries: list[dict[str, Any]],
-                 truth: dict[str, Any] | None) -> int:
-    """Label the demo turns from the answer key, so the Tune page has a labeled set out of the box."""
-    from memory_core import tuning
+class _StageBars:
+    """A progress callback for a run in stages (``progress(stage, done, total)``): one click
+    progress bar per stage on stderr, labelled from ``labels``."""
 
-    if truth is None:
-        return 0
-    live = {m.id for m in bank.get_many(list(line_to_id.values())).values() if m.status == "active"}
-    return bank.import_labels(tuning.demo_labels(truth, queries, line_to_id, live))
+    def __init__(self, labels: dict[str, str]) -> None:
+        self.labels = labels
+        self.stage: str | None = None
+        self.bar: Any = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage != self.stage:
+            self.close()
+            self.stage = stage
+            self.bar = click.progressbar(length=total, label=self.labels.get(stage, stage), file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.bar.pos)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+    def __enter__(self) -> _StageBars:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @cli.command()

@@ -58,7 +58,7 @@ __all__ = [
     "preview",
 ]
 
-# Chosen on the demo set (data/demo_memories.jsonl against data/demo_truth.json: 34 planted
+# Chosen on the demo set (memory_core/demo_data/memories.jsonl against its truth.json: 34 planted
 # paraphrase clusters, 93 pairs, and 45 planted contradiction pairs; measured by
 # tests/test_merge_logic.py) with the bundled all-MiniLM-L6-v2 and the compatibility checks below.
 # The model rates the planted paraphrases far apart (median pair ~0.6), so recall is flat from 0.82

@@ -548,21 +548,3 @@ def replay(bank: "MemoryBank", params: ScoringParams, *, since: Any = None, unti
     return ReplayReport(replayed=len(ran), skipped=skipped, changed=changed, newly_empty=newly_empty,
                         newly_nonempty=newly_nonempty, labeled=len(lab_before), before=scores(lab_before, k),
                         after=scores(lab_after, k), rows=out_rows)
-
-
-def demo_labels(truth: dict[str, Any], queries: list[dict[str, Any]], line_to_id: dict[int, int],
-                live: set[int] | None = None) -> list[dict[str, Any]]:
-    """Label lines (the JSONL :meth:`MemoryBank.import_labels` reads) from the demo's answer key.
-
-    Each demo turn becomes a query pinned to the moment it was asked; its relevant memories are
-    the answer key's lines mapped to bank ids. Memories not in ``live`` (archived ones, which
-    recall never returns) are left out, so a turn about only such memories expects nothing.
-    """
-    out = []
-    for entry in truth["queries"]:
-        asked = queries[entry["line"] - 1]
-        rel = sorted({line_to_id[line] for line in entry["relevant_lines"]
-                      if line in line_to_id and (live is None or line_to_id[line] in live)})
-        out.append({"namespace": entry["namespace"], "query": entry["query"], "relevant": rel, "irrelevant": [],
-                    "as_of": asked["at"], "set": "demo"})
-    return out

@@ -28,9 +28,6 @@ _st_config.set_option("server.address", "127.0.0.1")
 from memory_core import MemoryBank  # noqa: E402
 from memory_core.embed import get_embedder  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "data"
-
 
 @pytest.fixture(scope="session")
 def embedder():
@@ -63,22 +60,16 @@ def llm_server():
 def demo_labeled(tmp_path_factory, embedder):
     """The demo memories in a bank, with the answer key's turns imported as the label set "demo".
 
-    Built once per run (the 753 memories are embedded once). Returns (bank path, truth, queries).
-    Tests that change the bank work on a copy (see copy_bank).
+    Built once per run (the 753 memories are embedded once) by ``memory_core.demo.build``, without
+    the replayed recall history, so access counts and the retrieval log stay empty. Returns (bank
+    path, truth, queries). Tests that change the bank work on a copy (see copy_bank).
     """
-    import json
-
-    from memory_core import tuning
+    from memory_core import demo
 
     path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    truth = json.loads((DATA / "demo_truth.json").read_text(encoding="utf-8"))
-    queries = [json.loads(line) for line in (DATA / "demo_queries.jsonl").open(encoding="utf-8") if line.strip()]
     with MemoryBank.open(path, embedder=embedder) as bank:
-        report = bank.import_jsonl(DATA / "demo_memories.jsonl")
-        line_to_id = dict(enumerate(report.ids, start=1))
-        live = {m.id for m in bank.get_many(report.ids).values() if m.status == "active"}
-        bank.import_labels(tuning.demo_labels(truth, queries, line_to_id, live))
-    return path, truth, queries
+        demo.build(bank, replay=False, detect_conflicts=False)
+    return path, demo.truth(), demo.queries()
 
 
 @pytest.fixture

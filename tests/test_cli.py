@@ -473,3 +473,32 @@ def test_demo_builds_a_bank_with_the_replayed_recall_history(bank_file: Path, tm
     again = memctl(bank_file, "demo", "--memories", str(memories), "--queries", str(queries), ok=False)
     assert again.exit_code == 1 and "already has memories" in again.output
     assert stats_json(bank_file)["total"] == 5
+
+
+def test_demo_if_empty_builds_into_an_empty_bank_file_and_leaves_a_full_one_alone(bank_file: Path,
+                                                                                  tmp_path: Path) -> None:
+    """What `make run` relies on: a bank file created empty (the dashboard opened first) gets the
+    demo; a bank with memories is not touched, and the command still succeeds."""
+    memories = write_jsonl(tmp_path / "mem.jsonl", [
+        {"text": "Prefers vegetarian food", "namespace": "alice", "created_at": "2025-09-02T10:00:00Z"},
+        {"text": "Writes Python at work", "namespace": "bob", "created_at": "2025-09-05T09:00:00Z"},
+    ])
+    queries = write_jsonl(tmp_path / "q.jsonl", [
+        {"namespace": "alice", "query": "Any vegetarian dinner ideas?", "at": "2025-09-20T18:00:00Z"},
+    ])
+    files = ("--memories", str(memories), "--queries", str(queries))
+    MemoryBank.open(bank_file).close()
+    assert bank_file.exists() and stats_json(bank_file)["total"] == 0
+
+    out = memctl(bank_file, "demo", "--if-empty", *files).stdout
+    assert "2 memories in 2 namespaces, 1 recalls replayed" in out
+    before = stats_json(bank_file)
+    assert (before["total"], before["retrievals"]) == (2, 1)
+
+    again = memctl(bank_file, "demo", "--if-empty", *files).stdout
+    assert "already has 2 memories; the demo was not built" in again
+    after = stats_json(bank_file)
+    assert (after["total"], after["retrievals"], after["change_seq"]) == (2, 1, before["change_seq"])
+
+    both = memctl(bank_file, "demo", "--if-empty", "--force", *files, ok=False)
+    assert both.exit_code == 2 and "pick one" in both.output

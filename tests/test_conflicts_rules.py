@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
@@ -14,6 +13,7 @@ from memory_core.conflicts import (
     AUTO_RULES, MUCH_NEWER, SAME_DAY, MemoryView, Verdict, auto_resolution, judge, judge_llm, judge_rules,
     suggest,
 )
+from memory_core import demo as demo_set
 from memory_core.errors import LLMError, ValidationError
 from memory_core.llm import LLMClient, LLMConfig
 
@@ -22,8 +22,6 @@ try:
 except ImportError:  # tests/ is not a package: pytest puts tests/ itself on sys.path
     from llm_server import BROKEN_JSON, StandInLLM, closed_port_url
 
-DEMO_TRUTH = Path(__file__).resolve().parent.parent / "data" / "demo_truth.json"
-DEMO_MEMORIES = DEMO_TRUTH.with_name("demo_memories.jsonl")
 
 OLD = datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc)
 NEW = datetime(2025, 9, 1, 9, 0, tzinfo=timezone.utc)
@@ -539,14 +537,12 @@ def test_judge_llm_rejects_a_non_client() -> None:
 
 
 # --------------------------------------------------------------------------- #
-# The demo set's answer key (data/demo_truth.json), when present
+# The demo set's answer key (memory_core.demo.truth())
 # --------------------------------------------------------------------------- #
 
 
-@pytest.mark.skipif(not DEMO_TRUTH.exists(), reason="data/demo_truth.json is not there")
 def test_rules_on_demo_truth() -> None:
-    truth = json.loads(DEMO_TRUTH.read_text(encoding="utf-8"))
-    lines = [json.loads(line) for line in DEMO_MEMORIES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    truth, lines = demo_set.truth(), demo_set.memories()
 
     def view(number: int) -> MemoryView:  # the key refers to memories by 1-based line number
         row = lines[number - 1]

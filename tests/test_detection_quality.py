@@ -1,6 +1,6 @@
 """How well curation does on the whole demo bank, measured against its answer key.
 
-``data/demo_truth.json`` lists the contradictions planted in ``data/demo_memories.jsonl`` by line
+The demo answer key (``memory_core.demo.truth()``) lists the contradictions planted in the demo memories by line
 number; importing that file into a fresh bank gives memory N to line N. The module imports it once
 (the slow part: embedding 753 memories), plans merges on the fresh bank, then runs contradiction
 detection on every namespace, and checks:
@@ -16,18 +16,16 @@ Run with ``-s`` to see the figures.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memory_core import MemoryBank
 from memory_core import conflicts as conflicts_mod
+from memory_core import demo as demo_set
 
-DATA = Path(__file__).resolve().parent.parent / "data"
-TRUTH = json.loads((DATA / "demo_truth.json").read_text(encoding="utf-8"))
+TRUTH = demo_set.truth()
 PLANTED = {(min(c["old_line"], c["new_line"]), max(c["old_line"], c["new_line"])) for c in TRUTH["contradictions"]}
 DUPLICATE_CLUSTERS = [frozenset(c["lines"]) for c in TRUTH["duplicate_clusters"]]
 
@@ -48,7 +46,7 @@ class Demo:
 def demo(tmp_path_factory: pytest.TempPathFactory, embedder) -> Demo:
     path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
     bank = MemoryBank.open(path, embedder=embedder)
-    report = bank.import_jsonl(DATA / "demo_memories.jsonl")
+    report = bank.import_jsonl(demo_set.MEMORIES)
     assert report.added == 753 and report.errors == []
     namespaces = [ns for ns, n in bank.namespaces() if n]
     plans = {ns: bank.plan_merges(ns) for ns in namespaces}

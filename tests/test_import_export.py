@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 
 from memory_core import ImportFormatError, MemoryBank, ValidationError
+from memory_core import demo as demo_set
 from memory_core.storage import tables
 
-DEMO = Path(__file__).resolve().parent.parent / "data" / "demo_memories.jsonl"
-DEMO_QUERIES = DEMO.with_name("demo_queries.jsonl")
+DEMO = demo_set.MEMORIES
+DEMO_QUERIES = demo_set.QUERIES
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -62,7 +63,7 @@ class DemoExport:
 @pytest.fixture(scope="module")
 def demo_lines() -> list[str]:
     if not DEMO.exists():
-        pytest.fail(f"the demo set {DEMO} is missing; generate it with: python data/generate_demo.py",
+        pytest.fail(f"the demo set {DEMO} is missing from the package",
                     pytrace=False)
     lines = [line for line in read_lines(DEMO) if line.strip()]
     assert len(lines) > 500, f"{DEMO} holds only {len(lines)} memories; is it complete?"

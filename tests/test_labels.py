@@ -12,12 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import downgrade
-from memory_core import ImportFormatError, MemoryBank, NotFoundError, ValidationError
+from memory_core import ImportFormatError, MemoryBank, NotFoundError, ValidationError, demo
 from memory_core.cli import cli
 from memory_core.models import LabeledQuery
 from memory_core.storage.schema import SCHEMA_VERSION
-
-from conftest import DATA
 
 
 @pytest.fixture
@@ -165,9 +163,9 @@ def test_cli_labels_import_export_list(two_ns, tmp_path):
 
 def test_demo_imports_labels_from_the_answer_key(tmp_path):
     """`memctl demo` on a slice of the demo files, with a matching slice of the answer key."""
-    memories = (DATA / "demo_memories.jsonl").read_text(encoding="utf-8").splitlines()[:120]
-    queries = (DATA / "demo_queries.jsonl").read_text(encoding="utf-8").splitlines()
-    truth = json.loads((DATA / "demo_truth.json").read_text(encoding="utf-8"))
+    memories = demo.MEMORIES.read_text(encoding="utf-8").splitlines()[:120]
+    queries = demo.QUERIES.read_text(encoding="utf-8").splitlines()
+    truth = demo.truth()
     keep = [e for e in truth["queries"] if all(line <= 120 for line in e["relevant_lines"])][:15]
     mem_file, q_file, t_file = tmp_path / "m.jsonl", tmp_path / "q.jsonl", tmp_path / "t.json"
     mem_file.write_text("\n".join(memories) + "\n", encoding="utf-8")

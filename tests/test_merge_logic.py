@@ -14,11 +14,11 @@ import re
 import time
 import unicodedata
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from memory_core import demo as demo_set
 from memory_core.errors import LLMError, ValidationError
 from memory_core.text import tokenize
 from memory_core.llm import LLMClient, LLMConfig
@@ -37,7 +37,6 @@ from memory_core.merge import (
     preview,
 )
 
-DATA = Path(__file__).resolve().parent.parent / "data"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
 
 TEA = ["Prefers tea in the morning", "Likes a cup of tea every morning", "Drinks tea each morning"]
@@ -593,11 +592,7 @@ def _pairs(groups) -> set[tuple[int, int]]:
 
 @pytest.fixture(scope="module")
 def demo(embedder):
-    truth_path = DATA / "demo_truth.json"
-    if not truth_path.exists():
-        pytest.skip("data/demo_truth.json is not there")
-    truth = json.loads(truth_path.read_text(encoding="utf-8"))
-    rows = [json.loads(line) for line in (DATA / "demo_memories.jsonl").read_text(encoding="utf-8").splitlines()]
+    truth, rows = demo_set.truth(), demo_set.memories()
     vecs = embedder.encode([r["text"] for r in rows])
     by_ns: dict[str, list[Candidate]] = {}
     for line, (row, vec) in enumerate(zip(rows, vecs), start=1):  # id = 1-based line, as on import
