@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 import pyarrow as pa
 
 from .clock import to_aware, to_naive_utc, utcnow
+from . import jsonl
 from .errors import ImportFormatError, NotFoundError, ValidationError
 from .models import LabeledQuery, check_id, check_namespace, check_text, parse_time
 from .storage import tables
@@ -157,26 +157,20 @@ class Labels:
         """
         if set_name is not None:
             check_set_name(set_name)
-        own = isinstance(source, (str, os.PathLike))
-        if own and not Path(source).exists():
-            raise ValidationError(f"no such file: {source}")
         problems: list[tuple[int, str]] = []
         parsed: list[tuple[int, dict[str, Any]]] = []
-        fh = open(source, encoding="utf-8") if own else source
         try:
-            for lineno, line in enumerate(fh, start=1):
-                if isinstance(line, str) and not line.strip():
-                    continue
-                try:
-                    row = json.loads(line) if isinstance(line, str) else line
-                    parsed.append((lineno, _check_label_row(row, set_name)))
-                except (json.JSONDecodeError, ValidationError) as exc:
-                    problems.append((lineno, str(exc)))
+            with jsonl.reading(source) as (fh, _):
+                for lineno, line in enumerate(fh, start=1):
+                    if isinstance(line, str) and not line.strip():
+                        continue
+                    try:
+                        row = json.loads(line) if isinstance(line, str) else line
+                        parsed.append((lineno, _check_label_row(row, set_name)))
+                    except (json.JSONDecodeError, ValidationError) as exc:
+                        problems.append((lineno, str(exc)))
         except UnicodeDecodeError as exc:
             raise ImportFormatError(f"the file is not UTF-8 text ({exc})") from None
-        finally:
-            if own:
-                fh.close()
         now = utcnow()
         with self.core.session() as con:
             known = self.namespaces_of(con, sorted({m for _, r in parsed for m in r["relevant"] + r["irrelevant"]}))
@@ -233,15 +227,7 @@ class Labels:
                       set_name: str | None = None) -> int:
         """Write the labeled queries as JSON lines (the format :meth:`import_labels` reads)."""
         queries = self.labels(namespace=namespace, set_name=set_name)
-        own = isinstance(dest, (str, os.PathLike))
-        fh = open(dest, "w", encoding="utf-8") if own else dest
-        try:
-            for q in queries:
-                fh.write(json.dumps(q.to_dict(), ensure_ascii=False) + "\n")
-        finally:
-            if own:
-                fh.close()
-        return len(queries)
+        return jsonl.write(dest, (q.to_dict() for q in queries))
 
     def namespaces_of(self, con: Any, ids: list[int]) -> dict[int, str]:
         if not ids:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterator
 
+from . import jsonl
 from . import rows as rowmod
 from .clock import utcnow
 from .errors import ImportFormatError, ModelMismatchError, ValidationError
@@ -43,19 +43,17 @@ class Transfer:
         with self.core.session(write=False) as con:
             table = tables.fetch_rows(con, where, params, with_embedding=include_embeddings)
         vectors = tables.embeddings_of(table, self.core.dim) if include_embeddings and table.num_rows else None
-        own = isinstance(dest, (str, os.PathLike))
-        fh = open(dest, "w", encoding="utf-8") if own else dest
-        try:
-            for i, row in enumerate(table.drop_columns(["embedding"]) .to_pylist() if include_embeddings
-                                    else table.to_pylist()):
+        rows = table.drop_columns(["embedding"]).to_pylist() if include_embeddings else table.to_pylist()
+
+        def lines() -> Iterator[dict[str, Any]]:
+            for i, row in enumerate(rows):
                 out = rowmod.memory_from_row(row).to_dict()
                 out.pop("content_hash")
                 if vectors is not None:
                     out["embedding"] = [round(float(x), 7) for x in vectors[i]]
-                fh.write(json.dumps(out, ensure_ascii=False) + "\n")
-        finally:
-            if own:
-                fh.close()
+                yield out
+
+        jsonl.write(dest, lines())
         return table.num_rows
 
     def import_jsonl(self, source: str | os.PathLike | IO[str], *, on_error: str = "refuse",
@@ -72,34 +70,30 @@ class Transfer:
         stays bounded however large the file. A stream that cannot seek is held in memory.
         """
         check_choice(on_error, ("refuse", "skip"), "on_error")
-        own = isinstance(source, (str, os.PathLike))
-        if own and not Path(source).exists():
-            raise ValidationError(f"no such file: {source}")
-        fh = open(source, encoding="utf-8") if own else source
-        report = ImportReport()
-        now = utcnow()
-        try:
-            seekable = own or bool(getattr(fh, "seekable", lambda: False)())
-            start = fh.tell() if seekable else 0
-        except (OSError, ValueError):
-            seekable, start = False, 0
-        held: list[dict[str, Any]] | None = None if seekable else []
-        line_numbers: list[int] = []
-        line_ids: list[Any] = []
-        line_hashes: list[str] = []
-        embeds = False
+        with jsonl.reading(source) as (fh, own):
+            report = ImportReport()
+            now = utcnow()
+            try:
+                seekable = own or bool(getattr(fh, "seekable", lambda: False)())
+                start = fh.tell() if seekable else 0
+            except (OSError, ValueError):
+                seekable, start = False, 0
+            held: list[dict[str, Any]] | None = None if seekable else []
+            line_numbers: list[int] = []
+            line_ids: list[Any] = []
+            line_hashes: list[str] = []
+            embeds = False
 
-        def parse(line: str) -> dict[str, Any]:
-            row = json.loads(line)
-            if not isinstance(row, dict):
-                raise ValidationError("each line must be a JSON object")
-            if namespace is not None:
-                row["namespace"] = namespace
-            for drop in ("content_hash", "embedding_model") if "embedding" not in row else ("content_hash",):
-                row.pop(drop, None)
-            return row
+            def parse(line: str) -> dict[str, Any]:
+                row = json.loads(line)
+                if not isinstance(row, dict):
+                    raise ValidationError("each line must be a JSON object")
+                if namespace is not None:
+                    row["namespace"] = namespace
+                for drop in ("content_hash", "embedding_model") if "embedding" not in row else ("content_hash",):
+                    row.pop(drop, None)
+                return row
 
-        try:
             try:
                 for lineno, line in enumerate(fh, start=1):
                     if not line.strip():
@@ -169,9 +163,6 @@ class Transfer:
                     yield batch
 
             new_ids = iter(self.writer.write_stream(batches(), progress))
-        finally:
-            if own:
-                fh.close()
         ids_by_line = {}
         for lineno, mid in zip(line_numbers, line_ids):
             if lineno in todo:
