@@ -68,7 +68,7 @@ class MemoryBank:
         self._writer = Writer(core)
         self._changes = Changes(core, self._writer)
         self._queries = Queries(core, self._settings)
-        self._curation = Curation(core, self._writer, self._changes)
+        self._curation = Curation(core, self._writer, self._changes, self._queries)
         self._recall = Recall(core, self._settings, self._curation, self._log)
         self._feedback = FeedbackLog(core)
         self._labels = Labels(core)
@@ -445,40 +445,15 @@ class MemoryBank:
 
     def ingest(self, conversation: Any, namespace: str, *, pii: str = "redact", client: Any = None) -> Any:
         """Distil a conversation (a list of {"role", "content", "at"} turns) into memories of
-        ``namespace``: extract, store what is new, reinforce what is known (see
-        :func:`memory_core.extract.plan_ingest`), flag contradictions. Uses the bank's LLM when set."""
-        from . import extract
-
-        client = client or self.llm
-        report = extract.IngestReport(extract.extract(extract.parse_conversation(conversation), client, pii=pii))
-        found = report.extraction.memories
-        if found:
-            plan = extract.plan_ingest(found, self.embedder.encode([c.text for c in found]),
-                                       *self.live_vectors(namespace), namespace)
-            for mid, cand in plan.reinforce:
-                self.reinforce(mid, importance=cand.importance, at=cand.created_at)
-                report.reinforced.append((mid, cand.text))
-            if plan.rows:
-                report.added = self.add_many(plan.rows)
-                report.conflicts = self.detect_conflicts(namespace, memory_ids=report.added, client=client)
-        return report
+        ``namespace``: store what is new, reinforce what is known, flag contradictions. Uses the
+        bank's LLM when set. See :meth:`Curation.ingest`."""
+        return self._curation.ingest(conversation, namespace, pii=pii, client=client or self.llm)
 
     def detect_conflicts(self, namespace: str, *, memory_ids: Iterable[int] | None = None,
                          client: Any = None) -> list[Conflict]:
         """Find and record contradictions in ``namespace`` (only involving ``memory_ids`` when given);
-        returns the newly recorded ones. See :func:`memory_core.conflicts.find`."""
-        from . import conflicts
-
-        ids, vectors = self.live_vectors(namespace)
-        wanted = None if memory_ids is None else {int(i) for i in memory_ids}
-        pairs = conflicts.pairs_to_judge(ids, vectors, wanted)
-        if not pairs:
-            return []
-        known = ({(c.a.id, c.b.id) for c in self.conflicts(namespace=namespace, status=None)} if wanted is None
-                 else {(c.a.id, c.b.id) for mid in wanted for c in self.conflicts(status=None, memory_id=mid)})
-        found = conflicts.find(pairs, ids, vectors, self.get_many(sorted({i for p in pairs for i in p})), known,
-                               memory_ids=wanted, client=client or self.llm)
-        return [c for c in self.record_conflicts(found) if c is not None] if found else []
+        returns the newly recorded ones. Uses the bank's LLM when set. See :meth:`Curation.detect_conflicts`."""
+        return self._curation.detect_conflicts(namespace, memory_ids=memory_ids, client=client or self.llm)
 
     def maintain(self, *, dry_run: bool = False, now: Any = None, steps: list[str] | None = None,
                  namespace: str | None = None, plan: Any = None, progress: Any = None) -> Any:
@@ -491,45 +466,21 @@ class MemoryBank:
         return self.apply_maintenance(work, dry_run=dry_run)
 
     def apply_maintenance(self, work: Any, *, dry_run: bool = False) -> Any:
-        """Make the changes a planned maintenance run lists (a :class:`memory_core.maintenance.MaintenanceWork`),
-        unless ``dry_run``, then record the run with its report; returns the report."""
-        if not dry_run:
-            action = work.plan.expire_action
-            if work.expire:
-                work.expired(self.forget_many(work.expire, hard=action == "hard",
-                                              reason=f"maintenance: expired ({action})"))
-            recorded = self.record_conflicts(work.findings) if work.findings else []
-            for r in work.resolutions:
-                c = r.conflict if r.finding is None else recorded[r.finding]
-                if c is not None:  # None: another writer recorded the pair meanwhile; it stays for an operator
-                    r.settle(c.id, self.resolve_conflict(c.id, r.rule).group_id)
-            for m in work.merges:
-                m.change.group_id = self.merge(m.ids, m.text, path=m.path, detail=m.detail).group_id
-        report = work.report(dry_run, {**self.usage_summary(work.namespace),
-                                       "by_tier": self.stats(namespace=work.namespace, now=work.now)["by_tier"]})
-        report.run_id = self.record_maintenance_run(started_at=work.started, dry_run=dry_run,
-                                                    plan=work.plan.to_dict(), report=report.to_dict())
-        work.tick("report")
-        return report
+        """Make the changes a planned maintenance run lists (unless ``dry_run``) and record the run;
+        returns its report. See :meth:`Curation.apply_maintenance`."""
+        return self._curation.apply_maintenance(work, dry_run=dry_run)
 
     def merge_candidates(self, namespace: str) -> list[Any]:
-        """The live memories of ``namespace`` that could be merged (:class:`memory_core.merge.Candidate`):
-        all but the pinned ones and those in an open conflict."""
-        from . import merge as merge_mod
-
-        ids, vectors = self.live_vectors(namespace)
-        held = {i for c in self.conflicts(namespace=namespace, status="open") for i in (c.a.id, c.b.id)}
-        return merge_mod.candidates(ids, vectors, self.memories(namespace, status="active", limit=None), held=held)
+        """The live memories of ``namespace`` that could be merged: all but pinned ones and those in
+        an open conflict."""
+        return self._curation.merge_candidates(namespace)
 
     def plan_merges(self, namespace: str, *, threshold: float | None = None, related_threshold: float | None = None,
                     client: Any = None, max_size: int = 6) -> list[tuple[Any, Any]]:
-        """Every merge worth making in ``namespace`` as (Cluster, MergePreview), changing nothing; apply one
-        with ``merge(cluster.ids, preview.text, path=preview.path, detail=preview.detail)``. See
-        :func:`memory_core.merge.plan_merges`. Uses the bank's LLM when set."""
-        from . import merge as merge_mod
-
-        return merge_mod.plan_merges(self.merge_candidates(namespace), threshold=threshold,
-                                     related_threshold=related_threshold, client=client or self.llm, max_size=max_size)
+        """Every merge worth making in ``namespace`` as (Cluster, MergePreview), changing nothing.
+        Uses the bank's LLM when set. See :func:`memory_core.merge.plan_merges`."""
+        return self._curation.plan_merges(namespace, threshold=threshold, related_threshold=related_threshold,
+                                          client=client or self.llm, max_size=max_size)
 
     def conflicts(self, namespace: str | None = None, status: str | None = "open",
                   memory_id: int | None = None) -> list[Conflict]:

@@ -1,4 +1,4 @@
-"""Curation records: contradictions and their resolution, merges, and maintenance runs.
+"""Curation: contradictions and their resolution, merges, and maintenance runs.
 
 Finding conflicts and planning merges is the work of :mod:`memory_core.conflicts` and
 :mod:`memory_core.merge`; this module records what they found and applies an operator's (or a
@@ -11,6 +11,7 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable
 
+from . import conflicts, extract
 from . import merge as merge_mod
 from .changes import Changes
 from .clock import to_aware, to_naive_utc, utcnow
@@ -18,7 +19,7 @@ from .errors import NotFoundError, StateError, ValidationError
 from .models import (
     CONFLICT_STATUSES, RESOLUTIONS, Conflict, Memory, MergeRecord, check_choice, check_id, check_namespace, check_text,
 )
-from .queries import where_equal
+from .queries import Queries, where_equal
 from .storage import tables
 from .writer import Writer
 
@@ -38,10 +39,11 @@ def _conflict_from_row(row: dict[str, Any], memories: dict[int, Memory]) -> Conf
 class Curation:
     """Records and resolves one bank's conflicts, merges and maintenance runs."""
 
-    def __init__(self, core: "Core", writer: Writer, changes: Changes):
+    def __init__(self, core: "Core", writer: Writer, changes: Changes, queries: Queries):
         self.core = core
         self.writer = writer
         self.changes = changes
+        self.queries = queries
 
     def conflicts(self, namespace: str | None = None, status: str | None = "open",
                   memory_id: int | None = None) -> list[Conflict]:
@@ -268,3 +270,75 @@ class Curation:
             r["started_at"], r["finished_at"] = to_aware(r["started_at"]), to_aware(r["finished_at"])
             r["plan"], r["report"] = json.loads(r["plan"] or "{}"), json.loads(r["report"] or "{}")
         return rows
+
+    # -- finding and applying: engines find, this service records --------------------------------
+
+    def detect_conflicts(self, namespace: str, *, memory_ids: Iterable[int] | None = None,
+                         client: Any = None) -> list[Conflict]:
+        """Find and record contradictions in ``namespace`` (only involving ``memory_ids`` when given);
+        returns the newly recorded ones. See :func:`memory_core.conflicts.find`."""
+        ids, vectors = self.queries.live_vectors(namespace)
+        wanted = None if memory_ids is None else {int(i) for i in memory_ids}
+        pairs = conflicts.pairs_to_judge(ids, vectors, wanted)
+        if not pairs:
+            return []
+        known = ({(c.a.id, c.b.id) for c in self.conflicts(namespace=namespace, status=None)} if wanted is None
+                 else {(c.a.id, c.b.id) for mid in wanted for c in self.conflicts(status=None, memory_id=mid)})
+        memories = self.queries.get_many(sorted({i for p in pairs for i in p}))
+        found = conflicts.find(pairs, ids, vectors, memories, known, memory_ids=wanted, client=client)
+        return [c for c in self.record_conflicts(found) if c is not None] if found else []
+
+    def apply_maintenance(self, work: Any, *, dry_run: bool = False) -> Any:
+        """Make the changes a planned maintenance run lists (a :class:`memory_core.maintenance.MaintenanceWork`),
+        unless ``dry_run``, then record the run with its report; returns the report."""
+        if not dry_run:
+            action = work.plan.expire_action
+            if work.expire:
+                work.expired(self.changes.forget_many(work.expire, hard=action == "hard",
+                                                      reason=f"maintenance: expired ({action})"))
+            recorded = self.record_conflicts(work.findings) if work.findings else []
+            for r in work.resolutions:
+                c = r.conflict if r.finding is None else recorded[r.finding]
+                if c is not None:  # None: another writer recorded the pair meanwhile; it stays for an operator
+                    r.settle(c.id, self.resolve_conflict(c.id, r.rule).group_id)
+            for m in work.merges:
+                m.change.group_id = self.merge(m.ids, m.text, path=m.path, detail=m.detail).group_id
+        report = work.report(dry_run, {**self.queries.usage_summary(work.namespace),
+                                       "by_tier": self.queries.stats(namespace=work.namespace, now=work.now)["by_tier"]})
+        report.run_id = self.record_maintenance_run(started_at=work.started, dry_run=dry_run,
+                                                    plan=work.plan.to_dict(), report=report.to_dict())
+        work.tick("report")
+        return report
+
+    def merge_candidates(self, namespace: str) -> list[Any]:
+        """The live memories of ``namespace`` that could be merged (:class:`memory_core.merge.Candidate`):
+        all but the pinned ones and those in an open conflict."""
+        ids, vectors = self.queries.live_vectors(namespace)
+        held = {i for c in self.conflicts(namespace=namespace, status="open") for i in (c.a.id, c.b.id)}
+        live = self.queries.memories(namespace, status="active", limit=None)
+        return merge_mod.candidates(ids, vectors, live, held=held)
+
+    def plan_merges(self, namespace: str, *, threshold: float | None = None, related_threshold: float | None = None,
+                    client: Any = None, max_size: int = 6) -> list[tuple[Any, Any]]:
+        """Every merge worth making in ``namespace`` as (Cluster, MergePreview), changing nothing; apply one
+        with ``merge(cluster.ids, preview.text, path=preview.path, detail=preview.detail)``. See
+        :func:`memory_core.merge.plan_merges`. Uses the bank's LLM when set."""
+        return merge_mod.plan_merges(self.merge_candidates(namespace), threshold=threshold,
+                                     related_threshold=related_threshold, client=client, max_size=max_size)
+
+    def ingest(self, conversation: Any, namespace: str, *, pii: str = "redact", client: Any = None) -> Any:
+        """Distil a conversation (a list of {"role", "content", "at"} turns) into memories of
+        ``namespace``: extract, store what is new, reinforce what is known (see
+        :func:`memory_core.extract.plan_ingest`), flag contradictions."""
+        report = extract.IngestReport(extract.extract(extract.parse_conversation(conversation), client, pii=pii))
+        found = report.extraction.memories
+        if found:
+            plan = extract.plan_ingest(found, self.core.embedder.encode([c.text for c in found]),
+                                       *self.queries.live_vectors(namespace), namespace)
+            for mid, cand in plan.reinforce:
+                self.changes.reinforce(mid, importance=cand.importance, at=cand.created_at)
+                report.reinforced.append((mid, cand.text))
+            if plan.rows:
+                report.added = self.writer.add_many(plan.rows)
+                report.conflicts = self.detect_conflicts(namespace, memory_ids=report.added, client=client)
+        return report
