@@ -19,7 +19,8 @@ from . import rows as rowmod
 from .clock import utcnow
 from .curation import Curation
 from .errors import ValidationError
-from .index import NamespaceIndex, lexical_tokens
+from .index import NamespaceIndex
+from .text import lexical_tokens
 from .models import Hit, check_namespace, check_text, parse_time
 from .recall_writer import RecallWriter
 from .scoring import Candidates, ScoringParams, add_kept_pairs
