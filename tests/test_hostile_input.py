@@ -228,12 +228,22 @@ def test_browse_search_with_sql_injects_nothing(tmp_path, embedder, monkeypatch)
 
 
 # Everything spliced into SQL text in memory_core, reviewed: column and table names from fixed
-# tuples, WHERE clauses built by _where/_filters with ? placeholders, ORDER BY from a fixed map,
+# tuples, WHERE clauses built by where_equal/memory_filter with ? placeholders, ORDER BY from a fixed map,
 # LIMIT as int(), quoted file paths. A new interpolation fails here until it is reviewed.
 REVIEWED_SQL_PIECES = {
-    "bank.py": {"', '.join(sets)", "_EVENT_COLUMNS", "_INFO_SQL", "col", "extra", "int(limit)", "page", "where",
-                # label(): a fixed "col = ? AND ..." string; feedback_log(): the keyword AND or WHERE
-                "same", "'AND' if where else 'WHERE'"},
+    # The services (split out of bank.py, the same pieces): WHERE clauses built with ? placeholders
+    # (queries.where_equal / memory_filter, fixed strings), fixed column lists, LIMIT as int().
+    "changes.py": {"', '.join(sets)", "EVENT_COLUMNS", "where",
+                   # hard delete: the dialect's list-overlap test on a fixed column
+                   "con.dialect.list_overlaps('memory_ids')"},
+    "curation.py": {"int(limit)", "where"},
+    # feedback_log(): the keyword AND or WHERE
+    "feedback.py": {"'AND' if where else 'WHERE'", "where"},
+    "index_cache.py": {"rowmod.INFO_SQL", "where"},
+    # label(): a fixed "col = ? AND ..." string
+    "labels.py": {"page", "same", "where"},
+    # stats(): group-by columns and extra conditions are fixed strings
+    "queries.py": {"col", "extra", "page", "where"},
     # storage/duckdb.py: the connection wrapper passes statements on; quoted file paths; DuckDB's
     # buffer pool sizes (class constants) and thread count (int())
     "duckdb.py": {"<sql>", "_sql_string(backup)", "_sql_string(dest)", "quoted",
