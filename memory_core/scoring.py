@@ -1,29 +1,6 @@
 """How recall ranks memories: ScoringParams, the presets, and the vectorized blended score.
 
-This module is the only place a score is computed. Agent recall, the dashboard's what-if
-view and the benchmarks all call :func:`blend`.
-
-The blended score of a memory for a query is::
-
-    tier × (α·relevance + β·recency + γ·importance + δ·frequency) / (α + β + γ + δ)
-
-* relevance = (1 − lexical_weight)·dense + lexical_weight·lexical, where dense is the cosine
-  similarity rescaled from [similarity_floor, similarity_ceiling] to [0, 1] (clipped), and
-  lexical is the BM25 score of the memory's text and context normalized by what an
-  average-length memory holding every query term once would score, clipped to [0, 1]
-  (:func:`lexical_relevance`). A query carrying less than ``lexical_min_terms`` rare words' worth
-  of idf is normalized as if it carried that much, so one common word ("dream", "thanks")
-  cannot reach full lexical relevance on its own.
-* recency decays from creation or last access: ``exp(−ln2·age/half_life)`` or
-  ``1 − age/linear_horizon``, never below ``recency_floor``.
-* frequency = ``min(1, frequency_base + frequency_step·count)``, where count is the memory's
-  ``access_count`` (recalls that returned it) with ``frequency_from="retrievals"``, or its
-  ``use_count`` (recalls whose answer used it, from feedback) with ``frequency_from="uses"``.
-* tier multiplies by ``tier_hot`` / ``tier_warm`` / ``tier_cold`` by the time since the memory
-  was last touched (created or recalled): hot < 7 days ≤ warm ≤ 90 days < cold.
-
-Dividing by the weight sum keeps scores in [0, 1] (with tier multipliers ≤ 1) whatever the
-weights, so a threshold keeps its meaning while an operator moves the sliders.
+The design notes (why it works this way) are in ARCHITECTURE.md, "Design notes: scoring.py".
 """
 
 from __future__ import annotations

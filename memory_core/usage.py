@@ -1,27 +1,6 @@
 """Did an answer use the memories a recall returned? The decision behind ``bank.feedback``.
 
-Three paths, strongest first:
-
-* **given** — the agent says which memories it used (``used_ids``);
-* **citation** — the answer carries explicit markers ``[m:ID]`` (``format_for_prompt(...,
-  cite=True)`` asks the model to write them); when any marker is present, exactly the cited
-  hits count as used;
-* **similarity** — otherwise the answer is split into sentences, each is embedded with the
-  bank's model, and a hit counts as used when its best cosine against a sentence reaches
-  :data:`USED_BAR`.
-
-Calibration of :data:`USED_BAR` (``python -m bench.calibrate_usage``, results in
-``bench/results/usage_calibration.json``): on ``data/usage_calibration.jsonl`` — 40 hand-labelled
-recalls (answers written as an agent would, 114 answer/memory pairs, 43 used), where the
-unused memories are mostly *on the same topic* as the answer, since that is what a recall
-returns — the bar with the best F1 for all-MiniLM-L6-v2 is 0.41: precision 0.93 (37 of 40
-counted used were used) and recall 0.86 (37 of 43) on the set, F1 0.89. Picked by 5-fold
-cross-validation instead (bar chosen on four folds by case, scored on the fifth; the folds
-chose 0.41–0.42), precision is 0.92 and recall 0.81: the better estimate for new answers.
-Between 0.30 and 0.50 the trade is steep (0.30: P 0.69 / R 0.95; 0.50: P 0.96 / R 0.63).
-Implicit use (an answer shaped by a memory without restating it: "I left out trail mix")
-is what the bar misses; topical overlap without use is what it wrongly counts. Citation
-markers avoid both.
+The design notes (why it works this way) are in ARCHITECTURE.md, "Design notes: usage.py".
 """
 
 from __future__ import annotations
