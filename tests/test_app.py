@@ -82,9 +82,11 @@ def test_overview_leaves_large_namespaces_to_the_merges_page(tmp_path, embedder,
                       + [{"text": f"Ticket {i} was closed", "namespace": "support"} for i in range(6)]
                       + [{"text": "Ticket 0 was closed", "namespace": "support"}])
     monkeypatch.setattr(merge, "LARGE_NAMESPACE", 5)  # support's 7 memories count as large here
+    from memory_core.queries import Queries  # where a namespace's vectors are read (and its index loaded)
+
     loaded = []
-    real = MemoryBank.live_vectors
-    monkeypatch.setattr(MemoryBank, "live_vectors", lambda self, ns: loaded.append(ns) or real(self, ns))
+    real = Queries.live_vectors
+    monkeypatch.setattr(Queries, "live_vectors", lambda self, ns: loaded.append(ns) or real(self, ns))
     monkeypatch.setenv("MEMCTL_BANK", str(path))
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
