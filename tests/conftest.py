@@ -36,6 +36,31 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
 
 
+# Whole files and the marker each gets; single slow tests in other files carry @pytest.mark.slow.
+# `make check` leaves out all four markers (`-m "not slow and not browser and not soak and not
+# crash"`); `make test` runs everything. The markers are registered in pyproject.toml.
+FILE_MARKERS = {
+    "test_browser.py": "browser",  # the real dashboard in chromium (Playwright)
+    "test_soak.py": "soak",  # bench.soak: three agent processes and the dashboard for 15 s
+    "test_crash.py": "crash",  # bench.crash: writers killed with SIGKILL, and its checks
+    "test_bench.py": "slow",  # every benchmark at its smallest size
+    "test_locomo_bench.py": "slow",  # the LoCoMo benchmark on a tiny conversation
+    "test_concurrency.py": "slow",  # real processes racing for one bank file
+    "test_detection_quality.py": "slow",  # conflict detection measured on the whole demo set
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).parent
+    missing = [name for name in FILE_MARKERS if not (here / name).exists()]
+    if missing:  # a renamed file would otherwise silently lose its marker and slow `make check`
+        raise pytest.UsageError(f"conftest.FILE_MARKERS names files that are not in tests/: {missing}")
+    for item in items:
+        marker = FILE_MARKERS.get(item.path.name)
+        if marker:
+            item.add_marker(getattr(pytest.mark, marker))
+
+
 @pytest.fixture(scope="session")
 def embedder():
     """The bundled all-MiniLM-L6-v2, loaded once for the whole run (about 6 s)."""

@@ -190,6 +190,7 @@ def test_metrics_change_nothing(history):
     assert bank.stats()["change_seq"] == seq and len(bank.retrievals(limit=None)) == 6
 
 
+@pytest.mark.slow
 def test_precision_uses_the_banks_own_labels(demo_labeled, copy_bank, embedder):
     """With no labels given, precision@k comes from the labeled queries stored in the bank, each
     applied to the recall logged at its own moment."""
