@@ -44,9 +44,10 @@ test: setup browser
 	$(PY) -m pytest
 
 # The fast loop while working: unit and page tests, without the markers registered in pyproject.toml
-# (no chromium needed). `make test` runs everything.
+# (no chromium needed), in two processes (pytest-xdist; a file stays in one process, so its module
+# fixtures are built once). `make test` runs everything, in one process.
 check: setup
-	$(PY) -m pytest -q -m "not slow and not browser and not soak and not crash"
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow and not browser and not soak and not crash"
 
 clean:
 	rm -rf $(VENV) $(BANK) $(BANK).wal $(BANK).index
