@@ -1,4 +1,5 @@
-# The two commands of the README: `make run` (dashboard on the demo bank) and `make test`.
+# The commands of the README: `make run` (dashboard on the demo bank), `make test` (the whole suite,
+# what CI runs) and `make check` (the fast loop: no slow, browser, soak or crash tests).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 BANK ?= data/demo.duckdb
@@ -6,7 +7,7 @@ PORT ?= 8501
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup browser run test demo clean
+.PHONY: setup browser run test check demo clean
 
 setup: $(VENV)/.installed
 
@@ -43,6 +44,12 @@ run: demo
 
 test: setup browser
 	$(PY) -m pytest
+
+# The fast loop while working: unit and page tests, without the markers registered in pyproject.toml
+# (no chromium needed), in two processes (pytest-xdist; a file stays in one process, so its module
+# fixtures are built once). `make test` runs everything, in one process.
+check: setup
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow and not browser and not soak and not crash"
 
 clean:
 	rm -rf $(VENV) $(BANK) $(BANK).wal $(BANK).index

@@ -17,6 +17,10 @@ if os.environ.get("CI"):
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# One torch/faiss thread (before torch is imported; child processes inherit it). On 2 cores shared
+# with other jobs, two OpenMP threads spin against each other: embedding one short text took
+# 0.15 s instead of 0.02 s, a batch of 256 2.5 s instead of 0.7 s (load average about 3.5).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).parent))  # for the stand-in LLM server module
 
 from streamlit import config as _st_config  # noqa: E402
@@ -27,6 +31,31 @@ _st_config.set_option("server.address", "127.0.0.1")
 
 from memory_core import MemoryBank  # noqa: E402
 from memory_core.embed import get_embedder  # noqa: E402
+
+
+# Whole files and the marker each gets; single slow tests in other files carry @pytest.mark.slow.
+# `make check` leaves out all four markers (`-m "not slow and not browser and not soak and not
+# crash"`); `make test` runs everything. The markers are registered in pyproject.toml.
+FILE_MARKERS = {
+    "test_browser.py": "browser",  # the real dashboard in chromium (Playwright)
+    "test_soak.py": "soak",  # bench.soak: three agent processes and the dashboard for 15 s
+    "test_crash.py": "crash",  # bench.crash: writers killed with SIGKILL, and its checks
+    "test_bench.py": "slow",  # every benchmark at its smallest size
+    "test_locomo_bench.py": "slow",  # the LoCoMo benchmark on a tiny conversation
+    "test_concurrency.py": "slow",  # real processes racing for one bank file
+    "test_detection_quality.py": "slow",  # conflict detection measured on the whole demo set
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).parent
+    missing = [name for name in FILE_MARKERS if not (here / name).exists()]
+    if missing:  # a renamed file would otherwise silently lose its marker and slow `make check`
+        raise pytest.UsageError(f"conftest.FILE_MARKERS names files that are not in tests/: {missing}")
+    for item in items:
+        marker = FILE_MARKERS.get(item.path.name)
+        if marker:
+            item.add_marker(getattr(pytest.mark, marker))
 
 
 @pytest.fixture(scope="session")

@@ -106,6 +106,7 @@ def demo_export(tmp_path_factory: pytest.TempPathFactory, embedder, demo_lines: 
 # -- the round trip --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_demo_set_round_trips_exactly(demo_export: DemoExport, demo_lines: list[str], tmp_path: Path,
                                       embedder) -> None:
     """A -> export -> B -> export: both exports are identical line for line, so ids, dates,
@@ -393,6 +394,7 @@ with MemoryBank.open(path) as bank:
 """
 
 
+@pytest.mark.slow
 def test_a_long_import_of_vectors_lets_another_process_in(tmp_path: Path, embedder) -> None:
     """Rows that carry vectors are written on one connection held a bounded time, never for the
     whole import: another process opening the bank meanwhile gets in, sees whole batches only,

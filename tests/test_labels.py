@@ -161,6 +161,7 @@ def test_cli_labels_import_export_list(two_ns, tmp_path):
     assert result.exit_code == 1 and "line 1: no memory with id 999" in result.output
 
 
+@pytest.mark.slow
 def test_demo_imports_labels_from_the_answer_key(tmp_path):
     """`memctl demo` on a slice of the demo files, with a matching slice of the answer key."""
     memories = demo.MEMORIES.read_text(encoding="utf-8").splitlines()[:120]

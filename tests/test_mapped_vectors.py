@@ -44,6 +44,7 @@ def _check(bank: MemoryBank, embedder) -> None:
             assert_exact(bank, q, "big", p, NOW, embedder)
 
 
+@pytest.mark.slow
 def test_mapped_vectors_keep_recall_exact_through_changes_and_reopening(bank_path, embedder, small_thresholds):
     with MemoryBank.open(bank_path, embedder=embedder) as bank:
         ids = bank.add_many(_rows(300, 1, embedder.dim))

@@ -291,6 +291,7 @@ def test_find_clusters_validates_input():
     assert find_clusters([]) == [] and find_clusters([a]) == []
 
 
+@pytest.mark.slow
 def test_twenty_thousand_memories_find_every_planted_pair():
     rng = np.random.default_rng(7)
     n, dim = 20_000, 384
@@ -621,6 +622,7 @@ def _measure(demo, **kwargs) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_demo_set_precision_recall_at_default(demo):
     m = _measure(demo)
     print(f"\ndemo set, threshold {DEFAULT_THRESHOLD}: {m['clusters']} clusters, {m['pairs']} pairs, "
@@ -633,6 +635,7 @@ def test_demo_set_precision_recall_at_default(demo):
     assert m["contradictions"] == [], "a planted contradiction would be merged silently"
 
 
+@pytest.mark.slow
 def test_demo_set_related_pass(demo):
     m = _measure(demo, related_threshold=DEFAULT_RELATED_THRESHOLD)
     print(f"\ndemo set, threshold {DEFAULT_THRESHOLD} + related {DEFAULT_RELATED_THRESHOLD}: {m['clusters']} clusters, {m['pairs']} pairs, "
@@ -647,6 +650,7 @@ def test_demo_set_related_pass(demo):
     assert len(m["contradictions"]) <= 10
 
 
+@pytest.mark.slow
 def test_demo_set_thresholds_trade_precision_for_recall(demo):
     lower, default = _measure(demo, threshold=0.75), _measure(demo)
     assert lower["recall"] > default["recall"]

@@ -50,9 +50,10 @@ def build_history(bank: MemoryBank) -> dict:
     return {"ids": ids, "alice_hits": r1 + r4, "bob_hits": r5, "all_hits": r1 + r4 + r5}
 
 
-@pytest.fixture
-def history(tmp_path, embedder):
-    with MemoryBank.open(tmp_path / "metrics.duckdb", embedder=embedder) as bank:
+@pytest.fixture(scope="module")
+def history(tmp_path_factory, embedder):
+    """Built once for the module: the metrics only read (test_metrics_change_nothing checks it)."""
+    with MemoryBank.open(tmp_path_factory.mktemp("metrics") / "metrics.duckdb", embedder=embedder) as bank:
         yield bank, build_history(bank)
 
 
@@ -190,6 +191,7 @@ def test_metrics_change_nothing(history):
     assert bank.stats()["change_seq"] == seq and len(bank.retrievals(limit=None)) == 6
 
 
+@pytest.mark.slow
 def test_precision_uses_the_banks_own_labels(demo_labeled, copy_bank, embedder):
     """With no labels given, precision@k comes from the labeled queries stored in the bank, each
     applied to the recall logged at its own moment."""

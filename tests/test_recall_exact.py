@@ -128,6 +128,7 @@ memory_strategy = st.fixed_dictionaries({
 })
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(memories=st.lists(memory_strategy, min_size=1, max_size=30), p=params_strategy,
@@ -173,6 +174,7 @@ def _check_all(bank: MemoryBank, embedder, now: datetime) -> None:
             assert_exact(bank, q, "alice", p, now, embedder)
 
 
+@pytest.mark.slow
 def test_exact_through_changes_reopen_and_other_processes(bank_path, embedder):
     """Edits, soft/hard deletes, restores, recorded recalls, another bank object writing the same
     file, a reopen from the index cache, and a rebuild after the cache is deleted: recall stays

@@ -179,6 +179,7 @@ def test_an_operation_started_while_the_writer_writes_waits_for_it(bank_path, em
         assert reopened.get(added[0]).text == "Walks Pixel every evening"
 
 
+@pytest.mark.slow
 def test_retrieval_ids_stay_unique_across_reserved_blocks(bank_path, embedder, monkeypatch):
     """Recall takes its retrieval ids from blocks reserved in the store, the next block reserved
     ahead by the writer: two banks on one file, flushing now and then, never share an id."""

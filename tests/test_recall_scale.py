@@ -131,6 +131,7 @@ adversarial_memory = st.fixed_dictionaries({
 })
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(memories=st.lists(adversarial_memory, min_size=1, max_size=40), p=params_strategy,
@@ -161,6 +162,7 @@ def test_pruned_recall_equals_brute_force(tmp_path_factory, embedder, force_prun
     del embedder._recent[query]
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(memories=st.lists(adversarial_memory, min_size=3, max_size=30), p=params_strategy,
@@ -213,6 +215,7 @@ def test_projected_bound_stays_exact_across_recalls_edits_and_moments(tmp_path_f
             del embedder._recent[query]
 
 
+@pytest.mark.slow
 def test_projected_bound_prunes_sentence_like_vectors_and_stays_exact_through_recorded_recalls(
         bank, embedder, monkeypatch):
     """Vectors with the bundled model's spectrum (bench/data/embedding_spectrum.npz): the projected
@@ -330,6 +333,7 @@ CRASHING_AGENT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_recalls_of_a_killed_process_are_written_by_the_next_opener(bank_path, embedder):
     with MemoryBank.open(bank_path, embedder=embedder) as bank:
         ids = _seed(bank)
@@ -377,6 +381,7 @@ AGENT_PAUSED_AT_ITS_FIRST_JOURNAL_LOCK = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_journal_is_never_taken_for_an_orphan_while_its_owner_creates_it(bank_path, embedder, tmp_path):
     """Another process that flushes while a recalling process is creating its journal must not
     mistake the new, not yet locked journal for an abandoned one: it used to lock it, find it

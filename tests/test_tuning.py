@@ -35,6 +35,7 @@ def state(bank: MemoryBank) -> tuple:
     return counts, bank.retrievals(limit=None), bank.active_preset(), sorted(bank.presets())
 
 
+@pytest.mark.slow
 def test_evaluation_returns_what_recall_returns(demo_subset, embedder):
     path, queries, labeled, _ = demo_subset
     settings = [ScoringParams(), ScoringParams.preset("generative-agents"),
@@ -84,6 +85,7 @@ def test_bad_objectives_are_refused(spec):
         Objective.parse(spec)
 
 
+@pytest.mark.slow
 def test_tuner_beats_or_equals_the_active_preset_on_held_out_folds_and_activates_nothing(demo_subset, embedder):
     path, queries, labeled, _ = demo_subset
     with MemoryBank.open(path, embedder=embedder) as bank:
@@ -107,6 +109,7 @@ def test_tuner_beats_or_equals_the_active_preset_on_held_out_folds_and_activates
     assert labeled.evaluate(result.proposal).f_beta == pytest.approx(result.fit.f_beta)
 
 
+@pytest.mark.slow
 def test_folds_never_train_on_their_test_queries(demo_subset, embedder):
     path, queries, labeled, vectors = demo_subset
     folds = tuning.make_folds(queries, 4, seed=3)
@@ -149,6 +152,7 @@ def test_tuning_needs_enough_queries_and_sane_arguments(bank):
         tuning.prepare(bank, [{"namespace": "a", "query": "food?"}])
 
 
+@pytest.mark.slow
 def test_memctl_tune_prints_the_proposal_and_saves_without_activating(demo_labeled, copy_bank):
     path = copy_bank(demo_labeled[0])
     runner = CliRunner()

@@ -193,6 +193,7 @@ def _wait(path: Path, child: subprocess.Popen, log: Path, limit: float = 180.0) 
     return json.loads(path.read_text())
 
 
+@pytest.mark.slow
 def test_another_process_ranks_with_the_uses_feedback_recorded(bank_path, embedder, tmp_path):
     with MemoryBank.open(bank_path, embedder=embedder) as agent:
         used, never = twins(agent, embedder)
