@@ -145,6 +145,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Built]
     bank.close()
 
 
+@pytest.mark.slow  # the whole demo build: every turn replayed
 def test_build_imports_every_memory_of_the_file_line_by_line(built: Built) -> None:
     rows = demo.memories()
     r = built.report
@@ -158,6 +159,7 @@ def test_build_imports_every_memory_of_the_file_line_by_line(built: Built) -> No
         assert m.status == row.get("status", "active")
 
 
+@pytest.mark.slow  # the whole demo build: every turn replayed
 def test_build_replays_the_recall_history_with_the_agents_feedback(built: Built) -> None:
     turns, key = demo.queries(), demo.truth()
     assert built.report.recalls == len(turns)
@@ -178,6 +180,7 @@ def test_build_replays_the_recall_history_with_the_agents_feedback(built: Built)
         assert sorted(f.used_ids) == sorted(returned & relevant)
 
 
+@pytest.mark.slow  # the whole demo build: every turn replayed
 def test_build_labels_every_turn_from_the_answer_key(built: Built) -> None:
     turns, key = demo.queries(), demo.truth()
     labeled = built.bank.labels(set_name=demo.LABEL_SET)
@@ -191,6 +194,7 @@ def test_build_labels_every_turn_from_the_answer_key(built: Built) -> None:
         assert q.relevant == tuple(sorted({ids[n] for n in entry["relevant_lines"]} - archived))
 
 
+@pytest.mark.slow  # the whole demo build: every turn replayed
 def test_build_records_the_contradictions_it_finds_and_reports_each_stage(built: Built) -> None:
     assert built.report.conflicts > 0
     assert built.report.conflicts == len(built.bank.conflicts())
