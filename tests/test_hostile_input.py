@@ -205,7 +205,11 @@ def test_filters_carrying_sql_match_literally(hostile_bank, payload):
     assert hostile_bank.stats(namespace=payload)["total"] == 0
     assert snapshot(hostile_bank) == before
     if payload == "%":
-        assert [m.text for m in found] == ["Uses 100% recycled paper_bags"]
+        # Exactly the memories whose text holds a literal "%" (the seeded one, and any an earlier
+        # property test of this module's shared bank added), never all of them as a LIKE wildcard.
+        literal = sorted(m.id for m in hostile_bank.memories(status=None, limit=None) if "%" in (m.text or ""))
+        assert sorted(m.id for m in found) == literal
+        assert "Uses 100% recycled paper_bags" in [m.text for m in found]
 
 
 def test_browse_search_with_sql_injects_nothing(tmp_path, embedder, monkeypatch):
