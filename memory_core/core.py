@@ -251,11 +251,8 @@ class Core:
     # -- memories by id ----------------------------------------------------------------------------
 
     def get(self, con: Connection, mid: int) -> Memory:
-        """One memory, fresh from the store."""
-        rows = tables.fetch_rows(con, "id = ?", [mid]).to_pylist()
-        if not rows:
-            raise NotFoundError(f"no memory with id {mid} in {self.path}")
-        return rowmod.memory_from_row(rows[0])
+        """One memory, fresh from the store (NotFoundError when there is none)."""
+        return self.get_rows(con, [mid])[mid]
 
     def get_rows(self, con: Connection, ids: list[int]) -> dict[int, Memory]:
         """Memories by id, fresh from the store; NotFoundError names the first missing id."""
