@@ -8,9 +8,7 @@ ARCHITECTURE.md maps the services and what each may import.
 
 from __future__ import annotations
 
-import atexit
 import os
-import weakref
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable
@@ -44,19 +42,6 @@ Progress = Callable[[int], None]
 LOAD_PROGRESS_MIN = 20_000
 __all__ = ["MemoryBank", "LOAD_PROGRESS_MIN", "INDEX_MODES"]
 
-_OPEN_BANKS: "weakref.WeakSet[MemoryBank]" = weakref.WeakSet()
-
-
-@atexit.register
-def _flush_open_banks() -> None:
-    """Write what open banks still buffer when the interpreter exits without closing them."""
-    for bank in list(_OPEN_BANKS):
-        try:
-            bank.flush()
-        except Exception:  # the journal keeps it; the next opener writes it
-            pass
-
-
 class MemoryBank:
     """A long-term memory store for agents. Open with :meth:`open`; use as a context manager."""
 
@@ -79,51 +64,23 @@ class MemoryBank:
     # -- opening and closing -------------------------------------------------------------------
 
     @classmethod
-    def open(
-        cls,
-        path: str | os.PathLike = "data/memory.duckdb",
-        *,
-        model: str | None = None,
-        actor: str = "api",
-        lock_timeout: float = 10.0,
-        read_only: bool = False,
-        embedder: Embedder | None = None,
-    ) -> "MemoryBank":
-        """Open the bank at ``path``, creating it (and its folder) if missing.
-
-        ``model`` names the sentence-transformers model; a new bank records it (default: the
-        bundled all-MiniLM-L6-v2) and an existing bank refuses another one. ``actor`` is written
-        into every event. ``lock_timeout`` bounds how long an operation waits for another process.
-        """
+    def open(cls, path: str | os.PathLike = "data/memory.duckdb", *, model: str | None = None, actor: str = "api",
+             lock_timeout: float = 10.0, read_only: bool = False, embedder: Embedder | None = None) -> "MemoryBank":
+        """Open the bank at ``path``, creating it if missing. A new bank records ``model`` (default:
+        bundled MiniLM), an existing one refuses another; ``actor`` names who changes; ``lock_timeout``
+        bounds each wait for another process."""
         bank = cls(Core.open(path, model=model, actor=actor, lock_timeout=lock_timeout, read_only=read_only,
                              embedder=embedder))
-        core = bank._core
         if not read_only:
-            _OPEN_BANKS.add(bank)
-            if core.journal.folder.is_dir():  # recalls a crashed process journaled but never wrote
-                bank.flush()
+            bank._log.start()
         return bank
 
     def close(self) -> None:
         """Write buffered recalls, save changed index caches and let go. Safe to call twice."""
-        core = self._core
-        with core.lock:
-            if core.closed:
-                return
-            if not core.store.read_only:
-                try:
-                    self.flush()
-                except Exception:
-                    # The file stayed busy past lock_timeout: the recalls stay in the journal, which
-                    # the next process to open or flush the bank writes.
-                    pass
-            core.close()
-            _OPEN_BANKS.discard(self)
-        self._log.stop()
+        self._log.close()
 
     def flush(self) -> int:
-        """Write recorded recalls still buffered to the store now; returns how many.
-        See :meth:`RecallWriter.flush`."""
+        """Write recorded recalls still buffered to the store now; returns how many."""
         return self._log.flush()
 
     def __enter__(self) -> "MemoryBank":
@@ -206,8 +163,7 @@ class MemoryBank:
 
     def load_namespace(self, namespace: str, progress: Progress | None = None) -> int:
         """Load ``namespace``'s index now (recall does on first use), reporting memories read to
-        ``progress``; returns how many it holds. A million memories take about a minute to build
-        from the store, about ten seconds from a saved index: worth a progress bar."""
+        ``progress`` (worth a progress bar from LOAD_PROGRESS_MIN); returns how many it holds."""
         return self._core.load_namespace(check_namespace(namespace), progress)
 
     def namespace_loaded(self, namespace: str) -> bool:
@@ -260,8 +216,7 @@ class MemoryBank:
     def add_many(self, rows: Iterable[dict[str, Any]], *, progress: Progress | None = None,
                  batch_size: int | None = None, skip_existing: bool = False,
                  report: ImportReport | None = None) -> list[int]:
-        """Store many memories (every row checked first; nothing written if one is bad); returns
-        their ids in order. See :meth:`Writer.add_many`."""
+        """Store many memories, all or nothing; returns their ids in order. See :meth:`Writer.add_many`."""
         return self._writer.add_many(rows, progress=progress, batch_size=batch_size,
                                      skip_existing=skip_existing, report=report)
 
@@ -341,8 +296,7 @@ class MemoryBank:
     # -- changing ------------------------------------------------------------------------------
 
     def update(self, memory_id: int, **changes: Any) -> Memory:
-        """Change fields of a memory (text, namespace, kind, category, importance, created_at,
-        pinned, source); a new text is embedded again. Returns the updated memory."""
+        """Change fields of a memory (a new text is embedded again); returns the updated memory."""
         return self._changes.update(memory_id, **changes)
 
     def reinforce(self, memory_id: int, *, importance: float | None = None, at: Any = None) -> Memory:
@@ -379,8 +333,7 @@ class MemoryBank:
     def recall(self, query: str, namespace: str = "default", params: ScoringParams | str | None = None,
                now: Any = None, record: bool = True, gate: bool = False, k: int | None = None,
                threshold: float | None = None) -> list[Hit]:
-        """The memories of ``namespace`` most worth putting in the prompt for ``query``: the top k
-        that clear the threshold, possibly none. See :meth:`Recall.recall`."""
+        """The top k memories of ``namespace`` for ``query`` that clear the threshold, possibly none."""
         return self._recall.recall(query, namespace, params, now, record, gate, k, threshold)
 
     def candidates(self, queries: list[str], namespace: str, now: Any = None,
@@ -390,8 +343,7 @@ class MemoryBank:
 
     def feedback(self, retrieval_id: int, answer: str | None = None, used_ids: Iterable[int] | None = None,
                  helpful: bool | None = None, *, at: Any = None) -> Feedback:
-        """Record what happened after a recall: the answer, which memories it used, whether it
-        helped. See :meth:`FeedbackLog.feedback`."""
+        """Record what happened after a recall: the answer, the memories it used, whether it helped."""
         return self._feedback.feedback(retrieval_id, answer, used_ids, helpful, at=at)
 
     def feedback_log(self, namespace: str | None = None, *, since: Any = None,
@@ -427,8 +379,7 @@ class MemoryBank:
 
     @property
     def index_mode(self) -> str:
-        """``exact`` (default: recall scores every live memory, pruned only with a proof) or ``ivf``
-        (opt-in for namespaces of 50,000+ memories; hits say ``approximate=True``)."""
+        """``exact`` (default: every live memory scored) or ``ivf`` (approximate, for 50,000+)."""
         return self._core.index_mode
 
     def set_index_mode(self, mode: str) -> None:
@@ -438,27 +389,23 @@ class MemoryBank:
     # -- curation ------------------------------------------------------------------------------
 
     def use_llm(self, client: Any) -> None:
-        """Use an LLM client (memory_core.llm) for the recall gate's judge and as the default for
-        curation that can use one; ``None`` goes back to rules only."""
+        """Use an LLM client for the gate's judge and curation by default; ``None``: rules only."""
         self.llm = client
         self._recall.gate = gate_mod.Gate(judge=gate_mod.LLMJudge(client) if client is not None else None)
 
     def ingest(self, conversation: Any, namespace: str, *, pii: str = "redact", client: Any = None) -> Any:
-        """Distil a conversation (a list of {"role", "content", "at"} turns) into memories of
-        ``namespace``: store what is new, reinforce what is known, flag contradictions. Uses the
-        bank's LLM when set. See :meth:`Curation.ingest`."""
+        """Distil a conversation ({"role", "content", "at"} turns) into memories of ``namespace``:
+        store what is new, reinforce what is known, flag contradictions. See :meth:`Curation.ingest`."""
         return self._curation.ingest(conversation, namespace, pii=pii, client=client or self.llm)
 
     def detect_conflicts(self, namespace: str, *, memory_ids: Iterable[int] | None = None,
                          client: Any = None) -> list[Conflict]:
-        """Find and record contradictions in ``namespace`` (only involving ``memory_ids`` when given);
-        returns the newly recorded ones. Uses the bank's LLM when set. See :meth:`Curation.detect_conflicts`."""
+        """Find and record contradictions in ``namespace`` (of ``memory_ids`` when given); returns new ones."""
         return self._curation.detect_conflicts(namespace, memory_ids=memory_ids, client=client or self.llm)
 
     def maintain(self, *, dry_run: bool = False, now: Any = None, steps: list[str] | None = None,
                  namespace: str | None = None, plan: Any = None, progress: Any = None) -> Any:
-        """Run (or preview) the maintenance plan with the bank's LLM: plan it from the bank's data
-        (:func:`memory_core.maintenance.plan_run`), then apply it (:meth:`apply_maintenance`)."""
+        """Run (or preview) maintenance: :func:`maintenance.plan_run`, then :meth:`apply_maintenance`."""
         from . import maintenance
 
         work = maintenance.plan_run(self, now=now, plan=plan, steps=steps, namespace=namespace, client=self.llm,
@@ -466,19 +413,16 @@ class MemoryBank:
         return self.apply_maintenance(work, dry_run=dry_run)
 
     def apply_maintenance(self, work: Any, *, dry_run: bool = False) -> Any:
-        """Make the changes a planned maintenance run lists (unless ``dry_run``) and record the run;
-        returns its report. See :meth:`Curation.apply_maintenance`."""
+        """Make a planned maintenance run's changes (unless ``dry_run``), record it; returns its report."""
         return self._curation.apply_maintenance(work, dry_run=dry_run)
 
     def merge_candidates(self, namespace: str) -> list[Any]:
-        """The live memories of ``namespace`` that could be merged: all but pinned ones and those in
-        an open conflict."""
+        """Live memories of ``namespace`` that could be merged (not pinned, not in an open conflict)."""
         return self._curation.merge_candidates(namespace)
 
     def plan_merges(self, namespace: str, *, threshold: float | None = None, related_threshold: float | None = None,
                     client: Any = None, max_size: int = 6) -> list[tuple[Any, Any]]:
-        """Every merge worth making in ``namespace`` as (Cluster, MergePreview), changing nothing.
-        Uses the bank's LLM when set. See :func:`memory_core.merge.plan_merges`."""
+        """Every merge worth making in ``namespace`` as (Cluster, MergePreview); changes nothing."""
         return self._curation.plan_merges(namespace, threshold=threshold, related_threshold=related_threshold,
                                           client=client or self.llm, max_size=max_size)
 
@@ -503,8 +447,7 @@ class MemoryBank:
 
     def resolve_conflict(self, conflict_id: int, rule: str, *, memory_id: int | None = None,
                          text: str | None = None) -> Conflict:
-        """Resolve a conflict by a rule (newer_wins, explicit_wins, keep_both, edit, dismiss); one
-        undoable operation. See :meth:`Curation.resolve_conflict`."""
+        """Resolve a conflict by a rule (see RESOLUTIONS); one undoable operation."""
         return self._curation.resolve_conflict(conflict_id, rule, memory_id=memory_id, text=text)
 
     def merge(self, ids: Iterable[int], text: str | None = None, *, path: str = "manual",
@@ -576,22 +519,13 @@ class MemoryBank:
     # -- backup and restore --------------------------------------------------------------------
 
     def backup(self, dest: str | os.PathLike, *, overwrite: bool = False) -> int:
-        """Write a consistent copy of the bank to the file ``dest``; returns the memories it holds.
-
-        Safe while other processes use the bank (they wait for the copy, as for any operation);
-        the copy appears under ``dest`` only once complete. Index caches are not copied, and
-        hard-deleted text is not in the copy (it is a logical copy, not the file's blocks).
-        """
-        core = self._core
-        core.check_open()
-        with core.lock:
-            core.wait_for_flush()
-            return core.store.backup(dest, overwrite=overwrite)
+        """Write a consistent copy of the bank to the file ``dest`` (complete or absent; no index
+        caches, no hard-deleted text); returns the memories it holds. Safe while others use it."""
+        return self._core.backup(dest, overwrite)
 
     @staticmethod
     def restore_backup(backup: str | os.PathLike, path: str | os.PathLike, *, force: bool = False,
                        lock_timeout: float = 10.0) -> int:
-        """Put a backup made by :meth:`backup` in place of the bank at ``path``; returns its number
-        of memories. An existing bank is replaced only with ``force=True``. (Not :meth:`restore`,
-        which brings back one soft-deleted memory.)"""
+        """Put a :meth:`backup` in place of the bank at ``path`` (an existing one only with ``force``);
+        returns its memories. (:meth:`restore` brings back one soft-deleted memory.)"""
         return storage.restore_backup(backup, path, force=force, lock_timeout=lock_timeout)

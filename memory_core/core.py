@@ -92,6 +92,13 @@ class Core:
         core.signature = store.signature()
         return core
 
+    def backup(self, dest: str | os.PathLike, overwrite: bool) -> int:
+        """Write a consistent copy of the store to ``dest`` (waiting for a flush, as sessions do)."""
+        self.check_open()
+        with self.lock:
+            self.wait_for_flush()
+            return self.store.backup(dest, overwrite=overwrite)
+
     def close(self) -> None:
         """Mark the bank closed and save the index caches that changed (the caller flushed)."""
         self.closed = True

@@ -7,9 +7,11 @@ other operation writes it first in its own transaction (see :meth:`Core.session`
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import threading
+import weakref
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -24,6 +26,18 @@ if TYPE_CHECKING:
     from .core import Core
 
 RETRIEVAL_ID_BLOCK = 4096  # retrieval ids a bank reserves at a time (recall knows its id at once)
+
+_OPEN: "weakref.WeakSet[RecallWriter]" = weakref.WeakSet()  # writers of banks open for writing
+
+
+@atexit.register
+def _flush_open() -> None:
+    """Write what open banks still buffer when the interpreter exits without closing them."""
+    for writer in list(_OPEN):
+        try:
+            writer.flush()
+        except Exception:  # the journal keeps it; the next opener writes it
+            pass
 
 
 class RecallWriter:
@@ -153,6 +167,31 @@ class RecallWriter:
                 self.flush()
             except Exception:
                 pass  # the file is busy or gone: the journal keeps the recalls for the next try
+
+    def start(self) -> None:
+        """The bank is open for writing: write at exit what it still buffers, and first what a
+        crashed process journaled but never wrote."""
+        _OPEN.add(self)
+        if self.core.journal.folder.is_dir():
+            self.flush()
+
+    def close(self) -> None:
+        """Write buffered recalls, close the core (it saves changed index caches), stop the
+        thread. Safe to call twice."""
+        core = self.core
+        with core.lock:
+            if core.closed:
+                return
+            if not core.store.read_only:
+                try:
+                    self.flush()
+                except Exception:
+                    # The file stayed busy past lock_timeout: the recalls stay in the journal, which
+                    # the next process to open or flush the bank writes.
+                    pass
+            core.close()
+            _OPEN.discard(self)
+        self.stop()
 
     def stop(self) -> None:
         """Wake the thread so it sees the bank closed, and wait for it (briefly)."""
