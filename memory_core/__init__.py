@@ -19,6 +19,7 @@ The public surface is what this package exports (``__all__`` below) and the subm
 - ``memory_core.merge``: merge clusters and previews, and their thresholds.
 - ``memory_core.maintenance``: the maintenance plan, its steps and schedule.
 - ``memory_core.demo``: the demo set bundled with the package, and ``build(bank)``.
+- ``memory_core.server``: the REST API and MCP endpoint of ``memctl serve`` (``create_app``, ``serve``).
 
 Every other module (bank internals, storage, index, text, words, conflicts, extract, evaluate,
 redact, llm, embed, ...) is internal and may change without notice; what faces need of them is
@@ -27,9 +28,9 @@ exported here. Names with a leading underscore are never public.
 
 from .bank import INDEX_MODES, LOAD_PROGRESS_MIN, MemoryBank
 from .errors import (
-    BankLockedError, BankReadOnlyError, CorruptBankError, ImportFormatError, LLMError,
-    LLMNotConfiguredError, MemoryCoreError, ModelMismatchError, NotFoundError, StateError,
-    ValidationError,
+    AuthenticationError, BankLockedError, BankReadOnlyError, CorruptBankError, ImportFormatError, LLMError,
+    LLMNotConfiguredError, MemoryCoreError, ModelMismatchError, NotFoundError, PayloadTooLargeError,
+    PermissionDeniedError, StateError, ValidationError,
 )
 from .evaluate import AblationCase, AblationResult, ablate, load_cases, parse_cases
 from .gate import Gate, GateDecision, should_recall
@@ -41,15 +42,16 @@ from .models import (
 )
 from .queries import ORDERS as _ORDER_SQL
 from .scoring import PRESETS, TIERS, ScoringParams
+from .tokens import Token
 
 ORDERS = tuple(_ORDER_SQL)  # the sort orders MemoryBank.memories(order=...) takes
 
-PUBLIC_MODULES = ("scoring", "metrics", "tuning", "merge", "maintenance", "demo")
+PUBLIC_MODULES = ("scoring", "metrics", "tuning", "merge", "maintenance", "demo", "server")
 
 __all__ = [
     # the façade and its records
     "MemoryBank", "ScoringParams", "PRESETS", "Memory", "Hit", "Event", "ImportReport", "Conflict",
-    "MergeRecord", "Profile", "Feedback", "LabeledQuery", "format_for_prompt",
+    "MergeRecord", "Profile", "Feedback", "LabeledQuery", "format_for_prompt", "Token",
     # the recall gate
     "Gate", "GateDecision", "should_recall",
     # vocabularies (what a choice may name)
@@ -65,7 +67,7 @@ __all__ = [
     # errors
     "MemoryCoreError", "ValidationError", "NotFoundError", "ImportFormatError", "ModelMismatchError",
     "BankLockedError", "BankReadOnlyError", "CorruptBankError", "StateError", "LLMError",
-    "LLMNotConfiguredError",
+    "LLMNotConfiguredError", "AuthenticationError", "PermissionDeniedError", "PayloadTooLargeError",
     "PUBLIC_MODULES",
 ]
 __version__ = "0.1.0"

@@ -32,6 +32,7 @@ from .recall_writer import RecallWriter
 from .scoring import Candidates, ScoringParams
 from .settings import INDEX_MODES, Settings
 from . import storage
+from .tokens import Tokens
 from .transfer import Transfer
 from .writer import Writer
 
@@ -59,6 +60,7 @@ class MemoryBank:
         self._labels = Labels(core)
         self._ablations = AblationRecords(core)
         self._transfer = Transfer(core, self._writer)
+        self.tokens = Tokens(core)  # the server's access tokens: create, list, revoke, check
         self.llm: Any = None  # an LLM client, when configured with use_llm()
 
     # -- opening and closing -------------------------------------------------------------------
@@ -133,7 +135,7 @@ class MemoryBank:
 
     @property
     def last_retrieval_id(self) -> int | None:
-        """The log entry of this bank's latest real recall (what :meth:`feedback` takes)."""
+        """The log entry of this thread's latest real recall through the bank (what :meth:`feedback` takes)."""
         return self._log.last_retrieval_id
 
     @property
@@ -342,9 +344,10 @@ class MemoryBank:
         return self._recall.candidates(queries, namespace, now, vectors)
 
     def feedback(self, retrieval_id: int, answer: str | None = None, used_ids: Iterable[int] | None = None,
-                 helpful: bool | None = None, *, at: Any = None) -> Feedback:
-        """Record what happened after a recall: the answer, the memories it used, whether it helped."""
-        return self._feedback.feedback(retrieval_id, answer, used_ids, helpful, at=at)
+                 helpful: bool | None = None, *, at: Any = None, namespaces: Iterable[str] | None = None) -> Feedback:
+        """Record what happened after a recall: the answer, the memories it used, whether it helped
+        (with ``namespaces``: only for a recall of one of them)."""
+        return self._feedback.feedback(retrieval_id, answer, used_ids, helpful, at=at, namespaces=namespaces)
 
     def feedback_log(self, namespace: str | None = None, *, since: Any = None,
                      until: Any = None) -> list[Feedback]:

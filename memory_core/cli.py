@@ -944,6 +944,89 @@ def replay(obj: _Context, since: str | None, until: str | None, preset_name: str
         click.echo("no replayed recall has labels: no metric deltas")
 
 
+# -- the server ----------------------------------------------------------------------------------
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on. Beyond loopback only once a token exists.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option("--no-auth", is_flag=True, help="Serve without tokens: for development on 127.0.0.1 only.")
+@click.option("--concurrency", type=click.IntRange(1, 1024), default=64, show_default=True,
+              help="Requests that work on the bank at once (the rest wait).")
+@click.option("--max-body", type=click.IntRange(1024), default=None,
+              help="Largest request body in bytes (default 8 MiB).")
+@click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+              default="info", show_default=True)
+@click.pass_obj
+def serve(obj: _Context, host: str, port: int, no_auth: bool, concurrency: int, max_body: int | None,
+          log_level: str) -> None:
+    """Serve the bank over HTTP: the REST API (/docs) for agents in any language."""
+    from memory_core import server
+
+    bank = obj.open()
+    try:
+        server.check_exposure(host, auth=not no_auth, tokens=0 if no_auth else len(bank.tokens.list()))
+    except MemoryCoreError:
+        bank.close()
+        raise
+    if no_auth:
+        click.secho("WARNING: --no-auth: every request may read and change every namespace of "
+                    f"{bank.path}. Use it only for development on this machine.", fg="red", bold=True, err=True)
+    click.echo(f"serving {bank.path} on http://{host}:{port} (API docs: /docs); Ctrl-C or SIGTERM stops",
+               err=True)
+    server.serve(bank, host=host, port=port, auth=not no_auth, concurrency=concurrency,
+                 max_body=max_body or server.MAX_BODY, log_level=log_level)
+
+
+@cli.group()
+def token() -> None:
+    """Access tokens of the server, each limited to namespaces (kept hashed in the bank)."""
+
+
+@token.command(name="create")
+@click.option("-n", "--namespace", "namespaces", multiple=True, help="A namespace it may use (repeatable).")
+@click.option("--name", required=True, help="A name to list and revoke it by.")
+@click.option("--read-only", is_flag=True, help="It may read and recall, not change.")
+@click.option("--admin", is_flag=True, help="It may use every namespace and the admin routes.")
+@click.pass_obj
+def token_create(obj: _Context, namespaces: tuple[str, ...], name: str, read_only: bool, admin: bool) -> None:
+    """Create a token and print its secret (shown this once only)."""
+    with obj.open() as bank:
+        made, secret = bank.tokens.create(name, namespaces, read_only=read_only, admin=admin)
+    scope = "every namespace" if made.admin else ", ".join(made.namespaces)
+    click.echo(f"token {made.name!r} for {scope}{' (read-only)' if made.read_only else ''}; "
+               "keep the secret now, it is not shown again:", err=True)
+    click.echo(secret)
+
+
+@token.command(name="list")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def token_list(obj: _Context, as_json: bool) -> None:
+    """The tokens: names, namespaces and scope (never their secrets)."""
+    with obj.open() as bank:
+        made = bank.tokens.list()
+    if as_json:
+        click.echo(json.dumps([t.to_dict() for t in made], indent=1))
+        return
+    if not made:
+        click.echo("no tokens; create one: memctl token create --namespace NS --name NAME")
+    for t in made:
+        scope = "admin (every namespace)" if t.admin else ", ".join(t.namespaces)
+        click.echo(f"{t.name}\t{scope}\t{'read-only' if t.read_only else 'read-write'}\t"
+                   f"created {t.created_at:%Y-%m-%d %H:%M}")
+
+
+@token.command(name="revoke")
+@click.argument("name")
+@click.pass_obj
+def token_revoke(obj: _Context, name: str) -> None:
+    """Revoke a token: a server refuses it from its next request on."""
+    with obj.open() as bank:
+        bank.tokens.revoke(name)
+    click.echo(f"revoked {name}")
+
+
 def main() -> None:
     cli(prog_name="memctl")
 

@@ -51,6 +51,7 @@ class Core:
         # Caches of settings read from the store, dropped when another process changes the bank.
         self.active_params: tuple[str, ScoringParams] | None = None
         self.acknowledged: dict[int, set[int]] | None = None  # kept-both conflict pairs, by memory id
+        self.tokens: list | None = None  # the server's access tokens with their hashes (see tokens.py)
         self.journal = RecallJournal(store.path)
         # A flush writes recalls to the file without holding the lock (see RecallWriter.flush):
         # while it does, other operations wait on this condition before touching the file, and
@@ -198,6 +199,7 @@ class Core:
             self.dim = int(meta["embedding_dim"])
         self.active_params = None
         self.acknowledged = None
+        self.tokens = None
         self.index_mode = meta.get("index_mode", "exact")
         for (mid,) in con.execute("SELECT id FROM removed_memories WHERE seq > ?", [self.synced_seq]).fetchall():
             self.memories.pop(mid, None)

@@ -60,3 +60,15 @@ class LLMError(MemoryCoreError):
 
 class LLMNotConfiguredError(LLMError):
     """An LLM feature was asked for but no endpoint is configured."""
+
+
+class AuthenticationError(MemoryCoreError):
+    """A server request came without a token, or with one that is unknown or revoked (HTTP 401)."""
+
+
+class PermissionDeniedError(MemoryCoreError):
+    """The request's token may not do this: another namespace, a change with a read-only token (403)."""
+
+
+class PayloadTooLargeError(ValidationError):
+    """A request body is larger than the server accepts (HTTP 413)."""

@@ -29,7 +29,8 @@ class FeedbackLog:
         self.core = core
 
     def feedback(self, retrieval_id: int, answer: str | None = None, used_ids: Iterable[int] | None = None,
-                 helpful: bool | None = None, *, at: Any = None) -> Feedback:
+                 helpful: bool | None = None, *, at: Any = None,
+                 namespaces: Iterable[str] | None = None) -> Feedback:
         """Record what happened after a recall: the answer, which memories it used, whether it helped.
 
         ``retrieval_id`` is the logged recall (``bank.last_retrieval_id`` after ``recall``, or an
@@ -46,7 +47,8 @@ class FeedbackLog:
         transaction (a replaced feedback's uses come off first), and other processes rank with
         it after their next catch-up. Raises ``NotFoundError`` for an unknown retrieval and ``ValidationError`` when a
         used id is not among the retrieval's hits, when nothing is given, or for wrong types;
-        nothing changes then.
+        nothing changes then. With ``namespaces`` (a server passes its caller's), a recall of
+        another namespace is not found either.
         """
         if isinstance(retrieval_id, bool) or not isinstance(retrieval_id, (int, np.integer)):
             raise ValidationError(f"retrieval_id is a whole number (bank.last_retrieval_id), got {retrieval_id!r}")
@@ -71,7 +73,7 @@ class FeedbackLog:
 
         with self.core.session(write=False) as con:
             head = con.execute("SELECT namespace FROM retrievals WHERE id = ?", [rid]).fetchone()
-            if head is None:
+            if head is None or (namespaces is not None and head[0] not in namespaces):
                 raise NotFoundError(f"no retrieval with id {rid}; use the id recall logged "
                                     "(bank.last_retrieval_id) or one from bank.retrievals()")
             hit_ids = [int(r[0]) for r in con.execute(

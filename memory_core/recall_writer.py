@@ -51,7 +51,7 @@ class RecallWriter:
         self._spare: int | None = None
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
-        self.last_retrieval_id: int | None = None  # the log entry of this bank's latest real recall
+        self._latest = threading.local()  # per thread: a server's requests each see their own
 
     def flush(self) -> int:
         """Write buffered recalls (this process's, and any a crashed process left in its journal)
@@ -136,7 +136,7 @@ class RecallWriter:
             "hits": [[h.rank, h.memory.id, h.score, *(h.components[c] for c in
                       ("similarity", "lexical", "recency", "importance", "frequency"))] for h in hits],
         })
-        self.last_retrieval_id = rid
+        self._latest.rid = rid
         idx = core.indexes.get(namespace)
         for h in hits:
             mid = h.memory.id
@@ -167,6 +167,11 @@ class RecallWriter:
                 self.flush()
             except Exception:
                 pass  # the file is busy or gone: the journal keeps the recalls for the next try
+
+    @property
+    def last_retrieval_id(self) -> int | None:
+        """The log entry of the latest real recall this thread made through the bank."""
+        return getattr(self._latest, "rid", None)
 
     def start(self) -> None:
         """The bank is open for writing: write at exit what it still buffers, and first what a

@@ -117,6 +117,7 @@ def copy_bank(tmp_path):
 # What each schema migration added, to take a file back to an older version: what a bank written
 # by an older memory_core looks like. A new migration adds its undo here.
 _UNDO_MIGRATION = {
+    7: ["DROP TABLE tokens"],
     6: ["ALTER TABLE memories DROP COLUMN use_count"],
     5: ["ALTER TABLE memories DROP COLUMN context"],
     4: ["DROP TABLE labels", "DELETE FROM meta WHERE key = 'next_label_id'"],

@@ -14,7 +14,7 @@ from typing import Any
 from ..clock import to_naive_utc, utcnow
 from ..errors import CorruptBankError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -145,6 +145,14 @@ MIGRATIONS: dict[int, list[str]] = {
            FROM (SELECT memory_id, count(DISTINCT retrieval_id) AS n FROM feedback_hits WHERE used
                  GROUP BY memory_id) AS u
            WHERE memories.id = u.memory_id""",
+    ],
+    # Access tokens of the server (memctl serve): only a hash of each secret is kept, with the
+    # namespaces it may use. They live in the bank, so they move with it (backup, copy).
+    7: [
+        """CREATE TABLE tokens (
+            name VARCHAR PRIMARY KEY, secret_hash VARCHAR NOT NULL UNIQUE, namespaces VARCHAR[] NOT NULL,
+            read_only BOOLEAN NOT NULL, admin BOOLEAN NOT NULL, created_at TIMESTAMP NOT NULL
+        )""",
     ],
 }
 

@@ -1,0 +1,86 @@
+"""Memory Console as a service: the REST API and MCP endpoint of ``memctl serve``.
+
+A face over :class:`~memory_core.MemoryBank`, like the CLI and the dashboard: it uses the
+package's public surface and adds what a network needs (tokens per namespace, JSON errors, body
+limits, grouped writes). :func:`create_app` builds the ASGI app for one open bank; :func:`serve`
+runs it with uvicorn until SIGTERM or Ctrl-C, then writes what is queued and closes the bank.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import signal
+import socket
+import threading
+from typing import Any
+
+from memory_core import ValidationError
+
+from .app import MAX_BATCH, MAX_BODY, MAX_K, create_app
+
+__all__ = ["create_app", "serve", "is_loopback", "check_exposure", "MAX_BODY", "MAX_BATCH", "MAX_K"]
+
+log = logging.getLogger("memctl.serve")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        try:
+            return all(ipaddress.ip_address(info[4][0]).is_loopback
+                       for info in socket.getaddrinfo(host, None))
+        except (OSError, ValueError):
+            return False
+
+
+def check_exposure(host: str, *, auth: bool, tokens: int) -> None:
+    """Refuse to serve beyond this machine without auth, or before any token exists."""
+    if is_loopback(host):
+        return
+    if not auth:
+        raise ValidationError(f"--no-auth serves only on a loopback address (127.0.0.1), not {host}")
+    if tokens == 0:
+        raise ValidationError(f"no token exists, so nobody could use the server on {host}; create one first: "
+                              "memctl token create --namespace NS --name NAME")
+
+
+def serve(bank: Any, *, host: str = "127.0.0.1", port: int = 8765, auth: bool = True, concurrency: int = 64,
+          max_body: int = MAX_BODY, mcp: bool = False, log_level: str = "info",
+          graceful_seconds: float = 10.0) -> None:
+    """Serve ``bank`` (an open MemoryBank, which the server closes when it stops) until SIGTERM.
+
+    ``concurrency`` bounds the requests handled at once (threads for the bank's work; above it
+    uvicorn answers 503). On SIGTERM the server stops accepting connections, lets requests in
+    flight finish for up to ``graceful_seconds``, writes queued adds, flushes the recall journal
+    and closes the bank.
+    """
+    import uvicorn
+
+    check_exposure(host, auth=auth, tokens=len(bank.tokens.list()) if auth else 0)
+    endpoint = None
+    if mcp:
+        from .mcp import McpEndpoint
+
+        endpoint = McpEndpoint(bank, auth=auth)
+    app = create_app(bank, auth=auth, max_body=max_body, mcp=endpoint, threads=concurrency)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, limit_concurrency=concurrency * 4,
+                            timeout_graceful_shutdown=graceful_seconds, server_header=False)
+    # uvicorn shuts down gracefully on SIGTERM/SIGINT, then raises the signal again against the
+    # handlers it found: with these, a graceful stop ends the process normally (exit 0).
+    stops: list[int] = []
+    handled = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda sig, frame: stops.append(sig)) for sig in handled} \
+        if threading.current_thread() is threading.main_thread() else {}
+    try:
+        uvicorn.Server(config).run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if stops:
+        log.warning("stopped by %s: queued writes stored, recall journal flushed, bank closed",
+                    signal.Signals(stops[-1]).name)

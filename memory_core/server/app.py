@@ -1,0 +1,458 @@
+"""The REST API: routes over one open MemoryBank, bearer tokens per namespace, JSON mc.
+
+Every route names the namespace it touches or reaches one through an id; the caller's token must
+allow it. An id of a namespace the token may not use answers 404, exactly as an unknown id does,
+so a tenant cannot even learn that another's memory exists. Errors are
+``{"error": {"type": <memory_core error class>, "message": ...}}`` with the status of
+:data:`STATUS`. Route handlers are plain functions run in the server's thread pool: the bank is
+thread-safe and serialises what must be.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Callable
+
+from importlib.metadata import version
+
+import anyio.to_thread
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+import memory_core as mc
+from memory_core import STATUSES, Memory, MemoryBank, Token, format_for_prompt
+
+from .writes import WriteQueue
+
+log = logging.getLogger("memctl.serve")
+VERSION = version("memory-console")
+
+MAX_BODY = 8 * 1024 * 1024  # bytes of a request body; a batch of 1,000 rows with vectors fits
+MAX_BATCH = 10_000  # rows of one POST /v1/memories/batch
+MAX_K = 1_000  # memories one recall may return
+MAX_PAGE = 10_000  # memories one GET /v1/memories may return
+
+# memory_core's errors and the HTTP status each answers with (the first class that matches).
+STATUS: list[tuple[type[Exception], int]] = [
+    (mc.AuthenticationError, 401),
+    (mc.PermissionDeniedError, 403),
+    (mc.NotFoundError, 404),
+    (mc.PayloadTooLargeError, 413),
+    (mc.ValidationError, 400),
+    (mc.StateError, 409),
+    (mc.ModelMismatchError, 409),
+    (mc.BankReadOnlyError, 409),
+    (mc.BankLockedError, 503),
+    (mc.CorruptBankError, 503),
+    (mc.LLMError, 502),
+]
+RETRY_AFTER = "1"  # seconds, on a 503: the bank is busy or its store unreachable for a moment
+
+
+# -- who is calling ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Caller:
+    """The token of a request (None when the server runs without auth: everything is allowed)."""
+
+    token: Token | None
+
+    @property
+    def name(self) -> str:
+        return "anonymous" if self.token is None else self.token.name
+
+    @property
+    def namespaces(self) -> tuple[str, ...] | None:
+        """The namespaces it may use, or None for all of them."""
+        return None if self.token is None or self.token.admin else self.token.namespaces
+
+    def may_use(self, namespace: str) -> bool:
+        return self.token is None or self.token.may_use(namespace)
+
+    def namespace(self, namespace: str | None, *, write: bool = False) -> str:
+        """The namespace a request names (or the token's only one), checked against the token."""
+        if write and self.token is not None and self.token.read_only:
+            raise mc.PermissionDeniedError(f"the token {self.name!r} is read-only; it cannot change memories")
+        if namespace is None:
+            spaces = self.namespaces
+            if spaces is not None and len(spaces) == 1:
+                return spaces[0]
+            raise mc.ValidationError("namespace is required" + (
+                f": this token may use {', '.join(spaces)}" if spaces else ""))
+        if not self.may_use(namespace):
+            raise mc.PermissionDeniedError(f"the token {self.name!r} may not use namespace {namespace!r}")
+        return namespace
+
+    def check_write(self) -> None:
+        if self.token is not None and self.token.read_only:
+            raise mc.PermissionDeniedError(f"the token {self.name!r} is read-only; it cannot change memories")
+
+    def admin(self) -> None:
+        if self.token is not None and not self.token.admin:
+            raise mc.PermissionDeniedError(f"the token {self.name!r} is not an admin token")
+
+
+@dataclass
+class Service:
+    """What the routes share: the bank, whether tokens are checked, the write queue."""
+
+    bank: MemoryBank
+    auth: bool = True
+    writes: WriteQueue | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def memory(self, caller: Caller, memory_id: int) -> Memory:
+        """The memory with this id if the caller may see it; otherwise not found, as if absent."""
+        try:
+            memory = self.bank.get(memory_id)
+        except mc.NotFoundError:
+            memory = None
+        if memory is None or not caller.may_use(memory.namespace):
+            raise mc.NotFoundError(f"no memory with id {memory_id}")
+        return memory
+
+
+def service(request: Request) -> Service:
+    return request.app.state.service
+
+
+def caller(request: Request) -> Caller:
+    """The caller's token from ``Authorization: Bearer <secret>``; 401 without a valid one."""
+    svc: Service = request.app.state.service
+    if not svc.auth:
+        return Caller(None)
+    scheme, _, secret = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not secret.strip():
+        raise mc.AuthenticationError("send a token: Authorization: Bearer <token> (memctl token create)")
+    token = svc.bank.tokens.check(secret.strip())
+    if token is None:
+        raise mc.AuthenticationError("this token is not valid (unknown or revoked)")
+    return Caller(token)
+
+
+# -- request bodies ----------------------------------------------------------------------------------
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class NewMemory(_Body):
+    text: str = Field(description="A short distilled statement, e.g. 'Prefers vegetarian food'.")
+    namespace: str | None = Field(None, description="Whose memory; default: the token's only namespace.")
+    importance: float = Field(0.5, description="0 to 1.")
+    category: str = "other"
+    kind: str = Field("explicit", description="explicit (the user said it) or inferred (the agent concluded it).")
+    created_at: str | None = Field(None, description="ISO 8601; default now.")
+    context: str | None = Field(None, description="Text that situates the memory; matched by recall, never shown.")
+    pinned: bool = False
+    source: str | None = None
+
+
+class NewRow(NewMemory):
+    embedding: list[float] | None = Field(None, description="The memory's vector (skips embedding).")
+
+
+class Batch(_Body):
+    rows: list[NewRow] = Field(max_length=MAX_BATCH, description="Stored all or nothing.")
+
+
+class MemoryChanges(_Body):
+    text: str | None = None
+    namespace: str | None = None
+    importance: float | None = None
+    category: str | None = None
+    kind: str | None = None
+    created_at: str | None = None
+    pinned: bool | None = None
+    source: str | None = None
+
+
+class RecallRequest(_Body):
+    query: str
+    namespace: str | None = None
+    k: int | None = Field(None, ge=1, le=MAX_K)
+    threshold: float | None = None
+    preset: str | None = None
+    now: str | None = Field(None, description="Recall as of this ISO 8601 time (default now).")
+    record: bool = Field(True, description="Log the recall and count the accesses (what feedback refers to).")
+    gate: bool = Field(False, description="Ask the recall gate first; recall nothing if it says no.")
+
+
+class FeedbackRequest(_Body):
+    retrieval_id: int
+    answer: str | None = None
+    used_ids: list[int] | None = None
+    helpful: bool | None = None
+
+
+class Resolution(_Body):
+    rule: str = Field(description="newer_wins, explicit_wins, keep_both, edit or dismiss.")
+    memory_id: int | None = None
+    text: str | None = None
+
+
+# -- the app -----------------------------------------------------------------------------------------
+
+def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
+               on_close: Callable[[], None] | None = None, mcp: Any = None, threads: int | None = None) -> FastAPI:
+    """The ASGI app serving ``bank``. It owns the bank from then on: shutting the app down writes
+    queued adds, flushes the recall journal and closes the bank. ``mcp``, when given, is mounted
+    at ``/mcp`` (see :mod:`memory_core.server.mcp`); ``threads`` bounds the requests that work on
+    the bank at once."""
+    svc = Service(bank, auth)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if threads is not None:
+            anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        svc.writes = WriteQueue(bank)
+        async with contextlib.AsyncExitStack() as stack:
+            if mcp is not None:
+                await stack.enter_async_context(mcp.lifespan())
+            try:
+                yield
+            finally:
+                svc.writes.close()
+                bank.close()
+                if on_close is not None:
+                    on_close()
+
+    app = FastAPI(title="Memory Console", version=VERSION, lifespan=lifespan,
+                  description="Long-term memory for LLM agents: store, recall, feedback and curation, "
+                              "per namespace, with bearer tokens (memctl token create).")
+    app.state.service = svc
+    _errors(app)
+    app.add_middleware(BodyLimit, max_body=max_body)
+    _routes(app)
+    if mcp is not None:
+        app.mount("/mcp", mcp.app())
+    return app
+
+
+def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
+    @app.get("/v1/health", tags=["server"])
+    def health(svc: Service = Depends(service)) -> dict:
+        """Whether the server is up (no token needed)."""
+        return {"status": "ok", "version": VERSION, "model": svc.bank.model, "auth": svc.auth}
+
+    @app.post("/v1/memories", status_code=201, tags=["memories"])
+    def add_memory(body: NewMemory, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+        """Store one memory; returns it as stored."""
+        row = body.model_dump()
+        row["namespace"] = who.namespace(body.namespace, write=True)
+        mid = svc.writes.add(row) if svc.writes is not None else svc.bank.add(**row)
+        return svc.bank.get(mid).to_dict()
+
+    @app.post("/v1/memories/batch", status_code=201, tags=["memories"])
+    def add_memories(body: Batch, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+        """Store many memories in one transaction, all or nothing; returns their ids in order."""
+        who.check_write()
+        rows = []
+        for row in body.rows:
+            data = row.model_dump(exclude_none=True)
+            data["namespace"] = who.namespace(row.namespace, write=True)
+            rows.append(data)
+        return {"ids": svc.bank.add_many(rows)}
+
+    @app.get("/v1/memories", tags=["memories"])
+    def list_memories(namespace: str | None = None,
+                      status: str = Query("active", description=f"{', '.join(STATUSES)}, or any"),
+                      limit: int = Query(100, ge=1, le=MAX_PAGE), offset: int = Query(0, ge=0),
+                      svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+        """Memories of a namespace, newest first, with how many match in all."""
+        ns = who.namespace(namespace)
+        wanted = None if status == "any" else status
+        return {"memories": [m.to_dict() for m in svc.bank.memories(ns, wanted, limit=limit, offset=offset)],
+                "total": svc.bank.count(ns, wanted)}
+
+    @app.get("/v1/memories/{memory_id}", tags=["memories"])
+    def get_memory(memory_id: int, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+        """One memory by id."""
+        return svc.memory(who, memory_id).to_dict()
+
+    @app.patch("/v1/memories/{memory_id}", tags=["memories"])
+    def update_memory(memory_id: int, body: MemoryChanges, svc: Service = Depends(service),
+                      who: Caller = Depends(caller)) -> dict:
+        """Change fields of a memory (a new text is embedded again); returns it as updated."""
+        who.check_write()
+        svc.memory(who, memory_id)
+        changes = body.model_dump(exclude_unset=True)
+        if "namespace" in changes:
+            who.namespace(changes["namespace"], write=True)
+        return svc.bank.update(memory_id, **changes).to_dict()
+
+    @app.delete("/v1/memories/{memory_id}", tags=["memories"])
+    def delete_memory(memory_id: int, hard: bool = False, reason: str | None = None,
+                      svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+        """Archive a memory (restorable), or with ``hard=true`` erase its text for good."""
+        who.check_write()
+        svc.memory(who, memory_id)
+        svc.bank.forget(memory_id, hard=hard, reason=reason)
+        return svc.bank.get(memory_id).to_dict()
+
+    @app.post("/v1/memories/{memory_id}/restore", tags=["memories"])
+    def restore_memory(memory_id: int, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+        """Bring an archived memory back into recall."""
+        who.check_write()
+        svc.memory(who, memory_id)
+        return svc.bank.restore(memory_id).to_dict()
+
+    @app.get("/v1/memories/{memory_id}/history", tags=["memories"])
+    def memory_history(memory_id: int, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+        """Every change of a memory, oldest first."""
+        svc.memory(who, memory_id)
+        return {"events": [_event(e) for e in svc.bank.history(memory_id)]}
+
+    @app.post("/v1/recall", tags=["recall"])
+    def recall(body: RecallRequest, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+        """The memories most worth putting in the prompt for ``query``: the top k that clear the
+        threshold, possibly none. ``retrieval_id`` is what feedback refers to."""
+        ns = who.namespace(body.namespace)
+        bank = svc.bank
+        decision = bank.should_recall(body.query) if body.gate else None
+        params = bank.preset(body.preset) if body.preset is not None else None
+        hits = bank.recall(body.query, ns, params, now=body.now, record=body.record, gate=body.gate, k=body.k,
+                           threshold=body.threshold)
+        return {"retrieval_id": bank.last_retrieval_id if body.record else None,
+                "hits": [h.to_dict() for h in hits], "gate": None if decision is None else decision.to_dict(),
+                "prompt": format_for_prompt(hits, now=body.now) if hits else ""}
+
+    @app.post("/v1/feedback", tags=["recall"])
+    def feedback(body: FeedbackRequest, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+        """What happened after a recall: the answer, the memories it used, whether it helped."""
+        who.check_write()
+        return svc.bank.feedback(body.retrieval_id, body.answer, body.used_ids, body.helpful,
+                                 namespaces=who.namespaces).to_dict()
+
+    @app.get("/v1/conflicts", tags=["curation"])
+    def conflicts(namespace: str | None = None,
+                  status: str = Query("open", description="open, resolved, acknowledged, dismissed, or any"), svc: Service = Depends(service),
+                  who: Caller = Depends(caller)) -> dict:
+        """Recorded contradictions of a namespace, newest first."""
+        ns = who.namespace(namespace)
+        return {"conflicts": [c.to_dict() for c in svc.bank.conflicts(ns, None if status == "any" else status)]}
+
+    @app.post("/v1/conflicts/{conflict_id}/resolve", tags=["curation"])
+    def resolve_conflict(conflict_id: int, body: Resolution, svc: Service = Depends(service),
+                         who: Caller = Depends(caller)) -> dict:
+        """Resolve a contradiction by a rule; one undoable operation."""
+        who.check_write()
+        try:
+            found = svc.bank.conflict(conflict_id)
+        except mc.NotFoundError:
+            found = None
+        if found is None or not who.may_use(found.namespace):
+            raise mc.NotFoundError(f"no conflict with id {conflict_id}")
+        return svc.bank.resolve_conflict(conflict_id, body.rule, memory_id=body.memory_id, text=body.text).to_dict()
+
+    @app.get("/v1/namespaces", tags=["server"])
+    def namespaces(svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+        """The namespaces this token may use that hold memories, with their active counts."""
+        return {"namespaces": [{"namespace": ns, "active": n} for ns, n in svc.bank.namespaces() if who.may_use(ns)]}
+
+    @app.get("/v1/tokens", tags=["admin"])
+    def tokens(svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+        """Every token's name and scope (admin tokens only; secrets are never kept)."""
+        who.admin()
+        return {"tokens": [t.to_dict() for t in svc.bank.tokens.list()]}
+
+
+def _event(e: Any) -> dict:
+    return {"id": e.id, "at": e.at.isoformat(), "actor": e.actor, "action": e.action, "memory_id": e.memory_id,
+            "before": e.before, "after": e.after, "note": e.note, "group_id": e.group_id, "undone_by": e.undone_by}
+
+
+# -- errors ------------------------------------------------------------------------------------------
+
+def error_response(status: int, kind: str, message: str) -> JSONResponse:
+    headers = {"Retry-After": RETRY_AFTER} if status == 503 else None
+    if status == 401:
+        headers = {"WWW-Authenticate": "Bearer"}
+    return JSONResponse({"error": {"type": kind, "message": message}}, status_code=status, headers=headers)
+
+
+def status_of(exc: Exception) -> int:
+    for cls, status in STATUS:
+        if isinstance(exc, cls):
+            return status
+    return 500
+
+
+def _errors(app: FastAPI) -> None:
+    @app.exception_handler(mc.MemoryCoreError)
+    async def core_error(request: Request, exc: mc.MemoryCoreError) -> JSONResponse:
+        return error_response(status_of(exc), type(exc).__name__, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = []
+        for e in exc.errors()[:10]:
+            where = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
+            problems.append(f"{where}: {e.get('msg')}" if where else str(e.get("msg")))
+        return error_response(400, "ValidationError", "; ".join(problems) or "invalid request")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        kind = {404: "NotFoundError", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
+        return error_response(exc.status_code, kind, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def crash(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return error_response(500, "InternalError", "the server failed on this request; its log says why")
+
+
+class BodyLimit:
+    """Refuses a request body over ``max_body`` bytes with 413, by its Content-Length or, without
+    one, as it streams in (pure ASGI, so nothing larger is ever buffered)."""
+
+    def __init__(self, app: Any, max_body: int):
+        self.app, self.max_body = app, max_body
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        too_large = mc.PayloadTooLargeError(f"the request body is over the limit of {self.max_body} bytes; "
+                                                "send fewer rows per batch")
+        if length is not None and length.isdigit() and int(length) > self.max_body:
+            return await _send_error(send, too_large)
+        seen = 0
+
+        async def limited() -> dict:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_body:
+                    raise _TooLarge()
+            return message
+
+        started = False
+
+        async def tracking_send(message: dict) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited, tracking_send)
+        except _TooLarge:
+            if not started:
+                await _send_error(send, too_large)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _send_error(send: Callable, exc: mc.MemoryCoreError) -> None:
+    response = error_response(status_of(exc), type(exc).__name__, str(exc))
+    await send({"type": "http.response.start", "status": response.status_code,
+                "headers": response.raw_headers})
+    await send({"type": "http.response.body", "body": response.body})

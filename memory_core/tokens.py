@@ -1,0 +1,128 @@
+"""Access tokens of the server: who may use which namespaces, kept hashed in the bank.
+
+A token is a random secret shown once when it is created; the bank keeps only its SHA-256 (the
+secret has 256 random bits, so a fast hash is as safe as a slow one) with its name, namespaces and
+scope. Creating and revoking advance the change sequence, so every process serving the bank drops
+its cached tokens on its next look (see :meth:`Core.catch_up`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Iterable
+
+from .clock import to_naive_utc, utcnow
+from .errors import NotFoundError, StateError, ValidationError
+from .models import check_namespace
+from .storage import tables
+
+if TYPE_CHECKING:
+    from .core import Core
+
+PREFIX = "mct_"  # every secret starts with it: easy to spot in a config file or a leaked log
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Token:
+    """A token's record (never its secret): its name, the namespaces it may use and its scope.
+
+    ``admin`` tokens may use every namespace; ``read_only`` ones may read and recall but not
+    change anything (a recall they make is still logged, as it is what feedback refers to)."""
+
+    name: str
+    namespaces: tuple[str, ...]
+    read_only: bool
+    admin: bool
+    created_at: datetime
+
+    def may_use(self, namespace: str) -> bool:
+        return self.admin or namespace in self.namespaces
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "namespaces": list(self.namespaces), "read_only": self.read_only,
+                "admin": self.admin, "created_at": self.created_at.isoformat()}
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Tokens:
+    """Creates, lists, revokes and checks one bank's access tokens."""
+
+    def __init__(self, core: "Core"):
+        self.core = core
+
+    def create(self, name: str, namespaces: Iterable[str] = (), *, read_only: bool = False,
+               admin: bool = False) -> tuple[Token, str]:
+        """Make a token and return it with its secret: the only time the secret is known."""
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ValidationError("a token name is 1-64 letters, digits, '.', '_' or '-', starting with a "
+                                  "letter or digit")
+        if isinstance(namespaces, str):
+            namespaces = [namespaces]
+        spaces = tuple(dict.fromkeys(check_namespace(ns) for ns in namespaces))
+        if not spaces and not admin:
+            raise ValidationError("a token needs at least one namespace (--namespace NS), or --admin for all")
+        secret = PREFIX + secrets.token_urlsafe(32)
+        token = Token(name, spaces, bool(read_only), bool(admin), to_naive_utc(utcnow()))
+        with self.core.session() as con:
+            if con.execute("SELECT 1 FROM tokens WHERE name = ?", [name]).fetchone():
+                raise StateError(f"a token named {name!r} exists; revoke it first or choose another name")
+            con.execute("INSERT INTO tokens VALUES (?, ?, ?, ?, ?, ?)",
+                        [name, hash_secret(secret), list(spaces), token.read_only, token.admin, token.created_at])
+            tables.next_seq(con)  # other processes serving the bank drop their cached tokens
+            tables.log_event(con, self.core.actor, "create_token", None, None,
+                             {k: v for k, v in token.to_dict().items() if k != "created_at"}, utcnow())
+        self.core.tokens = None
+        return token, secret
+
+    def list(self) -> list[Token]:
+        """Every token, oldest first (names and scopes only: secrets are not kept)."""
+        return [t for t, _ in self._all()]
+
+    def revoke(self, name: str) -> Token:
+        """Remove a token: requests presenting it are refused from the next one on."""
+        with self.core.session() as con:
+            row = con.execute("SELECT name, namespaces, read_only, admin, created_at FROM tokens WHERE name = ?",
+                              [name]).fetchone()
+            if row is None:
+                raise NotFoundError(f"no token named {name!r}; `memctl token list` shows them")
+            con.execute("DELETE FROM tokens WHERE name = ?", [name])
+            tables.next_seq(con)
+            tables.log_event(con, self.core.actor, "revoke_token", None, {"name": name}, None, utcnow())
+        self.core.tokens = None
+        return _token(row)
+
+    def check(self, secret: str) -> Token | None:
+        """The token this secret belongs to, or None. The secret's hash is compared with every
+        stored hash in constant time, so timing tells nothing of how close a guess came."""
+        if not isinstance(secret, str) or not secret:
+            return None
+        digest = hash_secret(secret)
+        found = None
+        for token, stored in self._all():
+            if hmac.compare_digest(digest, stored):
+                found = token
+        return found
+
+    def _all(self) -> list[tuple[Token, str]]:
+        """The tokens with their hashes, cached until this or another process changes the bank."""
+        core = self.core
+        with core.lock:
+            if core.tokens is None or core.store.signature() != core.signature:
+                with core.session(write=False, flush=False) as con:
+                    rows = con.execute("SELECT name, namespaces, read_only, admin, created_at, secret_hash "
+                                       "FROM tokens ORDER BY created_at, name").fetchall()
+                core.tokens = [(_token(r), r[5]) for r in rows]
+            return core.tokens
+
+
+def _token(row: tuple) -> Token:
+    return Token(row[0], tuple(row[1]), bool(row[2]), bool(row[3]), row[4])

@@ -1,0 +1,87 @@
+"""A real `memctl serve` in a child process, on a free loopback port, for the server's tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+MEMCTL = [sys.executable, "-m", "memory_core.cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Served:
+    """One `memctl --bank PATH serve` process; :attr:`url` is where it answers."""
+
+    def __init__(self, bank_path: Path, *args: str, log: Path | None = None):
+        self.bank_path = Path(bank_path)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log or self.bank_path.with_name(f"serve-{self.port}.log")
+        env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+        self._log_file = open(self.log, "w")
+        self.proc = subprocess.Popen(
+            MEMCTL + ["--bank", str(self.bank_path), "serve", "--port", str(self.port), "--log-level", "warning",
+                      *args],
+            stdout=self._log_file, stderr=subprocess.STDOUT, env=env, cwd=Path(__file__).parent.parent)
+        self._wait_ready()
+
+    def _wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"memctl serve exited with {self.proc.returncode}: {self.output()}")
+            try:
+                if httpx.get(self.url + "/v1/health", timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"memctl serve did not answer within {timeout} s: {self.output()}")
+
+    def output(self) -> str:
+        if not self._log_file.closed:
+            self._log_file.flush()
+        return self.log.read_text(errors="replace")
+
+    def client(self, token: str | None = None, **kwargs) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=kwargs.pop("timeout", 30.0), **kwargs)
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM, as a service manager stops it; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log_file.close()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to flush or close anything."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._log_file.close()
+
+
+def memctl(bank_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run one memctl command on the bank (a separate process, as an operator would)."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    return subprocess.run(MEMCTL + ["--bank", str(bank_path), *args], capture_output=True, text=True, env=env,
+                          check=check, cwd=Path(__file__).parent.parent)

@@ -1,0 +1,225 @@
+"""`memctl serve`: the REST contract, tokens per namespace and errors, against a real server process."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory_core import MemoryBank
+from memctl_server import Served, memctl
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A server over a fresh bank, with tokens for alice, bob, alice read-only, and an admin."""
+    path = tmp_path_factory.mktemp("served") / "bank.duckdb"
+    with MemoryBank.open(path) as bank:
+        tokens = {name: bank.tokens.create(name, spaces, read_only=ro, admin=admin)[1]
+                  for name, spaces, ro, admin in [("alice", ["alice"], False, False), ("bob", ["bob"], False, False),
+                                                  ("alice-ro", ["alice"], True, False), ("both", ["alice", "bob"], False, False),
+                                                  ("root", [], False, True)]}
+    server = Served(path)
+    server.tokens = tokens
+    yield server
+    assert server.stop() == 0, server.output()
+
+
+@pytest.fixture
+def alice(served):
+    with served.client(served.tokens["alice"]) as c:
+        yield c
+
+
+@pytest.fixture
+def bob(served):
+    with served.client(served.tokens["bob"]) as c:
+        yield c
+
+
+def _add(client, text, **fields):
+    r = client.post("/v1/memories", json={"text": text, **fields})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def test_health_needs_no_token_and_openapi_describes_every_route(served):
+    with served.client() as c:
+        assert c.get("/v1/health").json()["status"] == "ok"
+        paths = c.get("/openapi.json").json()["paths"]
+        assert c.get("/docs").status_code == 200
+    for route in ["/v1/memories", "/v1/memories/batch", "/v1/memories/{memory_id}", "/v1/memories/{memory_id}/restore",
+                  "/v1/memories/{memory_id}/history", "/v1/recall", "/v1/feedback", "/v1/conflicts",
+                  "/v1/conflicts/{conflict_id}/resolve"]:
+        assert route in paths, route
+
+
+def test_a_memory_goes_through_its_whole_life(alice):
+    m = _add(alice, "Alice is allergic to peanuts", importance=0.9, category="fact")
+    assert m["namespace"] == "alice" and m["importance"] == 0.9 and isinstance(m["id"], int)
+    assert alice.get(f"/v1/memories/{m['id']}").json()["text"] == "Alice is allergic to peanuts"
+    changed = alice.patch(f"/v1/memories/{m['id']}", json={"text": "Alice is allergic to peanuts and cashews"}).json()
+    assert changed["text"].endswith("cashews")
+    assert alice.delete(f"/v1/memories/{m['id']}").json()["status"] == "archived"
+    listed = alice.get("/v1/memories", params={"namespace": "alice", "status": "archived"}).json()
+    assert m["id"] in [x["id"] for x in listed["memories"]] and listed["total"] >= 1
+    assert alice.post(f"/v1/memories/{m['id']}/restore").json()["status"] == "active"
+    actions = [e["action"] for e in alice.get(f"/v1/memories/{m['id']}/history").json()["events"]]
+    assert actions[0] == "add" and "update" in actions and "restore" in actions
+    gone = alice.delete(f"/v1/memories/{m['id']}", params={"hard": "true"}).json()
+    assert gone["text"] is None and gone["status"] == "deleted"
+
+
+def test_recall_returns_scored_hits_and_a_retrieval_id_that_feedback_takes(alice):
+    m = _add(alice, "Alice's daughter is called Maja and she is seven", importance=0.8)
+    r = alice.post("/v1/recall", json={"query": "What is the name of Alice's daughter?"}).json()
+    assert [h["memory"]["id"] for h in r["hits"]][:1] == [m["id"]]
+    assert set(r["hits"][0]["components"]) >= {"similarity", "lexical", "recency", "importance", "frequency"}
+    assert isinstance(r["retrieval_id"], int) and "Maja" in r["prompt"]
+    fb = alice.post("/v1/feedback", json={"retrieval_id": r["retrieval_id"], "used_ids": [m["id"]], "helpful": True})
+    assert fb.status_code == 200, fb.text
+    assert alice.get(f"/v1/memories/{m['id']}").json()["use_count"] == 1
+    dry = alice.post("/v1/recall", json={"query": "daughter's name", "record": False}).json()
+    assert dry["retrieval_id"] is None
+
+
+def test_a_gated_recall_says_why_it_recalled_nothing(alice):
+    r = alice.post("/v1/recall", json={"query": "thanks!", "gate": True}).json()
+    assert r["gate"]["recall"] is False and r["hits"] == []
+
+
+def test_a_batch_is_stored_all_or_nothing(alice):
+    before = alice.get("/v1/memories", params={"namespace": "alice", "status": "any"}).json()["total"]
+    bad = alice.post("/v1/memories/batch", json={"rows": [{"text": "fine"}, {"text": "bad", "importance": 7}]})
+    assert bad.status_code == 400 and bad.json()["error"]["type"] == "ValidationError"
+    assert alice.get("/v1/memories", params={"namespace": "alice", "status": "any"}).json()["total"] == before
+    ok = alice.post("/v1/memories/batch", json={"rows": [{"text": "Likes hiking"}, {"text": "Works as a nurse"}]})
+    assert ok.status_code == 201
+    ids = ok.json()["ids"]
+    assert [alice.get(f"/v1/memories/{i}").json()["text"] for i in ids] == ["Likes hiking", "Works as a nurse"]
+
+
+def test_no_token_or_a_bad_one_is_refused(served):
+    with served.client() as anon:
+        r = anon.post("/v1/recall", json={"query": "x", "namespace": "alice"})
+        assert r.status_code == 401 and r.json()["error"]["type"] == "AuthenticationError"
+    with served.client("mct_not-a-real-token") as wrong:
+        assert wrong.get("/v1/memories").status_code == 401
+
+
+def test_a_token_cannot_reach_another_namespace_and_cannot_tell_its_ids_exist(served, alice, bob):
+    secret = _add(bob, "Bob's PIN is 4321")
+    # The control: bob sees his memory, so the refusals below come from the namespace check.
+    assert bob.get(f"/v1/memories/{secret['id']}").status_code == 200
+    unknown = alice.get("/v1/memories/987654321")
+    for method, url, body in [("GET", f"/v1/memories/{secret['id']}", None),
+                              ("PATCH", f"/v1/memories/{secret['id']}", {"text": "mine now"}),
+                              ("DELETE", f"/v1/memories/{secret['id']}", None),
+                              ("POST", f"/v1/memories/{secret['id']}/restore", None),
+                              ("GET", f"/v1/memories/{secret['id']}/history", None)]:
+        r = alice.request(method, url, json=body)
+        assert r.status_code == 404, (method, url, r.text)
+        assert r.json()["error"]["message"].replace(str(secret["id"]), "N") == \
+            unknown.json()["error"]["message"].replace("987654321", "N")
+    for method, url, body in [("POST", "/v1/memories", {"text": "x", "namespace": "bob"}),
+                              ("POST", "/v1/recall", {"query": "PIN", "namespace": "bob"}),
+                              ("GET", "/v1/memories?namespace=bob", None),
+                              ("GET", "/v1/conflicts?namespace=bob", None)]:
+        assert alice.request(method, url, json=body).status_code == 403, (method, url)
+    rid = bob.post("/v1/recall", json={"query": "What is Bob's PIN?"}).json()["retrieval_id"]
+    assert alice.post("/v1/feedback", json={"retrieval_id": rid, "helpful": True}).status_code == 404
+    assert bob.get(f"/v1/memories/{secret['id']}").json()["text"] == "Bob's PIN is 4321"
+
+
+def test_a_token_of_two_namespaces_must_say_which(served):
+    with served.client(served.tokens["both"]) as both:
+        r = both.post("/v1/memories", json={"text": "Shared plan: Lisbon trip in May"})
+        assert r.status_code == 400 and "namespace" in r.json()["error"]["message"]
+        assert both.post("/v1/memories", json={"text": "Lisbon trip in May", "namespace": "bob"}).status_code == 201
+
+
+def test_a_read_only_token_reads_but_cannot_change(served, alice):
+    m = _add(alice, "Alice runs on Tuesdays")
+    with served.client(served.tokens["alice-ro"]) as ro:
+        assert ro.get(f"/v1/memories/{m['id']}").status_code == 200
+        assert ro.post("/v1/recall", json={"query": "When does Alice run?"}).status_code == 200
+        for method, url, body in [("POST", "/v1/memories", {"text": "x"}),
+                                  ("PATCH", f"/v1/memories/{m['id']}", {"importance": 1.0}),
+                                  ("DELETE", f"/v1/memories/{m['id']}", None)]:
+            r = ro.request(method, url, json=body)
+            assert r.status_code == 403 and r.json()["error"]["type"] == "PermissionDeniedError"
+    assert alice.get(f"/v1/memories/{m['id']}").json()["status"] == "active"
+
+
+def test_an_admin_token_uses_every_namespace_and_lists_tokens(served, alice):
+    with served.client(served.tokens["root"]) as root:
+        assert root.get("/v1/memories", params={"namespace": "bob"}).status_code == 200
+        names = [t["name"] for t in root.get("/v1/tokens").json()["tokens"]]
+        assert "alice" in names and "root" in names
+    assert alice.get("/v1/tokens").status_code == 403
+
+
+def test_a_revoked_token_is_refused_at_once_and_a_new_one_works(served, tmp_path):
+    with MemoryBank.open(served.bank_path, lock_timeout=30) as bank:  # another process, as the CLI is
+        _, secret = bank.tokens.create("temp", ["carol"])
+    with served.client(secret) as carol:
+        assert carol.post("/v1/memories", json={"text": "Carol likes jazz"}).status_code == 201
+        out = memctl(served.bank_path, "token", "revoke", "temp")
+        assert "revoked" in out.stdout
+        assert carol.get("/v1/memories").status_code == 401
+
+
+@pytest.mark.parametrize("body, status", [
+    (b"{not json", 400),
+    (json.dumps({"text": "x", "colour": "red"}).encode(), 400),  # unknown field
+    (json.dumps({"text": 5}).encode(), 400),  # wrong type
+    (json.dumps({"text": "x", "importance": "high"}).encode(), 400),
+    (json.dumps({"text": ""}).encode(), 400),
+    (json.dumps({"text": "x" * (9 * 1024 * 1024)}).encode(), 413),
+])
+def test_bad_bodies_get_a_clear_4xx_and_change_nothing(alice, body, status):
+    before = alice.get("/v1/memories", params={"namespace": "alice", "status": "any"}).json()["total"]
+    r = alice.post("/v1/memories", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == status, r.text
+    assert r.json()["error"]["message"]
+    assert alice.get("/v1/memories", params={"namespace": "alice", "status": "any"}).json()["total"] == before
+
+
+def test_a_huge_k_or_unknown_route_is_refused(alice):
+    assert alice.post("/v1/recall", json={"query": "x", "k": 10**9}).status_code == 400
+    r = alice.get("/v1/nothing-here")
+    assert r.status_code == 404 and r.json()["error"]["type"] == "NotFoundError"
+
+
+def test_conflicts_are_listed_and_resolved_within_the_namespace(served, alice, bob):
+    a = _add(alice, "Alice lives in Oslo", category="fact")
+    b = _add(alice, "Alice lives in Bergen", category="fact")
+    found = alice.get("/v1/conflicts").json()["conflicts"]
+    pair = [c for c in found if {c["a"]["id"], c["b"]["id"]} == {a["id"], b["id"]}]
+    assert pair, found
+    assert bob.post(f"/v1/conflicts/{pair[0]['id']}/resolve", json={"rule": "newer_wins"}).status_code == 404
+    done = alice.post(f"/v1/conflicts/{pair[0]['id']}/resolve", json={"rule": "newer_wins"})
+    assert done.status_code == 200 and done.json()["status"] == "resolved"
+    assert alice.get(f"/v1/memories/{a['id']}").json()["status"] == "superseded"
+
+
+def test_sigterm_writes_every_recorded_recall_and_closes_the_bank(tmp_path):
+    path = tmp_path / "bank.duckdb"
+    with MemoryBank.open(path) as bank:
+        _, secret = bank.tokens.create("agent", ["a"])
+    server = Served(path)
+    with server.client(secret) as c:
+        c.post("/v1/memories", json={"text": "The agent's user likes green tea"})
+        rids = [c.post("/v1/recall", json={"query": "green tea"}).json()["retrieval_id"] for _ in range(5)]
+    assert server.stop() == 0, server.output()
+    with MemoryBank.open(path) as bank:
+        logged = {r["id"] for r in bank.retrievals("a", limit=None)}
+    assert set(rids) <= logged
+
+
+def test_it_will_not_listen_beyond_loopback_without_a_token(tmp_path):
+    path = tmp_path / "bank.duckdb"
+    out = memctl(path, "serve", "--host", "0.0.0.0", check=False)
+    assert out.returncode != 0 and "token create" in out.stderr
+    out = memctl(path, "serve", "--host", "0.0.0.0", "--no-auth", check=False)
+    assert out.returncode != 0 and "loopback" in out.stderr
