@@ -42,12 +42,16 @@ run: demo
 	$(VENV)/bin/streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) \
 		--server.headless true --browser.gatherUsageStats false -- --bank $(BANK)
 
+# Everything, in two passes: the unit, page and slow tests in two processes (pytest-xdist, a file per
+# process), then the tests that time real processes against each other (soak, crash) and drive
+# the browser, alone, so that nothing else competes with them for the two cores.
 test: setup browser
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile -m "not soak and not crash and not browser"
+	$(PY) -m pytest -m "soak or crash or browser"
 
 # The fast loop while working: unit and page tests, without the markers registered in pyproject.toml
 # (no chromium needed), in two processes (pytest-xdist; a file stays in one process, so its module
-# fixtures are built once). `make test` runs everything, in one process.
+# fixtures are built once).
 check: setup
 	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow and not browser and not soak and not crash"
 

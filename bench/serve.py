@@ -1,0 +1,228 @@
+"""`memctl serve` side by side with the library and mem0 (issue 15, item 6), in one run.
+
+On a fresh bank served by a real `memctl serve` process (loopback HTTP, a bearer token):
+
+- one client adding one memory per request, sequentially;
+- 8 clients (threads, each with its own keep-alive connection) adding one memory per request at
+  once: aggregate adds/s, errors, and every acknowledged id checked in the bank afterwards;
+- recall over HTTP (query embedding included) against recall in process on the same bank, each
+  query asked once (no cached query vector on either side);
+
+and in this process, for comparison: sequential ``MemoryBank.add`` by the bank's only user, and
+mem0's ``Memory.add(infer=False)`` (when mem0ai is installed: ``pip install -e '.[bench]'``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from bench._util import ROOT, WORDS, machine, percentiles, synthetic_texts
+
+CLIENTS = 8
+
+
+def _sizes(quick: bool, smallest: bool) -> dict[str, int]:
+    if smallest:
+        return {"sequential": 10, "per_client": 3, "queries": 5, "library": 10}
+    if quick:
+        return {"sequential": 200, "per_client": 50, "queries": 100, "library": 100}
+    return {"sequential": 1000, "per_client": 250, "queries": 300, "library": 300}
+
+
+def _queries(n: int, seed: int) -> list[str]:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return [f"what about the {' '.join(WORDS[j] for j in rng.integers(0, len(WORDS), 3))}? ({seed}-{i})"
+            for i in range(n)]
+
+
+def _start(bank_path: Path) -> tuple[subprocess.Popen, str]:
+    import socket
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    proc = subprocess.Popen([sys.executable, "-m", "memory_core.cli", "--bank", str(bank_path), "serve", "--port",
+                             str(port), "--log-level", "warning"], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"memctl serve exited: {proc.stderr.read()}")
+        try:
+            if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("memctl serve did not start")
+
+
+def _server_phase(bank_path: Path, token: str, sizes: dict[str, int]) -> dict:
+    import httpx
+
+    proc, url = _start(bank_path)
+    headers = {"Authorization": f"Bearer {token}"}
+    out: dict = {}
+    try:
+        with httpx.Client(base_url=url, headers=headers, timeout=60) as c:
+            c.post("/v1/memories", json={"text": "warm up the model and the file"}).raise_for_status()
+            texts = synthetic_texts(sizes["sequential"], seed=1)
+            t = time.perf_counter()
+            for text in texts:
+                c.post("/v1/memories", json={"text": text}).raise_for_status()
+            out["sequential_adds_per_s"] = len(texts) / (time.perf_counter() - t)
+
+        acked: list[int] = []
+        errors: list[str] = []
+        lock = threading.Lock()
+
+        def client(i: int) -> None:
+            with httpx.Client(base_url=url, headers=headers, timeout=60) as c:
+                for text in synthetic_texts(sizes["per_client"], seed=100 + i):
+                    try:
+                        r = c.post("/v1/memories", json={"text": text})
+                        if r.status_code == 201:
+                            with lock:
+                                acked.append(r.json()["id"])
+                        else:
+                            errors.append(f"{r.status_code} {r.text[:200]}")
+                    except httpx.HTTPError as exc:
+                        errors.append(repr(exc))
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(CLIENTS)]
+        t = time.perf_counter()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        elapsed = time.perf_counter() - t
+        out["concurrent"] = {"clients": CLIENTS, "adds": len(acked), "adds_per_s": len(acked) / elapsed,
+                             "errors": len(errors), "first_errors": errors[:3]}
+
+        with httpx.Client(base_url=url, headers=headers, timeout=60) as c:
+            lost = [mid for mid in acked if c.get(f"/v1/memories/{mid}").status_code != 200]
+            out["concurrent"]["lost"] = len(lost)
+            c.post("/v1/recall", json={"query": "warm up"}).raise_for_status()
+            samples = []
+            for q in _queries(sizes["queries"], seed=2):
+                t = time.perf_counter()
+                c.post("/v1/recall", json={"query": q}).raise_for_status()
+                samples.append(time.perf_counter() - t)
+            out["recall_http"] = percentiles(samples)
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    return out
+
+
+def _in_process_recall(bank_path: Path, sizes: dict[str, int]) -> dict:
+    from memory_core import MemoryBank
+
+    with MemoryBank.open(bank_path) as bank:
+        bank.recall("warm up", namespace="bench")
+        samples = []
+        for q in _queries(sizes["queries"], seed=3):
+            t = time.perf_counter()
+            bank.recall(q, namespace="bench")
+            samples.append(time.perf_counter() - t)
+    return percentiles(samples)
+
+
+def _library_adds(folder: Path, n: int) -> float:
+    from memory_core import MemoryBank
+
+    with MemoryBank.open(folder / "library.duckdb") as bank:
+        bank.add("warm up the model and the file", namespace="bench")
+        texts = synthetic_texts(n, seed=4)
+        t = time.perf_counter()
+        for text in texts:
+            bank.add(text, namespace="bench")
+        return n / (time.perf_counter() - t)
+
+
+def _mem0_adds(folder: Path, n: int) -> float | None:
+    try:
+        from bench.mem0_compare import _mem0
+    except ImportError:
+        return None
+    try:
+        m = _mem0(folder)
+    except ImportError:
+        return None
+    m.add("warm up", user_id="bench", infer=False)
+    texts = synthetic_texts(n, seed=4)
+    t = time.perf_counter()
+    for text in texts:
+        m.add(text, user_id="bench", infer=False)
+    return n / (time.perf_counter() - t)
+
+
+def run(quick: bool, smallest: bool = False) -> dict:
+    from memory_core import MemoryBank
+
+    sizes = _sizes(quick, smallest)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        bank_path = folder / "served.duckdb"
+        with MemoryBank.open(bank_path) as bank:
+            _, token = bank.tokens.create("bench", ["bench"])
+        served = _server_phase(bank_path, token, sizes)
+        in_process = _in_process_recall(bank_path, sizes)
+        library = _library_adds(folder, sizes["library"])
+        mem0 = _mem0_adds(folder, sizes["library"])
+    result = {"machine": machine(), "sizes": sizes, **served, "recall_in_process": in_process,
+              "library_adds_per_s": library, "mem0_adds_per_s": mem0}
+    result["recall_http_overhead_ms"] = served["recall_http"]["p50_ms"] - in_process["p50_ms"]
+    result["targets"] = {
+        "sequential_adds_per_s >= 60": served["sequential_adds_per_s"] >= 60,
+        "8 clients >= 300 adds/s, 0 errors, 0 lost": (served["concurrent"]["adds_per_s"] >= 300
+                                                       and not served["concurrent"]["errors"]
+                                                       and not served["concurrent"]["lost"]),
+        "recall over HTTP p50 <= in process + 3 ms": result["recall_http_overhead_ms"] <= 3,
+        "library sequential add >= 60/s": library >= 60,
+    }
+    return result
+
+
+def markdown(r: dict) -> str:
+    c = r["concurrent"]
+    mem0 = f"{r['mem0_adds_per_s']:.0f}" if r.get("mem0_adds_per_s") else "not installed"
+    rows = [
+        ("one client, one add per request (HTTP)", f"{r['sequential_adds_per_s']:.0f}", "≥ 60"),
+        (f"{c['clients']} clients at once (HTTP), aggregate", f"{c['adds_per_s']:.0f}", "≥ 300"),
+        ("the library, sequential `bank.add`", f"{r['library_adds_per_s']:.0f}", "≥ 60"),
+        ("mem0 in process, `add(infer=False)`", mem0, ""),
+    ]
+    table = "\n".join(f"| {a} | {b} | {t} |" for a, b, t in rows)
+    met = "\n".join(f"- {name}: {'met' if ok else '**not met**'}" for name, ok in r["targets"].items())
+    return f"""## The server (`memctl serve`)
+
+`python -m bench --only serve` (`bench/serve.py`): a real `memctl serve` on loopback with a bearer
+token, a fresh bank, and the library and mem0 in the benchmark's process, in one run (load
+average {r.get('load_average_1min')}).
+
+| single adds | adds/s | goal |
+|---|---|---|
+{table}
+
+{c['clients']} clients: {c['adds']} adds acknowledged, {c['errors']} errors, {c['lost']} lost (every
+acknowledged id read back).
+
+Recall, query embedding included, each query asked once: over HTTP p50 {r['recall_http']['p50_ms']:.1f} ms
+(p95 {r['recall_http']['p95_ms']:.1f}), in process p50 {r['recall_in_process']['p50_ms']:.1f} ms
+(p95 {r['recall_in_process']['p95_ms']:.1f}): HTTP adds {r['recall_http_overhead_ms']:.1f} ms at p50.
+
+{met}
+"""
