@@ -44,6 +44,7 @@ FILE_MARKERS = {
     "test_locomo_bench.py": "slow",  # the LoCoMo benchmark on a tiny conversation
     "test_concurrency.py": "slow",  # real processes racing for one bank file
     "test_detection_quality.py": "slow",  # conflict detection measured on the whole demo set
+    "test_server_fuzz.py": "slow",  # generated requests against a real server (schemathesis)
 }
 
 

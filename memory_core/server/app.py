@@ -144,7 +144,7 @@ class _Body(BaseModel):
 class NewMemory(_Body):
     text: str = Field(description="A short distilled statement, e.g. 'Prefers vegetarian food'.")
     namespace: str | None = Field(None, description="Whose memory; default: the token's only namespace.")
-    importance: float = Field(0.5, description="0 to 1.")
+    importance: float = Field(0.5, ge=0, le=1, description="0 to 1.")
     category: str = "other"
     kind: str = Field("explicit", description="explicit (the user said it) or inferred (the agent concluded it).")
     created_at: str | None = Field(None, description="ISO 8601; default now.")
@@ -164,7 +164,7 @@ class Batch(_Body):
 class MemoryChanges(_Body):
     text: str | None = None
     namespace: str | None = None
-    importance: float | None = None
+    importance: float | None = Field(None, ge=0, le=1)
     category: str | None = None
     kind: str | None = None
     created_at: str | None = None
@@ -196,6 +196,27 @@ class Resolution(_Body):
     text: str | None = None
 
 
+class ErrorDetail(BaseModel):
+    type: str = Field(description="The memory_core error class, e.g. ValidationError, NotFoundError.")
+    message: str = Field(description="What was wrong and what to do about it.")
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+# Every route may answer with these (documented once for all, so /docs and clients know them).
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "Invalid input; nothing changed."},
+    401: {"model": ErrorBody, "description": "No token, or an unknown or revoked one."},
+    403: {"model": ErrorBody, "description": "The token may not do this (namespace, read-only, admin)."},
+    404: {"model": ErrorBody, "description": "No such id, or one of a namespace the token may not use."},
+    409: {"model": ErrorBody, "description": "The memory's state does not allow it (e.g. restore an active one)."},
+    413: {"model": ErrorBody, "description": f"The body is over the limit (default {MAX_BODY} bytes)."},
+    503: {"model": ErrorBody, "description": "The bank is busy or its store unreachable; retry after Retry-After."},
+}
+
+
 # -- the app -----------------------------------------------------------------------------------------
 
 def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
@@ -222,7 +243,7 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
                 if on_close is not None:
                     on_close()
 
-    app = FastAPI(title="Memory Console", version=VERSION, lifespan=lifespan,
+    app = FastAPI(title="Memory Console", version=VERSION, lifespan=lifespan, responses=ERROR_RESPONSES,
                   description="Long-term memory for LLM agents: store, recall, feedback and curation, "
                               "per namespace, with bearer tokens (memctl token create).")
     app.state.service = svc
