@@ -306,7 +306,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
     def memory_history(memory_id: int, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """Every change of a memory, oldest first."""
         svc.memory(who, memory_id)
-        return {"events": [_event(e) for e in svc.bank.history(memory_id)]}
+        return {"events": [e.to_dict() for e in svc.bank.history(memory_id)]}
 
     @app.post("/v1/recall", tags=["recall"])
     def recall(body: RecallRequest, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
@@ -360,11 +360,6 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         """Every token's name and scope (admin tokens only; secrets are never kept)."""
         who.admin()
         return {"tokens": [t.to_dict() for t in svc.bank.tokens.list()]}
-
-
-def _event(e: Any) -> dict:
-    return {"id": e.id, "at": e.at.isoformat(), "actor": e.actor, "action": e.action, "memory_id": e.memory_id,
-            "before": e.before, "after": e.after, "note": e.note, "group_id": e.group_id, "undone_by": e.undone_by}
 
 
 # -- errors ------------------------------------------------------------------------------------------
