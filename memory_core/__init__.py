@@ -30,7 +30,7 @@ from .bank import INDEX_MODES, LOAD_PROGRESS_MIN, MemoryBank
 from .errors import (
     AuthenticationError, BankLockedError, BankReadOnlyError, CorruptBankError, ImportFormatError, LLMError,
     LLMNotConfiguredError, MemoryCoreError, ModelMismatchError, NotFoundError, PayloadTooLargeError,
-    PermissionDeniedError, StateError, ValidationError,
+    PermissionDeniedError, ServerUnavailableError, StateError, ValidationError,
 )
 from .evaluate import AblationCase, AblationResult, ablate, load_cases, parse_cases
 from .gate import Gate, GateDecision, should_recall
@@ -68,6 +68,7 @@ __all__ = [
     "MemoryCoreError", "ValidationError", "NotFoundError", "ImportFormatError", "ModelMismatchError",
     "BankLockedError", "BankReadOnlyError", "CorruptBankError", "StateError", "LLMError",
     "LLMNotConfiguredError", "AuthenticationError", "PermissionDeniedError", "PayloadTooLargeError",
+    "ServerUnavailableError",
     "PUBLIC_MODULES",
 ]
 __version__ = "0.1.0"
