@@ -20,6 +20,8 @@ The public surface is what this package exports (``__all__`` below) and the subm
 - ``memory_core.maintenance``: the maintenance plan, its steps and schedule.
 - ``memory_core.demo``: the demo set bundled with the package, and ``build(bank)``.
 - ``memory_core.server``: the REST API and MCP endpoint of ``memctl serve`` (``create_app``, ``serve``).
+- ``memory_core.client``: ``RemoteBank``, the bank's API over HTTP for a bank ``memctl serve`` serves
+  (what ``MemoryBank.open("http://...", token=...)`` returns).
 
 Every other module (bank internals, storage, index, text, words, conflicts, extract, evaluate,
 redact, llm, embed, ...) is internal and may change without notice; what faces need of them is
@@ -27,10 +29,11 @@ exported here. Names with a leading underscore are never public.
 """
 
 from .bank import INDEX_MODES, LOAD_PROGRESS_MIN, MemoryBank
+from .client import RemoteBank
 from .errors import (
     AuthenticationError, BankLockedError, BankReadOnlyError, CorruptBankError, ImportFormatError, LLMError,
     LLMNotConfiguredError, MemoryCoreError, ModelMismatchError, NotFoundError, PayloadTooLargeError,
-    PermissionDeniedError, StateError, ValidationError,
+    PermissionDeniedError, ServerUnavailableError, StateError, ValidationError,
 )
 from .evaluate import AblationCase, AblationResult, ablate, load_cases, parse_cases
 from .gate import Gate, GateDecision, should_recall
@@ -46,11 +49,11 @@ from .tokens import Token
 
 ORDERS = tuple(_ORDER_SQL)  # the sort orders MemoryBank.memories(order=...) takes
 
-PUBLIC_MODULES = ("scoring", "metrics", "tuning", "merge", "maintenance", "demo", "server")
+PUBLIC_MODULES = ("scoring", "metrics", "tuning", "merge", "maintenance", "demo", "server", "client")
 
 __all__ = [
     # the façade and its records
-    "MemoryBank", "ScoringParams", "PRESETS", "Memory", "Hit", "Event", "ImportReport", "Conflict",
+    "MemoryBank", "RemoteBank", "ScoringParams", "PRESETS", "Memory", "Hit", "Event", "ImportReport", "Conflict",
     "MergeRecord", "Profile", "Feedback", "LabeledQuery", "format_for_prompt", "Token",
     # the recall gate
     "Gate", "GateDecision", "should_recall",
@@ -68,6 +71,7 @@ __all__ = [
     "MemoryCoreError", "ValidationError", "NotFoundError", "ImportFormatError", "ModelMismatchError",
     "BankLockedError", "BankReadOnlyError", "CorruptBankError", "StateError", "LLMError",
     "LLMNotConfiguredError", "AuthenticationError", "PermissionDeniedError", "PayloadTooLargeError",
+    "ServerUnavailableError",
     "PUBLIC_MODULES",
 ]
 __version__ = "0.1.0"

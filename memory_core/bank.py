@@ -17,6 +17,7 @@ import numpy as np
 
 from . import gate as gate_mod
 from .changes import Changes
+from .client import RemoteBank, is_url
 from .core import Core
 from .curation import Curation
 from .embed import Embedder
@@ -67,10 +68,14 @@ class MemoryBank:
 
     @classmethod
     def open(cls, path: str | os.PathLike = "data/memory.duckdb", *, model: str | None = None, actor: str = "api",
-             lock_timeout: float = 10.0, read_only: bool = False, embedder: Embedder | None = None) -> "MemoryBank":
+             lock_timeout: float = 10.0, read_only: bool = False, embedder: Embedder | None = None,
+             token: str | None = None) -> "MemoryBank":
         """Open the bank at ``path``, creating it if missing. A new bank records ``model`` (default:
         bundled MiniLM), an existing one refuses another; ``actor`` names who changes; ``lock_timeout``
-        bounds each wait for another process."""
+        bounds each wait for another process. An ``http(s)://`` address opens the bank served there
+        with ``token``: a :class:`~memory_core.client.RemoteBank`, with this API for its routes."""
+        if is_url(path):
+            return RemoteBank(path, token=token, model=model)  # type: ignore[return-value]
         bank = cls(Core.open(path, model=model, actor=actor, lock_timeout=lock_timeout, read_only=read_only,
                              embedder=embedder))
         if not read_only:

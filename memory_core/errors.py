@@ -72,3 +72,12 @@ class PermissionDeniedError(MemoryCoreError):
 
 class PayloadTooLargeError(ValidationError):
     """A request body is larger than the server accepts (HTTP 413)."""
+
+
+class ServerUnavailableError(BankLockedError):
+    """A served bank (``MemoryBank.open("http://...")``) could not be reached: the connection was
+    refused or dropped, it timed out, or the server stayed busy (HTTP 503) through every retry.
+
+    A subclass of :class:`BankLockedError` because it asks for the same thing: try again later.
+    Code that waits out a locked bank file waits out an unreachable server the same way.
+    """

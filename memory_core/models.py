@@ -1,11 +1,16 @@
 """The records memory_core hands out (Memory, Hit, Event, ImportReport), input validation, and
-rendering recalled memories for a prompt."""
+rendering recalled memories for a prompt.
+
+Records a server sends have a ``to_dict`` (JSON-ready, dates as ISO 8601) and a ``from_dict`` that
+reads it back (what :class:`memory_core.client.RemoteBank` does with a response); the pair lives
+here, one next to the other.
+"""
 
 from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import date, datetime, timezone
 from typing import Any, Iterable
 
@@ -55,6 +60,11 @@ class Memory:
                 out[key] = out[key].isoformat()
         return out
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Memory":
+        """The memory :meth:`to_dict` gave (fields it does not know, from a newer server, are left out)."""
+        return cls(**_dated(_known(cls, data), "created_at", "updated_at", "last_accessed_at"))
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -76,6 +86,11 @@ class Hit:
                 "memory": self.memory.to_dict(), "conflict_with": self.conflict_with,
                 "approximate": self.approximate}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Hit":
+        out = _known(cls, data)
+        return cls(**{**out, "memory": Memory.from_dict(data["memory"]), "components": dict(data["components"])})
+
 
 @dataclass(frozen=True)
 class Event:
@@ -91,6 +106,15 @@ class Event:
     note: str | None = None
     group_id: int | None = None  # events of one operation share it; undo_group reverses them all
     undone_by: int | None = None  # the group of the undo that reversed this event
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["at"] = self.at.isoformat()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Event":
+        return cls(**_dated(_known(cls, data), "at"))
 
 
 @dataclass(frozen=True)
@@ -119,6 +143,11 @@ class Conflict:
             if out[key] is not None:
                 out[key] = out[key].isoformat()
         return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Conflict":
+        out = _dated(_known(cls, data), "detected_at", "resolved_at")
+        return cls(**{**out, "a": Memory.from_dict(data["a"]), "b": Memory.from_dict(data["b"])})
 
 
 @dataclass(frozen=True)
@@ -188,10 +217,33 @@ RESOLUTIONS = ("newer_wins", "explicit_wins", "keep_both", "edit", "dismiss")
 
 
 @dataclass(frozen=True)
+class HitUsage:
+    """Whether the answer used one returned memory, and what decided it (see :mod:`memory_core.usage`).
+
+    ``decided_by`` is ``"given"``, ``"citation"`` or ``"similarity"``; ``similarity`` is the best
+    cosine of an answer sentence with the memory (similarity path only; None when the memory's
+    vector is gone, e.g. hard-deleted).
+    """
+
+    memory_id: int
+    used: bool
+    decided_by: str
+    similarity: float | None = None
+
+    def to_dict(self) -> dict:
+        return {"memory_id": self.memory_id, "used": self.used, "decided_by": self.decided_by,
+                "similarity": self.similarity}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "HitUsage":
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
 class Feedback:
     """What an agent reported after a recall, and what was decided for each returned memory.
 
-    ``hits`` holds one :class:`~memory_core.usage.HitUsage` per memory the recall returned (in
+    ``hits`` holds one :class:`HitUsage` per memory the recall returned (in
     rank order; empty when only ``helpful`` was given or nothing was returned). ``replaced`` is
     true when this feedback replaced earlier feedback for the same retrieval.
     """
@@ -219,6 +271,11 @@ class Feedback:
                 "answer": self.answer, "helpful": self.helpful, "replaced": self.replaced,
                 "hits": [h.to_dict() for h in self.hits]}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Feedback":
+        out = _dated(_known(cls, data), "given_at")
+        return cls(**{**out, "hits": tuple(HitUsage.from_dict(h) for h in data.get("hits", ()))})
+
 
 @dataclass
 class ImportReport:
@@ -228,6 +285,20 @@ class ImportReport:
     skipped_existing: int = 0
     errors: list[tuple[int, str]] = field(default_factory=list)
     ids: list[int] = field(default_factory=list)
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The items of ``data`` that are fields of the dataclass ``cls`` (a newer sender may add more)."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+def _dated(data: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """``data`` with the ISO 8601 strings under ``keys`` read back into datetimes."""
+    for key in keys:
+        if isinstance(data.get(key), str):
+            data[key] = datetime.fromisoformat(data[key])
+    return data
 
 
 # -- validation ------------------------------------------------------------------------------------

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import numpy as np
+
+from .models import HitUsage  # a record a Feedback carries: it lives with the records
 
 __all__ = ["USED_BAR", "MIN_SENTENCE_WORDS", "HitUsage", "citations", "sentences", "decide_by_similarity"]
 
@@ -23,25 +24,6 @@ _CITATION_RE = re.compile(r"\[\s*m\s*:\s*(\d+)\s*\]", re.IGNORECASE)
 # Sentence ends: . ! ? … and their CJK forms, and line breaks (bullet lists). A full stop between
 # digits (3.5) or after a single capital (J. Smith) does not end a sentence.
 _SENTENCE_END_RE = re.compile(r"(?<!\d\.)(?<!\b[A-Z]\.)(?<=[.!?…])\s+|(?<=[。！？])|\n+")
-
-
-@dataclass(frozen=True)
-class HitUsage:
-    """Whether the answer used one returned memory, and what decided it.
-
-    ``decided_by`` is ``"given"``, ``"citation"`` or ``"similarity"``; ``similarity`` is the best
-    cosine of an answer sentence with the memory (similarity path only; None when the memory's
-    vector is gone, e.g. hard-deleted).
-    """
-
-    memory_id: int
-    used: bool
-    decided_by: str
-    similarity: float | None = None
-
-    def to_dict(self) -> dict:
-        return {"memory_id": self.memory_id, "used": self.used, "decided_by": self.decided_by,
-                "similarity": self.similarity}
 
 
 def citations(answer: str) -> list[int]:

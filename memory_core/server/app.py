@@ -141,7 +141,7 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-class NewMemory(_Body):
+class NewRow(_Body):
     text: str = Field(description="A short distilled statement, e.g. 'Prefers vegetarian food'.")
     namespace: str | None = Field(None, description="Whose memory; default: the token's only namespace.")
     importance: float = Field(0.5, ge=0, le=1, description="0 to 1.")
@@ -151,10 +151,11 @@ class NewMemory(_Body):
     context: str | None = Field(None, description="Text that situates the memory; matched by recall, never shown.")
     pinned: bool = False
     source: str | None = None
+    embedding: list[float] | None = Field(None, description="Its vector from the bank's model (skips embedding).")
 
 
-class NewRow(NewMemory):
-    embedding: list[float] | None = Field(None, description="The memory's vector (skips embedding).")
+class NewMemory(NewRow):
+    detect_conflicts: bool = Field(True, description="Check the new memory against stored ones for contradictions.")
 
 
 class Batch(_Body):
@@ -177,7 +178,8 @@ class RecallRequest(_Body):
     namespace: str | None = None
     k: int | None = Field(None, ge=1, le=MAX_K)
     threshold: float | None = None
-    preset: str | None = None
+    preset: str | None = Field(None, description="A preset by name (default: the bank's active one).")
+    params: dict[str, Any] | None = Field(None, description="ScoringParams fields, instead of a preset.")
     now: str | None = Field(None, description="Recall as of this ISO 8601 time (default now).")
     record: bool = Field(True, description="Log the recall and count the accesses (what feedback refers to).")
     gate: bool = Field(False, description="Ask the recall gate first; recall nothing if it says no.")
@@ -188,6 +190,7 @@ class FeedbackRequest(_Body):
     answer: str | None = None
     used_ids: list[int] | None = None
     helpful: bool | None = None
+    at: str | None = Field(None, description="When the feedback was given, ISO 8601 (default now).")
 
 
 class Resolution(_Body):
@@ -263,7 +266,8 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
 
     @app.post("/v1/memories", status_code=201, tags=["memories"])
     def add_memory(body: NewMemory, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
-        """Store one memory; returns it as stored."""
+        """Store one memory (checked for contradictions with stored ones unless ``detect_conflicts`` is
+        false); returns it as stored."""
         row = body.model_dump()
         row["namespace"] = who.namespace(body.namespace, write=True)
         mid = svc.writes.add(row) if svc.writes is not None else svc.bank.add(**row)
@@ -327,7 +331,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
     def memory_history(memory_id: int, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """Every change of a memory, oldest first."""
         svc.memory(who, memory_id)
-        return {"events": [_event(e) for e in svc.bank.history(memory_id)]}
+        return {"events": [e.to_dict() for e in svc.bank.history(memory_id)]}
 
     @app.post("/v1/recall", tags=["recall"])
     def recall(body: RecallRequest, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
@@ -336,7 +340,11 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         ns = who.namespace(body.namespace)
         bank = svc.bank
         decision = bank.should_recall(body.query) if body.gate else None
+        if body.preset is not None and body.params is not None:
+            raise mc.ValidationError("give preset or params, not both")
         params = bank.preset(body.preset) if body.preset is not None else None
+        if body.params is not None:
+            params = mc.ScoringParams.from_dict(body.params)
         hits = bank.recall(body.query, ns, params, now=body.now, record=body.record, gate=body.gate, k=body.k,
                            threshold=body.threshold)
         return {"retrieval_id": bank.last_retrieval_id if body.record else None,
@@ -347,16 +355,18 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
     def feedback(body: FeedbackRequest, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """What happened after a recall: the answer, the memories it used, whether it helped."""
         who.check_write()
-        return svc.bank.feedback(body.retrieval_id, body.answer, body.used_ids, body.helpful,
+        return svc.bank.feedback(body.retrieval_id, body.answer, body.used_ids, body.helpful, at=body.at,
                                  namespaces=who.namespaces).to_dict()
 
     @app.get("/v1/conflicts", tags=["curation"])
     def conflicts(namespace: str | None = None,
-                  status: str = Query("open", description="open, resolved, acknowledged, dismissed, or any"), svc: Service = Depends(service),
-                  who: Caller = Depends(caller)) -> dict:
+                  status: str = Query("open", description="open, resolved, acknowledged, dismissed, or any"),
+                  memory_id: int | None = Query(None, description="Only the conflicts of this memory."),
+                  svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """Recorded contradictions of a namespace, newest first."""
         ns = who.namespace(namespace)
-        return {"conflicts": [c.to_dict() for c in svc.bank.conflicts(ns, None if status == "any" else status)]}
+        found = svc.bank.conflicts(ns, None if status == "any" else status, memory_id)
+        return {"conflicts": [c.to_dict() for c in found]}
 
     @app.post("/v1/conflicts/{conflict_id}/resolve", tags=["curation"])
     def resolve_conflict(conflict_id: int, body: Resolution, svc: Service = Depends(service),
@@ -381,11 +391,6 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         """Every token's name and scope (admin tokens only; secrets are never kept)."""
         who.admin()
         return {"tokens": [t.to_dict() for t in svc.bank.tokens.list()]}
-
-
-def _event(e: Any) -> dict:
-    return {"id": e.id, "at": e.at.isoformat(), "actor": e.actor, "action": e.action, "memory_id": e.memory_id,
-            "before": e.before, "after": e.after, "note": e.note, "group_id": e.group_id, "undone_by": e.undone_by}
 
 
 # -- errors ------------------------------------------------------------------------------------------

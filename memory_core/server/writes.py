@@ -3,9 +3,10 @@
 Each ``POST /v1/memories`` hands its row to the :class:`WriteQueue` and waits. One thread takes
 every row waiting, embeds them as one batch and stores them with one ``add_many`` (one
 transaction), then checks the new memories for contradictions, namespace by namespace, as
-``MemoryBank.add`` does. A request is answered only once its row is committed. Rows were checked
-before they were queued, so one bad row cannot sink the others' write; should a group fail anyway,
-its rows are written one by one so that each request gets its own answer.
+``MemoryBank.add`` does (except rows with ``detect_conflicts: False``). A request is answered only
+once its row is committed. Rows were checked before they were queued, so one bad row cannot sink
+the others' write; should a group fail anyway, its rows are written one by one so that each
+request gets its own answer.
 """
 
 from __future__ import annotations
@@ -68,13 +69,15 @@ class WriteQueue:
     def write_group(self, group: list[tuple[dict[str, Any], Future]]) -> None:
         if len(group) > 1:
             try:
-                ids = self.bank.add_many([row for row, _ in group])
+                ids = self.bank.add_many([{k: v for k, v in row.items() if k != "detect_conflicts"}
+                                          for row, _ in group])
             except Exception:
                 ids = None  # write them one by one below: each request gets its own answer
             if ids is not None:
                 by_namespace: dict[str, list[int]] = {}
                 for (row, _), mid in zip(group, ids):
-                    by_namespace.setdefault(row["namespace"], []).append(mid)
+                    if row.get("detect_conflicts", True):
+                        by_namespace.setdefault(row["namespace"], []).append(mid)
                 for namespace, mids in by_namespace.items():
                     try:
                         self.bank.detect_conflicts(namespace, memory_ids=mids)
