@@ -30,8 +30,8 @@ class _Context:
     def __init__(self, bank_path: str):
         self.bank_path = bank_path
 
-    def open(self, **kwargs: Any) -> MemoryBank:
-        return MemoryBank.open(self.bank_path, actor="cli", **kwargs)
+    def open(self, actor: str = "cli", **kwargs: Any) -> MemoryBank:
+        return MemoryBank.open(self.bank_path, actor=actor, **kwargs)
 
 
 def _fail(exc: Exception) -> None:
@@ -963,7 +963,7 @@ def serve(obj: _Context, host: str, port: int, no_auth: bool, concurrency: int, 
     """Serve the bank over HTTP: the REST API (/docs) for agents in any language."""
     from memory_core import server
 
-    bank = obj.open()
+    bank = obj.open(actor="server")
     try:
         server.check_exposure(host, auth=not no_auth, tokens=0 if no_auth else len(bank.tokens.list()))
     except MemoryCoreError:

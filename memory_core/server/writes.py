@@ -4,9 +4,9 @@ Each ``POST /v1/memories`` hands its row to the :class:`WriteQueue` and waits. O
 every row waiting, embeds them as one batch and stores them with one ``add_many`` (one
 transaction), then checks the new memories for contradictions, namespace by namespace, as
 ``MemoryBank.add`` does (except rows with ``detect_conflicts: False``). A request is answered only
-once its row is committed. Rows were checked before they were queued, so one bad row cannot sink
-the others' write; should a group fail anyway, its rows are written one by one so that each
-request gets its own answer.
+once its row is committed. ``add_many`` is all or nothing, so a group that fails (one bad row
+refuses the whole transaction) is written again one row at a time: each request gets its own
+answer, and only a bad row's request an error.
 """
 
 from __future__ import annotations
