@@ -19,7 +19,8 @@ The public surface is what this package exports (``__all__`` below) and the subm
 - ``memory_core.merge``: merge clusters and previews, and their thresholds.
 - ``memory_core.maintenance``: the maintenance plan, its steps and schedule.
 - ``memory_core.demo``: the demo set bundled with the package, and ``build(bank)``.
-- ``memory_core.server``: the REST API and MCP endpoint of ``memctl serve`` (``create_app``, ``serve``).
+- ``memory_core.server``: the REST API and MCP endpoint of ``memctl serve`` (``create_app``, ``serve``),
+  and MCP over stdio (``serve_stdio``, ``memctl mcp``).
 - ``memory_core.client``: ``RemoteBank``, the bank's API over HTTP for a bank ``memctl serve`` serves
   (what ``MemoryBank.open("http://...", token=...)`` returns).
 

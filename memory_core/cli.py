@@ -6,6 +6,7 @@ submodules of memory_core.PUBLIC_MODULES), and its choices are the package's voc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -24,6 +25,7 @@ from memory_core import ablate as ablate_cases  # `ablate` is a command here
 from memory_core import demo as demo_set
 
 DEFAULT_BANK = "data/memory.duckdb"
+LOG_LEVELS = ["critical", "error", "warning", "info", "debug"]
 
 
 class _Context:
@@ -955,12 +957,12 @@ def replay(obj: _Context, since: str | None, until: str | None, preset_name: str
               help="Requests that work on the bank at once (the rest wait).")
 @click.option("--max-body", type=click.IntRange(1024), default=None,
               help="Largest request body in bytes (default 8 MiB).")
-@click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
-              default="info", show_default=True)
+@click.option("--no-mcp", is_flag=True, help="Leave out the MCP endpoint at /mcp (REST API only).")
+@click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
 @click.pass_obj
 def serve(obj: _Context, host: str, port: int, no_auth: bool, concurrency: int, max_body: int | None,
-          log_level: str) -> None:
-    """Serve the bank over HTTP: the REST API (/docs) for agents in any language."""
+          no_mcp: bool, log_level: str) -> None:
+    """Serve the bank over HTTP: the REST API (/docs) for agents in any language, and MCP at /mcp."""
     from memory_core import server
 
     bank = obj.open(actor="server")
@@ -972,10 +974,34 @@ def serve(obj: _Context, host: str, port: int, no_auth: bool, concurrency: int, 
     if no_auth:
         click.secho("WARNING: --no-auth: every request may read and change every namespace of "
                     f"{bank.path}. Use it only for development on this machine.", fg="red", bold=True, err=True)
-    click.echo(f"serving {bank.path} on http://{host}:{port} (API docs: /docs); Ctrl-C or SIGTERM stops",
-               err=True)
+    where = f"http://{host}:{port}"
+    click.echo(f"serving {bank.path} on {where} (API docs: /docs{'' if no_mcp else f'; MCP: {where}/mcp'}); "
+               "Ctrl-C or SIGTERM stops", err=True)
     server.serve(bank, host=host, port=port, auth=not no_auth, concurrency=concurrency,
-                 max_body=max_body or server.MAX_BODY, log_level=log_level)
+                 max_body=max_body or server.MAX_BODY, mcp=not no_mcp, log_level=log_level)
+
+
+@cli.command()
+@click.option("-n", "--namespace", required=True,
+              help="The namespace the MCP client reads and writes (its tools cannot reach another).")
+@click.option("--log-level", type=click.Choice(LOG_LEVELS), default="warning", show_default=True)
+@click.pass_obj
+def mcp(obj: _Context, namespace: str, log_level: str) -> None:
+    """Serve MCP over stdio for one namespace: for desktop clients (Claude Desktop, Cursor, IDEs).
+
+    The client starts this command and speaks MCP on its stdin and stdout; logs go to stderr.
+    """
+    from memory_core import server
+
+    server.log_to_stderr(log_level)
+    with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol: nothing else may reach it
+        bank = obj.open(actor="mcp")
+        try:
+            bank.count(namespace)  # a clear error for a malformed namespace, before the client connects
+        except MemoryCoreError:
+            bank.close()
+            raise
+    server.serve_stdio(bank, namespace)
 
 
 @cli.group()

@@ -1,9 +1,10 @@
-"""Memory Console as a service: the REST API and MCP endpoint of ``memctl serve``.
+"""Memory Console as a service: the REST API and MCP endpoint of ``memctl serve``, and MCP over stdio.
 
 A face over :class:`~memory_core.MemoryBank`, like the CLI and the dashboard: it uses the
 package's public surface and adds what a network needs (tokens per namespace, JSON errors, body
 limits, grouped writes). :func:`create_app` builds the ASGI app for one open bank; :func:`serve`
 runs it with uvicorn until SIGTERM or Ctrl-C, then writes what is queued and closes the bank.
+:func:`serve_stdio` serves the MCP tools of one namespace over stdin/stdout (``memctl mcp``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import ipaddress
 import logging
 import signal
 import socket
+import sys
 import threading
 from typing import Any
 
@@ -19,7 +21,8 @@ from memory_core import ValidationError
 
 from .app import MAX_BATCH, MAX_BODY, MAX_K, create_app
 
-__all__ = ["create_app", "serve", "is_loopback", "check_exposure", "MAX_BODY", "MAX_BATCH", "MAX_K"]
+__all__ = ["create_app", "serve", "serve_stdio", "is_loopback", "check_exposure", "log_to_stderr", "MAX_BODY",
+           "MAX_BATCH", "MAX_K"]
 
 log = logging.getLogger("memctl.serve")
 
@@ -49,19 +52,34 @@ def check_exposure(host: str, *, auth: bool, tokens: int) -> None:
                               "memctl token create --namespace NS --name NAME")
 
 
+def log_to_stderr(level: str) -> None:
+    """Send the process's log records of ``level`` and above to stderr, one plain line each
+    (unless logging is configured already). The MCP SDK's chatter stays at warning unless debugging."""
+    number = logging.getLevelName(level.upper())
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(number)
+    logging.getLogger("mcp").setLevel(number if number <= logging.DEBUG else max(number, logging.WARNING))
+
+
 def serve(bank: Any, *, host: str = "127.0.0.1", port: int = 8765, auth: bool = True, concurrency: int = 64,
-          max_body: int = MAX_BODY, mcp: bool = False, log_level: str = "info",
+          max_body: int = MAX_BODY, mcp: bool = True, log_level: str = "info",
           graceful_seconds: float = 10.0) -> None:
     """Serve ``bank`` (an open MemoryBank, which the server closes when it stops) until SIGTERM.
 
     ``concurrency`` bounds the requests handled at once (threads for the bank's work; above it
-    uvicorn answers 503). On SIGTERM the server stops accepting connections, lets requests in
-    flight finish for up to ``graceful_seconds``, writes queued adds, flushes the recall journal
-    and closes the bank.
+    uvicorn answers 503). ``mcp`` adds the MCP endpoint at ``/mcp`` (streamable HTTP, the same
+    tokens). On SIGTERM the server stops accepting connections, lets requests in flight finish
+    for up to ``graceful_seconds``, writes queued adds, flushes the recall journal and closes the
+    bank.
     """
     import uvicorn
 
     check_exposure(host, auth=auth, tokens=len(bank.tokens.list()) if auth else 0)
+    log_to_stderr(log_level)
     endpoint = None
     if mcp:
         from .mcp import McpEndpoint
@@ -84,3 +102,11 @@ def serve(bank: Any, *, host: str = "127.0.0.1", port: int = 8765, auth: bool = 
     if stops:
         log.warning("stopped by %s: queued writes stored, recall journal flushed, bank closed",
                     signal.Signals(stops[-1]).name)
+
+
+def serve_stdio(bank: Any, namespace: str) -> None:
+    """Serve the MCP tools over stdin/stdout for ``namespace`` until the client closes stdin, then
+    close ``bank`` (see :mod:`memory_core.server.mcp`)."""
+    from .mcp import serve_stdio as run
+
+    run(bank, namespace)

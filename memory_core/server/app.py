@@ -23,6 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 import memory_core as mc
 from memory_core import STATUSES, Memory, MemoryBank, Token, format_for_prompt
@@ -225,8 +226,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
                on_close: Callable[[], None] | None = None, mcp: Any = None, threads: int | None = None) -> FastAPI:
     """The ASGI app serving ``bank``. It owns the bank from then on: shutting the app down writes
-    queued adds, flushes the recall journal and closes the bank. ``mcp``, when given, is mounted
-    at ``/mcp`` (see :mod:`memory_core.server.mcp`); ``threads`` bounds the requests that work on
+    queued adds, flushes the recall journal and closes the bank. ``mcp``, when given, answers
+    ``/mcp`` (see :mod:`memory_core.server.mcp`); ``threads`` bounds the requests that work on
     the bank at once."""
     svc = Service(bank, auth)
 
@@ -235,16 +236,16 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
         if threads is not None:
             anyio.to_thread.current_default_thread_limiter().total_tokens = threads
         svc.writes = WriteQueue(bank)
-        async with contextlib.AsyncExitStack() as stack:
-            if mcp is not None:
-                await stack.enter_async_context(mcp.lifespan())
-            try:
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                if mcp is not None:  # stopped first: no tool call runs once the bank closes
+                    await stack.enter_async_context(mcp.lifespan())
                 yield
-            finally:
-                svc.writes.close()
-                bank.close()
-                if on_close is not None:
-                    on_close()
+        finally:
+            svc.writes.close()
+            bank.close()
+            if on_close is not None:
+                on_close()
 
     app = FastAPI(title="Memory Console", version=VERSION, lifespan=lifespan, responses=ERROR_RESPONSES,
                   description="Long-term memory for LLM agents: store, recall, feedback and curation, "
@@ -254,7 +255,9 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
     app.add_middleware(BodyLimit, max_body=max_body)
     _routes(app)
     if mcp is not None:
-        app.mount("/mcp", mcp.app())
+        # Routes, not a mount: a mount at /mcp answers /mcp itself with a redirect to /mcp/.
+        endpoint = mcp.app()
+        app.router.routes.extend([Route("/mcp", endpoint), Route("/mcp/", endpoint)])
     return app
 
 
