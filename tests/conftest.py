@@ -40,6 +40,7 @@ FILE_MARKERS = {
     "test_browser.py": "browser",  # the real dashboard in chromium (Playwright)
     "test_soak.py": "soak",  # bench.soak: three agent processes and the dashboard for 15 s
     "test_crash.py": "crash",  # bench.crash: writers killed with SIGKILL, and its checks
+    "test_server_crash.py": "crash",  # memctl serve killed with SIGKILL under 8 writers
     "test_bench.py": "slow",  # every benchmark at its smallest size
     "test_locomo_bench.py": "slow",  # the LoCoMo benchmark on a tiny conversation
     "test_concurrency.py": "slow",  # real processes racing for one bank file
