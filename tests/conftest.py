@@ -46,6 +46,7 @@ FILE_MARKERS = {
     "test_concurrency.py": "slow",  # real processes racing for one bank file
     "test_detection_quality.py": "slow",  # conflict detection measured on the whole demo set
     "test_server_fuzz.py": "slow",  # generated requests against a real server (schemathesis)
+    "test_served_dashboard.py": "slow",  # every page while a server takes 8 writers
 }
 
 
