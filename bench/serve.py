@@ -8,6 +8,9 @@ On a fresh bank served by a real `memctl serve` process (loopback HTTP, a bearer
 - recall over HTTP (query embedding included) against recall in process on the same bank, each
   query asked once (no cached query vector on either side);
 
+- the dashboard's pages (app.py under Streamlit's AppTest, opened on the same bank file) loaded in
+  turn while the 8 clients write: page load p50/p95;
+
 and in this process, for comparison: sequential ``MemoryBank.add`` by the bank's only user, and
 mem0's ``Memory.add(infer=False)`` (when mem0ai is installed: ``pip install -e '.[bench]'``).
 """
@@ -25,14 +28,16 @@ from pathlib import Path
 from bench._util import ROOT, WORDS, machine, percentiles, synthetic_texts
 
 CLIENTS = 8
+PAGES = ("pages/overview.py", "pages/browse.py", "pages/tune.py", "pages/conflicts.py", "pages/merges.py",
+         "pages/maintenance.py", "pages/usage.py", "pages/evaluate.py")
 
 
 def _sizes(quick: bool, smallest: bool) -> dict[str, int]:
     if smallest:
-        return {"sequential": 10, "per_client": 3, "queries": 5, "library": 10}
+        return {"sequential": 10, "per_client": 3, "queries": 5, "library": 10, "page_rounds": 1}
     if quick:
-        return {"sequential": 200, "per_client": 50, "queries": 100, "library": 100}
-    return {"sequential": 1000, "per_client": 250, "queries": 300, "library": 300}
+        return {"sequential": 200, "per_client": 50, "queries": 100, "library": 100, "page_rounds": 2}
+    return {"sequential": 1000, "per_client": 250, "queries": 300, "library": 300, "page_rounds": 5}
 
 
 def _queries(n: int, seed: int) -> list[str]:
@@ -69,6 +74,67 @@ def _start(bank_path: Path) -> tuple[subprocess.Popen, str]:
     raise RuntimeError("memctl serve did not start")
 
 
+def _concurrent_adds(url: str, headers: dict, meanwhile, per_client: int | None) -> dict:
+    """8 clients add one memory per request, each ``per_client`` times (or until ``meanwhile``
+    returns); ``meanwhile()`` runs in this thread as they write and its result is kept."""
+    import httpx
+
+    acked: list[int] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def client(i: int) -> None:
+        with httpx.Client(base_url=url, headers=headers, timeout=60) as c:
+            n = 0
+            while not stop.is_set() and (per_client is None or n < per_client):
+                n += 1
+                try:
+                    r = c.post("/v1/memories", json={"text": f"client {i} says: {synthetic_texts(1, seed=1000 * i + n)[0]}"})
+                    if r.status_code == 201:
+                        with lock:
+                            acked.append(r.json()["id"])
+                    else:
+                        errors.append(f"{r.status_code} {r.text[:200]}")
+                except httpx.HTTPError as exc:
+                    errors.append(repr(exc))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(CLIENTS)]
+    t = time.perf_counter()
+    for th in threads:
+        th.start()
+    extra = meanwhile()
+    if per_client is None:
+        stop.set()
+    for th in threads:
+        th.join()
+    elapsed = time.perf_counter() - t
+    out = {"clients": CLIENTS, "adds": len(acked), "adds_per_s": len(acked) / elapsed, "errors": len(errors),
+           "first_errors": errors[:3], "acked": acked}
+    if extra is not None:
+        out["pages"] = extra
+    return out
+
+
+def _page_loads(bank_path: Path, rounds: int) -> dict:
+    """Every dashboard page, ``rounds`` times, opened on the bank file (as `make run` does)."""
+    from streamlit import config
+    from streamlit.testing.v1 import AppTest
+
+    config.set_option("server.address", "127.0.0.1")
+    os.environ["MEMCTL_BANK"] = str(bank_path)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    samples, problems = [], []
+    for _ in range(rounds):
+        for page in PAGES:
+            t = time.perf_counter()
+            at.switch_page(page).run()
+            samples.append(time.perf_counter() - t)
+            if at.exception:
+                problems.append(f"{page}: {at.exception[0].message[:200]}")
+    return {**percentiles(samples), "problems": problems}
+
+
 def _server_phase(bank_path: Path, token: str, sizes: dict[str, int]) -> dict:
     import httpx
 
@@ -84,32 +150,10 @@ def _server_phase(bank_path: Path, token: str, sizes: dict[str, int]) -> dict:
                 c.post("/v1/memories", json={"text": text}).raise_for_status()
             out["sequential_adds_per_s"] = len(texts) / (time.perf_counter() - t)
 
-        acked: list[int] = []
-        errors: list[str] = []
-        lock = threading.Lock()
-
-        def client(i: int) -> None:
-            with httpx.Client(base_url=url, headers=headers, timeout=60) as c:
-                for text in synthetic_texts(sizes["per_client"], seed=100 + i):
-                    try:
-                        r = c.post("/v1/memories", json={"text": text})
-                        if r.status_code == 201:
-                            with lock:
-                                acked.append(r.json()["id"])
-                        else:
-                            errors.append(f"{r.status_code} {r.text[:200]}")
-                    except httpx.HTTPError as exc:
-                        errors.append(repr(exc))
-
-        threads = [threading.Thread(target=client, args=(i,)) for i in range(CLIENTS)]
-        t = time.perf_counter()
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-        elapsed = time.perf_counter() - t
-        out["concurrent"] = {"clients": CLIENTS, "adds": len(acked), "adds_per_s": len(acked) / elapsed,
-                             "errors": len(errors), "first_errors": errors[:3]}
+        out["concurrent"] = _concurrent_adds(url, headers, lambda: None, sizes["per_client"])
+        out["dashboard_under_load"] = _concurrent_adds(url, headers, lambda: _page_loads(bank_path, sizes["page_rounds"]),
+                                                       None)
+        acked = out["concurrent"].pop("acked") + out["dashboard_under_load"].pop("acked")
 
         with httpx.Client(base_url=url, headers=headers, timeout=60) as c:
             lost = [mid for mid in acked if c.get(f"/v1/memories/{mid}").status_code != 200]
@@ -191,6 +235,8 @@ def run(quick: bool, smallest: bool = False) -> dict:
                                                        and not served["concurrent"]["errors"]
                                                        and not served["concurrent"]["lost"]),
         "recall over HTTP p50 <= in process + 3 ms": result["recall_http_overhead_ms"] <= 3,
+        "dashboard pages p95 <= 2 s under the 8 clients": (served["dashboard_under_load"]["pages"]["p95_ms"] <= 2000
+                                                            and not served["dashboard_under_load"]["pages"]["problems"]),
         "library sequential add >= 60/s": library >= 60,
     }
     return result
@@ -219,6 +265,11 @@ average {r.get('load_average_1min')}).
 
 {c['clients']} clients: {c['adds']} adds acknowledged, {c['errors']} errors, {c['lost']} lost (every
 acknowledged id read back).
+
+The dashboard's pages (every page, {r['sizes']['page_rounds']} rounds, opened on the bank file) while
+the {c['clients']} clients wrote: p50 {r['dashboard_under_load']['pages']['p50_ms'] / 1000:.2f} s, p95
+{r['dashboard_under_load']['pages']['p95_ms'] / 1000:.2f} s; the clients added
+{r['dashboard_under_load']['adds_per_s']:.0f}/s meanwhile, with {r['dashboard_under_load']['errors']} errors.
 
 Recall, query embedding included, each query asked once: over HTTP p50 {r['recall_http']['p50_ms']:.1f} ms
 (p95 {r['recall_http']['p95_ms']:.1f}), in process p50 {r['recall_in_process']['p50_ms']:.1f} ms
