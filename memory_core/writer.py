@@ -273,6 +273,16 @@ class Writer:
                 pool.submit(writer.release).result()  # the lock is the writer thread's to release
         return out
 
+    def write(self, con: Any, batch: list[dict[str, Any]], vectors: np.ndarray) -> list[int]:
+        """Store checked rows with their vectors in one transaction (one group of "add" events) on
+        a held connection, then bring loaded indexes up to date; returns their ids in order."""
+        with con.transaction():
+            group = tables.take_ids(con, "next_group_id", 1)
+            seq = tables.next_seq(con)
+            ids = self.insert_rows(con, batch, vectors, seq, group)
+        self.after_insert(batch, vectors, ids, seq)
+        return ids
+
     def insert_rows(self, con: Any, batch: list[dict[str, Any]], vectors: np.ndarray, seq: int,
                      group: int) -> list[int]:
         self.core.check_vectors(vectors, con)
@@ -381,16 +391,11 @@ class _BulkWriter:
                 raise
             self._stack = stack
             self._since = time.monotonic()
-        con = self._con
         try:
-            with con.transaction():
-                group = tables.take_ids(con, "next_group_id", 1)
-                seq = tables.next_seq(con)
-                ids = self.writer.insert_rows(con, batch, vectors, seq, group)
+            ids = self.writer.write(self._con, batch, vectors)
         except BaseException:
             self.release()
             raise
-        self.writer.after_insert(batch, vectors, ids, seq)
         if release:
             self.release()
         elif time.monotonic() - self._since > self.hold:
