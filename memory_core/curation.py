@@ -315,7 +315,11 @@ class Curation:
                 mid = self.writer.write(con, [checked], vectors)[0]
                 if detect and client is None:
                     with con.transaction():
-                        self._record_in(con, self._check_found(self._find_in(con, namespace, mid)))
+                        recorded = self._record_in(con, self._check_found(self._find_in(con, namespace, mid)))
+                    if any(recorded):
+                        # Open conflicts change no cache of this bank, and nobody else wrote since
+                        # the catch-up (the file is held): the next operation need not catch up.
+                        self.core.advance(tables.change_seq(con))
         if detect and client is not None:
             self.detect_conflicts(namespace, memory_ids=[mid], client=client)
         return mid

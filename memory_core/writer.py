@@ -291,9 +291,9 @@ class Writer:
         ids_out = [r["id"] for r in batch]
         for j, i in enumerate(fresh):
             ids_out[i] = first + j
-        if max(ids_out) >= int(tables.meta(con)["next_id"]):
-            tables.set_meta(con, "next_id", str(max(ids_out) + 1))
         n = len(batch)
+        if len(fresh) < n and max(ids_out) >= int(tables.meta(con)["next_id"]):  # rows that keep their ids
+            tables.set_meta(con, "next_id", str(max(ids_out) + 1))
         cols: dict[str, list] = {}
         for c in tables.MEMORY_COLUMNS:
             if c == "id":
