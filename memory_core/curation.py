@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from . import conflicts, extract
 from . import merge as merge_mod
+from . import rows as rowmod
 from .changes import Changes
 from .clock import to_aware, to_naive_utc, utcnow
 from .errors import NotFoundError, StateError, ValidationError
@@ -302,10 +303,11 @@ class Curation:
         namespace; returns its id.
 
         The model embeds the row first; then the write and, with the rules, the check take the
-        file once (one hold, two transactions: the memory is stored even if the check fails, as
-        when they ran apart), so an agent adding memories one at a time neither opens the file
-        for each step nor lets another process in between them. An LLM judge runs after the
-        write, outside the hold: other processes would wait for its answers.
+        file once (one hold; the write is one transaction, what the check found another: the
+        memory is stored even if the check fails, as when they ran apart), so an agent adding
+        memories one at a time neither opens the file for each step nor lets another process in
+        between them. An LLM judge runs after the write, outside the hold: other processes would
+        wait for its answers.
         """
         checked = self.writer.check_row(row, utcnow())
         namespace = checked["namespace"]
@@ -313,9 +315,10 @@ class Curation:
             vectors = self.writer.vectors_for([checked])
             with self.core.held() as con:
                 mid = self.writer.write(con, [checked], vectors)[0]
-                if detect and client is None:
+                found = self._check_found(self._find_in(con, namespace, mid)) if detect and client is None else []
+                if found:
                     with con.transaction():
-                        recorded = self._record_in(con, self._check_found(self._find_in(con, namespace, mid)))
+                        recorded = self._record_in(con, found)
                     if any(recorded):
                         # Open conflicts change no cache of this bank, and nobody else wrote since
                         # the catch-up (the file is held): the next operation need not catch up.
@@ -334,10 +337,14 @@ class Curation:
         pairs = conflicts.pairs_to_judge(ids, vectors, [mid])
         if not pairs:
             return []
-        known = {(a, b) for a, b in con.execute(
-            "SELECT a_id, b_id FROM conflicts WHERE a_id = ? OR b_id = ?", [mid, mid]).fetchall()}
-        memories = self.core.get_rows(con, sorted({i for p in pairs for i in p}))
-        return conflicts.find(pairs, ids, vectors, memories, known, memory_ids=[mid])
+        # The index holds what the judge reads of each memory (as recall's hits are built); only
+        # rows it keeps no info for are read from the store.
+        memories = {i: m for i in {i for p in pairs for i in p}
+                    if (m := rowmod.memory_from_index(idx, idx.row_of[i])) is not None}
+        missing = sorted({i for p in pairs for i in p} - set(memories))
+        memories.update(self.core.get_rows(con, missing) if missing else {})
+        # A memory written in this very hold is in no recorded conflict yet: nothing is known.
+        return conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=[mid])
 
     def apply_maintenance(self, work: Any, *, dry_run: bool = False) -> Any:
         """Make the changes a planned maintenance run lists (a :class:`memory_core.maintenance.MaintenanceWork`),

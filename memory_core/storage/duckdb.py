@@ -316,7 +316,7 @@ class _Lease:
     def end(self) -> None:
         """Close the keeper (the checkpoint) and let go of the file. Called once, after :meth:`due`
         or with ``ending`` set, without the guard."""
-        before = _signature(self.path)
+        before = _signature(self.path, wait=False)
         try:
             with contextlib.suppress(duckdb.Error):
                 self.keeper.close()
@@ -343,10 +343,15 @@ _SIGNATURE_ALIAS: dict[str, tuple["FileSignature", "FileSignature"]] = {}
 _EXITING = False
 
 
-def _signature(path: Path) -> FileSignature:
-    """The file's signature, a lease's checkpoint not counted as a change (see :meth:`_Lease.end`)."""
-    sig = FileSignature.of(path)
-    alias = _SIGNATURE_ALIAS.get(str(path) + ".lock")
+def _signature(path: Path, wait: bool = True) -> FileSignature:
+    """The file's signature, a lease's checkpoint not counted as a change (see :meth:`_Lease.end`).
+    With ``wait``, not while this process's lease is ending: its checkpoint is under way."""
+    key = str(path) + ".lock"
+    with _LEASE_CHANGED:
+        while wait and (lease := _LEASES.get(key)) is not None and lease.ending:
+            _LEASE_CHANGED.wait()
+        sig = FileSignature.of(path)
+        alias = _SIGNATURE_ALIAS.get(key)
     return alias[1] if alias is not None and alias[0] == sig else sig
 
 
