@@ -168,14 +168,16 @@ bulk `add_many` beside it); search latency includes embedding the query for both
             f"{s['memory_console']['p95_ms']:.1f} · {s['mem0']['p95_ms']:.1f} ms ({q['search_p95_mem0_over_ours']:.2f}×) | "
             f"{rec_cell} |")
     lines.append(_img(out, "mem0_compare"))
-    lines.append("One `add` per call costs more here because it does more: it writes the memory to the bank "
-                 "file durably (a DuckDB open, about 11 ms, a commit and a checkpoint on close, so other "
-                 "processes see it) and checks it against its namespace for contradictions; mem0 with "
-                 "`infer=False` appends to its FAISS index and a history row. Profiled: one add opens the "
-                 "file six times (about 120 ms). One connection held across the whole add made it 60 ms, but "
-                 "agents adding in a loop then starved one another of the file (the soak test's 10 s lock "
-                 "timeout), so it was taken back; `add_many` is the fast path. Search p95 was 3× mem0's "
-                 "until recall stopped reading memories this bank had just added back from the file.\n")
+    lines.append("One `add` per call does more than mem0's: it writes the memory to the bank file durably (a "
+                 "commit to DuckDB's WAL, so another process sees it on its next operation) and checks it "
+                 "against its namespace for contradictions; mem0 with `infer=False` appends to its FAISS index "
+                 "and a history row. Until issue 15 one add opened the file four to six times (about 120 ms, "
+                 "7 adds/s); one connection held across a whole add made it 60 ms, but agents adding in a loop "
+                 "then starved one another of the file (the soak test's 10 s lock timeout). Now an add takes "
+                 "the file once, and a process keeps the file between its operations for a short lease that "
+                 "ends at once when another process announces it waits: see \"One memory per call\" above. "
+                 "Search p95 was 3× mem0's until recall stopped reading memories this bank had just added back "
+                 "from the file.\n")
     return "\n".join(lines)
 
 
