@@ -145,6 +145,13 @@ top-k set is not the exact one; "missed" counts exact hits the shortcut lost.
     return "\n".join(lines)
 
 
+def _threads_note(threads: int | None) -> str:
+    """How many threads torch ran on (both sides embed with it; on shared cores it sets the pace)."""
+    if threads is None:
+        return ""
+    return " Torch on one thread." if threads == 1 else f" Torch on {threads} threads."
+
+
 def _mem0_md(r: dict, out: Path) -> str:
     if "unavailable" in r:
         return f"## Side by side with mem0\n\n{r['unavailable']}\n"
@@ -153,8 +160,9 @@ def _mem0_md(r: dict, out: Path) -> str:
 Same run, same memories and queries. mem0 2.x open source, fully local: FAISS (cosine), the same
 bundled all-MiniLM-L6-v2 through its huggingface embedder, `infer=False`, telemetry off; search
 with no threshold. Memory Console with its defaults. Adds are one memory per call for both (our
-bulk `add_many` beside it); search latency includes embedding the query for both.
-""", "| data | memories / queries | add/s ours · mem0 (ratio) | bulk add_many/s (ratio) | search p50 ours · mem0 (mem0/ours) | search p95 ours · mem0 (mem0/ours) | LoCoMo recall@10 ours · mem0 |",
+bulk `add_many` beside it); search latency includes embedding the query for both.{threads}
+""".format(threads=_threads_note(r.get("torch_threads"))),
+             "| data | memories / queries | add/s ours · mem0 (ratio) | bulk add_many/s (ratio) | search p50 ours · mem0 (mem0/ours) | search p95 ours · mem0 (mem0/ours) | LoCoMo recall@10 ours · mem0 |",
              "|---|---|---|---|---|---|---|"]
     for ds, d in r["datasets"].items():
         a, s, q = d["add_per_s"], d["search"], d["ratios"]

@@ -109,5 +109,5 @@ Both flagged the same contradictions ({r['conflicts_flagged']['after']} vs {r['c
 An add now runs at {r['after_vs_model']:.2f}× the pace of the model embedding its text: what is left is
 the insert, its events and the conflict check (the rules judge the new memory against up to 25
 neighbours). The file is kept between an agent's operations for a lease (50 ms idle, 1 s in all) and
-handed over at once to a process that announces it waits (ARCHITECTURE.md, "The unit of work").
+handed over at once to a process that announces it waits (ARCHITECTURE.md, "Sharing the file").
 """
