@@ -145,6 +145,13 @@ top-k set is not the exact one; "missed" counts exact hits the shortcut lost.
     return "\n".join(lines)
 
 
+def _threads_note(threads: int | None) -> str:
+    """How many threads torch ran on (both sides embed with it; on shared cores it sets the pace)."""
+    if threads is None:
+        return ""
+    return " Torch on one thread." if threads == 1 else f" Torch on {threads} threads."
+
+
 def _mem0_md(r: dict, out: Path) -> str:
     if "unavailable" in r:
         return f"## Side by side with mem0\n\n{r['unavailable']}\n"
@@ -153,8 +160,9 @@ def _mem0_md(r: dict, out: Path) -> str:
 Same run, same memories and queries. mem0 2.x open source, fully local: FAISS (cosine), the same
 bundled all-MiniLM-L6-v2 through its huggingface embedder, `infer=False`, telemetry off; search
 with no threshold. Memory Console with its defaults. Adds are one memory per call for both (our
-bulk `add_many` beside it); search latency includes embedding the query for both.
-""", "| data | memories / queries | add/s ours · mem0 (ratio) | bulk add_many/s (ratio) | search p50 ours · mem0 (mem0/ours) | search p95 ours · mem0 (mem0/ours) | LoCoMo recall@10 ours · mem0 |",
+bulk `add_many` beside it); search latency includes embedding the query for both.{threads}
+""".format(threads=_threads_note(r.get("torch_threads"))),
+             "| data | memories / queries | add/s ours · mem0 (ratio) | bulk add_many/s (ratio) | search p50 ours · mem0 (mem0/ours) | search p95 ours · mem0 (mem0/ours) | LoCoMo recall@10 ours · mem0 |",
              "|---|---|---|---|---|---|---|"]
     for ds, d in r["datasets"].items():
         a, s, q = d["add_per_s"], d["search"], d["ratios"]
@@ -168,14 +176,16 @@ bulk `add_many` beside it); search latency includes embedding the query for both
             f"{s['memory_console']['p95_ms']:.1f} · {s['mem0']['p95_ms']:.1f} ms ({q['search_p95_mem0_over_ours']:.2f}×) | "
             f"{rec_cell} |")
     lines.append(_img(out, "mem0_compare"))
-    lines.append("One `add` per call costs more here because it does more: it writes the memory to the bank "
-                 "file durably (a DuckDB open, about 11 ms, a commit and a checkpoint on close, so other "
-                 "processes see it) and checks it against its namespace for contradictions; mem0 with "
-                 "`infer=False` appends to its FAISS index and a history row. Profiled: one add opens the "
-                 "file six times (about 120 ms). One connection held across the whole add made it 60 ms, but "
-                 "agents adding in a loop then starved one another of the file (the soak test's 10 s lock "
-                 "timeout), so it was taken back; `add_many` is the fast path. Search p95 was 3× mem0's "
-                 "until recall stopped reading memories this bank had just added back from the file.\n")
+    lines.append("One `add` per call does more than mem0's: it writes the memory to the bank file durably (a "
+                 "commit to DuckDB's WAL, so another process sees it on its next operation) and checks it "
+                 "against its namespace for contradictions; mem0 with `infer=False` appends to its FAISS index "
+                 "and a history row. Until issue 15 one add opened the file four to six times (about 120 ms, "
+                 "7 adds/s); one connection held across a whole add made it 60 ms, but agents adding in a loop "
+                 "then starved one another of the file (the soak test's 10 s lock timeout). Now an add takes "
+                 "the file once, and a process keeps the file between its operations for a short lease that "
+                 "ends at once when another process announces it waits: see \"One memory per call\" above. "
+                 "Search p95 was 3× mem0's until recall stopped reading memories this bank had just added back "
+                 "from the file.\n")
     return "\n".join(lines)
 
 

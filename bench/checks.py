@@ -21,6 +21,7 @@ import duckdb
 import numpy as np
 
 from memory_core import MemoryBank, ScoringParams
+from memory_core.storage.duckdb import release_file
 from memory_core.text import lexical_tokens
 from memory_core.scoring import blend, lexical_relevance
 
@@ -28,6 +29,7 @@ from memory_core.scoring import blend, lexical_relevance
 def store_invariants(path: Path | str) -> list[str]:
     """Problems found in the bank file (empty when it is consistent). Opens it read-only."""
     problems: list[str] = []
+    release_file(path)  # a bank of this process may keep the file between its operations
     con = duckdb.connect(str(path), read_only=True)
     try:
         q = lambda sql, *p: con.execute(sql, list(p)).fetchall()  # noqa: E731
@@ -96,6 +98,7 @@ def brute_force(path: Path | str, namespace: str, query: str, qvec: np.ndarray, 
                 now: datetime) -> list[tuple[int, float]]:
     """[(id, score)] of every live memory of ``namespace`` that clears the threshold, best first,
     read straight from the file."""
+    release_file(path)  # a bank of this process may keep the file between its operations
     con = duckdb.connect(str(path), read_only=True)
     try:
         rows = con.execute(

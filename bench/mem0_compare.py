@@ -79,9 +79,12 @@ def run(quick: bool, smallest: bool = False) -> dict:
         import mem0  # noqa: F401
     except ImportError:
         return {"machine": machine(), "unavailable": "mem0ai is not installed: pip install -e '.[bench]'"}
+    import torch
+
     embedder = get_embedder()
     params = ScoringParams().replace(k=10, threshold=0.0)
-    result: dict = {"machine": machine(), "k": 10, "datasets": {}}
+    # Both sides embed with the same torch: on shared cores its thread count decides their pace.
+    result: dict = {"machine": machine(), "k": 10, "torch_threads": torch.get_num_threads(), "datasets": {}}
     for ds in _workload(quick, smallest):
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)

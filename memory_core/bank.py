@@ -21,7 +21,6 @@ from .client import RemoteBank, is_url
 from .core import Core
 from .curation import Curation
 from .embed import Embedder
-from .errors import ModelMismatchError, ValidationError
 from .feedback import FeedbackLog
 from .labels import AblationRecords, Labels
 from .models import (
@@ -212,13 +211,7 @@ class MemoryBank:
                "context": context}
         if embedding is not None:
             row["embedding"] = embedding
-        try:
-            mid = self.add_many([row])[0]
-        except (ValidationError, ModelMismatchError) as exc:
-            raise type(exc)(str(exc).removeprefix("row 1: ")) from None
-        if detect_conflicts:
-            self.detect_conflicts(namespace, memory_ids=[mid])
-        return mid
+        return self._curation.add(row, detect=detect_conflicts, client=self.llm)
 
     def add_many(self, rows: Iterable[dict[str, Any]], *, progress: Progress | None = None,
                  batch_size: int | None = None, skip_existing: bool = False,

@@ -5,6 +5,7 @@ The design notes (why it works this way) are in ARCHITECTURE.md, "Design notes: 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -717,6 +718,10 @@ def _number_key(raw: str) -> str:
     return raw
 
 
+# Kept by text: a new memory is judged against up to NEIGHBOURS stored ones, and the same stored
+# memories come back as candidates for the next memories added (parsing is most of judging).
+# Nothing changes a _Parsed after this returns it.
+@functools.lru_cache(maxsize=4096)
 def _parse(text: str) -> _Parsed:
     display, low = _prepare(text)
     swedish = _looks_swedish(low)

@@ -108,6 +108,7 @@ class Core:
             for idx in self.indexes.values():
                 if idx.changes_since_save:
                     self.save_index(idx)
+        self.store.release()
 
     @property
     def path(self) -> Path:
@@ -178,6 +179,20 @@ class Core:
                 raise
             if written is not None:
                 self.recalls_written(written, batches, orphans)
+            self.signature = self.store.signature()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[Connection]:
+        """Hold the store for one operation of several transactions, each begun by the caller
+        (``con.transaction()``), having caught up first. Buffered recalls are left to the flush
+        thread, as recall leaves them: nothing a write and its checks read depends on them."""
+        self.check_open()
+        self.check_writable()
+        with self.lock:
+            self.wait_for_flush()
+            with self.store.hold() as con:
+                self.catch_up(con)
+                yield con
             self.signature = self.store.signature()
 
     def wait_for_flush(self) -> None:

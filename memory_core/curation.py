@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from . import conflicts, extract
 from . import merge as merge_mod
+from . import rows as rowmod
 from .changes import Changes
 from .clock import to_aware, to_naive_utc, utcnow
 from .errors import NotFoundError, StateError, ValidationError
@@ -84,6 +85,13 @@ class Curation:
     def record_conflicts(self, found: list[dict[str, Any]]) -> list[Conflict | None]:
         """Record several conflicts (dicts of :meth:`record_conflict`'s arguments) in one operation;
         a bad one refuses them all. Returns each recorded Conflict, or None for a known pair."""
+        checked = self._check_found(found)
+        with self.core.session() as con:
+            new_ids = self._record_in(con, checked)
+            return [None if cid is None else self.conflict_in(con, cid) for cid in new_ids]
+
+    @staticmethod
+    def _check_found(found: list[dict[str, Any]]) -> list[tuple[int, int, dict[str, Any]]]:
         checked = []
         for f in found:
             a_id, b_id = check_id(f["a_id"]), check_id(f["b_id"])
@@ -93,36 +101,38 @@ class Curation:
             if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
                 raise ValidationError(f"confidence must be between 0 and 1, got {confidence!r}")
             checked.append((a_id, b_id, f))
-        out: list[Conflict | None] = []
-        with self.core.session() as con:
-            pairs = self.core.get_rows(con, sorted({i for a, b, _ in checked for i in (a, b)}))
-            new_ids = []
-            for a_id, b_id, f in checked:
-                a, b = sorted((pairs[a_id], pairs[b_id]), key=lambda m: (m.created_at, m.id))
-                if a.namespace != b.namespace:
-                    raise ValidationError("a conflict is between memories of one namespace; these are in "
-                                          f"{a.namespace!r} and {b.namespace!r}")
-                if a.status != "active" or b.status != "active":
-                    raise StateError(f"only live memories conflict; memory {a.id} is {a.status}, {b.id} is {b.status}")
-                seen = con.execute("SELECT count(*) FROM conflicts WHERE a_id = ? AND b_id = ?",
-                                   [a.id, b.id]).fetchone()[0]
-                if seen:
-                    new_ids.append(None)
-                    continue
-                cid = tables.take_ids(con, "next_conflict_id", 1)
-                con.execute(
-                    "INSERT INTO conflicts (id, namespace, a_id, b_id, kind, evidence, confidence, suggestion, "
-                    "path, status, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)",
-                    [cid, a.namespace, a.id, b.id, f["kind"], f["evidence"], float(f["confidence"]),
-                     f["suggestion"], f["path"], to_naive_utc(utcnow())])
-                tables.log_event(con, self.core.actor, "conflict_detected", None, None,
-                                {"conflict_id": cid, "a_id": a.id, "b_id": b.id, "kind": f["kind"]}, utcnow())
-                new_ids.append(cid)
-            if any(new_ids):
-                tables.next_seq(con)  # other processes' caches of conflicts must notice
-            for cid in new_ids:
-                out.append(None if cid is None else self.conflict_in(con, cid))
-        return out
+        return checked
+
+    def _record_in(self, con: Any, checked: list[tuple[int, int, dict[str, Any]]]) -> list[int | None]:
+        """Record checked conflicts in ``con``'s transaction; the new conflicts' ids (None: known pair)."""
+        if not checked:
+            return []
+        pairs = self.core.get_rows(con, sorted({i for a, b, _ in checked for i in (a, b)}))
+        new_ids: list[int | None] = []
+        for a_id, b_id, f in checked:
+            a, b = sorted((pairs[a_id], pairs[b_id]), key=lambda m: (m.created_at, m.id))
+            if a.namespace != b.namespace:
+                raise ValidationError("a conflict is between memories of one namespace; these are in "
+                                      f"{a.namespace!r} and {b.namespace!r}")
+            if a.status != "active" or b.status != "active":
+                raise StateError(f"only live memories conflict; memory {a.id} is {a.status}, {b.id} is {b.status}")
+            seen = con.execute("SELECT count(*) FROM conflicts WHERE a_id = ? AND b_id = ?",
+                               [a.id, b.id]).fetchone()[0]
+            if seen:
+                new_ids.append(None)
+                continue
+            cid = tables.take_ids(con, "next_conflict_id", 1)
+            con.execute(
+                "INSERT INTO conflicts (id, namespace, a_id, b_id, kind, evidence, confidence, suggestion, "
+                "path, status, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)",
+                [cid, a.namespace, a.id, b.id, f["kind"], f["evidence"], float(f["confidence"]),
+                 f["suggestion"], f["path"], to_naive_utc(utcnow())])
+            tables.log_event(con, self.core.actor, "conflict_detected", None, None,
+                            {"conflict_id": cid, "a_id": a.id, "b_id": b.id, "kind": f["kind"]}, utcnow())
+            new_ids.append(cid)
+        if any(new_ids):
+            tables.next_seq(con)  # other processes' caches of conflicts must notice
+        return new_ids
 
     def resolve_conflict(self, conflict_id: int, rule: str, *, memory_id: int | None = None,
                          text: str | None = None) -> Conflict:
@@ -287,6 +297,54 @@ class Curation:
         memories = self.queries.get_many(sorted({i for p in pairs for i in p}))
         found = conflicts.find(pairs, ids, vectors, memories, known, memory_ids=wanted, client=client)
         return [c for c in self.record_conflicts(found) if c is not None] if found else []
+
+    def add(self, row: dict[str, Any], *, detect: bool = True, client: Any = None) -> int:
+        """Store one memory (a row of :meth:`Writer.add_many`) and flag what it contradicts in its
+        namespace; returns its id.
+
+        The model embeds the row first; then the write and, with the rules, the check take the
+        file once (one hold; the write is one transaction, what the check found another: the
+        memory is stored even if the check fails, as when they ran apart), so an agent adding
+        memories one at a time neither opens the file for each step nor lets another process in
+        between them. An LLM judge runs after the write, outside the hold: other processes would
+        wait for its answers.
+        """
+        checked = self.writer.check_row(row, utcnow())
+        namespace = checked["namespace"]
+        with self.core.store.upcoming():
+            vectors = self.writer.vectors_for([checked])
+            with self.core.held() as con:
+                mid = self.writer.write(con, [checked], vectors)[0]
+                found = self._check_found(self._find_in(con, namespace, mid)) if detect and client is None else []
+                if found:
+                    with con.transaction():
+                        recorded = self._record_in(con, found)
+                    if any(recorded):
+                        # Open conflicts change no cache of this bank, and nobody else wrote since
+                        # the catch-up (the file is held): the next operation need not catch up.
+                        self.core.advance(tables.change_seq(con))
+        if detect and client is not None:
+            self.detect_conflicts(namespace, memory_ids=[mid], client=client)
+        return mid
+
+    def _find_in(self, con: Any, namespace: str, mid: int) -> list[dict[str, Any]]:
+        """What the rules find the new memory ``mid`` contradicts (what :meth:`detect_conflicts`
+        finds for it without an LLM), read through ``con``."""
+        idx = self.core.ns_index(con, namespace)
+        if idx is None:
+            return []
+        ids, vectors = idx.ids[: idx.n], idx.emb[: idx.n]
+        pairs = conflicts.pairs_to_judge(ids, vectors, [mid])
+        if not pairs:
+            return []
+        # The index holds what the judge reads of each memory (as recall's hits are built); only
+        # rows it keeps no info for are read from the store.
+        memories = {i: m for i in {i for p in pairs for i in p}
+                    if (m := rowmod.memory_from_index(idx, idx.row_of[i])) is not None}
+        missing = sorted({i for p in pairs for i in p} - set(memories))
+        memories.update(self.core.get_rows(con, missing) if missing else {})
+        # A memory written in this very hold is in no recorded conflict yet: nothing is known.
+        return conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=[mid])
 
     def apply_maintenance(self, work: Any, *, dry_run: bool = False) -> Any:
         """Make the changes a planned maintenance run lists (a :class:`memory_core.maintenance.MaintenanceWork`),

@@ -273,17 +273,34 @@ class Writer:
                 pool.submit(writer.release).result()  # the lock is the writer thread's to release
         return out
 
-    def insert_rows(self, con: Any, batch: list[dict[str, Any]], vectors: np.ndarray, seq: int,
-                     group: int) -> list[int]:
-        self.core.check_vectors(vectors, con)
+    def write(self, con: Any, batch: list[dict[str, Any]], vectors: np.ndarray) -> list[int]:
+        """Store checked rows with their vectors in one transaction (one group of "add" events) on
+        a held connection, then bring loaded indexes up to date; returns their ids in order."""
         fresh = [i for i, r in enumerate(batch) if r["id"] is None]
-        first = tables.take_ids(con, "next_id", len(fresh)) if fresh else 0
+        with con.transaction():
+            first = tables.take_counters(con, {"next_group_id": 1, "change_seq": 1, "next_id": len(fresh),
+                                               "next_event_id": len(batch)})
+            seq = first["change_seq"] + 1
+            ids = self.insert_rows(con, batch, vectors, seq, first["next_group_id"], fresh, first.get("next_id", 0),
+                                   first["next_event_id"])
+        self.after_insert(batch, vectors, ids, seq)
+        return ids
+
+    def insert_rows(self, con: Any, batch: list[dict[str, Any]], vectors: np.ndarray, seq: int, group: int,
+                    fresh: list[int] | None = None, first: int = 0, first_event: int | None = None) -> list[int]:
+        """Insert checked rows with their "add" events. With ``fresh`` (the positions of rows
+        without an id) the caller reserved their ids from ``first`` on and the events' from
+        ``first_event`` on; else they are taken here."""
+        self.core.check_vectors(vectors, con)
+        if fresh is None:
+            fresh = [i for i, r in enumerate(batch) if r["id"] is None]
+            first = tables.take_ids(con, "next_id", len(fresh)) if fresh else 0
         ids_out = [r["id"] for r in batch]
         for j, i in enumerate(fresh):
             ids_out[i] = first + j
-        if max(ids_out) >= int(tables.meta(con)["next_id"]):
-            tables.set_meta(con, "next_id", str(max(ids_out) + 1))
         n = len(batch)
+        if len(fresh) < n and max(ids_out) >= int(tables.meta(con)["next_id"]):  # rows that keep their ids
+            tables.set_meta(con, "next_id", str(max(ids_out) + 1))
         cols: dict[str, list] = {}
         for c in tables.MEMORY_COLUMNS:
             if c == "id":
@@ -297,7 +314,7 @@ class Writer:
             else:
                 cols[c] = [r[c] for r in batch]
         try:
-            tables.insert_memories(con, cols, vectors, log=(self.core.actor, utcnow(), group))
+            tables.insert_memories(con, cols, vectors, log=(self.core.actor, utcnow(), group), first_event=first_event)
         except IntegrityError:
             # Another process took one of these ids since we checked.
             raise ValidationError("an id in this batch was just taken by another writer; import again") from None
@@ -381,16 +398,11 @@ class _BulkWriter:
                 raise
             self._stack = stack
             self._since = time.monotonic()
-        con = self._con
         try:
-            with con.transaction():
-                group = tables.take_ids(con, "next_group_id", 1)
-                seq = tables.next_seq(con)
-                ids = self.writer.insert_rows(con, batch, vectors, seq, group)
+            ids = self.writer.write(self._con, batch, vectors)
         except BaseException:
             self.release()
             raise
-        self.writer.after_insert(batch, vectors, ids, seq)
         if release:
             self.release()
         elif time.monotonic() - self._since > self.hold:

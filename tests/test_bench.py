@@ -40,7 +40,7 @@ def load(out: Path, name: str) -> dict:
 
 def test_every_discovered_benchmark_ran_and_wrote_json(smallest_run: Path):
     summary = json.loads((smallest_run / "run.json").read_text())
-    assert {"import_speed", "recall_scale", "overfetch", "mem0_compare", "dashboard", "footprint"} <= set(
+    assert {"import_speed", "add_speed", "recall_scale", "overfetch", "mem0_compare", "dashboard", "footprint"} <= set(
         summary["benchmarks"])
     assert all(b["status"] == "ok" for b in summary["benchmarks"].values()), summary
 
@@ -51,6 +51,13 @@ def test_import_reports_the_ratio_to_the_bare_model(smallest_run: Path):
     assert r["embedding"]["import_vs_bare_encode"] == pytest.approx(
         r["embedding"]["import_per_s"] / r["embedding"]["bare_encode_per_s"])
     assert r["with_vectors"]["import_per_s"] > 0
+
+
+def test_add_speed_reports_before_and_after_side_by_side(smallest_run: Path):
+    r = load(smallest_run, "add_speed")
+    assert all(v > 0 for v in r["adds_per_s"].values()), r["adds_per_s"]
+    assert r["speedup"] == pytest.approx(r["adds_per_s"]["after"] / r["adds_per_s"]["before"])
+    assert r["file_opens_per_add"]["before"] >= 1 > r["file_opens_per_add"]["after"]
 
 
 def test_recall_scale_checks_exactness_and_loads_only_recalled_namespaces(smallest_run: Path):

@@ -19,6 +19,7 @@ import duckdb
 
 from memory_core import MemoryBank
 from memory_core.maintenance import MaintenancePlan
+from memory_core.storage.duckdb import release_file
 from memory_core.text import tokenize
 
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
@@ -34,6 +35,8 @@ def _needles(text: str) -> list[bytes]:
 
 
 def _files_holding(folder: Path, needles: list[bytes]) -> list[str]:
+    for bank_file in folder.rglob("*.duckdb"):
+        release_file(bank_file)  # what a bank of this process keeps between operations is in the files
     found = []
     for f in sorted(p for p in folder.rglob("*") if p.is_file()):
         data = f.read_bytes()
@@ -45,6 +48,7 @@ def _files_holding(folder: Path, needles: list[bytes]) -> list[str]:
 
 def _tables_holding(path: Path, needle: str) -> list[str]:
     """Every text column of every table of the bank that still mentions ``needle``."""
+    release_file(path)
     con = duckdb.connect(str(path), read_only=True)
     try:
         cols = con.execute("SELECT table_name, column_name FROM information_schema.columns "

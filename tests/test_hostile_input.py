@@ -60,6 +60,7 @@ def hostile_bank(tmp_path_factory, embedder):
 
 def snapshot(bank: MemoryBank) -> str:
     """A digest of everything in the file that an operation could change."""
+    bank._store.release()  # the bank may keep the file between operations; DuckDB opens it one way
     con = duckdb.connect(str(bank.path), read_only=True)
     try:
         h = hashlib.sha256()

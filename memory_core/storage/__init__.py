@@ -6,7 +6,8 @@ from it is small (the protocols are in :mod:`.interface`, re-exported here):
 
 * :class:`Store`: a connection per operation (:meth:`Store.connect`, one transaction),
   a connection held across several transactions (:meth:`Store.hold`), the bank's lock across a
-  caller's own bookkeeping (:meth:`Store.locked`), a cheap "did anyone write?" value
+  caller's own bookkeeping (:meth:`Store.locked`), what a store keeps between operations
+  (:meth:`Store.upcoming` while one is prepared, :meth:`Store.release` on closing), a cheap "did anyone write?" value
   (:meth:`Store.signature`), the schema (:meth:`Store.initialize`), and backup, restore and
   compaction.
 * :class:`Connection`: ``execute``/``executemany`` with ``?`` placeholders, Arrow results

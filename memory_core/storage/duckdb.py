@@ -7,13 +7,17 @@ copies of the database), DuckDB's memory and thread settings, the connection wra
 the :class:`~memory_core.storage.Connection` interface, and :class:`DuckDBDialect`: every piece
 of DuckDB-only SQL the portable code needs, named in one place.
 
-Every write happens in one transaction on a connection opened for that operation and closed
-after it, so another process (the dashboard, another agent) can take the file in between; while
-someone else holds it we retry with backoff up to a bounded wait.
+Every write happens in one transaction on a connection opened for that operation, so another
+process (the dashboard, another agent) can take the file in between; while someone else holds it
+we wait for it up to a bounded wait. Between two operations of one process the file is kept for a
+short lease (see :class:`_Lease`): opening a DuckDB file and the checkpoint of closing it cost more
+than a small write, and a process waiting for the file announces itself so that the lease ends at
+once.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import os
@@ -234,6 +238,213 @@ def _flock_within(fh: Any, mode: int, timeout: float) -> bool:
         return False
 
 
+# -- leases: the file kept between two operations of one process --------------------------------
+
+# How long the file is kept after an operation with nothing to do, and at most in all (the lease
+# then ends after the operation running at that moment, and the next one opens the file again).
+LEASE_IDLE = 0.05
+LEASE_MAX = 1.0
+LEASE_POLL = 0.002  # how often an idle lease looks for a process waiting for the file
+# After a lease ended because another process waited, this process lets that process take the file
+# first (it was woken, but may not have run yet), for at most this long.
+YIELD_MAX = 0.2
+
+
+class _Lease:
+    """This process's hold on a bank file between its operations.
+
+    Opening a DuckDB file costs about 11 ms and closing the last connection checkpoints it, which
+    is what a small write cost: an agent adding memories one at a time opened the file for each
+    step. So when an operation ends, its connection is kept (``keeper``, holding one count of the
+    file lock and DuckDB's database instance) and the next operation of this process takes a
+    cursor of it: no open, no checkpoint. The lease ends (the keeper closes: one checkpoint for
+    every operation of the lease; then the file lock is released) when
+
+    * no operation used it for :data:`LEASE_IDLE` seconds (not counting while an operation of this
+      process prepares to use it: :meth:`DuckDBStore.upcoming`), or the operation running when it turns
+      :data:`LEASE_MAX` seconds old ends: a process that does not announce itself (an older
+      memory_core, the ``duckdb`` shell) gets the file within that long;
+    * another process waits for the file: a waiter holds a shared lock on ``<bank>.waiting`` while
+      it waits (see :func:`_announced`), which the lease thread tests every :data:`LEASE_POLL`
+      seconds and an operation before it takes the lease; this process then lets it take the file
+      first (:data:`YIELD_MAX`);
+    * the bank closes (:meth:`DuckDBStore.release`), before the process forks, at exit, and before
+      a compaction or restore replaces the file.
+
+    Durability does not wait for the end of a lease: every commit is in the WAL on disk (DuckDB
+    syncs it) before the operation returns, and a killed process's WAL is replayed by the next one.
+    """
+
+    def __init__(self, path: Path, key: str, keeper: duckdb.DuckDBPyConnection, read_only: bool, idle: float):
+        self.path = path
+        self.key = key
+        self.keeper = keeper
+        self.read_only = read_only
+        self.idle = idle
+        try:
+            self.wait_fh: Any = open(str(path) + ".waiting", "a+b")
+        except OSError:  # a read-only folder: nobody can announce, the lease ends when idle
+            self.wait_fh = None
+        self.users = 0  # operations using it now
+        self.started = self.last = time.monotonic()
+        self.ending = False
+
+    def waiters(self) -> bool:
+        """Does another process wait for the file? (Only it holds ``<bank>.waiting`` shared.)"""
+        if self.wait_fh is None:
+            return False
+        try:
+            fcntl.flock(self.wait_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(self.wait_fh, fcntl.LOCK_UN)
+        return False
+
+    def due(self, now: float, idle: bool = True) -> bool:
+        """With the guard held: should this unused lease end now (counting the time it has been
+        idle, unless an operation is about to use it)? Marks it ending."""
+        if self.users or self.ending:
+            return False
+        waited = self.waiters()
+        idle = idle and not _UPCOMING.get(self.key) and now - self.last >= self.idle
+        if waited or idle or now - self.started >= LEASE_MAX:
+            if waited:
+                _YIELD_UNTIL[self.key] = now + YIELD_MAX
+            self.ending = True
+        return self.ending
+
+    def end(self) -> None:
+        """Close the keeper (the checkpoint) and let go of the file. Called once, after :meth:`due`
+        or with ``ending`` set, without the guard."""
+        before = _signature(self.path, wait=False)
+        try:
+            with contextlib.suppress(duckdb.Error):
+                self.keeper.close()
+            # Nobody else can have written since ``before``: the lock is still ours. Recall compares
+            # signatures to know whether anyone wrote; the checkpoint alone must not look like it.
+            with _LEASE_CHANGED:
+                _SIGNATURE_ALIAS[self.key] = (FileSignature.of(self.path), before)
+        finally:
+            with _LEASE_CHANGED:
+                _LEASES.pop(self.key, None)
+                _LEASE_CHANGED.notify_all()
+            DuckDBStore._release_file_lock(self.key)
+            if self.wait_fh is not None:
+                self.wait_fh.close()
+
+
+_LEASES: dict[str, _Lease] = {}  # by lock key; guarded by _FILE_LOCKS_GUARD
+_LEASE_CHANGED = threading.Condition(_FILE_LOCKS_GUARD)
+_LEASE_THREAD: list[threading.Thread] = []
+_YIELD_UNTIL: dict[str, float] = {}  # lock key -> until when waiters announced may go first
+_UPCOMING: dict[str, int] = {}  # lock key -> operations of this process about to use the file
+# lock key -> (the file's signature after a lease's checkpoint, its signature before it)
+_SIGNATURE_ALIAS: dict[str, tuple["FileSignature", "FileSignature"]] = {}
+_EXITING = False
+
+
+def _signature(path: Path, wait: bool = True) -> FileSignature:
+    """The file's signature, a lease's checkpoint not counted as a change (see :meth:`_Lease.end`).
+    With ``wait``, not while this process's lease is ending: its checkpoint is under way."""
+    key = str(path) + ".lock"
+    with _LEASE_CHANGED:
+        while wait and (lease := _LEASES.get(key)) is not None and lease.ending:
+            _LEASE_CHANGED.wait()
+        sig = FileSignature.of(path)
+        alias = _SIGNATURE_ALIAS.get(key)
+    return alias[1] if alias is not None and alias[0] == sig else sig
+
+
+def _lease_loop() -> None:
+    """The lease thread: ends idle leases (see :class:`_Lease`), one at a time."""
+    while True:
+        with _LEASE_CHANGED:
+            while not _LEASES:
+                _LEASE_CHANGED.wait()
+            now = time.monotonic()
+            due = next((lease for lease in list(_LEASES.values()) if lease.due(now)), None)
+        if due is not None:
+            due.end()
+        else:
+            time.sleep(LEASE_POLL)
+
+
+def _end_leases(key: str | None = None, wait: bool = True) -> None:
+    """End this process's leases (of ``key`` only, when given) that no operation uses, and wait
+    for those already ending (a keeper closing in the lease thread when the interpreter exits
+    aborts the process); with ``wait``, also wait for the operations using them to end."""
+    while True:
+        with _LEASE_CHANGED:
+            found = [lease for k, lease in _LEASES.items() if key is None or k == key]
+            idle = [lease for lease in found if not lease.users and not lease.ending]
+            for lease in idle:
+                lease.ending = True
+            if not idle:
+                if not any(lease.ending or wait for lease in found):
+                    return
+                _LEASE_CHANGED.wait(0.05)
+                continue
+        for lease in idle:
+            lease.end()
+
+
+def release_file(path: str | os.PathLike) -> None:
+    """Let go of the bank file at ``path`` if this process keeps it between operations: before a
+    tool in this process opens it with DuckDB directly (DuckDB refuses to open a file it has open
+    with other settings) or reads its bytes (the last operations may still be in the WAL)."""
+    _end_leases(str(Path(path)) + ".lock")
+
+
+@contextlib.contextmanager
+def _announced(path: Path) -> Iterator[None]:
+    """Tell whoever holds the file that this process waits for it (for the block)."""
+    try:
+        fh = open(str(path) + ".waiting", "a+b")
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fh, fcntl.LOCK_SH)  # a holder testing for waiters has it for a moment
+        yield
+    finally:
+        fh.close()
+
+
+def _before_fork() -> None:
+    """A child must not inherit a kept connection (it would checkpoint the file as it exits):
+    end the idle leases, and hold the guard across the fork."""
+    _end_leases(wait=False)
+    _FILE_LOCKS_GUARD.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    _FILE_LOCKS_GUARD.release()
+
+
+def _after_fork_in_child() -> None:
+    _FILE_LOCKS_GUARD.release()
+    # Leases in use by another thread of the parent: that thread does not exist here. Keep the
+    # objects (closing the keeper would write the parent's file) but forget them.
+    _ORPHANS.extend(_LEASES.values())
+    _LEASES.clear()
+    _LEASE_THREAD.clear()
+    _YIELD_UNTIL.clear()
+
+
+_ORPHANS: list[_Lease] = []
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
+
+
+@atexit.register
+def _end_leases_at_exit() -> None:
+    global _EXITING
+    _EXITING = True
+    _end_leases(wait=False)
+
+
 class DuckDBStore:
     """One DuckDB bank file (a :class:`~memory_core.storage.Store`). Open a connection per
     operation with :meth:`connect`."""
@@ -250,6 +461,9 @@ class DuckDBStore:
         self.lock_timeout = lock_timeout
         self.read_only = read_only
         self.lock_waits: list[float] = []  # seconds waited for the file, per operation that waited
+        # Seconds this store keeps the file after an operation (see _Lease; 0: let go at once).
+        self.lease_idle = LEASE_IDLE
+        self.opens = 0  # DuckDB connections this store opened on the file (not through a lease)
 
     @classmethod
     def at(cls, path: str | os.PathLike, *, lock_timeout: float = 10.0, read_only: bool = False) -> "DuckDBStore":
@@ -298,6 +512,14 @@ class DuckDBStore:
                             fh = open(key, "a+b")
                         except OSError:
                             return None, waited  # DuckDB says what is wrong with the folder
+                    until = _YIELD_UNTIL.pop(key, None)
+                if until is not None:
+                    self._let_waiters_go(min(until, deadline))
+                with _FILE_LOCKS_GUARD:
+                    held = _FILE_LOCKS.get(key)
+                    if held is not None:
+                        held[1] += 1
+                        return key, waited
                     try:
                         fcntl.flock(fh, mode | fcntl.LOCK_NB)
                     except OSError:
@@ -311,7 +533,10 @@ class DuckDBStore:
                     waited = True
                     # Wait in the kernel, woken the moment the holder lets go: a process that
                     # polls misses the few milliseconds a busy process leaves between operations.
-                    if _flock_within(fh, mode, remaining):
+                    # Announced, so that a holder keeping the file between operations lets go.
+                    with _announced(self.path):
+                        got = _flock_within(fh, mode, remaining)
+                    if got:
                         with _FILE_LOCKS_GUARD:
                             held = _FILE_LOCKS.get(key)
                             if held is None:
@@ -331,6 +556,25 @@ class DuckDBStore:
             if fh is not None:
                 fh.close()
 
+    def _let_waiters_go(self, until: float) -> None:
+        """This process just ended a lease for a process that waited: let it (and whoever else
+        announced) take the file first, until ``until``."""
+        try:
+            fh = open(str(self.path) + ".waiting", "a+b")
+        except OSError:
+            return
+        try:
+            while time.monotonic() < until:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    time.sleep(0.001)  # still announced: not in yet
+                    continue
+                fcntl.flock(fh, fcntl.LOCK_UN)
+                return
+        finally:
+            fh.close()
+
     @staticmethod
     def _release_file_lock(key: str | None) -> None:
         if key is None:
@@ -343,8 +587,16 @@ class DuckDBStore:
                 fcntl.flock(held[0], fcntl.LOCK_UN)
                 held[0].close()
 
-    def _open(self) -> tuple[duckdb.DuckDBPyConnection, str | None]:
-        """A DuckDB connection and the file lock it holds: close with :meth:`_close`."""
+    def _open(self, lease: bool = True) -> tuple[duckdb.DuckDBPyConnection, Any]:
+        """A DuckDB connection and the file lock it holds (or the lease it came from): close with
+        :meth:`_close`. Without ``lease``, this process's lease of the file ends first (the caller
+        replaces the file)."""
+        if lease:
+            kept = self._from_lease()
+            if kept is not None:
+                return kept
+        else:
+            _end_leases(str(self.path) + ".lock")
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.005
         started = time.monotonic()
@@ -356,17 +608,88 @@ class DuckDBStore:
             raise
         return con, key
 
-    def _close(self, raw: duckdb.DuckDBPyConnection, key: str | None) -> None:
+    def _from_lease(self) -> tuple[duckdb.DuckDBPyConnection, _Lease] | None:
+        """A cursor of this process's lease of the file, if it has one nobody waits for."""
+        key = str(self.path) + ".lock"
+        with _LEASE_CHANGED:
+            while True:
+                lease = _LEASES.get(key)
+                if lease is None:
+                    return None
+                if lease.ending:  # its keeper is closing: wait until the file is let go
+                    _LEASE_CHANGED.wait()
+                    continue
+                if lease.users or (lease.read_only == self.read_only and not lease.due(time.monotonic(), idle=False)):
+                    # In use by another thread of ours: the file is this process's anyway.
+                    if lease.read_only == self.read_only:
+                        lease.users += 1
+                        return lease.keeper.cursor(), lease
+                    _LEASE_CHANGED.wait()  # DuckDB opens a file one way at a time per process
+                    continue
+                lease.ending = True  # due (waiters, idle, too old) or the other mode
+                break
+        lease.end()
+        return None
+
+    def _close(self, raw: duckdb.DuckDBPyConnection, key: Any, keep: bool = False) -> None:
+        """Close a connection of :meth:`_open`; with ``keep`` (the operation succeeded) the file
+        stays this process's for a lease (see :class:`_Lease`)."""
+        if isinstance(key, _Lease):
+            lease = key
+            try:
+                raw.close()
+            finally:
+                with _LEASE_CHANGED:
+                    lease.users -= 1
+                    lease.last = time.monotonic()
+                    end = (not lease.users and not lease.ending
+                           and (not keep or _EXITING or lease.last - lease.started >= LEASE_MAX))
+                    if end:
+                        lease.ending = True
+                    _LEASE_CHANGED.notify_all()
+                if end:
+                    lease.end()
+            return
+        if keep and key is not None and self.lease_idle > 0 and not _EXITING:
+            with _LEASE_CHANGED:
+                if key not in _LEASES:
+                    _LEASES[key] = _Lease(self.path, key, raw, self.read_only, self.lease_idle)
+                    if not _LEASE_THREAD:
+                        thread = threading.Thread(target=_lease_loop, name="memory-bank-lease", daemon=True)
+                        _LEASE_THREAD.append(thread)
+                        thread.start()
+                    _LEASE_CHANGED.notify_all()
+                    return  # the lease holds the connection and this count of the file lock
         try:
             raw.close()
         finally:
             self._release_file_lock(key)  # only now: closing the last connection checkpoints
+
+    @contextlib.contextmanager
+    def upcoming(self) -> Iterator[None]:
+        """The caller prepares an operation on the file (the model embeds its rows): a lease of the
+        file does not end for being idle meanwhile (it still ends for a process that waits)."""
+        key = str(self.path) + ".lock"
+        with _FILE_LOCKS_GUARD:
+            _UPCOMING[key] = _UPCOMING.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            with _FILE_LOCKS_GUARD:
+                _UPCOMING[key] -= 1
+                if not _UPCOMING[key]:
+                    del _UPCOMING[key]
+
+    def release(self) -> None:
+        """Let go of the file now if this process keeps it between operations (closing a bank)."""
+        _end_leases(str(self.path) + ".lock", wait=False)
 
     def _connect(self, deadline: float, started: float, waited: bool, delay: float) -> duckdb.DuckDBPyConnection:
         while True:
             try:
                 con = duckdb.connect(str(self.path), read_only=self.read_only,
                                      config={"memory_limit": self.MEMORY_LIMIT})
+                self.opens += 1
                 if waited:
                     self.lock_waits.append(time.monotonic() - started)
                 return con
@@ -426,6 +749,7 @@ class DuckDBStore:
     def _connection(self, write: bool, threads: int | None) -> Iterator[DuckDBConnection]:
         raw, key = self._open()
         con = DuckDBConnection(raw)
+        ok = False
         try:
             if threads is not None:
                 con.execute(f"SET threads = {int(threads)}")
@@ -434,6 +758,7 @@ class DuckDBStore:
                     yield con
             else:
                 yield con
+            ok = True
         except duckdb.Error as exc:
             # A damaged block shows up only when a query reads it: say which file and what to do,
             # never a DuckDB traceback.
@@ -441,8 +766,12 @@ class DuckDBStore:
                 raise corrupt_error(self.path, str(exc)) from None
             raise
         finally:
+            if threads is not None and ok:
+                # A setting of the database, which a lease keeps for the next operation.
+                with contextlib.suppress(duckdb.Error):
+                    con.execute("RESET threads")
             with contextlib.suppress(duckdb.Error):
-                self._close(raw, key)
+                self._close(raw, key, keep=ok)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -472,10 +801,12 @@ class DuckDBStore:
         """
         with self._writing():
             raw, key = self._open()
+            ok = False
             try:
                 yield DuckDBConnection(raw)
+                ok = True
             finally:
-                self._close(raw, key)
+                self._close(raw, key, keep=ok)
 
     def compact(self) -> None:
         """Rewrite the file from its live contents, so erased data leaves no trace in free blocks.
@@ -488,7 +819,7 @@ class DuckDBStore:
             self._compact()
 
     def _compact(self) -> None:
-        raw, key = self._open()
+        raw, key = self._open(lease=False)  # the file is replaced: no connection may outlive it
         tmp = self.path.with_name(f".{self.path.name}.compact.{os.getpid()}")
         try:
             raw.execute("FORCE CHECKPOINT").fetchall()
@@ -501,7 +832,7 @@ class DuckDBStore:
             Path(str(tmp) + ".wal").unlink(missing_ok=True)
 
     def signature(self) -> FileSignature:
-        return FileSignature.of(self.path)
+        return _signature(self.path)
 
     # -- backup and restore ----------------------------------------------------------------------
 
@@ -583,7 +914,7 @@ class DuckDBStore:
             current: tuple[int, list[tuple[int, str]]] | None = None
             if dest.exists():
                 try:
-                    raw, key = holder._open()
+                    raw, key = holder._open(lease=False)  # the file is replaced
                     seq = tables.change_seq(DuckDBConnection(raw))
                     current = (seq, raw.execute("SELECT id, namespace FROM memories").fetchall())
                 except CorruptBankError:

@@ -123,6 +123,15 @@ class Store(Protocol):
         process opens inside share it, and no other process writes until the block ends."""
         ...
 
+    def upcoming(self) -> AbstractContextManager[None]:
+        """The caller prepares an operation on the store (the model embeds its rows) for the block:
+        a store that keeps its connection between operations keeps it meanwhile."""
+        ...
+
+    def release(self) -> None:
+        """Let go of whatever the store keeps between operations (the bank is closing)."""
+        ...
+
     def signature(self) -> object:
         """A cheap value that changes whenever anyone writes: equal values mean nobody wrote."""
         ...

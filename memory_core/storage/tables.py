@@ -78,6 +78,19 @@ def take_ids(con: Connection, counter: str, n: int) -> int:
     return first
 
 
+def take_counters(con: Connection, wanted: dict[str, int]) -> dict[str, int]:
+    """Reserve ids from several meta counters in one statement (``{counter: n}``); returns the first
+    id of each. A single add takes four counters: two statements each cost as much as its insert."""
+    wanted = {k: int(n) for k, n in wanted.items() if n}
+    if not wanted:
+        return {}
+    case = " ".join("WHEN ? THEN ?" for _ in wanted)
+    params: list[Any] = [x for k, n in wanted.items() for x in (k, n)] + [list(wanted)]
+    rows = con.execute(f"UPDATE meta SET value = CAST(CAST(value AS BIGINT) + CASE key {case} END AS VARCHAR) "
+                       "WHERE key IN (SELECT unnest(?)) RETURNING key, value", params).fetchall()
+    return {key: int(value) - wanted[key] for key, value in rows}
+
+
 def change_seq(con: Connection) -> int:
     return int(con.execute("SELECT value FROM meta WHERE key = 'change_seq'").fetchone()[0])
 
@@ -91,12 +104,13 @@ def next_seq(con: Connection) -> int:
 
 
 def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarray,
-                    log: tuple[str, datetime, int | None] | None = None) -> None:
+                    log: tuple[str, datetime, int | None] | None = None, first_event: int | None = None) -> None:
     """Bulk insert through Arrow (one statement, not one per row).
 
     With ``log = (actor, at, group)`` each new memory also gets its "add" event, whose ``after``
     (the memory as added) the engine writes as JSON from the same Arrow table: building 100k JSON
-    strings in Python cost as much as the insert itself.
+    strings in Python cost as much as the insert itself. ``first_event``: the events' ids are
+    already reserved from there (else they are taken here).
     """
     n = len(rows["id"])
     flat = pa.array(np.ascontiguousarray(embeddings, dtype=np.float32).reshape(-1))
@@ -110,7 +124,7 @@ def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarr
         con.execute(f"INSERT INTO memories ({cols}) SELECT {cols} FROM _incoming")
         if log is not None and n:
             actor, at, group = log
-            first = take_ids(con, "next_event_id", n)
+            first = take_ids(con, "next_event_id", n) if first_event is None else first_event
             after = con.dialect.json_object(
                 [(c, con.dialect.iso_utc(c) if c in _TIME_COLUMNS else c) for c in _ADD_EVENT_FIELDS])
             con.execute(
