@@ -21,6 +21,7 @@ from .client import RemoteBank, is_url
 from .core import Core
 from .curation import Curation
 from .embed import Embedder
+from .errors import MemoryCoreError
 from .feedback import FeedbackLog
 from .labels import AblationRecords, Labels
 from .models import (
@@ -182,30 +183,14 @@ class MemoryBank:
 
     # -- writing -------------------------------------------------------------------------------
 
-    def add(
-        self,
-        text: str,
-        namespace: str = "default",
-        importance: float = 0.5,
-        kind: str = "explicit",
-        category: str = "other",
-        created_at: Any = None,
-        source: str | None = None,
-        embedding: Any = None,
-        pinned: bool = False,
-        detect_conflicts: bool = True,
-        context: str | None = None,
-    ) -> int:
-        """Store one memory and return its id.
-
-        ``text`` should be a short distilled statement ("Prefers vegetarian food"). ``importance``
-        is in [0, 1]; ``kind`` is explicit (the user said it) or inferred (the agent concluded it);
-        ``created_at`` (default now) keeps an imported memory's own date. A new memory that
-        contradicts a stored one is flagged at once (see :meth:`conflicts`) unless
-        ``detect_conflicts=False``. ``context`` (optional) is text that situates the memory, such
-        as the conversation turns around it: recall matches its words too, but it is never shown
-        as the memory, and it is set once (an edit of the text keeps it).
-        """
+    def add(self, text: str, namespace: str = "default", importance: float = 0.5, kind: str = "explicit",
+            category: str = "other", created_at: Any = None, source: str | None = None, embedding: Any = None,
+            pinned: bool = False, detect_conflicts: bool = True, context: str | None = None) -> int:
+        """Store one memory (a short distilled statement) and return its id. ``importance`` is in
+        [0, 1]; ``kind`` explicit (the user said it) or inferred; ``created_at`` default now. A
+        contradiction of a stored memory is flagged at once (see :meth:`conflicts`) unless
+        ``detect_conflicts=False``. ``context`` situates the memory (the turns around it): recall
+        matches its words, it is never shown, and it is set once."""
         row = {"text": text, "namespace": namespace, "importance": importance, "kind": kind,
                "category": category, "created_at": created_at, "source": source, "pinned": pinned,
                "context": context}
@@ -219,6 +204,14 @@ class MemoryBank:
         """Store many memories, all or nothing; returns their ids in order. See :meth:`Writer.add_many`."""
         return self._writer.add_many(rows, progress=progress, batch_size=batch_size,
                                      skip_existing=skip_existing, report=report)
+
+    def add_each(self, rows: Iterable[dict[str, Any]], *,
+                 detect_conflicts: bool | list[bool] = True) -> list[int | MemoryCoreError]:
+        """Store each row as :meth:`add` would, together (one embedding batch, one transaction): a
+        bad row gets its error in its place, the others their ids. See :meth:`Curation.add_each`."""
+        rows = list(rows)
+        detect = [detect_conflicts] * len(rows) if isinstance(detect_conflicts, bool) else list(detect_conflicts)
+        return self._curation.add_each(rows, detect=detect, client=self.llm)
 
     def import_jsonl(self, source: str | os.PathLike | IO[str], *, on_error: str = "refuse",
                      progress: Progress | None = None, namespace: str | None = None) -> ImportReport:

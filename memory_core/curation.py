@@ -16,7 +16,7 @@ from . import merge as merge_mod
 from . import rows as rowmod
 from .changes import Changes
 from .clock import to_aware, to_naive_utc, utcnow
-from .errors import NotFoundError, StateError, ValidationError
+from .errors import MemoryCoreError, NotFoundError, StateError, ValidationError
 from .models import (
     CONFLICT_STATUSES, RESOLUTIONS, Conflict, Memory, MergeRecord, check_choice, check_id, check_namespace, check_text,
 )
@@ -299,23 +299,58 @@ class Curation:
         return [c for c in self.record_conflicts(found) if c is not None] if found else []
 
     def add(self, row: dict[str, Any], *, detect: bool = True, client: Any = None) -> int:
-        """Store one memory (a row of :meth:`Writer.add_many`) and flag what it contradicts in its
-        namespace; returns its id.
+        """Store one memory and flag what it contradicts in its namespace; returns its id (see
+        :meth:`add_each`)."""
+        result = self.add_each([row], detect=[detect], client=client)[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
 
-        The model embeds the row first; then the write and, with the rules, the check take the
+    def add_each(self, rows: list[dict[str, Any]], *, detect: list[bool] | None = None,
+                 client: Any = None) -> list[int | MemoryCoreError]:
+        """Store each row (of :meth:`Writer.add_many`) as :meth:`add` would, together: one
+        embedding batch and one transaction for the rows that pass their checks; a bad row gets
+        its error in its place and the others are stored. ``detect[i]`` (default: all) says
+        whether row i is checked for contradictions.
+
+        The model embeds the rows first; then the write and, with the rules, the check take the
         file once (one hold; the write is one transaction, what the check found another: the
-        memory is stored even if the check fails, as when they ran apart), so an agent adding
+        memories are stored even if the check fails, as when they ran apart), so an agent adding
         memories one at a time neither opens the file for each step nor lets another process in
         between them. An LLM judge runs after the write, outside the hold: other processes would
         wait for its answers.
         """
-        checked = self.writer.check_row(row, utcnow())
-        namespace = checked["namespace"]
+        now = utcnow()
+        results: list[int | MemoryCoreError | None] = [None] * len(rows)
+        good: list[tuple[int, dict[str, Any]]] = []
+        for i, row in enumerate(rows):
+            try:
+                good.append((i, self.writer.check_row(row, now)))
+            except MemoryCoreError as exc:
+                results[i] = exc
+        if not good:
+            return results  # type: ignore[return-value]
+        checked = [c for _, c in good]
+        wanted = [detect is None or detect[i] for i, _ in good]
         with self.core.store.upcoming():
-            vectors = self.writer.vectors_for([checked])
+            try:
+                vectors = self.writer.vectors_for(checked)
+            except MemoryCoreError as exc:  # e.g. a given vector of the wrong dimension: each row alone
+                if len(good) == 1:
+                    results[good[0][0]] = exc
+                    return results  # type: ignore[return-value]
+                for i, _ in good:
+                    results[i] = self.add_each([rows[i]], detect=None if detect is None else [detect[i]],
+                                               client=client)[0]
+                return results  # type: ignore[return-value]
             with self.core.held() as con:
-                mid = self.writer.write(con, [checked], vectors)[0]
-                found = self._check_found(self._find_in(con, namespace, mid)) if detect and client is None else []
+                ids = self.writer.write(con, checked, vectors)
+                by_namespace: dict[str, list[int]] = {}
+                for row, mid, check in zip(checked, ids, wanted):
+                    if check:
+                        by_namespace.setdefault(row["namespace"], []).append(mid)
+                found = [] if client is not None else [
+                    f for ns, mids in by_namespace.items() for f in self._check_found(self._find_in(con, ns, mids))]
                 if found:
                     with con.transaction():
                         recorded = self._record_in(con, found)
@@ -323,18 +358,21 @@ class Curation:
                         # Open conflicts change no cache of this bank, and nobody else wrote since
                         # the catch-up (the file is held): the next operation need not catch up.
                         self.core.advance(tables.change_seq(con))
-        if detect and client is not None:
-            self.detect_conflicts(namespace, memory_ids=[mid], client=client)
-        return mid
+        if client is not None:
+            for ns, mids in by_namespace.items():
+                self.detect_conflicts(ns, memory_ids=mids, client=client)
+        for (i, _), mid in zip(good, ids):
+            results[i] = mid
+        return results  # type: ignore[return-value]
 
-    def _find_in(self, con: Any, namespace: str, mid: int) -> list[dict[str, Any]]:
-        """What the rules find the new memory ``mid`` contradicts (what :meth:`detect_conflicts`
-        finds for it without an LLM), read through ``con``."""
+    def _find_in(self, con: Any, namespace: str, new: list[int]) -> list[dict[str, Any]]:
+        """What the rules find the new memories contradict (what :meth:`detect_conflicts` finds for
+        them without an LLM), read through ``con``."""
         idx = self.core.ns_index(con, namespace)
         if idx is None:
             return []
         ids, vectors = idx.ids[: idx.n], idx.emb[: idx.n]
-        pairs = conflicts.pairs_to_judge(ids, vectors, [mid])
+        pairs = conflicts.pairs_to_judge(ids, vectors, new)
         if not pairs:
             return []
         # The index holds what the judge reads of each memory (as recall's hits are built); only
@@ -343,8 +381,8 @@ class Curation:
                     if (m := rowmod.memory_from_index(idx, idx.row_of[i])) is not None}
         missing = sorted({i for p in pairs for i in p} - set(memories))
         memories.update(self.core.get_rows(con, missing) if missing else {})
-        # A memory written in this very hold is in no recorded conflict yet: nothing is known.
-        return conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=[mid])
+        # Memories written in this very hold are in no recorded conflict yet: nothing is known.
+        return conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=new)
 
     def apply_maintenance(self, work: Any, *, dry_run: bool = False) -> Any:
         """Make the changes a planned maintenance run lists (a :class:`memory_core.maintenance.MaintenanceWork`),

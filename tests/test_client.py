@@ -384,7 +384,7 @@ def test_grouped_single_adds_keep_each_rows_detect_conflicts(tmp_path, embedder)
             group = [({"text": text, "namespace": "alice", "category": "fact", "detect_conflicts": detect}, Future())
                      for text, detect in [("Alice lives in Bergen", False), ("Alice lives in Tromsø", True)]]
             queue.write_group(group)
-            quiet, checked = (done.result() for _, done in group)
+            quiet, checked = (done.result().id for _, done in group)
         finally:
             queue.close()
         pairs = {frozenset((c.a.id, c.b.id)) for c in bank.conflicts("alice")}

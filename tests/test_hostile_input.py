@@ -258,7 +258,9 @@ REVIEWED_SQL_PIECES = {
                   # insert_memories: the dialect's JSON of the fixed _ADD_EVENT_FIELDS
                   "after",
                   # access_rows: ids joined after int() each
-                  "listed"},
+                  "listed",
+                  # take_counters: "WHEN ? THEN ?" repeated once per counter (placeholders only)
+                  "case"},
 }
 
 

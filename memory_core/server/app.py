@@ -107,6 +107,12 @@ class Service:
     writes: WriteQueue | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def add(self, row: dict[str, Any]) -> Memory:
+        """Store one memory through the write queue (grouped with concurrent adds); the stored memory."""
+        if self.writes is not None:
+            return self.writes.add(row)
+        return self.bank.get(self.bank.add(**row))
+
     def memory(self, caller: Caller, memory_id: int) -> Memory:
         """The memory with this id if the caller may see it; otherwise not found, as if absent."""
         try:
@@ -273,8 +279,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         false); returns it as stored."""
         row = body.model_dump()
         row["namespace"] = who.namespace(body.namespace, write=True)
-        mid = svc.writes.add(row) if svc.writes is not None else svc.bank.add(**row)
-        return svc.bank.get(mid).to_dict()
+        return svc.add(row).to_dict()
 
     @app.post("/v1/memories/batch", status_code=201, tags=["memories"])
     def add_memories(body: Batch, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:

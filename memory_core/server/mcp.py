@@ -215,9 +215,8 @@ def build_server(access: Callable[[Context], Access]) -> MCPServer:
         row = {"text": text, "namespace": who.namespace, "importance": importance, "category": category,
                "kind": "explicit", "created_at": None, "context": None, "pinned": False, "source": "mcp"}
         svc = who.service
-        mid = svc.writes.add(row) if svc.writes is not None else svc.bank.add(**row)
-        memory = svc.bank.get(mid)
-        return text_result(f"Stored memory {mid}: {memory.text}", memory.to_dict())
+        memory = svc.add(row)
+        return text_result(f"Stored memory {memory.id}: {memory.text}", memory.to_dict())
 
     @tool(ToolAnnotations(title="Search memories", read_only_hint=True, open_world_hint=False))
     def search_memories(

@@ -1,12 +1,10 @@
 """Grouping concurrent single adds into one write: one embedding batch, one transaction.
 
 Each ``POST /v1/memories`` hands its row to the :class:`WriteQueue` and waits. One thread takes
-every row waiting, embeds them as one batch and stores them with one ``add_many`` (one
-transaction), then checks the new memories for contradictions, namespace by namespace, as
-``MemoryBank.add`` does (except rows with ``detect_conflicts: False``). A request is answered only
-once its row is committed. ``add_many`` is all or nothing, so a group that fails (one bad row
-refuses the whole transaction) is written again one row at a time: each request gets its own
-answer, and only a bad row's request an error.
+every row waiting, embeds them as one batch and stores them in one transaction, then checks the new memories for contradictions, namespace by namespace, as
+``MemoryBank.add`` does (except rows with ``detect_conflicts: False``): ``MemoryBank.add_each``
+does all of it in one hold of the file. A request is answered only once its row is committed; a
+bad row gets its own error and the others of its group are stored.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memory_core import MemoryBank
+    from memory_core import Memory, MemoryBank
 
 MAX_GROUP = 256  # rows written in one transaction at most
 
@@ -32,8 +30,9 @@ class WriteQueue:
         self.closed = False
         self.thread.start()
 
-    def add(self, row: dict[str, Any]) -> int:
-        """Store one row (as ``MemoryBank.add`` takes it) and return its id, or raise its error."""
+    def add(self, row: dict[str, Any]) -> "Memory":
+        """Store one row (as ``MemoryBank.add`` takes it) and return the stored memory, or raise
+        its error."""
         if self.closed:
             raise RuntimeError("the server is shutting down")
         done: Future = Future()
@@ -67,27 +66,18 @@ class WriteQueue:
                 return
 
     def write_group(self, group: list[tuple[dict[str, Any], Future]]) -> None:
-        if len(group) > 1:
-            try:
-                ids = self.bank.add_many([{k: v for k, v in row.items() if k != "detect_conflicts"}
-                                          for row, _ in group])
-            except Exception:
-                ids = None  # write them one by one below: each request gets its own answer
-            if ids is not None:
-                by_namespace: dict[str, list[int]] = {}
-                for (row, _), mid in zip(group, ids):
-                    if row.get("detect_conflicts", True):
-                        by_namespace.setdefault(row["namespace"], []).append(mid)
-                for namespace, mids in by_namespace.items():
-                    try:
-                        self.bank.detect_conflicts(namespace, memory_ids=mids)
-                    except Exception:
-                        pass  # stored: a missed contradiction is found by the next detection run
-                for (_, done), mid in zip(group, ids):
-                    done.set_result(mid)
-                return
-        for row, done in group:
-            try:
-                done.set_result(self.bank.add(**row))
-            except BaseException as exc:
+        rows = [{k: v for k, v in row.items() if k != "detect_conflicts"} for row, _ in group]
+        try:
+            results = self.bank.add_each(rows, detect_conflicts=[row.get("detect_conflicts", True)
+                                                                 for row, _ in group])
+            ids = [r for r in results if isinstance(r, int)]
+            stored = self.bank.get_many(ids) if ids else {}
+        except BaseException as exc:  # the store failed (busy, gone): every request of the group hears it
+            for _, done in group:
                 done.set_exception(exc)
+            return
+        for (_, done), result in zip(group, results):
+            if isinstance(result, int):
+                done.set_result(stored[result])
+            else:
+                done.set_exception(result)
