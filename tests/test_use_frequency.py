@@ -63,6 +63,9 @@ def uses_in_feedback(path: Path) -> dict[int, int]:
     """use_count as the feedback rows say it should be, read straight from the file."""
     import duckdb
 
+    from memory_core.storage.duckdb import release_file
+
+    release_file(path)  # the open bank of this process may keep the file between operations
     con = duckdb.connect(str(path), read_only=True)
     try:
         return dict(con.execute("SELECT memory_id, count(DISTINCT retrieval_id) FROM feedback_hits WHERE used "
