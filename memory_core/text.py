@@ -174,9 +174,17 @@ STOP_CJK: Final = frozenset(STOPWORDS_CHINESE)
 try:  # Snowball stemming makes "cooking" match "cook" and "katterna" match "katt".
     import Stemmer
 
-    _STEMMERS: Final = {"en": Stemmer.Stemmer("english").stemWord, "sv": Stemmer.Stemmer("swedish").stemWord}
+    _sv_snowball = Stemmer.Stemmer("swedish").stemWord
+    _STEMMERS: Final = {"en": Stemmer.Stemmer("english").stemWord, "sv": lambda w: _sv_definite(_sv_snowball(w))}
 except ImportError:  # pragma: no cover - PyStemmer is a declared dependency
     _STEMMERS = {"en": str, "sv": str}
+
+
+def _sv_definite(word: str) -> str:
+    """Snowball's Swedish stemmer keeps the definite neuter ending -et ("kaffet", "jobbet", "huset"),
+    so "kaffet" would not match "kaffe": strip it from words of six letters or more (a few words
+    that merely end so, "paket", lose it too, alike in memories and queries)."""
+    return word[:-2] if len(word) >= 6 and word.endswith("et") else word
 
 
 def stem(word: str, language: str = "en") -> str:

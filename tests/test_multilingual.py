@@ -44,6 +44,7 @@ def test_chinese_tokens_fold_traditional_characters() -> None:
 
 def test_swedish_stemming_matches_inflections(bank) -> None:
     assert set(text.tokenize("katterna")) == set(text.tokenize("katter", "sv")) == {"katt"}
+    assert text.tokenize("kaffet", "sv") == text.tokenize("kaffe", "sv")  # the definite -et Snowball keeps
     ids = bank.add_many([{"text": t, "namespace": "sv", "created_at": NOW} for t in (
         "Jag är allergisk mot katter.", "Vi har en golden retriever som heter Bamse.",
         "Min syster bor i Göteborg.")])
