@@ -66,7 +66,9 @@ def cli(ctx: click.Context, bank_path: str) -> None:
 
 
 @cli.command()
-@click.option("--model", default=None, help="sentence-transformers model (default: the bundled all-MiniLM-L6-v2).")
+@click.option("--model", default=None, help="embedding model: use-multilingual-v3 (16 languages, questions and "
+              "memories in different languages), a sentence-transformers model name or folder (default: the "
+              "bundled all-MiniLM-L6-v2, English).")
 @click.pass_obj
 def init(obj: _Context, model: str | None) -> None:
     """Create an empty bank (opening an existing one just checks it)."""
@@ -335,7 +337,8 @@ class _StageBars:
 
 
 @cli.command()
-@click.option("--model", default=None, help="The model to move to (default: the bank's own).")
+@click.option("--model", default=None, help="The model to move to: use-multilingual-v3, all-MiniLM-L6-v2 or a "
+              "sentence-transformers model name or folder (default: the bank's own).")
 @click.pass_obj
 def reembed(obj: _Context, model: str | None) -> None:
     """Embed every memory again, with another model if given."""

@@ -653,20 +653,26 @@ def _looks_swedish(low: str) -> bool:
 
 
 def _sv_stem(token: str) -> str:
-    # A light Swedish suffix strip on top of text.tokenize's English stemming, so that "röker" and
-    # "röka", "jobbar" and "jobbet" share a topic token.
+    # A light Swedish suffix strip on top of text.tokenize's Swedish stemming (which keeps
+    # "jobbet" and "kaffet"), so that "jobbar" and "jobbet" share a topic token.
     for suffix in _SV_SUFFIXES:
         if token.endswith(suffix) and len(token) - len(suffix) >= 2:
             return token[: -len(suffix)]
     return token
 
 
+def _lang(swedish: bool) -> str:
+    # Fragments (an attribute, a value) are too short to detect a language from: they are
+    # tokenized by the language of the whole memory (CJK runs are segmented whatever it is).
+    return "sv" if swedish else "en"
+
+
 def _tokens(text: str, swedish: bool) -> set[str]:
     out: set[str] = set()
-    for token in tokenize(text):
+    for token in tokenize(text, _lang(swedish)):
         if CJK_CHAR.search(token):
-            # text.tokenize makes every character bigram; one that straddles a particle ("了上"
-            # in "搬到了上海") is not a word and would only invent shared topics.
+            # Kana and Hangul runs become every character bigram; one that straddles a particle
+            # is not a word and would only invent shared topics.
             if token not in _TOPIC_FILLER and not (len(token) == 2 and set(token) & _CJK_PARTICLES):
                 out.add(token)
             continue
@@ -685,9 +691,9 @@ def _value_tokens(value: str, swedish: bool) -> frozenset[str]:
         if word in _VALUE_FILLER:
             continue
         if CJK_CHAR.search(word):
-            out.update(t for t in tokenize(word) if t not in ("了", "的"))
+            out.update(t for t in tokenize(word, _lang(swedish)) if t not in ("了", "的"))
             continue
-        found = tokenize(word)
+        found = tokenize(word, _lang(swedish))
         if not found:
             found = [word]  # a stop word that is the value itself ("may", the month)
         out.update(_sv_stem(t) if swedish else t for t in found)

