@@ -27,7 +27,7 @@ def test_every_page_loads_and_edits_reach_the_agents_while_a_server_takes_writes
     path = tmp_path / "served.duckdb"
     now = datetime.now(timezone.utc)
     with MemoryBank.open(path, embedder=embedder) as bank:
-        _, secret = bank.tokens.create("agents", ["alice"])
+        _, secret = bank.tokens.create("agents", ["alice", "load"])
         veg = bank.add("Alice prefers vegetarian food", namespace="alice", importance=0.9, category="preference")
         paris, berlin = bank.add_many([
             {"text": "Alice lives in Paris", "namespace": "alice", "created_at": now - timedelta(days=30)},
@@ -44,13 +44,14 @@ def test_every_page_loads_and_edits_reach_the_agents_while_a_server_takes_writes
         with httpx.Client(base_url=server.url, headers=headers, timeout=60) as c:
             n = 0
             while not stop.is_set():
-                r = c.post("/v1/memories", json={"text": f"agent {i} note {n} about gardening and tea"})
+                r = c.post("/v1/memories", json={"text": f"agent {i} note {n} about gardening and tea",
+                                                 "namespace": "load"})
                 n += 1
                 (acked.append(r.json()["id"]) if r.status_code == 201 else errors.append(r.text))
 
     def recalled(query: str) -> list[int]:
         with httpx.Client(base_url=server.url, headers=headers, timeout=60) as c:
-            r = c.post("/v1/recall", json={"query": query, "threshold": 0.0, "k": 50})
+            r = c.post("/v1/recall", json={"query": query, "namespace": "alice", "threshold": 0.0, "k": 50})
             assert r.status_code == 200, r.text
             return [h["memory"]["id"] for h in r.json()["hits"]]
 
