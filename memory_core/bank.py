@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable
+from typing import IO, Any, Callable, ContextManager, Iterable
 
 import numpy as np
 
@@ -121,8 +121,12 @@ class MemoryBank:
 
     @property
     def actor(self) -> str:
-        """Who this bank's events name as having made the change."""
+        """Who this bank's events name as having made the change (in this thread)."""
         return self._core.actor
+
+    def acting_as(self, actor: str) -> ContextManager[None]:
+        """Record what this thread changes in the ``with`` block as made by ``actor``."""
+        return self._core.acting_as(actor)
 
     @property
     def closed(self) -> bool:

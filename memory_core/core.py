@@ -39,7 +39,8 @@ class Core:
         self.store = store
         self.model = model
         self.dim = dim
-        self.actor = actor
+        self.default_actor = actor
+        self.acting = threading.local()  # who this thread acts for, when not the bank's actor
         self._embedder = embedder
         self.lock = threading.RLock()
         self.closed = False
@@ -109,6 +110,23 @@ class Core:
                 if idx.changes_since_save:
                     self.save_index(idx)
         self.store.release()
+
+    @property
+    def actor(self) -> str:
+        """Who this thread's changes are recorded as made by (see :meth:`acting_as`)."""
+        return getattr(self.acting, "actor", None) or self.default_actor
+
+    @contextlib.contextmanager
+    def acting_as(self, actor: str) -> Iterator[None]:
+        """Record what this thread changes in the block as made by ``actor`` (a server: the token)."""
+        if not isinstance(actor, str) or not actor:
+            raise ValidationError("actor must be a non-empty string")
+        before = getattr(self.acting, "actor", None)
+        self.acting.actor = actor
+        try:
+            yield
+        finally:
+            self.acting.actor = before
 
     @property
     def path(self) -> Path:

@@ -381,10 +381,11 @@ def test_grouped_single_adds_keep_each_rows_detect_conflicts(tmp_path, embedder)
         oslo = bank.add("Alice lives in Oslo", namespace="alice", category="fact", created_at=NOW - timedelta(days=30))
         queue = WriteQueue(bank)
         try:
-            group = [({"text": text, "namespace": "alice", "category": "fact", "detect_conflicts": detect}, Future())
+            group = [({"text": text, "namespace": "alice", "category": "fact", "detect_conflicts": detect}, None,
+                      Future())
                      for text, detect in [("Alice lives in Bergen", False), ("Alice lives in Tromsø", True)]]
             queue.write_group(group)
-            quiet, checked = (done.result().id for _, done in group)
+            quiet, checked = (done.result().id for _, _, done in group)
         finally:
             queue.close()
         pairs = {frozenset((c.a.id, c.b.id)) for c in bank.conflicts("alice")}

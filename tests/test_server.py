@@ -64,8 +64,10 @@ def test_a_memory_goes_through_its_whole_life(alice):
     listed = alice.get("/v1/memories", params={"namespace": "alice", "status": "archived"}).json()
     assert m["id"] in [x["id"] for x in listed["memories"]] and listed["total"] >= 1
     assert alice.post(f"/v1/memories/{m['id']}/restore").json()["status"] == "active"
-    actions = [e["action"] for e in alice.get(f"/v1/memories/{m['id']}/history").json()["events"]]
+    events = alice.get(f"/v1/memories/{m['id']}/history").json()["events"]
+    actions = [e["action"] for e in events]
     assert actions[0] == "add" and "update" in actions and "restore" in actions
+    assert {e["actor"] for e in events} == {"token:alice"}  # the history names the token that made each change
     gone = alice.delete(f"/v1/memories/{m['id']}", params={"hard": "true"}).json()
     assert gone["text"] is None and gone["status"] == "deleted"
 

@@ -11,6 +11,7 @@ thread-safe and serialises what must be.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable
@@ -68,6 +69,11 @@ class Caller:
         return "anonymous" if self.token is None else self.token.name
 
     @property
+    def actor(self) -> str | None:
+        """Who the bank's history names for this caller's changes (None: the server's own actor)."""
+        return None if self.token is None else f"token:{self.token.name}"
+
+    @property
     def namespaces(self) -> tuple[str, ...] | None:
         """The namespaces it may use, or None for all of them."""
         return None if self.token is None or self.token.admin else self.token.namespaces
@@ -107,11 +113,16 @@ class Service:
     writes: WriteQueue | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def add(self, row: dict[str, Any]) -> Memory:
+    def add(self, row: dict[str, Any], caller: Caller) -> Memory:
         """Store one memory through the write queue (grouped with concurrent adds); the stored memory."""
         if self.writes is not None:
-            return self.writes.add(row)
-        return self.bank.get(self.bank.add(**row))
+            return self.writes.add(row, caller.actor)
+        with self.acting(caller):
+            return self.bank.get(self.bank.add(**row))
+
+    def acting(self, caller: Caller) -> contextlib.AbstractContextManager:
+        """Record this thread's changes in the block as the caller's (its token's name)."""
+        return contextlib.nullcontext() if caller.actor is None else self.bank.acting_as(caller.actor)
 
     def memory(self, caller: Caller, memory_id: int) -> Memory:
         """The memory with this id if the caller may see it; otherwise not found, as if absent."""
@@ -267,6 +278,15 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
     return app
 
 
+def acting(route: Callable) -> Callable:
+    """Run a route's body with the bank recording its changes as the caller's (see Service.acting)."""
+    @functools.wraps(route)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with kwargs["svc"].acting(kwargs["who"]):
+            return route(*args, **kwargs)
+    return run
+
+
 def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
     @app.get("/v1/health", tags=["server"])
     def health(svc: Service = Depends(service)) -> dict:
@@ -274,14 +294,16 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         return {"status": "ok", "version": VERSION, "model": svc.bank.model, "auth": svc.auth}
 
     @app.post("/v1/memories", status_code=201, tags=["memories"])
+    @acting
     def add_memory(body: NewMemory, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """Store one memory (checked for contradictions with stored ones unless ``detect_conflicts`` is
         false); returns it as stored."""
         row = body.model_dump()
         row["namespace"] = who.namespace(body.namespace, write=True)
-        return svc.add(row).to_dict()
+        return svc.add(row, who).to_dict()
 
     @app.post("/v1/memories/batch", status_code=201, tags=["memories"])
+    @acting
     def add_memories(body: Batch, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """Store many memories in one transaction, all or nothing; returns their ids in order."""
         who.check_write()
@@ -309,6 +331,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         return svc.memory(who, memory_id).to_dict()
 
     @app.patch("/v1/memories/{memory_id}", tags=["memories"])
+    @acting
     def update_memory(memory_id: int, body: MemoryChanges, svc: Service = Depends(service),
                       who: Caller = Depends(caller)) -> dict:
         """Change fields of a memory (a new text is embedded again); returns it as updated."""
@@ -320,6 +343,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         return svc.bank.update(memory_id, **changes).to_dict()
 
     @app.delete("/v1/memories/{memory_id}", tags=["memories"])
+    @acting
     def delete_memory(memory_id: int, hard: bool = False, reason: str | None = None,
                       svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """Archive a memory (restorable), or with ``hard=true`` erase its text for good."""
@@ -329,6 +353,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         return svc.bank.get(memory_id).to_dict()
 
     @app.post("/v1/memories/{memory_id}/restore", tags=["memories"])
+    @acting
     def restore_memory(memory_id: int, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """Bring an archived memory back into recall."""
         who.check_write()
@@ -342,6 +367,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         return {"events": [e.to_dict() for e in svc.bank.history(memory_id)]}
 
     @app.post("/v1/recall", tags=["recall"])
+    @acting
     def recall(body: RecallRequest, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """The memories most worth putting in the prompt for ``query``: the top k that clear the
         threshold, possibly none. ``retrieval_id`` is what feedback refers to."""
@@ -360,6 +386,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
                 "prompt": format_for_prompt(hits, now=body.now) if hits else ""}
 
     @app.post("/v1/feedback", tags=["recall"])
+    @acting
     def feedback(body: FeedbackRequest, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """What happened after a recall: the answer, the memories it used, whether it helped."""
         who.check_write()
@@ -377,6 +404,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         return {"conflicts": [c.to_dict() for c in found]}
 
     @app.post("/v1/conflicts/{conflict_id}/resolve", tags=["curation"])
+    @acting
     def resolve_conflict(conflict_id: int, body: Resolution, svc: Service = Depends(service),
                          who: Caller = Depends(caller)) -> dict:
         """Resolve a contradiction by a rule; one undoable operation."""

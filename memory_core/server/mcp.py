@@ -215,7 +215,7 @@ def build_server(access: Callable[[Context], Access]) -> MCPServer:
         row = {"text": text, "namespace": who.namespace, "importance": importance, "category": category,
                "kind": "explicit", "created_at": None, "context": None, "pinned": False, "source": "mcp"}
         svc = who.service
-        memory = svc.add(row)
+        memory = svc.add(row, who.caller)
         return text_result(f"Stored memory {memory.id}: {memory.text}", memory.to_dict())
 
     @tool(ToolAnnotations(title="Search memories", read_only_hint=True, open_world_hint=False))
@@ -239,7 +239,8 @@ def build_server(access: Callable[[Context], Access]) -> MCPServer:
         """
         who = access(ctx)
         bank = who.service.bank
-        hits = bank.recall(query, who.namespace, k=k, record=True)
+        with who.service.acting(who.caller):
+            hits = bank.recall(query, who.namespace, k=k, record=True)
         rid = bank.last_retrieval_id  # this thread's recall: safe with concurrent requests
         if hits:
             text = format_for_prompt(hits, cite=True)
@@ -284,7 +285,8 @@ def build_server(access: Callable[[Context], Access]) -> MCPServer:
         who.caller.check_write()
         svc = who.service
         svc.memory(who.caller, id)
-        svc.bank.forget(id, hard=False, reason="deleted through MCP")
+        with svc.acting(who.caller):
+            svc.bank.forget(id, hard=False, reason="deleted through MCP")
         memory = svc.bank.get(id)
         return text_result(f"Memory {id} is archived: it no longer comes up in searches.", memory.to_dict())
 
@@ -309,7 +311,8 @@ def build_server(access: Callable[[Context], Access]) -> MCPServer:
         """
         who = access(ctx)
         who.caller.check_write()
-        fb = who.service.bank.feedback(retrieval_id, answer, used_ids, helpful, namespaces=who.caller.namespaces)
+        with who.service.acting(who.caller):
+            fb = who.service.bank.feedback(retrieval_id, answer, used_ids, helpful, namespaces=who.caller.namespaces)
         used = fb.used_ids
         text = (f"Feedback recorded for retrieval {fb.retrieval_id}: "
                 + (f"used memories {', '.join(map(str, used))}" if used else "no memory used")

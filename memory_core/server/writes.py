@@ -1,14 +1,16 @@
 """Grouping concurrent single adds into one write: one embedding batch, one transaction.
 
-Each ``POST /v1/memories`` hands its row to the :class:`WriteQueue` and waits. One thread takes
-every row waiting, embeds them as one batch and stores them in one transaction, then checks the new memories for contradictions, namespace by namespace, as
-``MemoryBank.add`` does (except rows with ``detect_conflicts: False``): ``MemoryBank.add_each``
-does all of it in one hold of the file. A request is answered only once its row is committed; a
-bad row gets its own error and the others of its group are stored.
+Each ``POST /v1/memories`` (and MCP's ``add_memory``) hands its row to the :class:`WriteQueue`
+and waits. One thread takes every row waiting and stores them with ``MemoryBank.add_each``: one
+embedding batch, one transaction, and the check for contradictions as ``MemoryBank.add`` makes it
+(except rows with ``detect_conflicts: False``), in one hold of the file. A request is answered
+only once its row is committed; a bad row gets its own error and the others of its group are
+stored. The history names each row's caller (rows of several tokens are written per token).
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from concurrent.futures import Future
@@ -25,18 +27,18 @@ class WriteQueue:
 
     def __init__(self, bank: "MemoryBank"):
         self.bank = bank
-        self.pending: "queue.Queue[tuple[dict[str, Any], Future] | None]" = queue.Queue()
+        self.pending: "queue.Queue[tuple[dict[str, Any], str | None, Future] | None]" = queue.Queue()
         self.thread = threading.Thread(target=self.run, name="memctl-writes", daemon=True)
         self.closed = False
         self.thread.start()
 
-    def add(self, row: dict[str, Any]) -> "Memory":
-        """Store one row (as ``MemoryBank.add`` takes it) and return the stored memory, or raise
-        its error."""
+    def add(self, row: dict[str, Any], actor: str | None = None) -> "Memory":
+        """Store one row (as ``MemoryBank.add`` takes it) as made by ``actor`` (default: the
+        bank's), and return the stored memory, or raise its error."""
         if self.closed:
             raise RuntimeError("the server is shutting down")
         done: Future = Future()
-        self.pending.put((row, done))
+        self.pending.put((row, actor, done))
         return done.result()
 
     def close(self) -> None:
@@ -65,18 +67,27 @@ class WriteQueue:
             if stop:
                 return
 
-    def write_group(self, group: list[tuple[dict[str, Any], Future]]) -> None:
-        rows = [{k: v for k, v in row.items() if k != "detect_conflicts"} for row, _ in group]
+    def write_group(self, group: list[tuple[dict[str, Any], str | None, Future]]) -> None:
+        """Store a group: one ``add_each`` per actor in it (the history names who made each add)."""
+        by_actor: dict[str | None, list[tuple[dict[str, Any], Future]]] = {}
+        for row, actor, done in group:
+            by_actor.setdefault(actor, []).append((row, done))
+        for actor, items in by_actor.items():
+            with contextlib.nullcontext() if actor is None else self.bank.acting_as(actor):
+                self.write_rows(items)
+
+    def write_rows(self, items: list[tuple[dict[str, Any], Future]]) -> None:
+        rows = [{k: v for k, v in row.items() if k != "detect_conflicts"} for row, _ in items]
         try:
             results = self.bank.add_each(rows, detect_conflicts=[row.get("detect_conflicts", True)
-                                                                 for row, _ in group])
+                                                                 for row, _ in items])
             ids = [r for r in results if isinstance(r, int)]
             stored = self.bank.get_many(ids) if ids else {}
         except BaseException as exc:  # the store failed (busy, gone): every request of the group hears it
-            for _, done in group:
+            for _, done in items:
                 done.set_exception(exc)
             return
-        for (_, done), result in zip(group, results):
+        for (_, done), result in zip(items, results):
             if isinstance(result, int):
                 done.set_result(stored[result])
             else:
