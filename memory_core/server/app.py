@@ -63,6 +63,7 @@ class Caller:
     """The token of a request (None when the server runs without auth: everything is allowed)."""
 
     token: Token | None
+    anonymous: bool = False  # a token made up for a connection without auth (MCP over stdio, --no-auth)
 
     @property
     def name(self) -> str:
@@ -71,7 +72,7 @@ class Caller:
     @property
     def actor(self) -> str | None:
         """Who the bank's history names for this caller's changes (None: the server's own actor)."""
-        return None if self.token is None else f"token:{self.token.name}"
+        return None if self.token is None or self.anonymous else f"token:{self.token.name}"
 
     @property
     def namespaces(self) -> tuple[str, ...] | None:

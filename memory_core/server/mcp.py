@@ -82,9 +82,8 @@ def narrowed(who: Caller, namespace: str) -> Caller:
     makes (an id of another namespace is not found, feedback only for its own recalls) applies."""
     if who.token is None:
         token = Token("anonymous", (namespace,), False, False, datetime.now(timezone.utc).replace(tzinfo=None))
-    else:
-        token = dataclasses.replace(who.token, namespaces=(namespace,), admin=False)
-    return Caller(token)
+        return Caller(token, anonymous=True)
+    return Caller(dataclasses.replace(who.token, namespaces=(namespace,), admin=False))
 
 
 def choose_namespace(who: Caller, asked: str | None, *, auth: bool) -> str:
