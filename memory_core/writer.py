@@ -47,6 +47,9 @@ ROW_FIELDS = frozenset({"id", "text", "namespace", "importance", "kind", "catego
 _INTERNAL = ("status", "superseded_by", "merged_into", "last_accessed_at", "access_count", "updated_at")
 
 
+FRESH_CACHED = 256  # rows of one write kept as Memory objects (a server answers with them)
+
+
 def check_field(key: str, value: Any) -> Any:
     """One editable field, checked and normalised: the rule a new row and an update share."""
     if key == "text":
@@ -361,6 +364,9 @@ class Writer:
         self.core.advance(seq)
         self.core.forget_cached(ids)
         self.core.indexes.add_inserted(batch, vectors, ids, self.core.model)
+        if len(batch) <= FRESH_CACHED:  # a few adds: what they return is read from here, not the store
+            for row, mid in zip(batch, ids):
+                self.core.memories[mid] = rowmod.memory_from_row({**row, "id": mid, "embedding_model": self.core.model})
 
 
 class _BulkWriter:

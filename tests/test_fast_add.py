@@ -300,3 +300,15 @@ def test_a_process_adding_in_a_loop_does_not_starve_another_one(tmp_path, embedd
         for who in (looper, visitor):
             got = bank.get_many([int(i) for i in who["added"]])
             assert {str(i): m.text for i, m in got.items()} == who["added"]
+
+
+def test_what_an_add_keeps_for_reading_back_is_what_the_store_holds(bank):
+    """get_many answers a fresh add from memory (the server answers every add with it): it must
+    equal the memory read from the store, field for field."""
+    ids = bank.add_each([
+        {"text": "Prefers green tea", "namespace": "n", "importance": 0.7, "category": "preference",
+         "created_at": "2024-03-01T12:30:45.123456+02:00", "source": "chat", "pinned": True, "context": "a turn"},
+        {"text": "Works nights", "namespace": "n"}])
+    cached = bank.get_many(ids)
+    for mid in ids:
+        assert cached[mid] == bank.get(mid)  # get() always reads the store
