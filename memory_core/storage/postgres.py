@@ -476,7 +476,7 @@ class PostgresStore:
                                       kwargs={"autocommit": True}, configure=_configure,
                                       name=f"memctl-{self.location}", max_idle=60.0)
                 try:
-                    pool.open(wait=True, timeout=max(self.lock_timeout, 5.0))
+                    pool.open(wait=True, timeout=max(self.lock_timeout, 1.0))
                 except Exception as exc:
                     with contextlib.suppress(Exception):
                         pool.close(timeout=0)
