@@ -110,9 +110,12 @@ def backup_to_file(store: Store, dest: str | os.PathLike, *, overwrite: bool = F
             if not _is_bank(src):
                 raise CorruptBankError(f"there is no bank at {store.location}")
             target = DuckDBStore(tmp)
-            with target.connect() as dst:
-                target.initialize(dst, tables.meta(src)["embedding_model"])
-                n = copy_rows(src, dst)
+            try:
+                with target.connect() as dst:
+                    target.initialize(dst, tables.meta(src)["embedding_model"])
+                    n = copy_rows(src, dst)
+            finally:
+                target.release()  # closed (and checkpointed) before it is renamed into place
         _fsync(tmp)
         os.replace(tmp, dest)
     finally:
@@ -127,9 +130,11 @@ def restore_into(backup: str | os.PathLike, dest: Store, *, force: bool = False)
     backup = Path(backup)
     if not backup.is_file():
         raise ValidationError(f"no backup file at {backup}")
+    source = DuckDBStore(backup, read_only=True)
     try:
-        n = copy_bank(DuckDBStore(backup, read_only=True), dest, force=force)
+        n = copy_bank(source, dest, force=force)
         shutil.rmtree(dest.index_folder, ignore_errors=True)  # caches of the replaced bank
         return n
     finally:
+        source.release()
         dest.release()

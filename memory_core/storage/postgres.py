@@ -456,7 +456,7 @@ class PostgresStore:
         folder = local_folder(url)
         self.index_folder = folder / "index"
         self.journal_folder = folder / "journal"
-        self._local = threading.local()  # per thread: the connection locked() holds
+        self._local = threading.local()  # per thread: how deep in locked()/hold() (the lock is held)
         self._pool: Any = None
         self._pool_guard = threading.Lock()
 
@@ -496,13 +496,13 @@ class PostgresStore:
             f"the bank {self.location} is being written by another process for more than "
             f"{self.lock_timeout:g} s; wait for it to finish, or open the bank with a longer lock_timeout")
 
+    def _holding(self) -> bool:
+        """Does this thread hold the bank's write lock (in :meth:`locked` or :meth:`hold`)?"""
+        return getattr(self._local, "depth", 0) > 0
+
     @contextlib.contextmanager
     def _raw(self) -> Iterator[Any]:
-        """A connection for this thread: the one :meth:`locked` holds, or one from the pool."""
-        held = getattr(self._local, "conn", None)
-        if held is not None:
-            yield held
-            return
+        """A connection from the pool, for the block."""
         pool = self._get_pool()
         try:
             conn = pool.getconn(timeout=max(self.lock_timeout, 1.0))
@@ -540,19 +540,20 @@ class PostgresStore:
 
     @contextlib.contextmanager
     def _write_transaction(self, raw: Any) -> Iterator[None]:
-        """BEGIN, take the bank's write lock (waiting up to lock_timeout), yield, COMMIT; roll back
-        on error."""
+        """BEGIN, take the bank's write lock (waiting up to lock_timeout) unless this thread holds
+        it already, yield, COMMIT; roll back on error."""
         raw.execute("BEGIN")
         try:
             raw.execute(f"SET LOCAL lock_timeout = {self._lock_timeout_ms()}")
-            started = _now()
-            try:
-                raw.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK_KEY])
-            except psycopg.errors.LockNotAvailable:
-                raise self.busy() from None
-            waited = _now() - started
-            if waited > 0.005:
-                self.lock_waits.append(waited)
+            if not self._holding():
+                started = _now()
+                try:
+                    raw.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK_KEY])
+                except psycopg.errors.LockNotAvailable:
+                    raise self.busy() from None
+                waited = _now() - started
+                if waited > 0.005:
+                    self.lock_waits.append(waited)
             yield
         except BaseException:
             with contextlib.suppress(Exception):
@@ -592,20 +593,32 @@ class PostgresStore:
 
     @contextlib.contextmanager
     def hold(self) -> Iterator[PostgresConnection]:
-        """A connection without a transaction; each :meth:`PostgresConnection.transaction` on it
-        is one write transaction."""
+        """A connection without a transaction, holding the bank's write lock for the block (as a
+        bank file is held): what the caller reads between its transactions (a catch-up, then a
+        write) sees no other writer's commit. Each :meth:`PostgresConnection.transaction` on it
+        is one transaction."""
         with self._raw() as raw:
-            yield PostgresConnection(raw, self)
+            with self._session_lock(raw):
+                yield PostgresConnection(raw, self)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold the bank's write lock (a session-level advisory lock on a connection of this
-        thread) for the block; connections this thread opens inside use that connection, so they
-        share the lock, and no other writer commits until the block ends."""
-        if getattr(self._local, "conn", None) is not None:
-            yield  # this thread holds it already
+        """Hold the bank's write lock for the block, on a connection of its own: write transactions
+        this thread opens inside go ahead without it (this thread has it), and no other writer
+        commits until the block ends."""
+        if self._holding():
+            yield
             return
         with self._raw() as raw:
+            with self._session_lock(raw):
+                yield
+
+    @contextlib.contextmanager
+    def _session_lock(self, raw: Any) -> Iterator[None]:
+        """The bank's write lock as a session-level advisory lock on ``raw``, for the block; this
+        thread is marked as its holder meanwhile (reentrant: an inner block takes nothing)."""
+        depth = getattr(self._local, "depth", 0)
+        if depth == 0:
             raw.execute(f"SET lock_timeout = {self._lock_timeout_ms()}")
             started = _now()
             try:
@@ -617,13 +630,18 @@ class PostgresStore:
             waited = _now() - started
             if waited > 0.005:
                 self.lock_waits.append(waited)
-            self._local.conn = raw
-            try:
-                yield
-            finally:
-                self._local.conn = None
-                with contextlib.suppress(Exception):
+        self._local.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._local.depth = depth
+            if depth == 0:
+                try:
+                    if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                        raw.rollback()
                     raw.execute("SELECT pg_advisory_unlock(%s)", [WRITE_LOCK_KEY])
+                except Exception:
+                    raw.close()  # the server lets go of a closed session's locks; the pool drops it
 
     def signature(self) -> int:
         """The bank's change sequence: every write that other processes must notice advances it
