@@ -292,3 +292,24 @@ def test_a_store_in_a_schema_of_its_own(pg_url):
         assert con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"
                            ).fetchone()[0] == 0
     assert open_store(url).index_folder != open_store(pg_url).index_folder
+
+
+def test_memctl_on_a_pg_bank(pg_url, tmp_path, embedder):
+    """memctl --bank postgresql://... : the same commands as on a bank file."""
+    from click.testing import CliRunner
+    from memory_core.cli import cli
+
+    def memctl(*args: str) -> str:
+        result = CliRunner().invoke(cli, ["--bank", pg_url, *args])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert "ready" in memctl("init")
+    memctl("add", "Prefers vegetarian food", "-n", "alice", "-i", "0.8")
+    memctl("add", "Works night shifts", "-n", "alice")
+    hits = json.loads(memctl("recall", "what should I cook for dinner?", "-n", "alice", "--json", "--threshold", "0"))
+    assert hits and hits[0]["memory"]["text"] == "Prefers vegetarian food"
+    assert json.loads(memctl("stats", "--json"))["total"] == 2
+    memctl("forget", "2", "--hard", "--yes")
+    assert "backed up 2 memories" in memctl("backup", str(tmp_path / "copy.duckdb"))
+    assert "Works night shifts" not in memctl("export", "-")
