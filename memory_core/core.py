@@ -92,7 +92,7 @@ class Core:
                    embedder)
         core.synced_seq = int(meta["change_seq"])
         core.index_mode = meta.get("index_mode", "exact")
-        core.signature = store.signature()
+        core.signature = store.signature_after(core.synced_seq)
         return core
 
     def backup(self, dest: str | os.PathLike, overwrite: bool) -> int:
@@ -199,7 +199,7 @@ class Core:
                 raise
             if written is not None:
                 self.recalls_written(written, batches, orphans)
-            self.signature = self.store.signature()
+            self.signature = self.store.signature_after(self.synced_seq)
 
     @contextlib.contextmanager
     def held(self) -> Iterator[Connection]:
@@ -213,7 +213,7 @@ class Core:
             with self.store.hold() as con:
                 self.catch_up(con)
                 yield con
-            self.signature = self.store.signature()
+            self.signature = self.store.signature_after(self.synced_seq)
 
     def wait_for_flush(self) -> None:
         """With the lock held: wait (letting the lock go meanwhile) until no flush is writing.

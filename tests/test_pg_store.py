@@ -313,3 +313,97 @@ def test_memctl_on_a_pg_bank(pg_url, tmp_path, embedder):
     memctl("forget", "2", "--hard", "--yes")
     assert "backed up 2 memories" in memctl("backup", str(tmp_path / "copy.duckdb"))
     assert "Works night shifts" not in memctl("export", "-")
+
+
+def test_killed_sessions_cost_a_reconnect_not_an_operation(pg_url):
+    """Every session of the bank killed by the server (what a restart does to a client): the
+    next operations reconnect by themselves; a transaction cut off midway left nothing."""
+    with MemoryBank.open(pg_url, embedder=HashEmbedder()) as bank:
+        first = bank.add("Before the cut", namespace="n")
+        with psycopg.connect(stores.ADMIN_URL, autocommit=True) as admin:
+            killed = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                   "WHERE datname = %s AND pid <> pg_backend_pid()",
+                                   [pg_url.rpartition("/")[2]]).fetchone()[0]
+        assert killed >= 1
+        second = bank.add("After the cut", namespace="n")
+        assert sorted(m.id for m in bank.memories("n", limit=None)) == [first, second]
+        assert [h.memory.id for h in bank.recall("after the cut", namespace="n", threshold=0, k=1,
+                                                  record=False)] == [second]
+
+
+def test_another_process_s_change_is_seen_by_the_next_recall(pg_url):
+    """Two banks on one database (two servers): a write committed by one is in the other's next
+    recall (each recall compares the change sequence with the one it caught up to)."""
+    a = MemoryBank.open(pg_url, embedder=HashEmbedder())
+    b = MemoryBank.open(pg_url, embedder=HashEmbedder())
+    try:
+        a.add("Drinks green tea", namespace="n")
+        assert len(b.recall("green tea", namespace="n", threshold=0, record=False)) == 1
+        for i in range(20):
+            mid = a.add(f"Visited city number {i} in spring", namespace="n")
+            assert mid in [h.memory.id for h in b.recall(f"city number {i} spring", namespace="n", threshold=0,
+                                                          k=50, record=False)]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_write_that_lands_during_an_operation_is_not_passed_off_as_seen(pg_url, monkeypatch):
+    """B's operation catches up; A commits before B's operation ends. B must not remember the
+    sequence as it is after its operation (that would take A's write as seen, and B's recalls
+    would skip it until some other change): its next recall catches up and finds A's memory."""
+    P = ScoringParams(threshold=0, k=10)  # given: no session to read the active preset
+    a = MemoryBank.open(pg_url, embedder=HashEmbedder())
+    b = MemoryBank.open(pg_url, embedder=HashEmbedder())
+    try:
+        a.add("Drinks green tea", namespace="n")
+        b.recall("green tea", namespace="n", params=P, record=False)  # B's index is loaded
+        a.add("Plays the cello", namespace="n")  # B's next recall takes the slow path...
+        core = b._core
+        original = core.catch_up
+        landed: list[int] = []
+
+        def catch_up_then_a_writes(con):
+            original(con)
+            if not landed:  # ...and A commits right after B caught up, before B's operation ends
+                landed.append(a.add("Keeps bees on the roof", namespace="n"))
+
+        monkeypatch.setattr(core, "catch_up", catch_up_then_a_writes)
+        b.recall("cello", namespace="n", params=P, record=False)
+        monkeypatch.setattr(core, "catch_up", original)
+        assert landed[0] in [h.memory.id for h in b.recall("bees on the roof", namespace="n", params=P,
+                                                            record=False)]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_other_processes_learn_of_a_change_by_notification(pg_url):
+    """A's add is notified to B (LISTEN/NOTIFY: what a server waits on for read-your-writes);
+    the time from A's acknowledged add to B knowing its change number, measured."""
+    import statistics
+    import time
+
+    a = MemoryBank.open(pg_url, embedder=HashEmbedder())
+    b = MemoryBank.open(pg_url, embedder=HashEmbedder())
+    try:
+        a.add("Drinks green tea", namespace="n")
+        b.recall("green tea", namespace="n", threshold=0, record=False)
+        store = b._core.store
+        assert store._listening().wait_for(1, 5.0), "the listener is up"
+        lags = []
+        for i in range(30):
+            mid = a.add(f"Visited city number {i} in spring", namespace="n", detect_conflicts=False)
+            started = time.perf_counter()
+            seq = a.stats()["change_seq"]
+            assert store.wait_for_change(seq, timeout=1.0)
+            lags.append(time.perf_counter() - started)
+            assert mid in [h.memory.id for h in b.recall(f"city number {i} spring", namespace="n", threshold=0,
+                                                          k=50, record=False)]
+        lags.sort()
+        print(f"\n[notify] A's change known to B: p50 {1000 * statistics.median(lags):.2f} ms, "
+              f"max {1000 * lags[-1]:.2f} ms over {len(lags)} adds")
+        assert lags[-1] < 1.0
+    finally:
+        a.close()
+        b.close()

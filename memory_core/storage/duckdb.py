@@ -838,6 +838,11 @@ class DuckDBStore:
     def signature(self) -> FileSignature:
         return _signature(self.path)
 
+    def signature_after(self, seq: int) -> FileSignature:
+        """The file's signature now: the caller still holds (or leases) the file, so nobody else
+        wrote since its operation."""
+        return self.signature()
+
     def size_bytes(self) -> int:
         return self.path.stat().st_size if self.path.exists() else 0
 

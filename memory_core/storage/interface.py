@@ -140,6 +140,13 @@ class Store(Protocol):
         """A cheap value that changes whenever anyone writes: equal values mean nobody wrote."""
         ...
 
+    def signature_after(self, seq: int) -> object:
+        """The signature a process may remember after an operation that brought it up to change
+        ``seq``: compared with a later :meth:`signature`, equal means nothing happened since that
+        this process has not taken in. (A file held by this process cannot have changed under
+        it: its signature now; a store others write meanwhile: the sequence itself.)"""
+        ...
+
     def initialize(self, con: Connection, model: str) -> None:
         """Create or migrate the schema (:mod:`.schema`) in ``con``; a new bank records ``model``."""
         ...

@@ -42,6 +42,7 @@ import pyarrow as pa
 from ..errors import BankLockedError, BankReadOnlyError, CorruptBankError, ValidationError
 from . import schema
 from .interface import IntegrityError
+from .pg_notify import TRIGGER_DDL, ChangeListener
 
 try:  # the driver is a dependency, but a DuckDB-only install may lack it: say so when it matters
     import psycopg
@@ -459,6 +460,7 @@ class PostgresStore:
         self._local = threading.local()  # per thread: how deep in locked()/hold() (the lock is held)
         self._pool: Any = None
         self._pool_guard = threading.Lock()
+        self._listener: ChangeListener | None = None  # started by the first wait_for_change
 
     @classmethod
     def at(cls, url: str, *, lock_timeout: float = 10.0, read_only: bool = False) -> "PostgresStore":
@@ -472,9 +474,13 @@ class PostgresStore:
     def _get_pool(self) -> Any:
         with self._pool_guard:
             if self._pool is None:
+                # check: a pooled connection is tried (one empty round trip) before it is handed
+                # out, so a server restart or a killed session costs a reconnect, not a failed
+                # operation.
                 pool = ConnectionPool(self.url, min_size=1, max_size=POOL_MAX, open=False,
                                       kwargs={"autocommit": True}, configure=_configure,
-                                      name=f"memctl-{self.location}", max_idle=60.0)
+                                      check=ConnectionPool.check_connection,
+                                      name=f"memctl-{self.location}", max_idle=60.0, reconnect_timeout=30.0)
                 try:
                     pool.open(wait=True, timeout=max(self.lock_timeout, 1.0))
                 except Exception as exc:
@@ -530,6 +536,9 @@ class PostgresStore:
         """Close the pool's connections (the bank is closing; the store reopens it if used again)."""
         with self._pool_guard:
             pool, self._pool = self._pool, None
+            listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.stop()
         if pool is not None:
             _close_pool(pool)
 
@@ -644,11 +653,34 @@ class PostgresStore:
                     raw.close()  # the server lets go of a closed session's locks; the pool drops it
 
     def signature(self) -> int:
-        """The bank's change sequence: every write that other processes must notice advances it
-        (one indexed row read, about 0.1 ms on a local socket)."""
+        """The bank's change sequence: every write that other processes must notice advances it.
+        Read from the database (one indexed row, about 0.1 ms on a local socket), not taken from
+        the change listener: a notification arrives a few milliseconds after the commit, and a
+        recall in between would miss a change another process has already acknowledged."""
         with self._raw() as raw:
             row = raw.execute("SELECT value FROM meta WHERE key = 'change_seq'").fetchone()
         return -1 if row is None else int(row[0])
+
+    def signature_after(self, seq: int) -> int:
+        """``seq`` itself: other processes may have committed since the operation that caught up
+        to it, and re-reading the sequence now would pass their changes off as seen."""
+        return seq
+
+    def _listening(self) -> ChangeListener:
+        """This store's change listener (LISTEN/NOTIFY, see pg_notify.py), started on first use:
+        what a server waits on to learn of other servers' changes without polling."""
+        with self._pool_guard:
+            if self._listener is None:
+                self._listener = ChangeListener(self.url).start()
+                weakref.finalize(self, self._listener.halt)  # a store dropped without release()
+            return self._listener
+
+    def wait_for_change(self, seq: int, timeout: float = 1.0) -> bool:
+        """Wait until this process knows of change ``seq`` (read-your-writes for a client that
+        got ``seq`` from another server); False after ``timeout`` seconds."""
+        if self._listening().wait_for(seq, timeout):
+            return True
+        return self.signature() >= seq
 
     def size_bytes(self) -> int:
         """The database's size on disk (``pg_database_size``)."""
@@ -670,6 +702,8 @@ class PostgresStore:
                 f"the database {self.location} holds tables but no Memory Console bank (it has "
                 f"{', '.join(sorted(have)[:5])}); point at an empty database or an existing bank")
         schema.migrate(con, version, model, self.location)
+        for stmt in TRIGGER_DDL:  # change notifications (pg_notify.py): PostgreSQL only, not a migration
+            con.execute(stmt)
 
     def table_names(self) -> list[str]:
         with self._raw() as raw:
