@@ -407,3 +407,52 @@ def test_other_processes_learn_of_a_change_by_notification(pg_url):
     finally:
         a.close()
         b.close()
+
+
+def test_two_servers_on_one_database_one_truth(pg_url):
+    """Two servers (the REST app, in this process) over one database: adds acknowledged by A from
+    4 concurrent clients are returned by a recall on B; the time from A's answer to B returning
+    the memory, measured (p50, p99)."""
+    import statistics
+    import threading
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from memory_core.server.app import create_app
+
+    with TestClient(create_app(MemoryBank.open(pg_url, embedder=HashEmbedder()), auth=False)) as server_a, \
+            TestClient(create_app(MemoryBank.open(pg_url, embedder=HashEmbedder()), auth=False)) as server_b:
+        lags: list[float] = []
+        errors: list[str] = []
+
+        def client(c: int) -> None:
+            for i in range(15):
+                text = f"client{c} fact{i} zebra{c}x{i}"
+                r = server_a.post("/v1/memories", json={"text": text, "namespace": "shared",
+                                                        "detect_conflicts": False})
+                if r.status_code != 201:
+                    errors.append(r.text)
+                    continue
+                mid, acked = r.json()["id"], time.perf_counter()
+                while True:
+                    got = server_b.post("/v1/recall", json={"query": f"zebra{c}x{i}", "namespace": "shared",
+                                                            "threshold": 0, "k": 5, "record": False})
+                    if mid in [h["memory"]["id"] for h in got.json()["hits"]]:
+                        lags.append(time.perf_counter() - acked)
+                        break
+                    if time.perf_counter() - acked > 5:
+                        errors.append(f"{text} not on B after 5 s")
+                        break
+
+        threads = [threading.Thread(target=client, args=(c,)) for c in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        lags.sort()
+        p99 = lags[min(len(lags) - 1, int(0.99 * len(lags)))]
+        print(f"\n[two servers] add on A -> returned by B: p50 {1000 * statistics.median(lags):.1f} ms, "
+              f"p99 {1000 * p99:.1f} ms over {len(lags)} adds from 4 clients")
+        assert len(lags) == 60 and p99 < 1.0
