@@ -102,8 +102,14 @@ class MemoryBank:
     # -- what the bank is ----------------------------------------------------------------------
 
     @property
-    def path(self) -> Path:
+    def path(self) -> Path | str:
+        """The bank's file (a Path); for a PostgreSQL bank, its URL without password."""
         return self._core.path
+
+    @property
+    def location(self) -> str:
+        """What names the bank: its file path, or its URL without password."""
+        return self._core.store.location
 
     @property
     def index_folder(self) -> Path:
@@ -527,3 +533,20 @@ class MemoryBank:
         """Put a :meth:`backup` in place of the bank at ``path`` (an existing one only with ``force``);
         returns its memories. (:meth:`restore` brings back one soft-deleted memory.)"""
         return storage.restore_backup(backup, path, force=force, lock_timeout=lock_timeout)
+
+    @staticmethod
+    def copy_bank(source: str | os.PathLike, dest: str | os.PathLike, *, force: bool = False,
+                  lock_timeout: float = 10.0) -> int:
+        """Copy the bank at ``source`` to ``dest`` exactly (ids, dates, statuses, vectors, history,
+        the recall log, labels, presets, tokens), between a bank file and a ``postgresql://`` URL in
+        either direction; returns the memories copied. ``dest`` must hold no memories unless
+        ``force``. Agents may keep using ``source`` meanwhile: the copy is one snapshot of it."""
+        from .storage.copy import copy_bank
+
+        src = storage.open_store(source, lock_timeout=lock_timeout)
+        dst = storage.open_store(dest, lock_timeout=lock_timeout)
+        try:
+            return copy_bank(src, dst, force=force)
+        finally:
+            src.release()
+            dst.release()

@@ -239,7 +239,7 @@ class Changes:
         with self.core.lock:
             self.core.wait_for_flush()
             self.core.store.compact()
-            self.core.signature = self.core.store.signature()
+            self.core.signature = self.core.store.signature_after(seq)
         self.core.advance(seq)
         self.core.forget_cached(member_ids)
         for mid in member_ids:

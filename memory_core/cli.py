@@ -237,12 +237,24 @@ def restore(obj: _Context, memory_id: int | None, backup_file: str | None, force
 
 
 @cli.command()
+@click.option("--from", "source", required=True, help="The bank to copy: a bank file or a postgresql:// URL.")
+@click.option("--to", "dest", required=True, help="Where to copy it: a new bank file, or a postgresql:// URL of "
+              "an existing (empty) database.")
+@click.option("--force", is_flag=True, help="Replace the memories DEST already holds.")
+def migrate(source: str, dest: str, force: bool) -> None:
+    """Copy a bank exactly between stores (DuckDB file <-> PostgreSQL), e.g.
+    memctl migrate --from data/bank.duckdb --to postgresql://user@host/db"""
+    n = MemoryBank.copy_bank(source, dest, force=force)
+    click.echo(f"copied {n} memories from {source} to {dest}; open it with: memctl --bank {dest} ...")
+
+
+@cli.command()
 @click.argument("dest", type=click.Path(dir_okay=False))
 @click.option("--overwrite", is_flag=True, help="Replace DEST if it exists.")
 @click.pass_obj
 def backup(obj: _Context, dest: str, overwrite: bool) -> None:
     """Write a consistent copy of the bank to DEST, safe while agents and the dashboard use it."""
-    if not Path(obj.bank_path).exists():
+    if "://" not in obj.bank_path and not Path(obj.bank_path).exists():
         raise click.ClickException(f"there is no bank at {obj.bank_path}")
     with obj.open() as bank:
         n = bank.backup(dest, overwrite=overwrite)

@@ -44,7 +44,7 @@ class Core:
         self._embedder = embedder
         self.lock = threading.RLock()
         self.closed = False
-        self.indexes = IndexCache(Path(str(store.path) + ".index"), store.read_only)
+        self.indexes = IndexCache(store.index_folder, store.read_only)
         self.memories: dict[int, Memory] = {}  # by id, for hits whose index row keeps no info
         self.synced_seq = 0  # the store's change sequence this bank has caught up with
         self.signature = None  # the file's signature after this bank's last operation
@@ -53,7 +53,7 @@ class Core:
         self.active_params: tuple[str, ScoringParams] | None = None
         self.acknowledged: dict[int, set[int]] | None = None  # kept-both conflict pairs, by memory id
         self.tokens: list | None = None  # the server's access tokens with their hashes (see tokens.py)
-        self.journal = RecallJournal(store.path)
+        self.journal = RecallJournal(store.journal_folder)
         # A flush writes recalls to the file without holding the lock (see RecallWriter.flush):
         # while it does, other operations wait on this condition before touching the file, and
         # recall, once the flush has caught up with other processes (flush_current), ranks
@@ -84,14 +84,15 @@ class Core:
         bank_model = meta["embedding_model"]
         if wanted is not None and wanted != bank_model:
             raise ModelMismatchError(
-                f"the bank {store.path} holds vectors of {bank_model!r}, not {wanted!r}. Open it without a "
-                f"model to use {bank_model!r}, or convert it with: memctl --bank {store.path} reembed --model {wanted}"
+                f"the bank {store.location} holds vectors of {bank_model!r}, not {wanted!r}. Open it without a "
+                f"model to use {bank_model!r}, or convert it with: memctl --bank {store.location} reembed "
+                f"--model {wanted}"
             )
         core = cls(store, bank_model, int(meta["embedding_dim"]) if meta.get("embedding_dim") else None, actor,
                    embedder)
         core.synced_seq = int(meta["change_seq"])
         core.index_mode = meta.get("index_mode", "exact")
-        core.signature = store.signature()
+        core.signature = store.signature_after(core.synced_seq)
         return core
 
     def backup(self, dest: str | os.PathLike, overwrite: bool) -> int:
@@ -129,8 +130,9 @@ class Core:
             self.acting.actor = before
 
     @property
-    def path(self) -> Path:
-        return self.store.path
+    def path(self) -> Path | str:
+        """The bank's file, or its location (a URL) for a store that is not a file."""
+        return self.store.path if self.store.path is not None else self.store.location
 
     @property
     def index_folder(self) -> Path:
@@ -157,7 +159,7 @@ class Core:
 
     def check_writable(self, hint: str = "open it without read_only=True to change it") -> None:
         if self.store.read_only:
-            raise BankReadOnlyError(f"the bank {self.path} was opened read-only; {hint}")
+            raise BankReadOnlyError(f"the bank {self.store.location} was opened read-only; {hint}")
 
     def check_vectors(self, vectors: np.ndarray, con: Connection) -> None:
         """Record the dimension of a bank's first vectors; refuse others later."""
@@ -197,7 +199,7 @@ class Core:
                 raise
             if written is not None:
                 self.recalls_written(written, batches, orphans)
-            self.signature = self.store.signature()
+            self.signature = self.store.signature_after(self.synced_seq)
 
     @contextlib.contextmanager
     def held(self) -> Iterator[Connection]:
@@ -211,7 +213,7 @@ class Core:
             with self.store.hold() as con:
                 self.catch_up(con)
                 yield con
-            self.signature = self.store.signature()
+            self.signature = self.store.signature_after(self.synced_seq)
 
     def wait_for_flush(self) -> None:
         """With the lock held: wait (letting the lock go meanwhile) until no flush is writing.
@@ -304,7 +306,7 @@ class Core:
                  for r in tables.fetch_rows(con, "id IN (SELECT unnest(?))", [list(ids)]).to_pylist()}
         for mid in ids:
             if mid not in found:
-                raise NotFoundError(f"no memory with id {mid} in {self.path}")
+                raise NotFoundError(f"no memory with id {mid} in {self.store.location}")
         return found
 
     def get_many(self, con: Connection | None, ids: list[int]) -> dict[int, Memory]:

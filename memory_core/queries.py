@@ -177,14 +177,14 @@ class Queries:
         for (t,) in touched:
             tiers[tier_of((now_dt - to_aware(t)).total_seconds() / 86400.0)] += 1
         return {
-            "path": str(self.core.path), "model": self.core.model, "dim": self.core.dim,
+            "path": self.core.store.location, "model": self.core.model, "dim": self.core.dim,
             "total": sum(by_status.values()), "active": by_status.get("active", 0),
             "by_status": by_status, "by_kind": by_kind, "by_category": by_category, "by_tier": tiers,
             "namespaces": len(self.namespaces()) if namespace is None else 1,
             "retrievals": int(retrievals[0]), "empty_retrievals": int(retrievals[1]),
             "active_preset": name, "change_seq": int(meta["change_seq"]),
             "open_conflicts": int(open_conflicts), "by_month": by_month,
-            "file_bytes": self.core.path.stat().st_size if self.core.path.exists() else 0,
+            "file_bytes": self.core.store.size_bytes(),
         }
 
     def live_vectors(self, namespace: str) -> tuple[np.ndarray, np.ndarray]:

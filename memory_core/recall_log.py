@@ -28,8 +28,8 @@ class SealedJournal:
 class RecallJournal:
     """This process's journal of recorded recalls not yet in the store."""
 
-    def __init__(self, bank_path: Path):
-        self.folder = Path(str(bank_path) + ".journal")
+    def __init__(self, folder: Path):
+        self.folder = folder  # the store's journal folder (next to a bank file, or a local cache folder)
         self.current: list[dict[str, Any]] = []  # lines of the open file
         self.sealed: list[SealedJournal] = []  # files being (or still to be) written
         self._fh: IO[str] | None = None

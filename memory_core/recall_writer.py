@@ -91,7 +91,7 @@ class RecallWriter:
                     if spare is not None:
                         self._spare = spare
                     core.recalls_written(written, batches, orphans)
-                    core.signature = core.store.signature()
+                    core.signature = core.store.signature_after(core.synced_seq)
                     core.flush_current = False
         except BaseException:
             with core.lock:

@@ -424,4 +424,4 @@ class _BulkWriter:
         if self._stack is not None:
             stack, self._stack, self._con = self._stack, None, None
             stack.close()
-            self.core.signature = self.core.store.signature()
+            self.core.signature = self.core.store.signature_after(self.core.synced_seq)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from hypothesis import settings
@@ -29,8 +31,20 @@ from streamlit import config as _st_config  # noqa: E402
 # without a password, so the tests say where the dashboard listens, whatever the working folder.
 _st_config.set_option("server.address", "127.0.0.1")
 
+# Caches of PostgreSQL banks (index files, recall journals) go to a folder of this run, not ~/.cache.
+os.environ.setdefault("MEMCTL_CACHE_DIR", tempfile.mkdtemp(prefix="memctl-cache-"))
+
 from memory_core import MemoryBank  # noqa: E402
 from memory_core.embed import get_embedder  # noqa: E402
+
+import stores  # noqa: E402
+
+# Test files whose bank runs on both stores: each test that uses the ``store_kind`` fixture (through
+# ``bank_path`` or ``bank``) runs once on a DuckDB file and once on a PostgreSQL database.
+BOTH_STORES = {
+    "test_bank.py", "test_recall_exact.py", "test_curation_bank.py", "test_labels.py", "test_tenants.py",
+    "test_forgetting.py", "test_hostile_input.py", "test_storage_seam.py",
+}
 
 
 # Whole files and the marker each gets; single slow tests in other files carry @pytest.mark.slow.
@@ -67,14 +81,61 @@ def embedder():
     return get_embedder()
 
 
+def pytest_generate_tests(metafunc):
+    if "store_kind" in metafunc.fixturenames and metafunc.definition.path.name in BOTH_STORES:
+        metafunc.parametrize("store_kind", ["duckdb", "postgres"], indirect=True, scope="module")
+
+
+@pytest.fixture(scope="session")
+def store_kind(request) -> str:
+    """Which store the test's bank is in: "duckdb" (a file), or "postgres" in the files of
+    BOTH_STORES, whose tests run on each."""
+    return getattr(request, "param", "duckdb")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    """The test PostgreSQL server's admin URL; the test fails (never skips) when it is down."""
+    why = stores.check_server()
+    if why is not None:
+        pytest.fail(why, pytrace=False)
+    return stores.ADMIN_URL
+
+
+@pytest.fixture(scope="session")
+def pg_databases(pg_server):
+    """Make test databases (``make()`` returns a URL); those still there are dropped at the end."""
+    made: list[str] = []
+
+    def make() -> str:
+        url = stores.create_database()
+        made.append(url)
+        return url
+
+    yield make
+    for url in made:
+        stores.drop_database(url)
+
+
 @pytest.fixture
-def bank_path(tmp_path: Path) -> Path:
+def pg_url(pg_databases) -> Iterator[str]:
+    """A new empty database ``memctl_test_<random>`` for this test, dropped after it."""
+    url = pg_databases()
+    yield url
+    stores.drop_database(url)
+
+
+@pytest.fixture
+def bank_path(store_kind: str, tmp_path: Path, request) -> Path | str:
+    """Where the test's bank goes: a file in a temp folder, or a new PostgreSQL database's URL."""
+    if store_kind == "postgres":
+        return request.getfixturevalue("pg_url")
     return tmp_path / "bank.duckdb"
 
 
 @pytest.fixture
-def bank(bank_path: Path, embedder):
-    """An empty bank in a temp folder, closed after the test."""
+def bank(bank_path: Path | str, embedder):
+    """An empty bank (in a temp folder, or a new PostgreSQL database), closed after the test."""
     b = MemoryBank.open(bank_path, embedder=embedder)
     yield b
     b.close()

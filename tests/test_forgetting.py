@@ -4,7 +4,7 @@ A memory with a unique text is recalled, edited, flagged in a contradiction, nam
 reports, and then erased (by `forget(hard=True)`, and by a maintenance run that hard-deletes).
 Afterwards its text, and the stemmed words the BM25 cache kept of it, are searched for byte by
 byte in every file next to the bank (the .duckdb file, its .wal, every file in `<bank>.index/`,
-any temporary file), in a fresh export, in the event history, in the stored reports, and in the
+any temporary file; for a PostgreSQL bank, its table files and its local cache folder), in a fresh export, in the event history, in the stored reports, and in the
 log records emitted meanwhile. The retrieval log keeps the memory's id only.
 """
 
@@ -15,7 +15,7 @@ import logging
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import duckdb
+import stores
 
 from memory_core import MemoryBank
 from memory_core.maintenance import MaintenancePlan
@@ -46,21 +46,19 @@ def _files_holding(folder: Path, needles: list[bytes]) -> list[str]:
     return found
 
 
-def _tables_holding(path: Path, needle: str) -> list[str]:
-    """Every text column of every table of the bank that still mentions ``needle``."""
-    release_file(path)
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        cols = con.execute("SELECT table_name, column_name FROM information_schema.columns "
-                           "WHERE data_type = 'VARCHAR'").fetchall()
-        return [f"{t}.{c}" for t, c in cols
-                if con.execute(f'SELECT count(*) FROM "{t}" WHERE contains(lower("{c}"), lower(?))',
-                               [needle]).fetchone()[0]]
-    finally:
-        con.close()
+def _stored_holding(location, needles: list[bytes]) -> list[str]:
+    """Files next to the bank (or in a PostgreSQL bank's local cache folder) that hold a needle,
+    and for a PostgreSQL bank its table files too."""
+    found = _files_holding(stores.local_folder(location), needles)
+    if stores.is_pg(location):
+        blob = stores.stored_bytes(location)
+        hits = [n.decode() for n in needles if n in blob or n.lower() in blob.lower()]
+        if hits:
+            found.append(f"the database's table files: {hits}")
+    return found
 
 
-def _busy_bank(path: Path, embedder) -> tuple[MemoryBank, int, int]:
+def _busy_bank(path: Path | str, embedder) -> tuple[MemoryBank, int, int]:
     bank = MemoryBank.open(path, embedder=embedder)
     secret = bank.add(SECRET, namespace="alice", importance=0.9, created_at=NOW - timedelta(days=5))
     old = bank.add(SECRET_OLD, namespace="alice", importance=0.2, created_at=NOW - timedelta(days=400))
@@ -81,10 +79,10 @@ def _busy_bank(path: Path, embedder) -> tuple[MemoryBank, int, int]:
     return MemoryBank.open(path, embedder=embedder), secret, old
 
 
-def _check_gone(path: Path, bank: MemoryBank, text: str, mid: int, logs: str) -> None:
+def _check_gone(path: Path | str, bank: MemoryBank, text: str, mid: int, logs: str) -> None:
     needles = _needles(text)
-    assert _files_holding(path.parent, needles) == [], "erased text is still in a file"
-    assert _tables_holding(path, text) == []
+    assert _stored_holding(path, needles) == [], "erased text is still in a file"
+    assert stores.text_columns_holding(path, text) == []
     buf = io.StringIO()
     bank.export_jsonl(buf)
     assert text not in buf.getvalue()
@@ -99,11 +97,11 @@ def _check_gone(path: Path, bank: MemoryBank, text: str, mid: int, logs: str) ->
     assert recalled and all(set(h) >= {"memory_id", "score"} and text not in repr(h) for h in recalled)
 
 
-def test_hard_delete_leaves_no_trace(tmp_path, embedder, caplog):
-    path = tmp_path / "bank.duckdb"
+def test_hard_delete_leaves_no_trace(bank_path, embedder, caplog):
+    path = bank_path
     caplog.set_level(logging.DEBUG)
     bank, secret, _ = _busy_bank(path, embedder)
-    assert _files_holding(path.parent, _needles(SECRET)), "the control: before the delete the text is in the file"
+    assert _stored_holding(path, _needles(SECRET)), "the control: before the delete the text is in the file"
     bank.recall("spare key", namespace="alice", now=NOW, record=False)  # the bank has its indexes loaded
     bank.forget(secret, hard=True)
     logs = "\n".join(r.getMessage() for r in caplog.records)
@@ -113,8 +111,8 @@ def test_hard_delete_leaves_no_trace(tmp_path, embedder, caplog):
     _check_gone(path, MemoryBank.open(path, embedder=embedder), SECRET, secret, logs)  # and after the close
 
 
-def test_maintenance_that_hard_deletes_leaves_no_trace(tmp_path, embedder, caplog):
-    path = tmp_path / "bank.duckdb"
+def test_maintenance_that_hard_deletes_leaves_no_trace(bank_path, embedder, caplog):
+    path = bank_path
     caplog.set_level(logging.DEBUG)
     bank, _, old = _busy_bank(path, embedder)
     report = bank.maintain(now=NOW, steps=["cleanup"], plan=MaintenancePlan(expire_action="hard"))

@@ -253,6 +253,15 @@ REVIEWED_SQL_PIECES = {
     # buffer pool sizes (class constants) and thread count (int())
     "duckdb.py": {"<sql>", "_sql_string(backup)", "_sql_string(dest)", "quoted",
                   "DuckDBStore.MEMORY_LIMIT", "DuckDBStore.SCAN_MEMORY_LIMIT", "int(threads)"},
+    # storage/postgres.py: the connection wrapper passes statements on (translated: "?" to "%s");
+    # temporary tables named by registered()'s keywords with the Arrow table's column names (both
+    # from code, quoted); the bank's own table names from information_schema (VACUUM FULL); the
+    # lock timeout as int(); the fixed trigger DDL of pg_notify.TRIGGER_DDL
+    "postgres.py": {"<sql>", "<text>", "<rows[0][0]>", "<stmt>", "cols", "name", "self._lock_timeout_ms()"},
+    # storage/pg_notify.py: the fixed channel name
+    "pg_notify.py": {"CHANNEL"},
+    # storage/copy.py: the bank's table names from information_schema, their column names
+    "copy.py": {"cols", "name"},
     "schema.py": {"<stmt>"},
     "tables.py": {"col", "cols", "order", "page", "table", "where",
                   # insert_memories: the dialect's JSON of the fixed _ADD_EVENT_FIELDS

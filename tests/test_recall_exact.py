@@ -15,6 +15,8 @@ from datetime import datetime, timedelta, timezone
 import bm25s
 import numpy as np
 import pytest
+
+import stores
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -205,7 +207,7 @@ def test_exact_through_changes_reopen_and_other_processes(bank_path, embedder):
     reopened = MemoryBank.open(bank_path, embedder=embedder)  # from the saved index cache
     _check_all(reopened, embedder, now)
     reopened.close()
-    shutil.rmtree(str(bank_path) + ".index")
+    shutil.rmtree(stores.index_folder(bank_path))
     rebuilt = MemoryBank.open(bank_path, embedder=embedder)
     _check_all(rebuilt, embedder, now)
     rebuilt.close()
@@ -217,7 +219,7 @@ def test_damaged_index_cache_is_rebuilt(bank_path, embedder):
     with MemoryBank.open(bank_path, embedder=embedder) as bank:
         bank.add_many([{"text": t, "namespace": "alice", "created_at": T0} for t in TEXTS])
         bank.recall("tea", namespace="alice", record=False)
-    folder = bank_path.parent / (bank_path.name + ".index")
+    folder = stores.index_folder(bank_path)
     vectors_file = next(folder.glob("*.vec.npy"))
     vectors_file.write_bytes(vectors_file.read_bytes()[:100])
     next(folder.glob("*.lex.npz")).write_bytes(b"not a zip file")

@@ -11,6 +11,7 @@ import json
 import re
 from datetime import datetime
 from pathlib import Path
+from typing import Iterator
 
 import pyarrow as pa
 import pytest
@@ -82,15 +83,16 @@ def test_no_duckdb_only_sql_outside_storage():
     assert not spots, "DuckDB-only code outside memory_core/storage/:\n" + "\n".join(spots)
 
 
-# -- the interface on a real DuckDB file -------------------------------------------------------------
+# -- the interface on a real DuckDB file and a real PostgreSQL database ---------------------------------
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> storage.Store:
-    s = open_store(tmp_path / "seam.duckdb", lock_timeout=5)
+def store(bank_path: Path | str) -> Iterator[storage.Store]:
+    s = open_store(bank_path, lock_timeout=5)
     with s.connect() as con:
         s.initialize(con, "test-model")
-    return s
+    yield s
+    s.release()
 
 
 def test_a_fresh_file_migrates_to_the_schema_version(store: storage.Store):
@@ -157,7 +159,7 @@ def test_arrow_results_registered_rows_and_the_dialect(store: storage.Store):
             batches = list(con.arrow_stream("SELECT id FROM removed_memories ORDER BY id", [], batch_rows=2))
         assert sum(b.num_rows for b in batches) == 3 and all(isinstance(b, pa.Table) for b in batches)
 
-        con.execute("INSERT INTO merges VALUES (1, 'a', 10, [4, 5], 'manual', NULL, 1, ?, NULL)", [datetime(2024, 1, 1)])
+        con.execute("INSERT INTO merges VALUES (1, 'a', 10, ?, 'manual', NULL, 1, ?, NULL)", [[4, 5], datetime(2024, 1, 1)])
         overlap = f"SELECT count(*) FROM merges WHERE {con.dialect.list_overlaps('member_ids')}"
         assert con.execute(overlap, [[5, 6]]).fetchone()[0] == 1
         assert con.execute(overlap, [[6, 7]]).fetchone()[0] == 0
@@ -174,7 +176,8 @@ def test_arrow_results_registered_rows_and_the_dialect(store: storage.Store):
             con.execute("SELECT * FROM _rows")  # gone after the block
 
 
-def test_connect_can_cap_the_engine_threads(store: storage.Store):
+def test_connect_can_cap_the_engine_threads(tmp_path: Path):
+    store = open_store(tmp_path / "seam.duckdb")  # an embedded engine's threads (a server's are its own)
     with store.connect(threads=1) as con:
         assert int(con.execute("SELECT current_setting('threads')").fetchone()[0]) == 1
 

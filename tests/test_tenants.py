@@ -40,9 +40,12 @@ def _bob(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def tenant_bank(tmp_path_factory, embedder):
-    """(path, alice ids, bob ids), with recalls, conflicts and a merge logged in both namespaces."""
-    path = tmp_path_factory.mktemp("tenants") / "tenants.duckdb"
+def tenant_bank(store_kind, tmp_path_factory, embedder, request):
+    """(path or URL, alice ids, bob ids), with recalls, conflicts and a merge logged in both namespaces."""
+    if store_kind == "postgres":
+        path = request.getfixturevalue("pg_databases")()  # dropped at the end of the run
+    else:
+        path = tmp_path_factory.mktemp("tenants") / "tenants.duckdb"
     with MemoryBank.open(path, embedder=embedder) as bank:
         rows = []
         for ns, fn in (("alice", lambda t: t), ("bob", _bob)):

@@ -20,8 +20,10 @@ from it is small (the protocols are in :mod:`.interface`, re-exported here):
 
 The SQL services write is portable between DuckDB and PostgreSQL; what is not lives behind the
 :class:`Dialect` of a connection, so every engine-only construct is named in one place per
-implementation. :mod:`.duckdb` is the one implementation today (a bank file, the embedded
-default); :func:`open_store` and :func:`restore_backup` choose the implementation for a location.
+implementation. :mod:`.duckdb` (a bank file, the embedded default) and :mod:`.postgres` (a
+PostgreSQL database, for many writers and several servers) implement it; :func:`open_store` and
+:func:`restore_backup` choose the implementation for a location, and :mod:`.copy` copies a bank
+between any two stores (``memctl migrate``, a PostgreSQL bank's backup).
 """
 
 from __future__ import annotations
@@ -33,10 +35,22 @@ from .interface import Connection, Cursor, Dialect, IntegrityError, Store
 from .schema import SCHEMA_VERSION
 
 
+def is_database_url(location: str | os.PathLike) -> bool:
+    """Does ``location`` name a database server's bank (a URL) rather than a bank file?"""
+    from .postgres import is_postgres_url
+
+    return is_postgres_url(location)
+
+
 def open_store(location: str | os.PathLike, *, lock_timeout: float = 10.0, read_only: bool = False) -> Store:
-    """The store at ``location`` (a bank file today), ready to connect; a missing file is created
-    on first connect. Raises :class:`~memory_core.errors.ValidationError` for a location that
-    cannot hold a bank (a folder)."""
+    """The store at ``location``, ready to connect: a ``postgresql://`` URL (a database that
+    exists; its tables are created on first connect) or a bank file (created on first connect).
+    Raises :class:`~memory_core.errors.ValidationError` for a location that cannot hold a bank
+    (a folder)."""
+    if is_database_url(location):
+        from .postgres import PostgresStore
+
+        return PostgresStore.at(str(location), lock_timeout=lock_timeout, read_only=read_only)
     from .duckdb import DuckDBStore
 
     return DuckDBStore.at(location, lock_timeout=lock_timeout, read_only=read_only)
@@ -44,12 +58,17 @@ def open_store(location: str | os.PathLike, *, lock_timeout: float = 10.0, read_
 
 def restore_backup(backup: str | os.PathLike, dest: str | os.PathLike, *, force: bool = False,
                    lock_timeout: float = 10.0) -> int:
-    """Put the backup ``backup`` in place of the bank ``dest``; returns its number of memories
-    (see :meth:`memory_core.storage.duckdb.DuckDBStore.restore`)."""
+    """Put the backup ``backup`` (a bank file) in place of the bank ``dest`` (a file or a URL);
+    returns its number of memories (see :meth:`memory_core.storage.duckdb.DuckDBStore.restore`
+    and :func:`memory_core.storage.copy.restore_into`)."""
+    if is_database_url(dest):
+        from .copy import restore_into
+
+        return restore_into(backup, open_store(dest, lock_timeout=lock_timeout), force=force)
     from .duckdb import DuckDBStore
 
     return DuckDBStore.restore(backup, dest, force=force, lock_timeout=lock_timeout)
 
 
 __all__ = ["Connection", "Cursor", "Dialect", "IntegrityError", "SCHEMA_VERSION", "Store", "open_store",
-           "restore_backup", "schema", "tables"]
+           "is_database_url", "restore_backup", "schema", "tables"]

@@ -458,6 +458,10 @@ class DuckDBStore:
 
     def __init__(self, path: str | os.PathLike, lock_timeout: float = 10.0, read_only: bool = False):
         self.path = Path(path)
+        self.location = str(self.path)
+        # The caches of a bank file live next to it (they move and go with it).
+        self.index_folder = Path(str(self.path) + ".index")
+        self.journal_folder = Path(str(self.path) + ".journal")
         self.lock_timeout = lock_timeout
         self.read_only = read_only
         self.lock_waits: list[float] = []  # seconds waited for the file, per operation that waited
@@ -833,6 +837,14 @@ class DuckDBStore:
 
     def signature(self) -> FileSignature:
         return _signature(self.path)
+
+    def signature_after(self, seq: int) -> FileSignature:
+        """The file's signature now: the caller still holds (or leases) the file, so nobody else
+        wrote since its operation."""
+        return self.signature()
+
+    def size_bytes(self) -> int:
+        return self.path.stat().st_size if self.path.exists() else 0
 
     # -- backup and restore ----------------------------------------------------------------------
 

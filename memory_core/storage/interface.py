@@ -1,6 +1,7 @@
 """The storage interface: what a store and its connections offer the rest of memory_core.
 
-Protocols only (and the one error services catch), implemented by :mod:`.duckdb` today; see
+Protocols only (and the one error services catch), implemented by :mod:`.duckdb` and
+:mod:`.postgres`; see
 :mod:`memory_core.storage` for the overview. Kept apart from the package's ``__init__`` so that an
 implementation depends on the interface, and the package on the implementations, never round.
 """
@@ -101,7 +102,10 @@ class Connection(Protocol):
 class Store(Protocol):
     """A bank's store: open a connection per operation with :meth:`connect`."""
 
-    path: Path
+    location: str  # what names the bank in messages and to memctl --bank: a file path, or a URL without password
+    path: Path | None  # the bank's file, None for a store that is not a file
+    index_folder: Path  # this machine's folder for the saved namespace indexes (a cache)
+    journal_folder: Path  # this machine's folder for the journal of recalls not yet written
     read_only: bool
     lock_waits: list[float]  # seconds waited for the store, per operation that waited
 
@@ -136,6 +140,13 @@ class Store(Protocol):
         """A cheap value that changes whenever anyone writes: equal values mean nobody wrote."""
         ...
 
+    def signature_after(self, seq: int) -> object:
+        """The signature a process may remember after an operation that brought it up to change
+        ``seq``: compared with a later :meth:`signature`, equal means nothing happened since that
+        this process has not taken in. (A file held by this process cannot have changed under
+        it: its signature now; a store others write meanwhile: the sequence itself.)"""
+        ...
+
     def initialize(self, con: Connection, model: str) -> None:
         """Create or migrate the schema (:mod:`.schema`) in ``con``; a new bank records ``model``."""
         ...
@@ -146,4 +157,8 @@ class Store(Protocol):
 
     def compact(self) -> None:
         """Make erased data unrecoverable from the store's files (hard delete calls it)."""
+        ...
+
+    def size_bytes(self) -> int:
+        """The bank's size on disk (its file, or its database)."""
         ...

@@ -29,6 +29,17 @@ MEMORY_COLUMNS = (
     "embedding_model", "superseded_by", "merged_into", "seq", "context", "use_count",
 )
 
+# The Arrow type of each memory column as the schema stores it: a bulk insert's table is typed by
+# it, never inferred (a column of only None would have no type for an engine to check).
+MEMORY_ARROW_TYPES: dict[str, pa.DataType] = {
+    "id": pa.int64(), "namespace": pa.string(), "text": pa.string(), "kind": pa.string(),
+    "category": pa.string(), "importance": pa.float64(), "created_at": pa.timestamp("us"),
+    "updated_at": pa.timestamp("us"), "last_accessed_at": pa.timestamp("us"), "access_count": pa.int64(),
+    "status": pa.string(), "pinned": pa.bool_(), "source": pa.string(), "content_hash": pa.string(),
+    "embedding_model": pa.string(), "superseded_by": pa.int64(), "merged_into": pa.int64(), "seq": pa.int64(),
+    "context": pa.string(), "use_count": pa.int32(),
+}
+
 _TIME_COLUMNS = ("created_at", "updated_at", "last_accessed_at")
 # The memory as an "add" event records it (the fields a caller gave, in this order, and its id).
 _ADD_EVENT_FIELDS = ("text", "namespace", "importance", "kind", "category", "created_at", "updated_at",
@@ -116,7 +127,7 @@ def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarr
     flat = pa.array(np.ascontiguousarray(embeddings, dtype=np.float32).reshape(-1))
     offsets = pa.array(np.arange(0, n + 1, dtype=np.int32) * embeddings.shape[1])
     table = pa.table({
-        **{c: rows[c] for c in MEMORY_COLUMNS},
+        **{c: pa.array(rows[c], MEMORY_ARROW_TYPES[c]) for c in MEMORY_COLUMNS},
         "embedding": pa.ListArray.from_arrays(offsets, flat),
     })
     with con.registered(_incoming=table):
@@ -194,17 +205,30 @@ def scrub_texts(con: Connection, texts: list[str | None]) -> None:
 def renumber_after_restore(con: Connection, seq_before: int, rows_before: list[tuple[int, str]]) -> None:
     """Make a restored bank look, to processes that had the replaced one open, like one big change:
     a change sequence past theirs, every row changed, and rows that are gone listed as removed.
-    ``seq_before`` and ``rows_before`` (id, namespace) are the replaced bank's."""
-    seq = max(seq_before, change_seq(con)) + 1
+    ``seq_before`` and ``rows_before`` (id, namespace) are the replaced bank's. Its own transaction
+    on a held connection (:func:`renumber` runs in the caller's)."""
     with con.transaction():
-        set_meta(con, "change_seq", str(seq))
-        con.execute("UPDATE memories SET seq = ?", [seq])
-        if rows_before:
-            table = pa.table({"id": pa.array([r[0] for r in rows_before], pa.int64()),
-                              "namespace": pa.array([r[1] for r in rows_before], pa.string())})
-            with con.registered(_before=table):
-                con.execute("INSERT INTO removed_memories SELECT id, namespace, ? FROM _before "
-                            "WHERE id NOT IN (SELECT id FROM memories)", [seq])
+        renumber(con, seq_before, rows_before)
+
+
+def renumber(con: Connection, seq_before: int, rows_before: list[tuple[int, str]]) -> None:
+    """:func:`renumber_after_restore` in the caller's transaction."""
+    seq = max(seq_before, change_seq(con)) + 1
+    set_meta(con, "change_seq", str(seq))
+    con.execute("UPDATE memories SET seq = ?", [seq])
+    if rows_before:
+        table = pa.table({"id": pa.array([r[0] for r in rows_before], pa.int64()),
+                          "namespace": pa.array([r[1] for r in rows_before], pa.string())})
+        with con.registered(_before=table):
+            con.execute("INSERT INTO removed_memories SELECT id, namespace, ? FROM _before "
+                        "WHERE id NOT IN (SELECT id FROM memories)", [seq])
+
+
+def bank_tables(con: Connection) -> list[str]:
+    """The tables of the bank (the connection's schema), by name."""
+    return sorted(r[0] for r in con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+        "AND table_type = 'BASE TABLE'").fetchall())
 
 
 # -- the event log ---------------------------------------------------------------------------------
