@@ -52,7 +52,7 @@ class FeedbackLog:
         """
         if isinstance(retrieval_id, bool) or not isinstance(retrieval_id, (int, np.integer)):
             raise ValidationError(f"retrieval_id is a whole number (bank.last_retrieval_id), got {retrieval_id!r}")
-        rid = int(retrieval_id)
+        rid = check_id(retrieval_id, "retrieval_id")
         if answer is not None:
             if not isinstance(answer, str):
                 raise ValidationError(f"answer must be a string, got {type(answer).__name__}")

@@ -21,6 +21,7 @@ CATEGORIES = ("preference", "goal", "decision", "difficulty", "fact", "profile",
 STATUSES = ("active", "archived", "merged", "superseded", "deleted")
 PII_MODES = ("redact", "refuse", "allow")  # what ingest does with personal identifiers in a conversation
 MAINTENANCE_STEPS = ("cleanup", "merge")  # the steps of a maintenance run (memory_core.maintenance)
+MAX_ID = 2**63 - 1  # ids are 64-bit integers in the store
 MAX_TEXT = 1_000_000  # characters; memories are meant to be short, but nothing valid is refused
 
 
@@ -308,6 +309,8 @@ def check_id(value: Any, what: str = "a memory id") -> int:
     """A whole-number id (a memory's, an event's, a conflict's...), as int."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValidationError(f"{what} is a whole number, got {value!r}")
+    if not -MAX_ID <= int(value) <= MAX_ID:  # the store's ids are 64-bit: nothing beyond can exist
+        raise ValidationError(f"{what} is out of range (at most {MAX_ID}), got {value!r}")
     return int(value)
 
 

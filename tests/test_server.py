@@ -187,6 +187,18 @@ def test_bad_bodies_get_a_clear_4xx_and_change_nothing(alice, body, status):
     assert alice.get("/v1/memories", params={"namespace": "alice", "status": "any"}).json()["total"] == before
 
 
+def test_ids_beyond_64_bits_are_refused_not_crashed_on(alice):
+    huge = 2**127
+    for method, url, body in [("POST", "/v1/feedback", {"retrieval_id": huge, "answer": "0"}),
+                              ("POST", "/v1/feedback", {"retrieval_id": 1, "used_ids": [huge]}),
+                              ("GET", f"/v1/memories/{huge}", None),
+                              ("GET", f"/v1/memories?offset={huge}", None),
+                              ("POST", f"/v1/conflicts/{huge}/resolve", {"rule": "dismiss"})]:
+        r = alice.request(method, url, json=body)
+        assert r.status_code in (400, 404), (method, url, r.status_code, r.text)
+        assert r.json()["error"]["type"] in ("ValidationError", "NotFoundError")
+
+
 def test_a_huge_k_or_unknown_route_is_refused(alice):
     assert alice.post("/v1/recall", json={"query": "x", "k": 10**9}).status_code == 400
     r = alice.get("/v1/nothing-here")

@@ -318,7 +318,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
     @app.get("/v1/memories", tags=["memories"])
     def list_memories(namespace: str | None = None,
                       status: str = Query("active", description=f"{', '.join(STATUSES)}, or any"),
-                      limit: int = Query(100, ge=1, le=MAX_PAGE), offset: int = Query(0, ge=0),
+                      limit: int = Query(100, ge=1, le=MAX_PAGE), offset: int = Query(0, ge=0, le=2**63 - 1),
                       svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """Memories of a namespace, newest first, with how many match in all."""
         ns = who.namespace(namespace)
