@@ -86,6 +86,16 @@ def plots(out: Path) -> list[str]:
         fig.update_layout(title="Memory Console vs mem0, same run (ratio > 1: Memory Console better)",
                           yaxis_type="log", barmode="group")
         figs["mem0_compare"] = fig
+    sv = _load(out, "serve")
+    if sv:
+        names = ["mem0 in process", "library bank.add", "HTTP, 1 client", f"HTTP, {sv['concurrent']['clients']} clients"]
+        values = [sv.get("mem0_adds_per_s") or 0, sv["library_adds_per_s"], sv["sequential_adds_per_s"],
+                  sv["concurrent"]["adds_per_s"]]
+        fig = go.Figure(go.Bar(x=names, y=values, text=[f"{v:.0f}/s" for v in values], textposition="outside"))
+        fig.add_hline(y=60, line_dash="dash", annotation_text="goal, one at a time: 60/s")
+        fig.add_hline(y=300, line_dash="dot", annotation_text="goal, 8 clients: 300/s")
+        fig.update_layout(title="Single adds per second, same run", yaxis_title="adds per second")
+        figs["serve"] = fig
     written = []
     for name, fig in figs.items():
         fig.update_layout(width=900, height=500, template="plotly_white")

@@ -103,11 +103,13 @@ def _concurrent_adds(url: str, headers: dict, meanwhile, per_client: int | None)
     t = time.perf_counter()
     for th in threads:
         th.start()
-    extra = meanwhile()
-    if per_client is None:
-        stop.set()
-    for th in threads:
-        th.join()
+    try:
+        extra = meanwhile()
+    finally:  # the clients stop even when what ran meanwhile failed
+        if per_client is None:
+            stop.set()
+        for th in threads:
+            th.join()
     elapsed = time.perf_counter() - t
     out = {"clients": CLIENTS, "adds": len(acked), "adds_per_s": len(acked) / elapsed, "errors": len(errors),
            "first_errors": errors[:3], "acked": acked}
@@ -253,6 +255,7 @@ def markdown(r: dict) -> str:
     ]
     table = "\n".join(f"| {a} | {b} | {t} |" for a, b, t in rows)
     met = "\n".join(f"- {name}: {'met' if ok else '**not met**'}" for name, ok in r["targets"].items())
+    plot = "\n![serve](bench/results/serve.png)\n" if (Path(__file__).parent / "results" / "serve.png").exists() else ""
     return f"""## The server (`memctl serve`)
 
 `python -m bench --only serve` (`bench/serve.py`): a real `memctl serve` on loopback with a bearer
@@ -276,4 +279,4 @@ Recall, query embedding included, each query asked once: over HTTP p50 {r['recal
 (p95 {r['recall_in_process']['p95_ms']:.1f}): HTTP adds {r['recall_http_overhead_ms']:.1f} ms at p50.
 
 {met}
-"""
+{plot}"""
