@@ -49,11 +49,11 @@ test: setup browser
 	$(PY) -m pytest -n 2 --dist loadfile -m "not soak and not crash and not browser"
 	$(PY) -m pytest -m "soak or crash or browser"
 
-# The fast loop while working: unit and page tests, without the markers registered in pyproject.toml
-# (no chromium needed), in two processes (pytest-xdist; a file stays in one process, so its module
+# The fast loop while working: unit and page tests on DuckDB, without the markers registered in
+# pyproject.toml (no chromium, no PostgreSQL needed), in two processes (pytest-xdist; a file stays in one process, so its module
 # fixtures are built once).
 check: setup
-	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow and not browser and not soak and not crash"
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow and not browser and not soak and not crash and not postgres"
 
 clean:
 	rm -rf $(VENV) $(BANK) $(BANK).wal $(BANK).index

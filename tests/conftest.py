@@ -58,6 +58,7 @@ FILE_MARKERS = {
     "test_bench.py": "slow",  # every benchmark at its smallest size
     "test_locomo_bench.py": "slow",  # the LoCoMo benchmark on a tiny conversation
     "test_concurrency.py": "slow",  # real processes racing for one bank file
+    "test_pg_store.py": "postgres",  # the PostgreSQL store: processes, migrate, two servers
     "test_detection_quality.py": "slow",  # conflict detection measured on the whole demo set
     "test_server_fuzz.py": "slow",  # generated requests against a real server (schemathesis)
     "test_served_dashboard.py": "slow",  # every page while a server takes 8 writers
@@ -83,7 +84,8 @@ def embedder():
 
 def pytest_generate_tests(metafunc):
     if "store_kind" in metafunc.fixturenames and metafunc.definition.path.name in BOTH_STORES:
-        metafunc.parametrize("store_kind", ["duckdb", "postgres"], indirect=True, scope="module")
+        metafunc.parametrize("store_kind", ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)],
+                             indirect=True, scope="module")
 
 
 @pytest.fixture(scope="session")
