@@ -80,6 +80,19 @@ class Served:
         self._log_file.close()
 
 
+def serve_with_tokens(path: Path, specs: list[tuple[str, list[str], bool, bool]]) -> Served:
+    """A server over the bank at ``path`` with a token per (name, namespaces, read_only, admin);
+    their secrets are in ``.tokens`` by name."""
+    from memory_core import MemoryBank
+
+    with MemoryBank.open(path) as bank:
+        tokens = {name: bank.tokens.create(name, spaces, read_only=ro, admin=admin)[1]
+                  for name, spaces, ro, admin in specs}
+    server = Served(path)
+    server.tokens = tokens
+    return server
+
+
 def memctl(bank_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """Run one memctl command on the bank (a separate process, as an operator would)."""
     env = dict(os.environ, HF_HUB_OFFLINE="1")

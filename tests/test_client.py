@@ -20,7 +20,7 @@ from memory_core import (
     StateError, ValidationError,
 )
 from memory_core.client import RemoteBank as RemoteBankFromModule
-from memctl_server import Served, free_port
+from memctl_server import free_port, serve_with_tokens
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 ROWS = [  # text, importance, category, days before NOW
@@ -46,12 +46,8 @@ def rows(namespace: str) -> list[dict]:
 def served(tmp_path_factory):
     """A server over a fresh bank, with tokens for alice, bob, alice read-only, and an admin."""
     path = tmp_path_factory.mktemp("served") / "bank.duckdb"
-    with MemoryBank.open(path) as bank:
-        tokens = {name: bank.tokens.create(name, spaces, read_only=ro, admin=admin)[1]
-                  for name, spaces, ro, admin in [("alice", ["alice"], False, False), ("bob", ["bob"], False, False),
-                                                  ("alice-ro", ["alice"], True, False), ("root", [], False, True)]}
-    server = Served(path)
-    server.tokens = tokens
+    server = serve_with_tokens(path, [("alice", ["alice"], False, False), ("bob", ["bob"], False, False),
+                                      ("alice-ro", ["alice"], True, False), ("root", [], False, True)])
     yield server
     assert server.stop() == 0, server.output()
 

@@ -7,20 +7,16 @@ import json
 import pytest
 
 from memory_core import MemoryBank
-from memctl_server import Served, memctl
+from memctl_server import Served, memctl, serve_with_tokens
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """A server over a fresh bank, with tokens for alice, bob, alice read-only, and an admin."""
     path = tmp_path_factory.mktemp("served") / "bank.duckdb"
-    with MemoryBank.open(path) as bank:
-        tokens = {name: bank.tokens.create(name, spaces, read_only=ro, admin=admin)[1]
-                  for name, spaces, ro, admin in [("alice", ["alice"], False, False), ("bob", ["bob"], False, False),
-                                                  ("alice-ro", ["alice"], True, False), ("both", ["alice", "bob"], False, False),
-                                                  ("root", [], False, True)]}
-    server = Served(path)
-    server.tokens = tokens
+    server = serve_with_tokens(path, [("alice", ["alice"], False, False), ("bob", ["bob"], False, False),
+                                      ("alice-ro", ["alice"], True, False), ("both", ["alice", "bob"], False, False),
+                                      ("root", [], False, True)])
     yield server
     assert server.stop() == 0, server.output()
 

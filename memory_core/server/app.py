@@ -127,13 +127,23 @@ class Service:
 
     def memory(self, caller: Caller, memory_id: int) -> Memory:
         """The memory with this id if the caller may see it; otherwise not found, as if absent."""
-        try:
-            memory = self.bank.get(memory_id)
-        except mc.NotFoundError:
-            memory = None
-        if memory is None or not caller.may_use(memory.namespace):
-            raise mc.NotFoundError(f"no memory with id {memory_id}")
-        return memory
+        return visible(caller, self.bank.get, "memory", memory_id)
+
+    def conflict(self, caller: Caller, conflict_id: int) -> Any:
+        """The conflict with this id if the caller may see it; otherwise not found, as if absent."""
+        return visible(caller, self.bank.conflict, "conflict", conflict_id)
+
+
+def visible(caller: Caller, lookup: Callable[[int], Any], what: str, ident: int) -> Any:
+    """What ``lookup`` finds for ``ident`` if it is of a namespace the caller may use; an unknown id
+    and another tenant's answer the same NotFoundError, so neither tells that the other exists."""
+    try:
+        found = lookup(ident)
+    except mc.NotFoundError:
+        found = None
+    if found is None or not caller.may_use(found.namespace):
+        raise mc.NotFoundError(f"no {what} with id {ident}")
+    return found
 
 
 def service(request: Request) -> Service:
@@ -410,12 +420,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
                          who: Caller = Depends(caller)) -> dict:
         """Resolve a contradiction by a rule; one undoable operation."""
         who.check_write()
-        try:
-            found = svc.bank.conflict(conflict_id)
-        except mc.NotFoundError:
-            found = None
-        if found is None or not who.may_use(found.namespace):
-            raise mc.NotFoundError(f"no conflict with id {conflict_id}")
+        svc.conflict(who, conflict_id)
         return svc.bank.resolve_conflict(conflict_id, body.rule, memory_id=body.memory_id, text=body.text).to_dict()
 
     @app.get("/v1/namespaces", tags=["server"])
