@@ -320,6 +320,9 @@ class Core:
                 self.memories.clear()
             for row in tables.fetch_rows(con, "id IN (SELECT unnest(?))", [missing]).to_pylist():
                 self.memories[int(row["id"])] = rowmod.memory_from_row(row)
+        for mid in ids:
+            if mid not in self.memories:
+                raise NotFoundError(f"no memory with id {mid} in {self.store.location}")
         return {i: self.memories[i] for i in ids}
 
     # -- buffered recalls -----------------------------------------------------------------------

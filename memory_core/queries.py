@@ -99,10 +99,11 @@ class Queries:
             return self.core.get(con, mid)
 
     def get_many(self, ids: Iterable[int]) -> dict[int, Memory]:
-        """Several memories by id, in one read; NotFoundError names the first missing id."""
+        """Several memories by id, in one read of those this bank has not cached (the session
+        caught up with every other writer first); NotFoundError names the first missing id."""
         wanted = [check_id(i) for i in ids]
         with self.core.session(write=False) as con:
-            return self.core.get_rows(con, wanted)
+            return self.core.get_many(con, wanted)
 
     def memories(
         self,
