@@ -86,3 +86,10 @@ def test_warm_embeds_a_batch_that_encode_one_then_reuses(embedder, monkeypatch):
         got = embedder.encode_one(text)
         assert np.allclose(got, want, atol=1e-5) and not got.flags.writeable
     assert calls == []
+
+
+def test_a_model_of_another_shape_stays_on_torch(small_model):
+    from memory_core.embed import Embedder
+
+    # MiniLM with a projection after pooling: not what embed_onnx exports, so torch runs it.
+    assert Embedder(small_model).runtime == "torch"

@@ -39,6 +39,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 import pyarrow as pa
 
+from ..cache_dir import cache_root
 from ..errors import BankLockedError, BankReadOnlyError, CorruptBankError, ValidationError
 from . import schema
 from .interface import IntegrityError
@@ -72,15 +73,6 @@ def public_url(url: str) -> str:
     host = parts.hostname or ""
     netloc = (parts.username or "") + "@" + host + (f":{parts.port}" if parts.port else "")
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
-def cache_root() -> Path:
-    """Where banks with no file of their own keep local caches: ``$MEMCTL_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/memory-console``, else ``~/.cache/memory-console``."""
-    if os.environ.get("MEMCTL_CACHE_DIR"):
-        return Path(os.environ["MEMCTL_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "memory-console"
 
 
 def local_folder(url: str) -> Path:
