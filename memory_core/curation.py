@@ -104,11 +104,15 @@ class Curation:
         return checked
 
     def _record_in(self, con: Any, checked: list[tuple[int, int, dict[str, Any]]]) -> list[int | None]:
-        """Record checked conflicts in ``con``'s transaction; the new conflicts' ids (None: known pair)."""
+        """Record checked conflicts in ``con``'s transaction; the new conflicts' ids (None: known pair).
+
+        A fixed handful of statements however many there are (an add that finds one conflict used
+        to spend nine): one read of the pairs, one of the known ones, one for every counter, one
+        insert of the conflicts and one of their events."""
         if not checked:
             return []
         pairs = self.core.get_rows(con, sorted({i for a, b, _ in checked for i in (a, b)}))
-        new_ids: list[int | None] = []
+        ordered = []
         for a_id, b_id, f in checked:
             a, b = sorted((pairs[a_id], pairs[b_id]), key=lambda m: (m.created_at, m.id))
             if a.namespace != b.namespace:
@@ -116,23 +120,35 @@ class Curation:
                                       f"{a.namespace!r} and {b.namespace!r}")
             if a.status != "active" or b.status != "active":
                 raise StateError(f"only live memories conflict; memory {a.id} is {a.status}, {b.id} is {b.status}")
-            seen = con.execute("SELECT count(*) FROM conflicts WHERE a_id = ? AND b_id = ?",
-                               [a.id, b.id]).fetchone()[0]
-            if seen:
-                new_ids.append(None)
-                continue
-            cid = tables.take_ids(con, "next_conflict_id", 1)
-            con.execute(
-                "INSERT INTO conflicts (id, namespace, a_id, b_id, kind, evidence, confidence, suggestion, "
-                "path, status, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)",
-                [cid, a.namespace, a.id, b.id, f["kind"], f["evidence"], float(f["confidence"]),
-                 f["suggestion"], f["path"], to_naive_utc(utcnow())])
-            tables.log_event(con, self.core.actor, "conflict_detected", None, None,
-                            {"conflict_id": cid, "a_id": a.id, "b_id": b.id, "kind": f["kind"]}, utcnow())
-            new_ids.append(cid)
-        if any(new_ids):
-            tables.next_seq(con)  # other processes' caches of conflicts must notice
-        return new_ids
+            ordered.append((a, b, f))
+        known = set(con.execute("SELECT a_id, b_id FROM conflicts WHERE a_id IN (SELECT unnest(?))",
+                                [sorted({a.id for a, _, _ in ordered})]).fetchall())
+        new = []
+        for a, b, f in ordered:
+            new.append((a, b, f) if (a.id, b.id) not in known else None)
+            known.add((a.id, b.id))
+        fresh = [n for n in new if n is not None]
+        if not fresh:
+            return [None] * len(new)
+        # change_seq: other processes' caches of conflicts must notice.
+        first = tables.take_counters(con, {"next_conflict_id": len(fresh), "next_event_id": len(fresh),
+                                           "change_seq": 1})
+        now = to_naive_utc(utcnow())
+        ids = range(first["next_conflict_id"], first["next_conflict_id"] + len(fresh))
+        con.executemany(
+            "INSERT INTO conflicts (id, namespace, a_id, b_id, kind, evidence, confidence, suggestion, "
+            "path, status, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)",
+            [[cid, a.namespace, a.id, b.id, f["kind"], f["evidence"], float(f["confidence"]), f["suggestion"],
+              f["path"], now] for cid, (a, b, f) in zip(ids, fresh)])
+        con.executemany(
+            "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id) "
+            "VALUES (?, ?, ?, 'conflict_detected', NULL, NULL, ?, NULL, NULL)",
+            [[eid, now, self.core.actor,
+              json.dumps({"conflict_id": cid, "a_id": a.id, "b_id": b.id, "kind": f["kind"]}, ensure_ascii=False)]
+             for eid, cid, (a, b, f) in zip(range(first["next_event_id"], first["next_event_id"] + len(fresh)),
+                                            ids, fresh)])
+        taken = iter(ids)
+        return [None if n is None else next(taken) for n in new]
 
     def resolve_conflict(self, conflict_id: int, rule: str, *, memory_id: int | None = None,
                          text: str | None = None) -> Conflict:
