@@ -37,7 +37,7 @@ class Served:
             stdout=self._log_file, stderr=subprocess.STDOUT, env=env, cwd=Path(__file__).parent.parent)
         self._wait_ready()
 
-    def _wait_ready(self, timeout: float = 60.0) -> None:
+    def _wait_ready(self, timeout: float = 180.0) -> None:  # the model loads before the port opens
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

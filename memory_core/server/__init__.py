@@ -80,6 +80,10 @@ def serve(bank: Any, *, host: str = "127.0.0.1", port: int = 8765, auth: bool = 
 
     check_exposure(host, auth=auth, tokens=len(bank.tokens.list()) if auth else 0)
     log_to_stderr(log_level)
+    # The model loads before the port opens: once /v1/health answers, the first add or recall is
+    # as fast as the next (the load takes seconds, the first time on a machine a little longer).
+    log.info("loading the embedding model %s", bank.model)
+    bank.embedder.encode(["warm up"])
     endpoint = None
     if mcp:
         from .mcp import McpEndpoint

@@ -131,7 +131,14 @@ class Service:
 
     def conflict(self, caller: Caller, conflict_id: int) -> Any:
         """The conflict with this id if the caller may see it; otherwise not found, as if absent."""
+        self.settle()
         return visible(caller, self.bank.conflict, "conflict", conflict_id)
+
+    def settle(self) -> None:
+        """The contradictions of every add answered so far are recorded (adds are answered before
+        their check: see writes.py), so a caller reads the conflicts its own adds made."""
+        if self.writes is not None:
+            self.writes.settle()
 
 
 def visible(caller: Caller, lookup: Callable[[int], Any], what: str, ident: int) -> Any:
@@ -411,6 +418,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
                   svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """Recorded contradictions of a namespace, newest first."""
         ns = who.namespace(namespace)
+        svc.settle()
         found = svc.bank.conflicts(ns, None if status == "any" else status, memory_id)
         return {"conflicts": [c.to_dict() for c in found]}
 

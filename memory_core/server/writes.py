@@ -2,15 +2,21 @@
 
 Each ``POST /v1/memories`` (and MCP's ``add_memory``) hands its row to the :class:`WriteQueue`
 and waits. One thread takes every row waiting and stores them with ``MemoryBank.add_each``: one
-embedding batch, one transaction, and the check for contradictions as ``MemoryBank.add`` makes it
-(except rows with ``detect_conflicts: False``), in one hold of the file. A request is answered
-only once its row is committed; a bad row gets its own error and the others of its group are
-stored. The history names each row's caller (rows of several tokens are written per token).
+embedding batch, one transaction. A request is answered once its row is committed; a bad row
+gets its own error and the others of its group are stored. The history names each row's caller
+(rows of several tokens are written per token).
+
+Then, before the next group, the same thread checks the group's memories for contradictions
+(``MemoryBank.detect_conflicts``, what ``MemoryBank.add`` does in the same hold), except rows sent
+with ``detect_conflicts: False``: an agent waits for its memory to be stored, not for the rules.
+Whoever reads conflicts calls :meth:`WriteQueue.settle` first, so that the conflicts of every add
+answered before are there (read-your-writes, as in process).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 import threading
 from concurrent.futures import Future
@@ -18,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memory_core import Memory, MemoryBank
+
+log = logging.getLogger(__name__)
 
 MAX_GROUP = 256  # rows written in one transaction at most
 
@@ -28,6 +36,9 @@ class WriteQueue:
     def __init__(self, bank: "MemoryBank"):
         self.bank = bank
         self.pending: "queue.Queue[tuple[dict[str, Any], str | None, Future] | None]" = queue.Queue()
+        self.checks = threading.Condition()
+        self.answered = 0  # groups answered, and of them checked for contradictions (in order)
+        self.checked = 0
         self.thread = threading.Thread(target=self.run, name="memctl-writes", daemon=True)
         self.closed = False
         self.thread.start()
@@ -76,19 +87,40 @@ class WriteQueue:
             with contextlib.nullcontext() if actor is None else self.bank.acting_as(actor):
                 self.write_rows(items)
 
+    def settle(self, timeout: float = 10.0) -> None:
+        """Wait until the adds answered so far are checked for contradictions (at most ``timeout``
+        seconds: a check that takes longer is still running, and its conflicts come later)."""
+        with self.checks:
+            target = self.answered
+            self.checks.wait_for(lambda: self.checked >= target, timeout=timeout)
+
     def write_rows(self, items: list[tuple[dict[str, Any], Future]]) -> None:
         rows = [{k: v for k, v in row.items() if k != "detect_conflicts"} for row, _ in items]
         try:
-            results = self.bank.add_each(rows, detect_conflicts=[row.get("detect_conflicts", True)
-                                                                 for row, _ in items])
+            results = self.bank.add_each(rows, detect_conflicts=False)
             ids = [r for r in results if isinstance(r, int)]
             stored = self.bank.get_many(ids) if ids else {}
         except BaseException as exc:  # the store failed (busy, gone): every request of the group hears it
             for _, done in items:
                 done.set_exception(exc)
             return
-        for (_, done), result in zip(items, results):
-            if isinstance(result, int):
-                done.set_result(stored[result])
-            else:
-                done.set_exception(result)
+        to_check: dict[str, list[int]] = {}
+        with self.checks:
+            self.answered += 1
+        try:
+            for (row, done), result in zip(items, results):
+                if isinstance(result, int):
+                    done.set_result(stored[result])
+                    if row.get("detect_conflicts", True):
+                        to_check.setdefault(stored[result].namespace, []).append(result)
+                else:
+                    done.set_exception(result)
+            for namespace, mids in to_check.items():
+                try:
+                    self.bank.detect_conflicts(namespace, memory_ids=mids)
+                except Exception:  # the memories are stored and answered; a check can be run again
+                    log.exception("checking memories %s for contradictions failed", mids)
+        finally:
+            with self.checks:
+                self.checked += 1
+                self.checks.notify_all()
