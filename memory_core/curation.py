@@ -303,8 +303,11 @@ class Curation:
                          client: Any = None) -> list[Conflict]:
         """Find and record contradictions in ``namespace`` (only involving ``memory_ids`` when given);
         returns the newly recorded ones. See :func:`memory_core.conflicts.find`."""
-        ids, vectors = self.queries.live_vectors(namespace)
         wanted = None if memory_ids is None else {int(i) for i in memory_ids}
+        if wanted is not None and client is None:  # the rules alone: as an add checks what it wrote
+            with self.core.held() as con:
+                return [self.conflict_in(con, cid) for cid in self._check_in(con, {namespace: sorted(wanted)})]
+        ids, vectors = self.queries.live_vectors(namespace)
         pairs = conflicts.pairs_to_judge(ids, vectors, wanted)
         if not pairs:
             return []
@@ -365,21 +368,28 @@ class Curation:
                 for row, mid, check in zip(checked, ids, wanted):
                     if check:
                         by_namespace.setdefault(row["namespace"], []).append(mid)
-                found = [] if client is not None else [
-                    f for ns, mids in by_namespace.items() for f in self._check_found(self._find_in(con, ns, mids))]
-                if found:
-                    with con.transaction():
-                        recorded = self._record_in(con, found)
-                    if any(recorded):
-                        # Open conflicts change no cache of this bank, and nobody else wrote since
-                        # the catch-up (the file is held): the next operation need not catch up.
-                        self.core.advance(tables.change_seq(con))
+                if client is None:
+                    self._check_in(con, by_namespace)
         if client is not None:
             for ns, mids in by_namespace.items():
                 self.detect_conflicts(ns, memory_ids=mids, client=client)
         for (i, _), mid in zip(good, ids):
             results[i] = mid
         return results  # type: ignore[return-value]
+
+    def _check_in(self, con: Any, by_namespace: dict[str, list[int]]) -> list[int]:
+        """Find with the rules and record what these new memories contradict, in the hold ``con``
+        (the check :meth:`add_each` runs after its write); the new conflicts' ids."""
+        found = [f for ns, mids in by_namespace.items() for f in self._check_found(self._find_in(con, ns, mids))]
+        if not found:
+            return []
+        with con.transaction():
+            recorded = self._record_in(con, found)
+        if any(recorded):
+            # Open conflicts change no cache of this bank, and nobody else wrote since the
+            # catch-up (the file is held): the next operation need not catch up.
+            self.core.advance(tables.change_seq(con))
+        return [cid for cid in recorded if cid is not None]
 
     def _find_in(self, con: Any, namespace: str, new: list[int]) -> list[dict[str, Any]]:
         """What the rules find the new memories contradict (what :meth:`detect_conflicts` finds for
