@@ -3,7 +3,9 @@ conflicts, merges and the gate, and the embedding models a bank can use. Real mo
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -113,3 +115,51 @@ def test_memctl_init_and_reembed_with_the_multilingual_model(tmp_path) -> None:
         assert bank.model == DEFAULT_MODEL and bank.dim == 384
     res = CliRunner().invoke(cli, ["--bank", path, "reembed", "--model", "usem3"])
     assert res.exit_code == 0 and "with use-multilingual-v3" in res.output, res.output
+
+
+def test_memctl_demo_builds_the_demo_with_the_multilingual_model(tmp_path) -> None:
+    """``memctl demo --model`` records the model in the new bank, and recall on it finds a Chinese
+    memory for an English question. A small demo (its own files) keeps the test fast."""
+    memories = tmp_path / "memories.jsonl"
+    memories.write_text("\n".join(json.dumps(row, ensure_ascii=False) for row in (
+        {"text": "我对猫过敏", "namespace": "chen", "created_at": "2026-01-05T10:00:00Z"},
+        {"text": "最想去的学校是 TU Delft", "namespace": "chen", "created_at": "2026-01-06T10:00:00Z"},
+        {"text": "Moved to Berlin in August", "namespace": "bob", "created_at": "2026-01-07T10:00:00Z"},
+    )) + "\n", encoding="utf-8")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"namespace": "chen", "query": "我对什么过敏？", "at": "2026-01-20T10:00:00Z"},
+                                  ensure_ascii=False) + "\n", encoding="utf-8")
+    path = str(tmp_path / "demo.duckdb")
+    res = CliRunner().invoke(cli, ["--bank", path, "demo", "--model", "use-multilingual-v3",
+                                   "--memories", str(memories), "--queries", str(queries)])
+    assert res.exit_code == 0, res.output
+    assert "(model use-multilingual-v3): 3 memories in 2 namespaces, 1 recalls replayed" in res.output
+    with MemoryBank.open(path) as bank:
+        assert bank.model == "use-multilingual-v3" and bank.dim == 512
+        dense = ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=0, k=1, threshold=0.0)
+        hits = bank.recall("Which animals am I allergic to?", namespace="chen", params=dense, record=False)
+        assert [h.memory.text for h in hits] == ["我对猫过敏"]
+    # The bank keeps its model: building again with another one is refused, nothing changes.
+    res = CliRunner().invoke(cli, ["--bank", path, "demo", "--force", "--model", "all-MiniLM-L6-v2",
+                                   "--memories", str(memories), "--queries", str(queries)])
+    assert res.exit_code == 1 and "reembed --model" in res.output, res.output
+    with MemoryBank.open(path) as bank:
+        assert bank.count(status=None) == 3
+
+
+def test_the_tune_page_names_the_banks_model(tmp_path, monkeypatch) -> None:
+    """The Tune page (and the sidebar of every page) says which model the bank's vectors are of."""
+    from streamlit.testing.v1 import AppTest
+
+    path = tmp_path / "use.duckdb"
+    with MemoryBank.open(path, model="use-multilingual-v3") as bank:
+        bank.add("我对猫过敏", namespace="chen")
+    monkeypatch.setenv("MEMCTL_BANK", str(path))
+    app = str(Path(__file__).resolve().parent.parent / "app.py")
+    at = AppTest.from_file(app, default_timeout=60).run()
+    assert not at.exception
+    assert "Embedding model **use-multilingual-v3** · active preset **default**" in [c.value for c in at.sidebar.caption]
+    at.switch_page("pages/tune.py").run()  # (AppTest renders no sidebar after a page switch)
+    assert not at.exception and at.title[0].value == "Tune recall"
+    assert any(c.value.startswith("Embedding model **use-multilingual-v3**") for c in at.main.caption), \
+        [c.value for c in at.main.caption]
