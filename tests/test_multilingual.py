@@ -23,7 +23,9 @@ NOW = datetime(2026, 2, 1, tzinfo=timezone.utc)
     ("我对猫过敏。", "zh"), ("我在学Python，用来自动生成工作报表。", "zh"),
     ("Jag är allergisk mot katter.", "sv"), ("Var bor Erik?", "sv"), ("Allergisk mot katterna", "sv"),
     ("Which animals make me sneeze?", "en"), ("I grew up in a small village outside Umeå.", "en"),
-    ("Bamse", "en"),
+    ("Bamse", "en"), ("Mårtensson Bygg stayed after project tags launched", "en"),
+    ("Fjällström Carpentry's owner isn't very technical; explain things step by step", "en"),
+    ("Går på SFI-kurs på kvällarna", "sv"), ("Läser lättlästa nyheter", "sv"),
 ])
 def test_language_is_detected_per_text(sample: str, language: str) -> None:
     assert text.detect_language(sample) == language
