@@ -165,3 +165,47 @@ def test_the_tune_page_names_the_banks_model(tmp_path, monkeypatch) -> None:
     assert not at.exception and at.title[0].value == "Tune recall"
     assert any(c.value.startswith("Embedding model **use-multilingual-v3**") for c in at.main.caption), \
         [c.value for c in at.main.caption]
+
+
+# -- curation across languages ----------------------------------------------------------------------
+
+SAME_FACT_TWO_LANGUAGES = [
+    "Loves spicy food, hotpot above all", "喜欢吃辣，尤其是火锅",
+    "Tends to procrastinate until the night before a deadline", "有拖延症，deadline 前一晚才开始写",
+]
+UNRELATED = ["Knows Python and Java well", "在 GitHub 上开源了课程设计的座位预约系统", "我对猫过敏", "Moved to Berlin in August"]
+
+
+def merge_groups(bank: MemoryBank, namespace: str) -> list[set[str]]:
+    return [{bank.get(i).text for i in cluster.ids} for cluster, _ in bank.plan_merges(namespace)]
+
+
+def test_a_multilingual_bank_proposes_a_fact_stated_in_two_languages_as_a_merge(tmp_path) -> None:
+    """An English and a Chinese memory saying the same fact are one merge suggestion on a USE bank
+    (they share no word, and need not: the model's defaults say its cosine holds across languages);
+    unrelated memories, in one language or two, are in none."""
+    with MemoryBank.open(tmp_path / "use.duckdb", model="use-multilingual-v3") as bank:
+        bank.add_many([{"text": t, "namespace": "chen", "created_at": NOW} for t in SAME_FACT_TWO_LANGUAGES + UNRELATED])
+        groups = merge_groups(bank, "chen")
+        assert set(map(frozenset, groups)) == {frozenset(SAME_FACT_TWO_LANGUAGES[:2]),
+                                               frozenset(SAME_FACT_TWO_LANGUAGES[2:])}, groups
+        assert bank.model_defaults.across_languages and bank.model_defaults.merge_threshold < merge.DEFAULT_THRESHOLD
+
+
+def test_the_english_model_never_merges_across_languages(bank) -> None:
+    """MiniLM does not read Chinese (it rates unrelated Chinese sentences close): a pair in two
+    languages must share words, so the same memories give no cross-language suggestion."""
+    bank.add_many([{"text": t, "namespace": "chen", "created_at": NOW} for t in SAME_FACT_TWO_LANGUAGES + UNRELATED])
+    assert not bank.model_defaults.across_languages
+    assert not [g for g in merge_groups(bank, "chen") if len({text.detect_language(t) for t in g}) > 1]
+
+
+def test_a_chinese_double_negation_is_not_a_negation(tmp_path) -> None:
+    """无辣不欢 ("no meal is good without spice") says the same as "loves spicy food": merged, while
+    a real negation on one side still keeps a pair apart."""
+    with MemoryBank.open(tmp_path / "use.duckdb", model="use-multilingual-v3") as bank:
+        bank.add_many([{"text": t, "namespace": "chen", "created_at": NOW}
+                       for t in ("Loves spicy food, hotpot above all", "无辣不欢，最爱成都火锅")])
+        bank.add_many([{"text": t, "namespace": "zh", "created_at": NOW} for t in ("我吃辣", "我不吃辣")])
+        assert merge_groups(bank, "chen") == [{"Loves spicy food, hotpot above all", "无辣不欢，最爱成都火锅"}]
+        assert merge_groups(bank, "zh") == []
