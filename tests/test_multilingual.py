@@ -209,3 +209,22 @@ def test_a_chinese_double_negation_is_not_a_negation(tmp_path) -> None:
         bank.add_many([{"text": t, "namespace": "zh", "created_at": NOW} for t in ("我吃辣", "我不吃辣")])
         assert merge_groups(bank, "chen") == [{"Loves spicy food, hotpot above all", "无辣不欢，最爱成都火锅"}]
         assert merge_groups(bank, "zh") == []
+
+
+def test_a_banks_default_preset_is_on_its_models_scale(tmp_path) -> None:
+    """A USE bank's built-in "default" preset (what agents get) weighs lexical match less and asks
+    for a higher score, from embed.MODEL_DEFAULTS; a MiniLM bank keeps ScoringParams(); moving a
+    bank to another model moves its default with it."""
+    path = tmp_path / "use.duckdb"
+    with MemoryBank.open(path, model="use-multilingual-v3") as bank:
+        bank.add("我对猫过敏", namespace="chen")
+        name, params = bank.active_preset()
+        assert name == "default" and (params.lexical_weight, params.threshold) == (0.2, 0.5)
+        assert bank.presets()["default"] == params
+        # A Chinese memory clears the default threshold for an English question.
+        assert [h.memory.text for h in bank.recall("Which animals am I allergic to?", namespace="chen",
+                                                   record=False)] == ["我对猫过敏"]
+        bank.reembed(model="all-MiniLM-L6-v2")
+        assert bank.active_preset() == ("default", ScoringParams())
+    with MemoryBank.open(path) as again:
+        assert again.active_preset() == ("default", ScoringParams())
