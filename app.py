@@ -11,7 +11,7 @@ import streamlit as st
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from pages.common import bank_path, get_bank, readable_errors, require_password  # noqa: E402
+from pages.common import bank_path, get_bank, model_caption, readable_errors, require_password  # noqa: E402
 
 st.set_page_config(page_title="Memory Console", page_icon="🧠", layout="wide")
 
@@ -37,5 +37,5 @@ with st.sidebar:
     st.caption(f"Bank `{bank_path()}`")
     with readable_errors():
         name, _ = bank.active_preset()
-        st.caption(f"Model {bank.model.split('/')[-1]} · active preset **{name}**")
+        st.caption(f"{model_caption(bank)} · active preset **{name}**")
 page.run()

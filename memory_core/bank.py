@@ -20,7 +20,7 @@ from .changes import Changes
 from .client import RemoteBank, is_url
 from .core import Core
 from .curation import Curation
-from .embed import Embedder
+from .embed import Embedder, ModelDefaults, model_defaults
 from .errors import MemoryCoreError
 from .feedback import FeedbackLog
 from .labels import AblationRecords, Labels
@@ -119,6 +119,11 @@ class MemoryBank:
     def model(self) -> str:
         """The embedding model of the bank's vectors."""
         return self._core.model
+
+    @property
+    def model_defaults(self) -> ModelDefaults:
+        """The defaults on the bank's model's cosine scale (merge thresholds, cross-language pairs)."""
+        return model_defaults(self._core.model)
 
     @property
     def dim(self) -> int | None:

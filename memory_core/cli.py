@@ -293,13 +293,16 @@ def stats(obj: _Context, namespace: str | None, as_json: bool) -> None:
 @click.option("--force", is_flag=True, help="Rebuild even if the bank already has memories.")
 @click.option("--if-empty", is_flag=True,
               help="Build only if the bank has no memories (a new or empty file); otherwise say so and exit 0.")
+@click.option("--model", default=None, help="embedding model of a new demo bank: use-multilingual-v3 (questions and "
+              "memories in different languages), a sentence-transformers model name or folder (default: the "
+              "bundled all-MiniLM-L6-v2). An existing bank keeps its own: convert it with reembed --model.")
 @click.pass_obj
 def demo(obj: _Context, memories_file: str | None, queries_file: str | None, truth_file: str | None,
-         force: bool, if_empty: bool) -> None:
+         force: bool, if_empty: bool, model: str | None) -> None:
     """Build the demo bank: import the demo memories, replay the demo recall history, label the turns."""
     if force and if_empty:
         raise click.UsageError("--force builds into a bank with memories, --if-empty never does: pick one")
-    with obj.open() as bank:
+    with obj.open(model=model) as bank:
         held = bank.count(status=None)
         if held and if_empty:
             click.echo(f"{bank.path} already has {held} memories; the demo was not built")
@@ -309,7 +312,7 @@ def demo(obj: _Context, memories_file: str | None, queries_file: str | None, tru
         with _StageBars(_DEMO_STAGES) as bars:
             r = demo_set.build(bank, memories=memories_file or demo_set.MEMORIES,
                                queries=queries_file or demo_set.QUERIES, truth=truth_file, progress=bars)
-    click.echo(f"demo bank {obj.bank_path}: {r.memories} memories in {r.namespaces} namespaces, "
+    click.echo(f"demo bank {obj.bank_path} (model {bank.model}): {r.memories} memories in {r.namespaces} namespaces, "
                f"{r.recalls} recalls replayed, {r.conflicts} open conflicts, "
                + (f"{r.labeled} labeled queries (set '{demo_set.LABEL_SET}')" if r.labeled
                   else "no labels (no answer key)"))

@@ -150,6 +150,7 @@ class Core:
         self.model, self.dim, self._embedder = model, dim, embedder
         self.indexes.clear()
         self.memories.clear()
+        self.active_params = None  # the built-in "default" preset is the model's
 
     # -- checks ----------------------------------------------------------------------------------
 

@@ -446,7 +446,8 @@ class Curation:
         with ``merge(cluster.ids, preview.text, path=preview.path, detail=preview.detail)``. See
         :func:`memory_core.merge.plan_merges`. Uses the bank's LLM when set."""
         return merge_mod.plan_merges(self.merge_candidates(namespace), threshold=threshold,
-                                     related_threshold=related_threshold, client=client, max_size=max_size)
+                                     related_threshold=related_threshold, client=client, max_size=max_size,
+                                     model=self.core.model)
 
     def ingest(self, conversation: Any, namespace: str, *, pii: str = "redact", client: Any = None) -> Any:
         """Distil a conversation (a list of {"role", "content", "at"} turns) into memories of

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -28,6 +29,63 @@ MODELS: dict[str, str] = {
     MULTILINGUAL_MODEL: "Universal Sentence Encoder Multilingual v3 (512 dimensions): 16 languages, "
                         "questions and memories in different languages",
 }
+
+
+@dataclass(frozen=True)
+class ModelDefaults:
+    """A model's defaults for what reads its cosines: curation's thresholds are on the model's own
+    scale (USE rates paraphrases lower than MiniLM does), and only a model that places languages in
+    one space can be trusted on a pair written in two. One row per model in :data:`MODEL_DEFAULTS`;
+    the figures behind each value are in BENCHMARKS.md ("Curation across languages")."""
+
+    merge_threshold: float      # near duplicates: every pair of a merge suggestion at least this close
+    related_threshold: float    # "same subject" suggestions (asked for, previewed)
+    across_languages: bool      # a pair in two languages needs no shared word to be merged
+    # The built-in "default" recall preset's fields that differ from ScoringParams() for this model
+    # (a new bank's active preset: relevance and the threshold are on the model's scale).
+    recall: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+MODEL_DEFAULTS: dict[str, ModelDefaults] = {
+    # Chosen on the demo set (34 planted paraphrase clusters, 93 pairs; tests/test_merge_logic.py):
+    # the model rates the planted paraphrases far apart (median pair ~0.6), so recall is flat from
+    # 0.82 to 0.90 (the same 2 of 93 pairs) while precision rises (0.17 at 0.82, 0.40 at 0.88, 0.50
+    # at 0.90): what sits between 0.85 and 0.88 is mostly Chinese and Swedish sentences the English
+    # model does not understand, and updates ("Oven is broken" / "Oven was repaired"). 0.88 keeps
+    # that precision clear of the cliff above 0.90 where recall halves. The related stage at 0.60,
+    # with its mutual-neighbour rule, finds 13% of the planted pairs at precision 0.23. The English
+    # model rates unrelated Chinese or Swedish sentences 0.85 and more: a pair must share words.
+    DEFAULT_MODEL: ModelDefaults(merge_threshold=0.88, related_threshold=0.60, across_languages=False),
+    # USE rates paraphrases lower (median planted pair 0.58) and translations lower still (the
+    # demo's English/Chinese duplicates 0.36-0.72, its Swedish ones 0.16-0.28: USE has no Swedish),
+    # so its scale needs its own bar (python -m bench.cross_language --sweep, BENCHMARKS.md): at 0.50
+    # cross-language pairs come at precision 0.75, recall 0.43 (English/Chinese 0.64), every pair
+    # 0.21 / 0.28; 0.55 trades one cross-language pair for precision 0.25 over all, and below 0.45
+    # precision falls (0.53 at 0.40) with no pair gained. It reads both languages: a pair in two
+    # needs no shared word (the number and negation checks still apply).
+    # Recall (python -m bench.multilingual --model use-multilingual-v3, BENCHMARKS.md): a question in
+    # another language than the memory shares no word, so the lexical share of relevance (0.6 by
+    # default) is 0 and no such hit cleared 0.40 (cross-language hit@1 at the threshold 0.02). With
+    # lexical weight 0.2, English and Chinese rank better (hit@1 0.62 -> 0.75, 0.66 -> 0.72; Swedish,
+    # which USE does not read, 0.31 -> 0.23), and at threshold 0.50 general questions come back empty
+    # for 94% / 91% in English / Chinese (86% / 89% at the MiniLM default), with English/Chinese
+    # hits clearing it 5 times as often (0.24 against 0.05). Chosen on the dev half, held on the test half.
+    # The price: on the demo's labeled turns (mostly asked in the memories' language) recall 0.44 ->
+    # 0.31 at precision 0.51 -> 0.55 (F0.5 0.496 -> 0.479).
+    MULTILINGUAL_MODEL: ModelDefaults(merge_threshold=0.50, related_threshold=0.45, across_languages=True,
+                                      recall={"lexical_weight": 0.2, "threshold": 0.50}),
+}
+
+
+def model_defaults(name: str | None) -> ModelDefaults:
+    """The defaults for a bank of model ``name``: its row of :data:`MODEL_DEFAULTS`, else (any other
+    sentence-transformers model) the bundled model's, the nearest scale known."""
+    return MODEL_DEFAULTS.get(canonical_model_name(name), MODEL_DEFAULTS[DEFAULT_MODEL])
+
 
 _cache: dict[str, "Embedder"] = {}
 _cache_lock = threading.Lock()

@@ -53,7 +53,7 @@ class MaintenancePlan:
     detect_conflicts: bool = True
     resolve_conflicts: bool = True  # apply newer_wins / explicit_wins when the detector is sure
     conflict_min_confidence: float = 0.8
-    merge_threshold: float | None = None  # None: merge.DEFAULT_THRESHOLD
+    merge_threshold: float | None = None  # None: the bank's model's default (embed.MODEL_DEFAULTS)
     cleanup_every_days: float = 7.0
     merge_every_days: float = 30.0
 
@@ -119,6 +119,9 @@ class MaintenanceReport:
 
 class MaintenanceSource(Protocol):
     """The reads a maintenance plan is made from (:class:`MemoryBank` provides them); none writes."""
+
+    @property
+    def model(self) -> str: ...
 
     def maintenance_runs(self, limit: int = ..., include_dry_runs: bool = ...) -> list[dict[str, Any]]: ...
 
@@ -281,7 +284,8 @@ def plan_run(
                 held[ns] = {i for c in source.conflicts(namespace=ns, status="open") for i in (c.a.id, c.b.id)}
             cands = merge.candidates(*source.live_vectors(ns), source.memories(ns, status="active", limit=None),
                                      held=held[ns], exclude=gone)
-            for cluster, preview in merge.plan_merges(cands, threshold=plan.merge_threshold, client=client):
+            for cluster, preview in merge.plan_merges(cands, threshold=plan.merge_threshold, client=client,
+                                                         model=source.model):
                 change = PlannedChange("merge", "merge", list(cluster.ids),
                                        f"{cluster.reason} ({preview.path}): {preview.text!r}", ns)
                 work.changes.append(change)

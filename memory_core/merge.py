@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from .embed import DEFAULT_MODEL, model_defaults
 from .errors import LLMError, ValidationError
-from .text import mostly_cjk, tokenize
+from .text import detect_language, mostly_cjk, tokenize
 from .llm import LLMClient, with_fallback
 
 __all__ = [
@@ -39,23 +40,13 @@ __all__ = [
     "preview",
 ]
 
-# Chosen on the demo set (memory_core/demo_data/memories.jsonl against its truth.json: 34 planted
-# paraphrase clusters, 93 pairs, and 45 planted contradiction pairs; measured by
-# tests/test_merge_logic.py) with the bundled all-MiniLM-L6-v2 and the compatibility checks below.
-# The model rates the planted paraphrases far apart (median pair ~0.6), so recall is flat from 0.82
-# to 0.90: the same 2 of 93 pairs. Precision rises over that range (0.17 at 0.82, 0.25 at 0.85,
-# 0.40 at 0.88, 0.50 at 0.90) because what sits between 0.85 and 0.88 is mostly wrong: Chinese and
-# Swedish sentences the English model does not understand, and updates ("Oven is broken" / "Oven
-# was repaired"); hand-made English pairs agree ("Has a dog named Rex" / "Has a cat named Rex"
-# 0.87, "Prefers vegetarian food" / "Prefers vegan food" 0.86). No planted contradiction is merged
-# at 0.82 or above. 0.88 takes nearly all of that precision while staying clear of the cliff above
-# 0.90, where recall halves (the second planted pair found sits at 0.91). Merging is previewed and
-# undoable, but precision still comes first: a wrong merge blurs two facts, a missed one costs a row.
-DEFAULT_THRESHOLD = 0.88
+# The bundled model's near-duplicate threshold; every model's (and why) is in embed.MODEL_DEFAULTS.
+DEFAULT_THRESHOLD = model_defaults(DEFAULT_MODEL).merge_threshold
 # Active memories in a namespace from which a near-duplicate search is too slow to run unasked:
 # it compares every pair (20,000 memories take about 2 s, 100,000 about 50 s on two cores).
 LARGE_NAMESPACE = 20_000
-# "Same subject" suggestions: lower, only offered when asked for, always previewed. Loose
+# "Same subject" suggestions (the bundled model's threshold; each model's in embed.MODEL_DEFAULTS):
+# lower, only offered when asked for, always previewed. Loose
 # paraphrases ("Prefers dark mode everywhere" / "Always asks for dark themes", 0.54) sit among
 # unrelated pairs of the same namespace (templated logs, the English model on Chinese text), so a
 # cosine bar alone is weak: on the demo set at 0.70 it puts 13% of the planted duplicate pairs in
@@ -67,7 +58,7 @@ LARGE_NAMESPACE = 20_000
 # or Swedish beside English) and the bundled English model rates them 0.0-0.4. Run conflict
 # detection first: a suggestion can still hold an update ("CSV export is only on Team" / "... in
 # all plans").
-DEFAULT_RELATED_THRESHOLD = 0.60
+DEFAULT_RELATED_THRESHOLD = model_defaults(DEFAULT_MODEL).related_threshold
 RELATED_MUTUAL_RANK = 2
 # A near-duplicate pair must also share this much of its content words (Dice coefficient of the
 # index's tokens); see _Compatibility for why.
@@ -246,14 +237,18 @@ class _Compatibility:
     best: 25:05" embed at 0.80 (an update, not a duplicate), templated logs ("Did 13 km for the
     long run", "Did 15 km ...") at 0.9, and the bundled English model rates unrelated Swedish or
     Chinese sentences 0.85 and more because it does not understand them. Three cheap lexical
-    checks (numbers, negation, shared content words) veto such pairs. They only ever remove pairs,
+    checks (numbers, negation, shared content words) veto such pairs; with a model that places
+    languages in one space (``across_languages``), a pair in two languages is spared the shared-word
+    check, which it could never pass. They only ever remove pairs,
     so every cluster still has all pairs above the threshold. Tokens, numbers and negations are
     computed lazily: only memories with a close neighbour need them.
     """
 
-    def __init__(self, cands: Sequence[Candidate], min_shared: float):
+    def __init__(self, cands: Sequence[Candidate], min_shared: float, across_languages: bool = False):
         self._cands = cands
         self._min_shared = min_shared
+        self._across = across_languages
+        self._language: dict[int, str] = {}
         self._tokens: dict[int, frozenset[str]] = {}
         self._numbers: dict[int, frozenset[str]] = {}
         self._negation: dict[int, bool] = {}
@@ -267,6 +262,11 @@ class _Compatibility:
         if i not in self._numbers:
             self._numbers[i] = frozenset(_numbers(self._cands[i].text))
         return self._numbers[i]
+
+    def _lang(self, i: int) -> str:
+        if i not in self._language:
+            self._language[i] = detect_language(self._cands[i].text)
+        return self._language[i]
 
     def _negated(self, i: int) -> bool:
         if i not in self._negation:
@@ -285,6 +285,8 @@ class _Compatibility:
             return False
         if self._min_shared <= 0:
             return True
+        if self._across and self._lang(i) != self._lang(j):
+            return True  # two languages share no words; a multilingual model's cosine is the evidence
         ti, tj = self._toks(i), self._toks(j)
         if not ti or not tj:
             return True  # nothing to compare (numbers or stop words only): trust the embedding
@@ -370,9 +372,11 @@ def _min_pairwise(mat: np.ndarray, rows: Sequence[int]) -> float:
 
 def find_clusters(
     candidates: list[Candidate],
-    threshold: float = DEFAULT_THRESHOLD,
+    threshold: float | None = None,
     related_threshold: float | None = None,
     max_size: int = 6,
+    *,
+    model: str | None = None,
 ) -> list[Cluster]:
     """Find groups of memories that could be merged into one.
 
@@ -383,7 +387,8 @@ def find_clusters(
        no two different numbers ("3 users" / "5 users" is an update, not a duplicate), no
        negation on one side only ("Eats meat" / "Doesn't eat meat"), and a Dice overlap of
        content tokens >= :data:`MIN_SHARED_TOKENS` (the bundled model is English-only and rates
-       unrelated Swedish or Chinese sentences as close).
+       unrelated Swedish or Chinese sentences as close), except, with a model whose
+       ``across_languages`` default is set, for a pair in two languages.
     3. **Same subject** (only when ``related_threshold`` is given, and lower than ``threshold``):
        among memories still unclustered, complete-linkage groups at ``related_threshold`` whose
        pairs also pass the lexical checks and are mutual nearest neighbours (each among the
@@ -395,10 +400,13 @@ def find_clusters(
     similarity groups never grow past it. The result does not depend on the input order: it is
     sorted by reason (exact, near, same subject), then by ``min_similarity`` descending, then ids.
 
+    ``model`` is the embedding model of the vectors (default: the bundled one): ``threshold``
+    (when None) and the cross-language rule are its defaults (:func:`memory_core.embed.model_defaults`).
     Vectorized: similarities are computed in row blocks with numpy, so 20k memories take seconds.
     Raises ``ValidationError`` for bad thresholds, ``max_size`` < 2, repeated ids or bad vectors.
     """
-    threshold = _check_threshold("threshold", threshold)
+    defaults = model_defaults(model)
+    threshold = _check_threshold("threshold", defaults.merge_threshold if threshold is None else threshold)
     if related_threshold is not None:
         related_threshold = _check_threshold("related_threshold", related_threshold)
         if related_threshold >= threshold:
@@ -441,7 +449,7 @@ def find_clusters(
             if len(chunk) > 1:  # only possible with max_size 2 and an odd count
                 clusters.append(Cluster(tuple(cands[i].id for i in chunk), REASON_EXACT, 1.0))
 
-    compatible = _Compatibility(cands, MIN_SHARED_TOKENS)
+    compatible = _Compatibility(cands, MIN_SHARED_TOKENS, defaults.across_languages)
     stages: list[tuple[float, str, set[tuple[int, int]] | None]] = [(threshold, REASON_NEAR, None)]
     if related_threshold is not None:
         stages.append((related_threshold, REASON_RELATED, _mutual_neighbours(mat, RELATED_MUTUAL_RANK)))
@@ -535,8 +543,12 @@ _NEGATION = re.compile(
 )
 
 
+# 无…不 and 非…不 are a double negation, a positive statement: 无辣不欢 "no meal is good without spice".
+_DOUBLE_NEGATION = re.compile(r"[无無非][^\s，。、,.;；]{1,2}不")
+
+
 def _has_negation(text: str) -> bool:
-    return _NEGATION.search(unicodedata.normalize("NFKC", text)) is not None
+    return _NEGATION.search(_DOUBLE_NEGATION.sub("", unicodedata.normalize("NFKC", text))) is not None
 
 
 def _norm(text: str) -> str:
@@ -780,8 +792,10 @@ def candidates(ids: np.ndarray, vectors: np.ndarray, memories: Iterable[Any], *,
 
 def plan_merges(cands: Sequence[Candidate], *, threshold: float | None = None,
                 related_threshold: float | None = None, client: LLMClient | None = None,
-                max_size: int = 6) -> list[tuple[Cluster, MergePreview]]:
+                max_size: int = 6, model: str | None = None) -> list[tuple[Cluster, MergePreview]]:
     """Every merge worth making among ``cands`` (see :func:`candidates`) with its preview.
+
+    ``model``: the vectors' embedding model, whose defaults apply (see :func:`find_clusters`).
 
     Exact and near duplicates come from the embedding. With ``related_threshold``, "same subject"
     suggestions are added: grouped by the LLM when ``client`` is given (:func:`llm_groups`), else,
@@ -790,25 +804,27 @@ def plan_merges(cands: Sequence[Candidate], *, threshold: float | None = None,
     """
     cands = list(cands)
     by_id = {c.id: c for c in cands}
-    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+    threshold = model_defaults(model).merge_threshold if threshold is None else threshold
     if related_threshold is None or client is None:
-        clusters = find_clusters(cands, threshold=threshold, related_threshold=related_threshold, max_size=max_size)
+        clusters = find_clusters(cands, threshold=threshold, related_threshold=related_threshold, max_size=max_size,
+                                 model=model)
     else:
-        clusters = _with_llm_groups(cands, threshold, related_threshold, client, max_size)
+        clusters = _with_llm_groups(cands, threshold, related_threshold, client, max_size, model)
     return [(cl, preview([by_id[i] for i in cl.ids], client)) for cl in clusters]
 
 
 def _with_llm_groups(cands: list[Candidate], threshold: float, related_threshold: float, client: LLMClient,
-                     max_size: int) -> list[Cluster]:
+                     max_size: int, model: str | None) -> list[Cluster]:
     """Exact and near duplicates by the embedding, then "same subject" groups by the LLM (which also
     sees paraphrases across languages) among the rest; when the LLM fails, the embedding's related
     stage instead. ``Cluster.detail`` of the same-subject clusters says which, and why."""
-    found = find_clusters(cands, threshold=threshold, max_size=max_size)
+    found = find_clusters(cands, threshold=threshold, max_size=max_size, model=model)
     taken = {i for cl in found for i in cl.ids}
     rest = [c for c in cands if c.id not in taken]
     result = with_fallback(lambda cl: llm_groups(rest, cl, max_size=max_size), lambda: None, client)
     if result.value is None:
-        every = find_clusters(cands, threshold=threshold, related_threshold=related_threshold, max_size=max_size)
+        every = find_clusters(cands, threshold=threshold, related_threshold=related_threshold, max_size=max_size,
+                              model=model)
         detail = f"grouped by the embedding: {result.detail}"
         return [cl if cl.reason != REASON_RELATED else Cluster(cl.ids, cl.reason, cl.min_similarity, detail)
                 for cl in every]

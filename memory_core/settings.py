@@ -10,6 +10,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from .clock import to_naive_utc, utcnow
+from .embed import model_defaults
 from .errors import NotFoundError, ValidationError
 from .models import check_choice
 from .scoring import PRESETS, ScoringParams
@@ -27,11 +28,18 @@ class Settings:
     def __init__(self, core: "Core"):
         self.core = core
 
+    def builtin(self) -> dict[str, ScoringParams]:
+        """The built-in presets for this bank: :data:`PRESETS`, with "default" on the bank's model's
+        scale (``recall`` of :data:`memory_core.embed.MODEL_DEFAULTS`)."""
+        out = dict(PRESETS)
+        out["default"] = PRESETS["default"].replace(**model_defaults(self.core.model).recall)
+        return out
+
     def presets(self) -> dict[str, ScoringParams]:
         """Built-in and saved presets by name."""
         with self.core.session(write=False) as con:
             saved = con.execute("SELECT name, params FROM presets ORDER BY name").fetchall()
-        out = dict(PRESETS)
+        out = self.builtin()
         out.update({name: ScoringParams.from_dict(json.loads(params)) for name, params in saved})
         return out
 
@@ -73,7 +81,7 @@ class Settings:
         if self.core.active_params is None:
             name = tables.meta(con).get("active_preset", "default")
             row = con.execute("SELECT params FROM presets WHERE name = ?", [name]).fetchone()
-            params = ScoringParams.from_dict(json.loads(row[0])) if row else PRESETS.get(name, ScoringParams())
+            params = ScoringParams.from_dict(json.loads(row[0])) if row else self.builtin().get(name, ScoringParams())
             self.core.active_params = (name, params)
         return self.core.active_params
 

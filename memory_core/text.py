@@ -140,7 +140,8 @@ _SV_ENDINGS: Final = re.compile(r"[^\W\d_]{2,}(?:arna|erna|orna|heten|ningen|nin
 _EN_MARKERS: Final = frozenset("""
 the and is are my to of it you do does did what how when where which who whom why with for on
 at have has was were be been this that these those me we our your they their them not an from
-can will would should could about am there just like a in up out
+can will would should could about am there just like a in up out after before very because than
+then but or if into over its
 """.split())
 
 

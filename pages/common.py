@@ -86,6 +86,12 @@ def ensure_loaded(bank: MemoryBank, namespace: str) -> None:
     bar.empty()
 
 
+def model_caption(bank: MemoryBank) -> str:
+    """The bank's embedding model as every page names it (the sidebar, the Tune page): scores and
+    thresholds are on that model's cosine scale, and cross-language recall depends on it."""
+    return f"Embedding model **{bank.model.split('/')[-1]}**"
+
+
 def namespace_picker(bank: MemoryBank, key: str = "namespace", allow_all: bool = False,
                      empty: str = "Add one on the Browse page, or import with `memctl import`.") -> str | None:
     """A sidebar-remembered namespace choice; None means every namespace (when allowed).

@@ -37,14 +37,16 @@ with readable_errors():
         st.success(msg)
 
     left, right = st.columns(2)
-    threshold = left.slider("Similarity threshold", 0.5, 1.0, float(merge_mod.DEFAULT_THRESHOLD), 0.01,
+    defaults = bank.model_defaults
+    threshold = left.slider("Similarity threshold", 0.3, 1.0, float(defaults.merge_threshold), 0.01,
                             key="merge_threshold",
-                            help="Memories at least this similar (cosine) are near duplicates.")
+                            help=f"Memories at least this similar (cosine, {bank.model.split('/')[-1]}'s scale: "
+                                 f"its default is {defaults.merge_threshold:g}) are near duplicates.")
     related = None
     if right.checkbox("Also suggest same-subject clusters", key="merge_related_on",
                       help="A lower threshold that groups memories about one subject (review these closely)."):
         related = right.slider("Same-subject threshold", 0.3, 1.0,
-                               min(float(merge_mod.DEFAULT_RELATED_THRESHOLD), threshold - 0.01), 0.01,
+                               min(float(defaults.related_threshold), threshold - 0.01), 0.01,
                                key="merge_related")
         if related >= threshold:
             st.warning("The same-subject threshold must be lower than the similarity threshold; ignoring it.")

