@@ -242,9 +242,12 @@ def _flock_within(fh: Any, mode: int, timeout: float) -> bool:
 
 # How long the file is kept after an operation with nothing to do, and at most in all (the lease
 # then ends after the operation running at that moment, and the next one opens the file again).
-LEASE_IDLE = 0.05
+# Another memory_core process announces that it waits and gets the file at once, whatever these
+# say; the idle time only spares a busy process (a server between two requests) the open and the
+# checkpoint, which cost more than a small write.
+LEASE_IDLE = 0.25
 LEASE_MAX = 1.0
-LEASE_POLL = 0.002  # how often an idle lease looks for a process waiting for the file
+LEASE_POLL = 0.005  # how often an idle lease looks for a process waiting for the file
 # After a lease ended because another process waited, this process lets that process take the file
 # first (it was woken, but may not have run yet), for at most this long.
 YIELD_MAX = 0.2
