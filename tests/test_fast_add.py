@@ -312,3 +312,18 @@ def test_what_an_add_keeps_for_reading_back_is_what_the_store_holds(bank):
     cached = bank.get_many(ids)
     for mid in ids:
         assert cached[mid] == bank.get(mid)  # get() always reads the store
+
+
+def test_a_single_add_records_the_same_add_event_as_a_bulk_import(bank):
+    """A few rows build their "add" events in Python, many in SQL: the history must not tell."""
+    from memory_core.storage import tables
+
+    row = {"text": "Prefers “window” seats, 靠窗", "importance": 0.75, "category": "preference",
+           "created_at": "2026-03-01T08:30:00+00:00", "pinned": True}
+    one = bank.add(namespace="a", **row)
+    many = bank.add_many([{**row, "namespace": "b"}] + [{"text": f"filler {i}", "namespace": "b"}
+                                                        for i in range(tables.SMALL_INSERT)])[0]
+    first, second = bank.history(one)[0].after, bank.history(many)[0].after
+    assert {k for k in first if first[k] != second[k]} <= {"id", "namespace", "updated_at"}
+    assert first["created_at"] == second["created_at"] == "2026-03-01T08:30:00.000000+00:00"
+    assert first["pinned"] is True and first["importance"] == 0.75 and first["id"] == one

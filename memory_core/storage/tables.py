@@ -41,6 +41,7 @@ MEMORY_ARROW_TYPES: dict[str, pa.DataType] = {
 }
 
 _TIME_COLUMNS = ("created_at", "updated_at", "last_accessed_at")
+SMALL_INSERT = 32  # rows below which an insert's "add" events are built in Python
 # The memory as an "add" event records it (the fields a caller gave, in this order, and its id).
 _ADD_EVENT_FIELDS = ("text", "namespace", "importance", "kind", "category", "created_at", "updated_at",
                      "last_accessed_at", "status", "pinned", "source", "content_hash", "superseded_by",
@@ -136,6 +137,14 @@ def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarr
         if log is not None and n:
             actor, at, group = log
             first = take_ids(con, "next_event_id", n) if first_event is None else first_event
+            if n <= SMALL_INSERT:  # a few rows: JSON from Python costs less than planning the SQL below
+                order = sorted(range(n), key=lambda j: rows["id"][j])
+                con.executemany(
+                    "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id) "
+                    "VALUES (?, ?, ?, 'add', ?, NULL, ?, NULL, ?)",
+                    [[first + k, to_naive_utc(at), actor, rows["id"][j], _add_event_json(rows, j), group]
+                     for k, j in enumerate(order)])
+                return
             after = con.dialect.json_object(
                 [(c, con.dialect.iso_utc(c) if c in _TIME_COLUMNS else c) for c in _ADD_EVENT_FIELDS])
             con.execute(
@@ -143,6 +152,15 @@ def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarr
                 f"SELECT ? + row_number() OVER (ORDER BY id) - 1, ?, ?, 'add', id, NULL, {after}, NULL, ? "
                 "FROM _incoming",
                 [first, to_naive_utc(at), actor, group])
+
+
+def _add_event_json(rows: dict[str, list], j: int) -> str:
+    """Row ``j``'s "add" event as the SQL of :func:`insert_memories` writes it for a bulk insert."""
+    def value(c: str) -> Any:
+        v = rows[c][j]
+        return v.strftime("%Y-%m-%dT%H:%M:%S.%f") + "+00:00" if c in _TIME_COLUMNS and v is not None else v
+
+    return json.dumps({c: value(c) for c in _ADD_EVENT_FIELDS}, ensure_ascii=False, separators=(",", ":"))
 
 
 def fetch_rows(con: Connection, where: str, params: list[Any], with_embedding: bool = False,
