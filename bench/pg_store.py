@@ -109,12 +109,13 @@ def _large(loc: str, n: int, embedder: Any) -> dict:
     from memory_core import MemoryBank
 
     r: dict = {"memories": n}
-    t = time.perf_counter()
+    took = 0.0  # add_many's time only: making the synthetic rows is not the store's work
     with MemoryBank.open(loc, embedder=embedder) as bank:
         for rows in _chunks(n, "big", embedder.name):
+            t = time.perf_counter()
             bank.add_many(rows)
+            took += time.perf_counter() - t
             del rows
-    took = time.perf_counter() - t
     r["import_s"] = round(took, 1)
     r["import_per_s"] = round(n / took)
     gc.collect()
