@@ -212,7 +212,10 @@ def markdown(r: dict) -> str:
     table = "\n".join(f"| {label} | {fmt.format(dk[part][key])} | {fmt.format(pg[part][key])} | "
                       f"{goal.get((key, part), '')} |" for label, key, part, fmt in rows)
     met = "\n".join(f"- {name}: {'met' if ok else '**not met**'}" for name, ok in targets(r).items())
-    plot = "\n![pg_store](bench/results/pg_store.png)\n" if (Path(__file__).parent / "results" / "pg_store.png").exists() else ""
+    results = Path(__file__).parent / "results"
+    plot = ("\n![pg_store](bench/results/pg_store.png)\n" if (results / "pg_store.png").exists() else
+            "\nThe plot: [bench/results/pg_store.html](bench/results/pg_store.html) (no PNG exporter worked offline).\n"
+            if (results / "pg_store.html").exists() else "")
     return f"""## PostgreSQL beside the DuckDB file (`python -m bench --only pg_store`)
 
 `bench/pg_store.py`: one process, both stores in one run (load average {r.get('load_average_1min')}),
