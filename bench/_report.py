@@ -102,11 +102,11 @@ def plots(out: Path) -> list[str]:
 
         dk, ps = pg["duckdb"], pg["postgres"]
         big = pg["memories_large"]
-        panels = [(f"bulk import with vectors ({big:,}), per s", "large", "import_per_s", 10_000),
-                  ("one add per call, per s", "small", "single_add_per_s", None),
-                  (f"recall p50, warm ({pg['memories']:,}), ms", "small", "recall_p50_ms", None),
-                  (f"cold load ({big:,}), s", "large", "cold_load_s", 60),
-                  (f"load from index cache ({big:,}), s", "large", "load_from_cache_s", 10)]
+        panels = [(f"bulk import<br>({big:,}), per s", "large", "import_per_s", 10_000),
+                  ("one add<br>per call, per s", "small", "single_add_per_s", None),
+                  (f"recall p50, warm<br>({pg['memories']:,}), ms", "small", "recall_p50_ms", None),
+                  (f"cold load<br>({big:,}), s", "large", "cold_load_s", 60),
+                  (f"load from cache<br>({big:,}), s", "large", "load_from_cache_s", 10)]
         fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[p[0] for p in panels])
         for col, (_, part, key, goal) in enumerate(panels, start=1):
             ys = [dk[part][key], ps[part][key]]
