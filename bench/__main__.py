@@ -3,11 +3,13 @@
     python -m bench                 full mode: the sizes of issue 6 (takes a while)
     python -m bench --quick         small sizes, under 2 minutes on an idle 2-core machine
     python -m bench --only import_speed,overfetch --quick
+    python -m bench --only pg_store --n-large 200000    the PostgreSQL store's cold load at 200k, not 1M
 
 A benchmark module is a ``bench/<name>.py`` named in :data:`ORDER` that defines
 ``run(quick: bool) -> dict`` (the reliability scripts, LoCoMo and the tuning figures have their own
 commands and their own sections of BENCHMARKS.md); it may also accept ``smallest: bool`` (the smoke test's sizes) and
-define ``markdown(result: dict) -> str`` for its section of BENCHMARKS.md. Results go to
+define ``markdown(result: dict) -> str`` for its section of BENCHMARKS.md, and ``n_large: int`` (the size of
+the largest namespace it builds, given by ``--n-large``). Results go to
 ``bench/results/<name>.json`` (full mode) or ``bench/results/quick/`` (quick mode), plots to
 PNG files beside them; full mode rewrites BENCHMARKS.md from every result file there.
 """
@@ -32,7 +34,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 HERE = Path(__file__).resolve().parent
 # The speed and scale benchmarks (issue 6), in the order they run. The crash and soak scripts,
 # LoCoMo and the tuning figures take minutes to hours and have their own commands.
-ORDER = ("import_speed", "add_speed", "recall_scale", "overfetch", "mem0_compare", "dashboard", "footprint", "serve")
+ORDER = ("import_speed", "add_speed", "recall_scale", "overfetch", "mem0_compare", "dashboard", "footprint", "serve",
+         "pg_store")
 
 
 def discover() -> dict[str, object]:
@@ -48,7 +51,7 @@ def discover() -> dict[str, object]:
 
 
 def run_all(quick: bool, smallest: bool = False, only: list[str] | None = None, out: Path | None = None,
-            markdown: Path | None = None, plots: bool = True) -> dict:
+            markdown: Path | None = None, plots: bool = True, n_large: int | None = None) -> dict:
     """Run the chosen benchmarks, write ``<out>/<name>.json`` and ``<out>/run.json``; returns the summary."""
     from bench import _report
 
@@ -64,7 +67,10 @@ def run_all(quick: bool, smallest: bool = False, only: list[str] | None = None, 
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     summary = {"mode": mode, "started_at": now, "last_started_at": now, "benchmarks": {}}
     for name, module in modules.items():
-        kwargs = {"smallest": True} if smallest and "smallest" in inspect.signature(module.run).parameters else {}
+        accepts = inspect.signature(module.run).parameters
+        kwargs: dict = {"smallest": True} if smallest and "smallest" in accepts else {}
+        if n_large and "n_large" in accepts:
+            kwargs["n_large"] = n_large
         print(f"[bench] {name} ({mode})", file=sys.stderr, flush=True)
         t = time.perf_counter()
         load_before = os.getloadavg()[0]
@@ -104,6 +110,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--markdown", type=Path, default=None,
                         help="write the tables here (default: BENCHMARKS.md in full mode, nothing otherwise)")
     parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--n-large", type=int, default=None,
+                        help="size of the largest namespace of the benchmarks that take one (pg_store: 1,000,000)")
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     parser.add_argument("--render", action="store_true",
                         help="only redraw the plots and rewrite the markdown from the results already in --out")
@@ -123,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     if markdown is None and not (args.quick or args.smallest) and not args.only:
         markdown = HERE.parent / "BENCHMARKS.md"
     summary = run_all(args.quick, args.smallest, args.only.split(",") if args.only else None, args.out, markdown,
-                      plots=not args.no_plots)
+                      plots=not args.no_plots, n_large=args.n_large)
     print(json.dumps(summary, indent=2))
     if any(b["status"] != "ok" for b in summary["benchmarks"].values()):
         raise SystemExit(1)

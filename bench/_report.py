@@ -96,6 +96,27 @@ def plots(out: Path) -> list[str]:
         fig.add_hline(y=300, line_dash="dot", annotation_text="goal, 8 clients: 300/s")
         fig.update_layout(title="Single adds per second, same run", yaxis_title="adds per second")
         figs["serve"] = fig
+    pg = _load(out, "pg_store")
+    if pg:
+        from plotly.subplots import make_subplots
+
+        dk, ps = pg["duckdb"], pg["postgres"]
+        big = pg["memories_large"]
+        panels = [(f"bulk import<br>({big:,}), per s", "large", "import_per_s", 10_000),
+                  ("one add<br>per call, per s", "small", "single_add_per_s", None),
+                  (f"recall p50, warm<br>({pg['memories']:,}), ms", "small", "recall_p50_ms", None),
+                  (f"cold load<br>({big:,}), s", "large", "cold_load_s", 60),
+                  (f"load from cache<br>({big:,}), s", "large", "load_from_cache_s", 10)]
+        fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[p[0] for p in panels])
+        for col, (_, part, key, goal) in enumerate(panels, start=1):
+            ys = [dk[part][key], ps[part][key]]
+            fig.add_trace(go.Bar(x=["DuckDB", "PostgreSQL"], y=ys, marker_color=["#4c78a8", "#f58518"],
+                                 text=[_f(y) for y in ys], textposition="outside", showlegend=False), row=1, col=col)
+            if goal is not None:
+                fig.add_hline(y=goal, line_dash="dash", row=1, col=col)
+        fig.update_layout(title="DuckDB file vs PostgreSQL, same run (dashed: the goal)")
+        fig.update_annotations(font_size=11)
+        figs["pg_store"] = fig
     written = []
     for name, fig in figs.items():
         fig.update_layout(width=900, height=500, template="plotly_white")

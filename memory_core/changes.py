@@ -346,8 +346,10 @@ class Changes:
                             [to_naive_utc(utcnow()), merge_ids])
             con.execute("UPDATE events SET undone_by = ? WHERE group_id = ?", [group, gid])
             # The undo is in the history even when it changed no memory (a dismissal reopened).
+            spaces = [r[0] for r in con.execute("SELECT DISTINCT namespace FROM events WHERE group_id = ?",
+                                                [gid]).fetchall()]
             tables.log_event(con, self.core.actor, "undo", None, {"group_id": gid}, None, utcnow(),
-                            f"undo group {gid}", group)
+                            f"undo group {gid}", group, namespace=spaces[0] if len(spaces) == 1 else None)
 
         group, _, _ = self.change(changes, "undo", removals=removals, extra=revert, note=f"undo group {gid}")
         return group

@@ -141,10 +141,11 @@ class Curation:
             [[cid, a.namespace, a.id, b.id, f["kind"], f["evidence"], float(f["confidence"]), f["suggestion"],
               f["path"], now] for cid, (a, b, f) in zip(ids, fresh)])
         con.executemany(
-            "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id) "
-            "VALUES (?, ?, ?, 'conflict_detected', NULL, NULL, ?, NULL, NULL)",
+            "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id, namespace) "
+            "VALUES (?, ?, ?, 'conflict_detected', NULL, NULL, ?, NULL, NULL, ?)",
             [[eid, now, self.core.actor,
-              json.dumps({"conflict_id": cid, "a_id": a.id, "b_id": b.id, "kind": f["kind"]}, ensure_ascii=False)]
+              json.dumps({"conflict_id": cid, "a_id": a.id, "b_id": b.id, "kind": f["kind"]}, ensure_ascii=False),
+              a.namespace]
              for eid, cid, (a, b, f) in zip(range(first["next_event_id"], first["next_event_id"] + len(fresh)),
                                             ids, fresh)])
         taken = iter(ids)
@@ -194,7 +195,8 @@ class Curation:
             con.execute("UPDATE conflicts SET status = ?, resolution = ?, resolved_at = ?, resolved_by = ?, "
                         "group_id = ? WHERE id = ?", [status, rule, to_naive_utc(utcnow()), self.core.actor, group, cid])
             tables.log_event(con, self.core.actor, "resolve_conflict", None, before,
-                            {"conflict_id": cid, "status": status, "resolution": rule}, utcnow(), None, group)
+                            {"conflict_id": cid, "status": status, "resolution": rule}, utcnow(), None, group,
+                            namespace=conflict.namespace)
 
         self.changes.change(changes, "resolve_conflict", extra=mark, note=f"conflict {cid}: {rule}")
         return self.conflict(cid)
@@ -247,7 +249,8 @@ class Curation:
             con.execute("INSERT INTO merges VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
                         [mid, ms[0].namespace, new_id, member_ids, path, detail, group, to_naive_utc(utcnow())])
             tables.log_event(con, self.core.actor, "merge", None, None,
-                            {"merge_id": mid, "merged_id": new_id, "member_ids": member_ids}, utcnow(), None, group)
+                            {"merge_id": mid, "merged_id": new_id, "member_ids": member_ids}, utcnow(), None, group,
+                            namespace=ms[0].namespace)
             record["id"] = mid
 
         self.changes.change(changes, "merge", require_status=("active",), new_rows=[row],

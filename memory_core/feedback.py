@@ -120,12 +120,14 @@ class FeedbackLog:
                 con.execute("INSERT INTO feedback VALUES (?, ?, ?, ?, ?, ?)",
                             [rid, namespace, to_naive_utc(given_at), self.core.actor, answer, helpful])
                 if decisions:
-                    con.executemany("INSERT INTO feedback_hits VALUES (?, ?, ?, ?, ?)",
-                                    [[rid, d.memory_id, d.used, d.decided_by, d.similarity] for d in decisions])
+                    con.executemany("INSERT INTO feedback_hits (retrieval_id, memory_id, used, decided_by, similarity, "
+                                    "namespace) VALUES (?, ?, ?, ?, ?, ?)",
+                                    [[rid, d.memory_id, d.used, d.decided_by, d.similarity, namespace]
+                                     for d in decisions])
                 tables.log_event(con, self.core.actor, "feedback", None, None,
                                 {"retrieval_id": rid, "used_ids": [d.memory_id for d in decisions if d.used],
                                  "decided_by": decisions[0].decided_by if decisions else None, "helpful": helpful},
-                                given_at, note="replaced earlier feedback" if replaced else None)
+                                given_at, note="replaced earlier feedback" if replaced else None, namespace=namespace)
                 if delta:
                     seq = tables.next_seq(con)  # other processes' indexes take the new counts by sequence
                     table = pa.table({"id": pa.array(list(delta), pa.int64()),

@@ -95,7 +95,7 @@ class Labels:
             tables.log_event(con, self.core.actor, "label", None,
                             None if before is None else {"memory_id": mid, "relevant": bool(before[0])},
                             {"set": set_name, "namespace": namespace, "query": query, "memory_id": mid,
-                             "relevant": bool(relevant)}, now)
+                             "relevant": bool(relevant)}, now, namespace=namespace)
 
     def unlabel(self, namespace: str, query: str, memory_id: int, *, as_of: Any = None,
                 set_name: str = "default") -> bool:
@@ -113,7 +113,7 @@ class Labels:
                 return False
             con.execute(f"DELETE FROM labels WHERE {where}", key)
             tables.log_event(con, self.core.actor, "unlabel", None, {"set": set_name, "namespace": namespace, "query": query,
-                            "memory_id": mid, "relevant": bool(found[0])}, None, utcnow())
+                            "memory_id": mid, "relevant": bool(found[0])}, None, utcnow(), namespace=namespace)
         return True
 
     def labels(self, namespace: str | None = None, set_name: str | None = None) -> list[LabeledQuery]:
@@ -272,7 +272,7 @@ class AblationRecords:
                      for i, c in enumerate(cases)])
             tables.log_event(con, self.core.actor, "ablation", None, None,
                             {"run_id": run_id, "cases": len(cases), "better": verdicts.count("with"),
-                             "worse": verdicts.count("without")}, utcnow())
+                             "worse": verdicts.count("without")}, utcnow(), namespace=run.get("namespace"))
         return run_id
 
     def ablation_runs(self, limit: int | None = 50) -> list[dict[str, Any]]:

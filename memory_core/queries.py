@@ -268,7 +268,8 @@ class Queries:
         with self.core.session(write=False) as con:
             heads = con.arrow(f"SELECT * FROM retrievals WHERE {where} ORDER BY id DESC{page}", params).to_pylist()
             ids = [h["id"] for h in heads]
-            hits = con.arrow("SELECT * FROM retrieval_hits WHERE retrieval_id IN (SELECT unnest(?)) "
+            hits = con.arrow("SELECT retrieval_id, rank, memory_id, score, similarity, lexical, recency, importance, "
+                             "frequency FROM retrieval_hits WHERE retrieval_id IN (SELECT unnest(?)) "
                              "ORDER BY retrieval_id, rank", [ids]).to_pylist() if ids else []
         by_id: dict[int, list] = {}
         for h in hits:

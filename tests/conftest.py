@@ -43,7 +43,7 @@ import stores  # noqa: E402
 # ``bank_path`` or ``bank``) runs once on a DuckDB file and once on a PostgreSQL database.
 BOTH_STORES = {
     "test_bank.py", "test_recall_exact.py", "test_curation_bank.py", "test_labels.py", "test_tenants.py",
-    "test_forgetting.py", "test_hostile_input.py", "test_storage_seam.py",
+    "test_forgetting.py", "test_hostile_input.py", "test_storage_seam.py", "test_namespace_keys.py",
 }
 
 
@@ -183,6 +183,8 @@ def copy_bank(tmp_path):
 # What each schema migration added, to take a file back to an older version: what a bank written
 # by an older memory_core looks like. A new migration adds its undo here.
 _UNDO_MIGRATION = {
+    8: ["ALTER TABLE events DROP COLUMN namespace", "ALTER TABLE retrieval_hits DROP COLUMN namespace",
+        "ALTER TABLE feedback_hits DROP COLUMN namespace"],
     7: ["DROP TABLE tokens"],
     6: ["ALTER TABLE memories DROP COLUMN use_count"],
     5: ["ALTER TABLE memories DROP COLUMN context"],
@@ -192,19 +194,28 @@ _UNDO_MIGRATION = {
 }
 
 
-def downgrade(path: Path, version: int) -> None:
-    """Take the bank file at ``path`` (closed) back to schema ``version``."""
+def downgrade(path: Path | str, version: int) -> None:
+    """Take the bank at ``path`` (closed: a file, or a PostgreSQL URL) back to schema ``version``."""
     import duckdb
 
     from memory_core.storage.schema import SCHEMA_VERSION
 
     assert set(_UNDO_MIGRATION) == set(range(3, SCHEMA_VERSION + 1)), "a migration has no undo in conftest"
-    con = duckdb.connect(str(path))
+    if stores.is_pg(path):
+        import psycopg
+
+        con = psycopg.connect(path)
+        mark = "%s"
+    else:
+        con = duckdb.connect(str(path))
+        mark = "?"
     try:
         for v in range(SCHEMA_VERSION, version, -1):
             for stmt in _UNDO_MIGRATION[v]:
                 con.execute(stmt)
-            con.execute("DELETE FROM schema_migrations WHERE version = ?", [v])
+            con.execute(f"DELETE FROM schema_migrations WHERE version = {mark}", [v])
         assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == version
+        if stores.is_pg(path):
+            con.commit()
     finally:
         con.close()

@@ -40,7 +40,8 @@ def load(out: Path, name: str) -> dict:
 
 def test_every_discovered_benchmark_ran_and_wrote_json(smallest_run: Path):
     summary = json.loads((smallest_run / "run.json").read_text())
-    assert {"import_speed", "add_speed", "recall_scale", "overfetch", "mem0_compare", "dashboard", "footprint"} <= set(
+    assert {"import_speed", "add_speed", "recall_scale", "overfetch", "mem0_compare", "dashboard", "footprint",
+            "pg_store"} <= set(
         summary["benchmarks"])
     assert all(b["status"] == "ok" for b in summary["benchmarks"].values()), summary
 
@@ -104,8 +105,20 @@ def test_dashboard_and_footprint_figures(smallest_run: Path):
     assert f["peak_rss_mb"] >= f["recall"]["peak_rss_mb"] > 0 and f["bank_on_disk_mb"] > 0
 
 
+def test_pg_store_reports_both_stores_at_both_sizes(smallest_run: Path):
+    r = load(smallest_run, "pg_store")
+    for store in ("duckdb", "postgres"):
+        small, large = r[store]["small"], r[store]["large"]
+        assert small["import_per_s"] > 0 and small["single_add_per_s"] > 0
+        assert small["recall_p95_ms"] >= small["recall_p50_ms"] > 0
+        assert large["memories"] == r["memories_large"] and large["cold_load_s"] > 0 and large["load_from_cache_s"] > 0
+        assert large["cache_mb"] > 0  # the cold load saved the cache the next load read
+    assert len(r["targets"]) == 4
+
+
 def test_markdown_and_plots_are_regenerated(smallest_run: Path):
     text = (smallest_run / "BENCHMARKS.md").read_text()
-    for heading in ("Bulk import", "Recall at scale", "over-fetch", "mem0", "Dashboard speed", "Memory footprint"):
+    for heading in ("Bulk import", "Recall at scale", "over-fetch", "mem0", "Dashboard speed", "Memory footprint",
+                    "PostgreSQL beside the DuckDB file"):
         assert heading.lower() in text.lower()
     assert any(smallest_run.glob("*.png")) or any(smallest_run.glob("*.html"))

@@ -54,3 +54,24 @@ def test_every_swedish_word_has_a_definite_form() -> None:
     assert listed - set(words.SV_DEFINITE) == set()
     for word in listed:
         assert re.fullmatch(rf"(?:{words.SV_PEOPLE}|{words.SV_PETS})", word), word
+
+
+def test_the_ascii_shortcut_gives_the_tokens_of_the_general_path() -> None:
+    """An ASCII text skips normalisation, language detection's CJK count and CJK splitting (a
+    namespace's cold load tokenizes every memory): the tokens must be those of the general path,
+    for every language and with and without the filler words."""
+    import random
+    import string
+
+    from memory_core.text import _ascii_tokens, _unicode_tokens
+
+    rng = random.Random(7)
+    words = ["the", "och", "katterna", "is", "jag", "I", "don't", "co-worker", "What", "did", "you", "x", "7",
+             "A1", "friheten", "cooking", "Running", "x_y", "hej", "THE", "kaffet", "ningen"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 9))) for _ in range(3000)]
+    alphabet = string.ascii_letters + string.digits + " '-_.,!?\t\n"
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 50))) for _ in range(3000)]
+    for text in texts:
+        for language in (None, "en", "sv", "zh"):
+            for filler in (False, True):
+                assert _ascii_tokens(text, language, filler) == _unicode_tokens(text, language, filler), (text, language)

@@ -14,7 +14,7 @@ from typing import Any
 from ..clock import to_naive_utc, utcnow
 from ..errors import CorruptBankError
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -154,7 +154,33 @@ MIGRATIONS: dict[int, list[str]] = {
             read_only BOOLEAN NOT NULL, admin BOOLEAN NOT NULL, created_at TIMESTAMP NOT NULL
         )""",
     ],
+    # The namespace in every table that holds a tenant's rows, so the schema can be distributed
+    # or partitioned by namespace (docs/scale-out.md). Filled from the row it belongs to: an
+    # event from its memory, a hit from its retrieval (or its memory), feedback hits from their
+    # feedback. Rows that belong to no namespace (an event about a preset, a token, the model)
+    # carry '' (BANK_WIDE), which no namespace can be. Existing events that name no memory
+    # (labels, conflicts, merges, feedback, undo written before this version) become bank-wide;
+    # new ones carry their namespace.
+    8: [
+        # NOT NULL with a default at once, before any UPDATE: DuckDB cannot change a constraint
+        # of a table with outstanding updates in the transaction. The default goes at the end.
+        "ALTER TABLE events ADD COLUMN namespace VARCHAR NOT NULL DEFAULT ''",
+        "ALTER TABLE retrieval_hits ADD COLUMN namespace VARCHAR NOT NULL DEFAULT ''",
+        "ALTER TABLE feedback_hits ADD COLUMN namespace VARCHAR NOT NULL DEFAULT ''",
+        "UPDATE events SET namespace = m.namespace FROM memories AS m WHERE events.memory_id = m.id",
+        "UPDATE retrieval_hits SET namespace = r.namespace FROM retrievals AS r WHERE retrieval_hits.retrieval_id = r.id",
+        "UPDATE retrieval_hits SET namespace = m.namespace FROM memories AS m "
+        "WHERE retrieval_hits.namespace = '' AND retrieval_hits.memory_id = m.id",
+        "UPDATE feedback_hits SET namespace = f.namespace FROM feedback AS f WHERE feedback_hits.retrieval_id = f.retrieval_id",
+        "UPDATE feedback_hits SET namespace = m.namespace FROM memories AS m "
+        "WHERE feedback_hits.namespace = '' AND feedback_hits.memory_id = m.id",
+        "ALTER TABLE events ALTER COLUMN namespace DROP DEFAULT",
+        "ALTER TABLE retrieval_hits ALTER COLUMN namespace DROP DEFAULT",
+        "ALTER TABLE feedback_hits ALTER COLUMN namespace DROP DEFAULT",
+    ],
 }
+
+BANK_WIDE = ""  # the namespace of a row that belongs to no namespace (check_namespace refuses "")
 
 
 # The meta rows of version 1 (later versions add theirs in their migration); the counters are the

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..clock import to_naive_utc
+from .schema import BANK_WIDE
 
 if TYPE_CHECKING:
     from .interface import Connection
@@ -148,9 +149,9 @@ def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarr
             after = con.dialect.json_object(
                 [(c, con.dialect.iso_utc(c) if c in _TIME_COLUMNS else c) for c in _ADD_EVENT_FIELDS])
             con.execute(
-                "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id) "
-                f"SELECT ? + row_number() OVER (ORDER BY id) - 1, ?, ?, 'add', id, NULL, {after}, NULL, ? "
-                "FROM _incoming",
+                "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id, "
+                f"namespace) SELECT ? + row_number() OVER (ORDER BY id) - 1, ?, ?, 'add', id, NULL, {after}, NULL, "
+                "?, namespace FROM _incoming",
                 [first, to_naive_utc(at), actor, group])
 
 
@@ -254,7 +255,8 @@ def bank_tables(con: Connection) -> list[str]:
 
 def log_events(con: Connection, actor: str, action: str, memory_ids: list[int], befores: list[dict | None],
                afters: list[dict | None], at: datetime, group: int | None = None) -> None:
-    """Log one event per memory in bulk (an import of 100k memories writes 100k events)."""
+    """Log one event per memory in bulk (an import of 100k memories writes 100k events), each in
+    its memory's namespace."""
     n = len(memory_ids)
     if not n:
         return
@@ -272,19 +274,29 @@ def log_events(con: Connection, actor: str, action: str, memory_ids: list[int], 
     })
     with con.registered(_events=table):
         con.execute("INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, "
-                    "group_id) SELECT * FROM _events")
+                    "group_id, namespace) SELECT e.id, e.happened_at, e.actor, e.action, e.memory_id, e.before, "
+                    "e.after, e.note, e.group_id, coalesce(m.namespace, ?) FROM _events AS e "
+                    "LEFT JOIN memories AS m ON m.id = e.memory_id", [BANK_WIDE])
 
 
 def log_event(con: Connection, actor: str, action: str, memory_id: int | None, before: dict | None,
-              after: dict | None, at: datetime, note: str | None = None, group: int | None = None) -> int:
+              after: dict | None, at: datetime, note: str | None = None, group: int | None = None,
+              namespace: str | None = None) -> int:
+    """Log one event. Its namespace: ``namespace`` when given, else its memory's, else none
+    (:data:`~memory_core.storage.schema.BANK_WIDE`: a preset, a token, the model)."""
     eid = take_ids(con, "next_event_id", 1)
-    con.execute(
-        "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [eid, to_naive_utc(at), actor, action, memory_id,
-         None if before is None else json.dumps(before, default=str, ensure_ascii=False),
-         None if after is None else json.dumps(after, default=str, ensure_ascii=False), note, group],
-    )
+    values = [eid, to_naive_utc(at), actor, action, memory_id,
+              None if before is None else json.dumps(before, default=str, ensure_ascii=False),
+              None if after is None else json.dumps(after, default=str, ensure_ascii=False), note, group]
+    if namespace is None and memory_id is not None:
+        con.execute(
+            "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id, namespace) "
+            "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce((SELECT namespace FROM memories WHERE id = ?), ?)",
+            [*values, memory_id, BANK_WIDE])
+    else:
+        con.execute(
+            "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id, namespace) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [*values, BANK_WIDE if namespace is None else namespace])
     return eid
 
 
@@ -324,7 +336,7 @@ def write_recalls(con: Connection, entries: list[dict[str, Any]]) -> tuple[int |
     with con.registered(_heads=heads):
         con.execute("INSERT INTO retrievals (id, recalled_at, actor, namespace, query, params, preset, gate, "
                     "recalled, latency_ms, n_results) SELECT * FROM _heads")
-    hit_rows = [(int(e["id"]), *h) for e in new for h in e["hits"]]
+    hit_rows = [(int(e["id"]), *h[:8], e["namespace"]) for e in new for h in e["hits"]]
     if not hit_rows:
         return None, []
     cols = list(zip(*hit_rows))
@@ -333,6 +345,7 @@ def write_recalls(con: Connection, entries: list[dict[str, Any]]) -> tuple[int |
         "memory_id": pa.array(cols[2], pa.int64()),
         **{name: pa.array(cols[3 + j], pa.float64()) for j, name in enumerate(
             ("score", "similarity", "lexical", "recency", "importance", "frequency"))},
+        "namespace": pa.array(cols[9], pa.string()),
     })
     uses: dict[int, list] = {}
     for e, when in zip(new, at):
@@ -346,7 +359,7 @@ def write_recalls(con: Connection, entries: list[dict[str, Any]]) -> tuple[int |
                        "at": pa.array([uses[m][1] for m in touched], pa.timestamp("us"))})
     with con.registered(_hits=hits, _access=access):
         con.execute("INSERT INTO retrieval_hits (retrieval_id, rank, memory_id, score, similarity, lexical, "
-                    "recency, importance, frequency) SELECT * FROM _hits")
+                    "recency, importance, frequency, namespace) SELECT * FROM _hits")
         seq = next_seq(con)
         con.execute(
             "UPDATE memories SET access_count = memories.access_count + _access.n, seq = ?, "
