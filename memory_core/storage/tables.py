@@ -141,10 +141,10 @@ def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarr
             if n <= SMALL_INSERT:  # a few rows: JSON from Python costs less than planning the SQL below
                 order = sorted(range(n), key=lambda j: rows["id"][j])
                 con.executemany(
-                    "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id) "
-                    "VALUES (?, ?, ?, 'add', ?, NULL, ?, NULL, ?)",
-                    [[first + k, to_naive_utc(at), actor, rows["id"][j], _add_event_json(rows, j), group]
-                     for k, j in enumerate(order)])
+                    "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id, "
+                    "namespace) VALUES (?, ?, ?, 'add', ?, NULL, ?, NULL, ?, ?)",
+                    [[first + k, to_naive_utc(at), actor, rows["id"][j], _add_event_json(rows, j), group,
+                      rows["namespace"][j]] for k, j in enumerate(order)])
                 return
             after = con.dialect.json_object(
                 [(c, con.dialect.iso_utc(c) if c in _TIME_COLUMNS else c) for c in _ADD_EVENT_FIELDS])
