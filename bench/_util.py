@@ -116,3 +116,50 @@ def synthetic_rows(n: int, seed: int = 0, namespace: str = "big", vectors: np.nd
         for i, r in enumerate(rows):
             r["embedding"] = vectors[start + i]
     return rows
+
+
+_NAMES = ("Alice Bruno Chen Dalia Emil Farah Goran Hana Ivan Jonas Kaja Liam Maja Nils Olga Pedro Quinn Rosa Sami "
+          "Tove Umar Vera Wen Ximena Yusuf Zoe Anders Beatriz Carlos Dmitri Elin Fatima Gustav Helga Ines Jamal "
+          "Karin Leo Mei Noor Oskar Priya Ravi Sofia Tariq Ulla Viktor Wilma Yara Zaid").split()
+_FILLS = {
+    "drink": ["tea", "coffee", "oat-milk lattes", "green tea", "espresso", "hot chocolate", "sparkling water",
+              "kombucha"],
+    "city": "Lisbon Oslo Kyoto Berlin Nairobi Toronto Umeå Chengdu Porto Vienna Seattle Gothenburg".split(),
+    "relative": "sister brother mother father cousin daughter son grandmother uncle aunt".split(),
+    "food": "peanuts shellfish gluten lactose sesame eggs strawberries soy".split(),
+    "job": ["a nurse", "a teacher", "a data engineer", "a carpenter", "a pilot", "a lawyer", "a chef", "an architect",
+            "a pharmacist", "a translator"],
+    "skill": "Spanish the cello pottery rock climbing Rust watercolour chess sailing".split(" "),
+    "day": "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split(),
+    "pet": "a dog a cat two rabbits a parrot an old tortoise three goldfish".split(" "),
+    "sport": "running swimming cycling tennis yoga football badminton".split(),
+}
+_TEMPLATES = (
+    "{name} prefers {drink} in the morning", "{name}'s {relative} lives in {city}",
+    "{name} is allergic to {food}", "{name} works as {job} in {city}",
+    "{name} started learning {skill} this year", "{name} wants to visit {city} next summer",
+    "{name} goes {sport} every {day}", "{name} has {pet} at home",
+    "{name}'s {relative} is getting married in {city}", "{name} avoids {food} since last winter",
+    "{name} has a standing call with their {relative} on {day}s", "{name} moved to {city} to work as {job}",
+    "{name} drinks {drink} after {sport}", "{name} is planning a trip with their {relative} to {city}",
+)
+
+
+def memory_statements(n: int, seed: int = 0) -> list[str]:
+    """Short, distinct memories as an agent writes them ("Maja is allergic to sesame"): fifty
+    people, fourteen kinds of fact. Some pairs contradict (two drinks preferred), as in life;
+    unlike word salad, most memories are not each other's near neighbours."""
+    import re
+
+    rng = np.random.default_rng(seed)
+    out: list[str] = []
+    seen: set[str] = set()
+    while len(out) < n:
+        template = _TEMPLATES[rng.integers(len(_TEMPLATES))]
+        fills = {k: v[rng.integers(len(v))] for k, v in _FILLS.items()}
+        text = template.format(name=_NAMES[rng.integers(len(_NAMES))], **fills)
+        if text in seen:  # every combination used: a detail makes it new
+            text = f"{text}, noted {len(out)} days ago"
+        seen.add(text)
+        out.append(re.sub(r"\s+", " ", text) + ".")
+    return out

@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench._util import ROOT, WORDS, machine, percentiles, synthetic_texts
+from bench._util import ROOT, WORDS, machine, memory_statements, percentiles
 
 CLIENTS = 8
 PAGES = ("pages/overview.py", "pages/browse.py", "pages/tune.py", "pages/conflicts.py", "pages/merges.py",
@@ -90,7 +90,7 @@ def _concurrent_adds(url: str, headers: dict, meanwhile, per_client: int | None)
             while not stop.is_set() and (per_client is None or n < per_client):
                 n += 1
                 try:
-                    r = c.post("/v1/memories", json={"text": f"client {i} says: {synthetic_texts(1, seed=1000 * i + n)[0]}"})
+                    r = c.post("/v1/memories", json={"text": f"client {i} says: {memory_statements(1, seed=1000 * i + n)[0]}"})
                     if r.status_code == 201:
                         with lock:
                             acked.append(r.json()["id"])
@@ -146,7 +146,7 @@ def _server_phase(bank_path: Path, token: str, sizes: dict[str, int]) -> dict:
     try:
         with httpx.Client(base_url=url, headers=headers, timeout=60) as c:
             c.post("/v1/memories", json={"text": "warm up the model and the file"}).raise_for_status()
-            texts = synthetic_texts(sizes["sequential"], seed=1)
+            texts = memory_statements(sizes["sequential"], seed=1)
             t = time.perf_counter()
             for text in texts:
                 c.post("/v1/memories", json={"text": text}).raise_for_status()
@@ -191,7 +191,7 @@ def _library_adds(folder: Path, n: int) -> float:
 
     with MemoryBank.open(folder / "library.duckdb") as bank:
         bank.add("warm up the model and the file", namespace="bench")
-        texts = synthetic_texts(n, seed=4)
+        texts = memory_statements(n, seed=4)
         t = time.perf_counter()
         for text in texts:
             bank.add(text, namespace="bench")
@@ -208,7 +208,7 @@ def _mem0_adds(folder: Path, n: int) -> float | None:
     except ImportError:
         return None
     m.add("warm up", user_id="bench", infer=False)
-    texts = synthetic_texts(n, seed=4)
+    texts = memory_statements(n, seed=4)
     t = time.perf_counter()
     for text in texts:
         m.add(text, user_id="bench", infer=False)
