@@ -25,6 +25,11 @@ MAX_ID = 2**63 - 1  # ids are 64-bit integers in the store
 MAX_TEXT = 1_000_000  # characters; memories are meant to be short, but nothing valid is refused
 
 
+def _shallow(record: Any) -> dict[str, Any]:
+    """A dataclass's fields as a dict, values as they are (what asdict gives for plain values)."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
+
+
 @dataclass(frozen=True)
 class Memory:
     """One stored memory. ``text`` is None once the memory has been hard-deleted."""
@@ -55,7 +60,7 @@ class Memory:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, dates as ISO 8601 strings."""
-        out = asdict(self)
+        out = _shallow(self)  # every field is a plain value: asdict's deep copy cost 0.3 ms a memory
         for key in ("created_at", "updated_at", "last_accessed_at"):
             if out[key] is not None:
                 out[key] = out[key].isoformat()
@@ -138,7 +143,7 @@ class Conflict:
     group_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = _shallow(self)
         out["a"], out["b"] = self.a.to_dict(), self.b.to_dict()
         for key in ("detected_at", "resolved_at"):
             if out[key] is not None:
