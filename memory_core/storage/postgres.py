@@ -514,6 +514,14 @@ class PostgresStore:
             raise self.unreachable(exc) from None
         try:
             yield conn
+        except psycopg.errors.LockNotAvailable:
+            raise self.busy() from None
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            # The server went away mid-operation (a restart, a killed session): a transaction cut off
+            # before its COMMIT is rolled back by the server (all or nothing); one cut off while
+            # committing may have committed, unacknowledged. Either way a retriable "cannot reach"
+            # (503 from a server), never a crash.
+            raise self.unreachable(exc) from None
         finally:
             if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 with contextlib.suppress(Exception):
