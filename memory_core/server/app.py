@@ -4,7 +4,8 @@ Every route names the namespace it touches or reaches one through an id; the cal
 allow it. An id of a namespace the token may not use answers 404, exactly as an unknown id does,
 so a tenant cannot even learn that another's memory exists. Errors are
 ``{"error": {"type": <memory_core error class>, "message": ...}}`` with the status of
-:data:`STATUS`. Route handlers are plain functions run in the server's thread pool: the bank is
+:data:`STATUS`. Every answer carries ``X-Memory-Seq`` (:class:`SeqHeader`) and every read takes
+``min_seq`` (:meth:`Service.caught_up`): read-your-writes across several servers of one bank. Route handlers are plain functions run in the server's thread pool: the bank is
 thread-safe and serialises what must be.
 """
 
@@ -309,7 +310,12 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
 
     app = FastAPI(title="Memory Console", version=VERSION, lifespan=lifespan, responses=ERROR_RESPONSES,
                   description="Long-term memory for LLM agents: store, recall, feedback and curation, "
-                              "per namespace, with bearer tokens (memctl token create).")
+                              "per namespace, with bearer tokens (memctl token create). Every answer carries "
+                              f"{SEQ_HEADER}: the change number the server had caught up with (after a write, "
+                              "at least the write's own). Reads take min_seq (the body of POST /v1/recall, a "
+                              "query parameter of the GET routes): the server answers once it has caught up "
+                              "with that change, so a client behind a load balancer reads its own writes on "
+                              "any server of the bank.")
     app.state.service = svc
     _errors(app)
     app.add_middleware(BodyLimit, max_body=max_body)
