@@ -518,11 +518,11 @@ def test_every_page_on_a_postgresql_bank_while_an_agent_writes(browser, pg_datab
     added: list[int] = []
     failures: list[str] = []
 
-    def agent() -> None:  # another writer of the database meanwhile (its own connections)
+    def agent() -> None:  # another writer of the namespace the pages show (its own connections)
         with MemoryBank.open(url, embedder=embedder, actor="agent") as bank:
             while not stop.is_set():
                 try:
-                    added.append(bank.add(f"Agent note {len(added)} about the weekend", namespace="zz-agent",
+                    added.append(bank.add(f"Agent note {len(added)} about the weekend", namespace="alice",
                                           detect_conflicts=False))
                 except Exception as exc:  # noqa: BLE001 - reported below
                     failures.append(repr(exc))
@@ -540,4 +540,4 @@ def test_every_page_on_a_postgresql_bank_while_an_agent_writes(browser, pg_datab
             writer.join()
     assert failures == [] and len(added) >= 3
     with MemoryBank.open(url, embedder=embedder) as bank:
-        assert bank.count("zz-agent") == len(added)
+        assert bank.count("alice") == 7 + len(added)  # the bank's own 7, and every agent note
