@@ -21,7 +21,7 @@ from .client import RemoteBank, is_url
 from .core import Core
 from .curation import Curation
 from .embed import Embedder, ModelDefaults, model_defaults
-from .errors import MemoryCoreError
+from .errors import MemoryCoreError, ValidationError
 from .feedback import FeedbackLog
 from .labels import AblationRecords, Labels
 from .models import (
@@ -162,6 +162,31 @@ class MemoryBank:
     def last_search(self) -> dict[str, Any]:
         """How the latest recall searched (approximate, pruned, rows scored...)."""
         return self._recall.last_search
+
+    @property
+    def seen_seq(self) -> int:
+        """The change number this bank has caught up with (no I/O): every change up to it is in
+        what the bank returns now. A server sends it with every answer (``X-Memory-Seq``)."""
+        return self._core.synced_seq
+
+    def wait_for_change(self, seq: int, timeout: float = 5.0) -> bool:
+        """Catch up until this bank has seen change ``seq`` (read-your-writes across servers: a
+        client passes the number another server of the bank gave it); at once when it has.
+        False if the store does not hold ``seq`` within ``timeout`` seconds."""
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+            raise ValidationError(f"a change number is a whole number >= 0, got {seq!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+            raise ValidationError(f"timeout is a number of seconds >= 0, got {timeout!r}")
+        return self._core.catch_up_to(seq, float(timeout))
+
+    def watch_changes(self) -> bool:
+        """Learn of other processes' writes by notification instead of asking the store before
+        each recall (what ``memctl serve`` does on a PostgreSQL bank): recall then costs no
+        round trip to the database, and sees another process's write once its notification
+        arrives, milliseconds after the commit, where it would otherwise see it at once
+        (:meth:`wait_for_change` gives read-your-writes). False for a store without
+        notifications (a bank file): nothing changes."""
+        return self._core.store.watch()
 
     @property
     def gate(self) -> gate_mod.Gate:

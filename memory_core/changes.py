@@ -120,55 +120,58 @@ class Changes:
             if "text" in fields and mid not in vectors:
                 vectors[mid] = self.core.embedder.encode_one(fields["text"])
         removals = list(removals or [])
-        with self.core.session() as con:
-            ids = list(changes) + removals
-            befores = self.core.get_rows(con, ids)
-            for mid in changes:
-                before = befores[mid]
-                if before.status == "deleted":
-                    raise StateError(f"memory {mid} was hard-deleted; its text is gone and it cannot change")
-                if require_status and before.status not in require_status:
-                    raise StateError(
-                        f"memory {mid} is {before.status}; {action} needs it to be {' or '.join(require_status)}")
-            group = tables.take_ids(con, "next_group_id", 1)
-            seq = tables.next_seq(con)
-            new_ids = self.writer.insert_rows(con, new_rows, new_vectors, seq, group) if new_rows else []
-            now = to_naive_utc(utcnow())
-            for mid, fields in changes.items():
-                sets, params = ["seq = ?"], [seq]
-                if "updated_at" not in fields:  # an undo puts the old one back
-                    sets.append("updated_at = ?")
-                    params.append(now)
-                for key, value in fields.items():
-                    sets.append(f"{key} = ?")
-                    params.append(to_naive_utc(value) if isinstance(value, datetime) else value)
-                if "text" in fields:
-                    sets += ["content_hash = ?", "embedding = ?"]
-                    params += [tables.content_hash(fields["text"]), vectors[mid].astype(np.float32).tolist()]
-                con.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", params + [mid])
-            if removals:
-                con.execute("INSERT INTO removed_memories SELECT id, namespace, ? FROM memories "
-                            "WHERE id IN (SELECT unnest(?))", [seq, removals])
-                con.execute("DELETE FROM memories WHERE id IN (SELECT unnest(?))", [removals])
-            afters = self.core.get_rows(con, list(changes) + new_ids)
-            for mid, fields in changes.items():
-                keys = [k for k in fields if k in Memory.__dataclass_fields__ and k != "updated_at"] + ["updated_at"]
-                tables.log_event(con, self.core.actor, action, mid, rowmod.snapshot(befores[mid], keys),
-                                rowmod.snapshot(afters[mid], keys), utcnow(), note, group)
+        # The transaction and taking its rows into the caches, in one hold of the bank's lock: another
+        # thread's catch-up in between would be undone (older rows, a lower change number) by ours.
+        with self.core.lock:
+            with self.core.session() as con:
+                ids = list(changes) + removals
+                befores = self.core.get_rows(con, ids)
+                for mid in changes:
+                    before = befores[mid]
+                    if before.status == "deleted":
+                        raise StateError(f"memory {mid} was hard-deleted; its text is gone and it cannot change")
+                    if require_status and before.status not in require_status:
+                        raise StateError(
+                            f"memory {mid} is {before.status}; {action} needs it to be {' or '.join(require_status)}")
+                group = tables.take_ids(con, "next_group_id", 1)
+                seq = tables.next_seq(con)
+                new_ids = self.writer.insert_rows(con, new_rows, new_vectors, seq, group) if new_rows else []
+                now = to_naive_utc(utcnow())
+                for mid, fields in changes.items():
+                    sets, params = ["seq = ?"], [seq]
+                    if "updated_at" not in fields:  # an undo puts the old one back
+                        sets.append("updated_at = ?")
+                        params.append(now)
+                    for key, value in fields.items():
+                        sets.append(f"{key} = ?")
+                        params.append(to_naive_utc(value) if isinstance(value, datetime) else value)
+                    if "text" in fields:
+                        sets += ["content_hash = ?", "embedding = ?"]
+                        params += [tables.content_hash(fields["text"]), vectors[mid].astype(np.float32).tolist()]
+                    con.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", params + [mid])
+                if removals:
+                    con.execute("INSERT INTO removed_memories SELECT id, namespace, ? FROM memories "
+                                "WHERE id IN (SELECT unnest(?))", [seq, removals])
+                    con.execute("DELETE FROM memories WHERE id IN (SELECT unnest(?))", [removals])
+                afters = self.core.get_rows(con, list(changes) + new_ids)
+                for mid, fields in changes.items():
+                    keys = [k for k in fields if k in Memory.__dataclass_fields__ and k != "updated_at"] + ["updated_at"]
+                    tables.log_event(con, self.core.actor, action, mid, rowmod.snapshot(befores[mid], keys),
+                                    rowmod.snapshot(afters[mid], keys), utcnow(), note, group)
+                for mid in removals:
+                    tables.log_event(con, self.core.actor, "remove", mid, {"id": mid, "status": befores[mid].status},
+                                    None, utcnow(), note, group)
+                if extra is not None:
+                    extra(con, group, new_ids)
+                rows = tables.fetch_rows(con, "id IN (SELECT unnest(?))", [list(changes) + new_ids], with_embedding=True)
+            self.core.advance(seq)
+            self.core.acknowledged = None
             for mid in removals:
-                tables.log_event(con, self.core.actor, "remove", mid, {"id": mid, "status": befores[mid].status},
-                                None, utcnow(), note, group)
-            if extra is not None:
-                extra(con, group, new_ids)
-            rows = tables.fetch_rows(con, "id IN (SELECT unnest(?))", [list(changes) + new_ids], with_embedding=True)
-        self.core.advance(seq)
-        self.core.acknowledged = None
-        for mid in removals:
-            self.core.indexes.remove(mid)
-        self.core.forget_cached(removals)
-        self.core.apply_rows(rows)
-        self.core.indexes.save_due(self.core.model)
-        return group, afters, new_ids
+                self.core.indexes.remove(mid)
+            self.core.forget_cached(removals)
+            self.core.apply_rows(rows)
+            self.core.indexes.save_due(self.core.model)
+            return group, afters, new_ids
 
     def reinforce(self, memory_id: int, *, importance: float | None = None, at: Any = None) -> Memory:
         """Count a restatement of a stored memory as a use: one more access, the later access time,
@@ -211,47 +214,47 @@ class Changes:
             group, _, _ = self.change({mid: {"status": "archived"} for mid in member_ids}, "forget",
                                        require_status=("active",), note=reason)
             return group
-        with self.core.session() as con:
-            befores = self.core.get_rows(con, member_ids)
-            gone = [m for m in befores.values() if m.status == "deleted"]
-            if gone:
-                raise StateError(f"memory {gone[0].id} is already hard-deleted")
-            group = tables.take_ids(con, "next_group_id", 1)
-            seq = tables.next_seq(con)
-            con.execute(
-                "UPDATE memories SET text = NULL, embedding = NULL, source = NULL, context = NULL, status = 'deleted', "
-                "seq = ?, updated_at = ? WHERE id IN (SELECT unnest(?))", [seq, to_naive_utc(utcnow()), member_ids])
-            # The history must not keep what was forgotten: scrub texts from earlier events.
-            for eid, b, a in con.execute("SELECT id, before, after FROM events WHERE memory_id IN (SELECT unnest(?))",
-                                         [member_ids]).fetchall():
-                con.execute("UPDATE events SET before = ?, after = ? WHERE id = ?", [_scrub(b), _scrub(a), eid])
-            # Answers written with the memory in the prompt may quote it: feedback answers of recalls
-            # that returned it, and ablation answers (and the judge's reasons) of cases that saw it.
-            con.execute("UPDATE feedback SET answer = NULL WHERE retrieval_id IN (SELECT retrieval_id FROM "
-                        "retrieval_hits WHERE memory_id IN (SELECT unnest(?)))", [member_ids])
-            con.execute("UPDATE ablation_cases SET answer_with = NULL, reason = NULL "
-                        f"WHERE {con.dialect.list_overlaps('memory_ids')}", [member_ids])
-            tables.scrub_texts(con, [m.text for m in befores.values()])  # evidence, reports, notes quoting them
-            tables.log_events(con, self.core.actor, "hard_delete", member_ids,
-                             [{"id": m.id, "content_hash": m.content_hash, "status": m.status}
-                              for m in (befores[i] for i in member_ids)],
-                             [{"id": i, "status": "deleted"} for i in member_ids], utcnow(), group)
-        with self.core.lock:
+        with self.core.lock:  # the transaction and the caches taking it, as one step (see change)
+            with self.core.session() as con:
+                befores = self.core.get_rows(con, member_ids)
+                gone = [m for m in befores.values() if m.status == "deleted"]
+                if gone:
+                    raise StateError(f"memory {gone[0].id} is already hard-deleted")
+                group = tables.take_ids(con, "next_group_id", 1)
+                seq = tables.next_seq(con)
+                con.execute(
+                    "UPDATE memories SET text = NULL, embedding = NULL, source = NULL, context = NULL, status = 'deleted', "
+                    "seq = ?, updated_at = ? WHERE id IN (SELECT unnest(?))", [seq, to_naive_utc(utcnow()), member_ids])
+                # The history must not keep what was forgotten: scrub texts from earlier events.
+                for eid, b, a in con.execute("SELECT id, before, after FROM events WHERE memory_id IN (SELECT unnest(?))",
+                                             [member_ids]).fetchall():
+                    con.execute("UPDATE events SET before = ?, after = ? WHERE id = ?", [_scrub(b), _scrub(a), eid])
+                # Answers written with the memory in the prompt may quote it: feedback answers of recalls
+                # that returned it, and ablation answers (and the judge's reasons) of cases that saw it.
+                con.execute("UPDATE feedback SET answer = NULL WHERE retrieval_id IN (SELECT retrieval_id FROM "
+                            "retrieval_hits WHERE memory_id IN (SELECT unnest(?)))", [member_ids])
+                con.execute("UPDATE ablation_cases SET answer_with = NULL, reason = NULL "
+                            f"WHERE {con.dialect.list_overlaps('memory_ids')}", [member_ids])
+                tables.scrub_texts(con, [m.text for m in befores.values()])  # evidence, reports, notes quoting them
+                tables.log_events(con, self.core.actor, "hard_delete", member_ids,
+                                 [{"id": m.id, "content_hash": m.content_hash, "status": m.status}
+                                  for m in (befores[i] for i in member_ids)],
+                                 [{"id": i, "status": "deleted"} for i in member_ids], utcnow(), group)
             self.core.wait_for_flush()
             self.core.store.compact()
             self.core.signature = self.core.store.signature_after(seq)
-        self.core.advance(seq)
-        self.core.forget_cached(member_ids)
-        for mid in member_ids:
-            self.core.indexes.remove(mid)
-        # The cached BM25 files hold the memories' words: rewrite them now, or drop them for a rebuild.
-        for ns in {m.namespace for m in befores.values()}:
-            idx = self.core.indexes.get(ns)
-            if idx is not None:
-                self.core.save_index(idx)
-            else:
-                self.core.indexes.drop_files(ns)
-        return group
+            self.core.advance(seq)
+            self.core.forget_cached(member_ids)
+            for mid in member_ids:
+                self.core.indexes.remove(mid)
+            # The cached BM25 files hold the memories' words: rewrite them now, or drop them for a rebuild.
+            for ns in {m.namespace for m in befores.values()}:
+                idx = self.core.indexes.get(ns)
+                if idx is not None:
+                    self.core.save_index(idx)
+                else:
+                    self.core.indexes.drop_files(ns)
+            return group
 
     def history(self, memory_id: int) -> list[Event]:
         """Every event of one memory, oldest first."""

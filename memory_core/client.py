@@ -28,6 +28,16 @@ works on either. Where the two differ:
   (``ServerUnavailableError``, its subclass, when the server named no error). Both are
   ``BankLockedError``: try again later, as with a busy bank file.
 
+Read-your-writes behind a load balancer: every answer of a server carries ``X-Memory-Seq``, the
+change number the server had caught up with (after a write: at least the write's own). The client
+keeps the highest it has seen (:attr:`last_seq`) and, with ``read_your_writes=True`` (the
+default), sends it as ``min_seq`` with every read (recall, get, memories, count, history,
+conflicts, namespaces), so whichever server answers first catches up with everything this client
+wrote or saw: an ``add`` on one server is in the next ``recall`` on another. A server that is
+already caught up answers at once; one that is behind waits (up to 5 s; milliseconds in
+practice). ``read_your_writes=False`` reads whatever the answering server has (another server's
+write then shows up within its notification delay, about 10 ms).
+
 One :class:`httpx.Client` (kept-alive connections) serves every call; a RemoteBank may be shared by
 threads, and :attr:`last_retrieval_id`, like the local bank's, is per thread. Nothing is sent until
 the first call (:meth:`health` checks the server).
@@ -78,11 +88,12 @@ class RemoteBank:
 
     ``timeout`` bounds each request (seconds); ``retries`` is how many more times a 503 or a
     refused connection is tried; ``model``, when given, must be the served bank's model
-    (``ModelMismatchError`` otherwise, as :meth:`MemoryBank.open` does).
+    (``ModelMismatchError`` otherwise, as :meth:`MemoryBank.open` does); ``read_your_writes``
+    sends the highest change number seen with every read (see the module's docstring).
     """
 
     def __init__(self, url: str, token: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,
-                 retries: int = DEFAULT_RETRIES, model: str | None = None):
+                 retries: int = DEFAULT_RETRIES, model: str | None = None, read_your_writes: bool = True):
         import httpx
 
         if not is_url(url):
@@ -91,6 +102,8 @@ class RemoteBank:
             raise ValidationError(f"timeout is a number of seconds above 0, got {timeout!r}")
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ValidationError(f"retries is a whole number >= 0, got {retries!r}")
+        if not isinstance(read_your_writes, bool):
+            raise ValidationError(f"read_your_writes is true or false, got {read_your_writes!r}")
         headers = {"Accept": "application/json"}
         if token is not None:
             if not isinstance(token, str) or not token.strip():
@@ -101,6 +114,9 @@ class RemoteBank:
         self.retries = retries
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=self.timeout)
         self._latest = threading.local()
+        self.read_your_writes = read_your_writes
+        self._seq: int | None = None  # the highest X-Memory-Seq any answer carried
+        self._seq_guard = threading.Lock()
         self._model: str | None = None
         self._closed = False
         if model is not None:
@@ -152,6 +168,21 @@ class RemoteBank:
     def last_retrieval_id(self) -> int | None:
         """The id of this thread's latest recorded recall through this client (what :meth:`feedback` takes)."""
         return getattr(self._latest, "rid", None)
+
+    @property
+    def last_seq(self) -> int | None:
+        """The highest change number the server's answers carried (``X-Memory-Seq``), or None
+        before the first answer: what a read sends as ``min_seq`` with ``read_your_writes``."""
+        return self._seq
+
+    def _saw(self, response: Any) -> None:
+        value = response.headers.get("x-memory-seq")
+        if value is None or not value.isdigit():
+            return
+        seq = int(value)
+        with self._seq_guard:
+            if self._seq is None or seq > self._seq:
+                self._seq = seq
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -255,6 +286,8 @@ class RemoteBank:
         """The top k memories of ``namespace`` for ``query`` that clear the threshold, possibly none."""
         body: dict[str, Any] = {"query": query, "namespace": namespace, "now": _time(now, "now"), "record": record,
                                 "gate": gate, "k": k, "threshold": threshold}
+        if self.read_your_writes and self._seq is not None:
+            body["min_seq"] = self._seq
         if isinstance(params, ScoringParams):
             body["params"] = params.to_dict()
         elif isinstance(params, str):
@@ -318,6 +351,8 @@ class RemoteBank:
                 raise ValidationError(f"cannot send this request as JSON: {exc}") from None
         headers = {"Content-Type": "application/json"} if content is not None else None
         where = f"{method} {self.url}{path}"
+        if method == "GET" and self.read_your_writes and self._seq is not None and path != "/v1/health":
+            params = {**(params or {}), "min_seq": self._seq}
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
             try:
@@ -340,6 +375,7 @@ class RemoteBank:
                 time.sleep(_retry_after(response, attempt))
                 continue
             break
+        self._saw(response)
         if response.is_success:
             try:
                 return response.json()

@@ -13,6 +13,7 @@ import contextlib
 import os
 import shutil
 import threading
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
@@ -246,6 +247,27 @@ class Core:
             for (mid,) in con.execute("SELECT id FROM memories WHERE seq > ?", [self.synced_seq]).fetchall():
                 self.memories.pop(mid, None)
         self.advance(seq)
+
+    def catch_up_to(self, seq: int, timeout: float) -> bool:
+        """Catch up with the store until this bank has seen change ``seq`` (a number a client got
+        from some server of this bank): at once when it has; else catch up (one read
+        transaction), and while the store does not hold ``seq`` yet, wait for its notification
+        (or look again) until ``timeout`` seconds have passed. False then."""
+        self.check_open()
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.synced_seq >= seq:
+                return True
+            with self.lock:
+                if self.synced_seq < seq:
+                    with self.session(write=False, flush=False):
+                        pass  # the session's catch-up is the point
+            if self.synced_seq >= seq:
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self.store.wait_for_change(seq, min(left, 1.0))
 
     def advance(self, seq: int) -> None:
         """This bank (its loaded indexes too) has caught up with the store up to change ``seq``."""

@@ -337,23 +337,24 @@ class Writer:
             vectors.append(embedder.encode([t for _, t in chunk]))
             if progress:
                 progress(len(chunk))
-        with self.core.session() as con:
-            seq = tables.next_seq(con)
-            if ids_texts:
-                allv = np.concatenate(vectors)
-                flat = pa.array(allv.reshape(-1))
-                offsets = pa.array(np.arange(0, len(ids_texts) + 1, dtype=np.int32) * allv.shape[1])
-                vecs = pa.table({"id": [i for i, _ in ids_texts], "embedding": pa.ListArray.from_arrays(offsets, flat)})
-                with con.registered(_vecs=vecs):
-                    con.execute("UPDATE memories SET embedding = _vecs.embedding, embedding_model = ?, seq = ? "
-                                "FROM _vecs WHERE memories.id = _vecs.id", [target, seq])
-            old = self.core.model
-            tables.set_meta(con, "embedding_model", target)
-            tables.set_meta(con, "embedding_dim", str(embedder.dim))
-            tables.log_event(con, self.core.actor, "reembed", None, {"model": old}, {"model": target,
-                            "count": len(ids_texts)}, utcnow())
-        self.core.use_model(target, embedder.dim, embedder)
-        self.core.advance(seq)
+        with self.core.lock:  # the transaction and the caches taking it, as one step
+            with self.core.session() as con:
+                seq = tables.next_seq(con)
+                if ids_texts:
+                    allv = np.concatenate(vectors)
+                    flat = pa.array(allv.reshape(-1))
+                    offsets = pa.array(np.arange(0, len(ids_texts) + 1, dtype=np.int32) * allv.shape[1])
+                    vecs = pa.table({"id": [i for i, _ in ids_texts], "embedding": pa.ListArray.from_arrays(offsets, flat)})
+                    with con.registered(_vecs=vecs):
+                        con.execute("UPDATE memories SET embedding = _vecs.embedding, embedding_model = ?, seq = ? "
+                                    "FROM _vecs WHERE memories.id = _vecs.id", [target, seq])
+                old = self.core.model
+                tables.set_meta(con, "embedding_model", target)
+                tables.set_meta(con, "embedding_dim", str(embedder.dim))
+                tables.log_event(con, self.core.actor, "reembed", None, {"model": old}, {"model": target,
+                                "count": len(ids_texts)}, utcnow())
+            self.core.use_model(target, embedder.dim, embedder)
+            self.core.advance(seq)
         shutil.rmtree(self.core.index_folder, ignore_errors=True)
         return len(ids_texts)
 

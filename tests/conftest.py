@@ -59,6 +59,8 @@ FILE_MARKERS = {
     "test_locomo_bench.py": "slow",  # the LoCoMo benchmark on a tiny conversation
     "test_concurrency.py": "slow",  # real processes racing for one bank file
     "test_pg_store.py": "postgres",  # the PostgreSQL store: processes, migrate, two servers
+    "test_pg_servers.py": "postgres",  # two real memctl serve over one database: staleness, read-your-writes
+    "test_pg_server_faults.py": "crash",  # SIGKILL of a server, a PostgreSQL restart (marked postgres too)
     "test_detection_quality.py": "slow",  # conflict detection measured on the whole demo set
     "test_server_fuzz.py": "slow",  # generated requests against a real server (schemathesis)
     "test_served_dashboard.py": "slow",  # every page while a server takes 8 writers

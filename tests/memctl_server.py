@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -21,14 +22,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class Served:
-    """One `memctl --bank PATH serve` process; :attr:`url` is where it answers."""
+def _location(bank: Path | str) -> Path | str:
+    """A bank file as a Path; a ``postgresql://`` URL as it is (a Path would fold its ``//``)."""
+    return bank if isinstance(bank, str) and "://" in bank else Path(bank)
 
-    def __init__(self, bank_path: Path, *args: str, log: Path | None = None):
-        self.bank_path = Path(bank_path)
+
+class Served:
+    """One `memctl --bank LOCATION serve` process (a bank file, or a PostgreSQL URL); :attr:`url`
+    is where it answers. Its log goes next to the bank file, or to a temp folder for a URL."""
+
+    def __init__(self, bank_path: Path | str, *args: str, log: Path | None = None):
+        self.bank_path = _location(bank_path)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log or self.bank_path.with_name(f"serve-{self.port}.log")
+        if log is None:
+            folder = Path(tempfile.mkdtemp(prefix="memctl-serve-")) if isinstance(self.bank_path, str) \
+                else self.bank_path.parent
+            log = folder / f"serve-{self.port}.log"
+        self.log = log
         env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
         self._log_file = open(self.log, "w")
         self.proc = subprocess.Popen(
@@ -80,12 +91,12 @@ class Served:
         self._log_file.close()
 
 
-def serve_with_tokens(path: Path, specs: list[tuple[str, list[str], bool, bool]]) -> Served:
+def serve_with_tokens(path: Path | str, specs: list[tuple[str, list[str], bool, bool]]) -> Served:
     """A server over the bank at ``path`` with a token per (name, namespaces, read_only, admin);
     their secrets are in ``.tokens`` by name."""
     from memory_core import MemoryBank
 
-    with MemoryBank.open(path) as bank:
+    with MemoryBank.open(_location(path)) as bank:
         tokens = {name: bank.tokens.create(name, spaces, read_only=ro, admin=admin)[1]
                   for name, spaces, ro, admin in specs}
     server = Served(path)
@@ -93,7 +104,7 @@ def serve_with_tokens(path: Path, specs: list[tuple[str, list[str], bool, bool]]
     return server
 
 
-def memctl(bank_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def memctl(bank_path: Path | str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """Run one memctl command on the bank (a separate process, as an operator would)."""
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     return subprocess.run(MEMCTL + ["--bank", str(bank_path), *args], capture_output=True, text=True, env=env,

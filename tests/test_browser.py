@@ -8,6 +8,7 @@ Runs the real `streamlit run app.py` on a small temp bank and drives Debian's ch
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -60,6 +61,36 @@ def _ago(days: float) -> datetime:
     return datetime.now(timezone.utc) - timedelta(days=days)
 
 
+def _fill(bank: MemoryBank) -> dict[str, int]:
+    """Three namespaces, one open conflict (tea vs coffee), a markup memory, logged recalls."""
+    older, newer, xss = bank.add_many([
+        {"text": "Drinks tea every morning", "namespace": "alice", "created_at": _ago(40),
+         "category": "preference"},
+        {"text": "Switched from tea to coffee in the morning", "namespace": "alice", "created_at": _ago(3),
+         "category": "preference"},
+        {"text": XSS_TEXT, "namespace": "alice", "created_at": _ago(5)},
+    ])
+    bank.add_many([
+        {"text": "Prefers vegetarian food for dinner", "namespace": "alice", "importance": 0.8,
+         "category": "preference", "created_at": _ago(60)},
+        {"text": "Her daughter is called Mia", "namespace": "alice", "importance": 1.0, "category": "fact",
+         "created_at": _ago(120)},
+        {"text": "Moved to Berlin in August", "namespace": "alice", "created_at": _ago(20)},
+        {"text": "Is learning to play the cello", "namespace": "alice", "importance": 0.6},
+        {"text": "Works night shifts", "namespace": "bob"},
+        {"text": "Allergic to peanuts", "namespace": "bob", "importance": 0.9, "category": "fact"},
+        {"text": "Uses a standing desk", "namespace": "carol"},
+    ])
+    conflict = bank.record_conflict(older, newer, kind="switch", evidence="tea vs coffee", confidence=0.9,
+                                    suggestion="newer_wins", path="rules")
+    assert conflict is not None
+    bank.recall("what does she drink", namespace="alice")
+    bank.recall("vegetarian dinner ideas", namespace="alice")
+    bank.recall("where does she live", namespace="alice")
+    bank.recall("allergies", namespace="bob")
+    return {"older": older, "newer": newer, "xss": xss, "conflict": conflict.id}
+
+
 # -- fixtures -----------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -71,32 +102,8 @@ def bank_file(tmp_path_factory, embedder):
     """
     path = tmp_path_factory.mktemp("browser") / "bank.duckdb"
     with MemoryBank.open(path, embedder=embedder) as bank:
-        older, newer, xss = bank.add_many([
-            {"text": "Drinks tea every morning", "namespace": "alice", "created_at": _ago(40),
-             "category": "preference"},
-            {"text": "Switched from tea to coffee in the morning", "namespace": "alice", "created_at": _ago(3),
-             "category": "preference"},
-            {"text": XSS_TEXT, "namespace": "alice", "created_at": _ago(5)},
-        ])
-        bank.add_many([
-            {"text": "Prefers vegetarian food for dinner", "namespace": "alice", "importance": 0.8,
-             "category": "preference", "created_at": _ago(60)},
-            {"text": "Her daughter is called Mia", "namespace": "alice", "importance": 1.0, "category": "fact",
-             "created_at": _ago(120)},
-            {"text": "Moved to Berlin in August", "namespace": "alice", "created_at": _ago(20)},
-            {"text": "Is learning to play the cello", "namespace": "alice", "importance": 0.6},
-            {"text": "Works night shifts", "namespace": "bob"},
-            {"text": "Allergic to peanuts", "namespace": "bob", "importance": 0.9, "category": "fact"},
-            {"text": "Uses a standing desk", "namespace": "carol"},
-        ])
-        conflict = bank.record_conflict(older, newer, kind="switch", evidence="tea vs coffee", confidence=0.9,
-                                        suggestion="newer_wins", path="rules")
-        assert conflict is not None
-        bank.recall("what does she drink", namespace="alice")
-        bank.recall("vegetarian dinner ideas", namespace="alice")
-        bank.recall("where does she live", namespace="alice")
-        bank.recall("allergies", namespace="bob")
-    ids = {"older": older, "newer": newer, "xss": xss, "conflict": conflict.id}
+        ids = _fill(bank)
+    older, newer = ids["older"], ids["newer"]
     yield path, ids
 
     state = _RESOLVED.get("newer_wins")
@@ -122,13 +129,14 @@ def guarded_server(bank_file):
     yield from _serve(bank_file[0], MEMCTL_DASHBOARD_PASSWORD="correct horse")
 
 
-def _serve(path: Path, address: str = "127.0.0.1", **extra_env: str):
+def _serve(path: Path | str, address: str = "127.0.0.1", log_dir: Path | None = None, **extra_env: str):
+    """The dashboard on the bank at ``path`` (a file, or a PostgreSQL URL with ``log_dir``)."""
     port = _free_port()
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", **extra_env)
     env.pop("MEMCTL_BANK", None)
     if "MEMCTL_DASHBOARD_PASSWORD" not in extra_env:
         env.pop("MEMCTL_DASHBOARD_PASSWORD", None)
-    log = open(path.parent / f"streamlit-{port}.log", "w+b")
+    log = open((log_dir or Path(path).parent) / f"streamlit-{port}.log", "w+b")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", address, "--browser.gatherUsageStats", "false",
@@ -241,13 +249,17 @@ class Tab:
 
 @pytest.fixture
 def tab(browser, server):
+    yield from _tab(browser, server)
+
+
+def _tab(browser, url: str):
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     # Only the dashboard itself may be reached; anything else is recorded (by Tab) and aborted.
     context.route("**/*", lambda route: route.continue_()
                   if urlparse(route.request.url).hostname in ("127.0.0.1", "localhost") else route.abort())
     page = context.new_page()
     page.set_default_timeout(60_000)
-    t = Tab(page, server)
+    t = Tab(page, url)
     yield t
     context.close()
 
@@ -266,19 +278,30 @@ def test_every_page_file_is_known():
 def test_page_renders(tab, module):
     if not (PAGES_DIR / f"{module}.py").exists():
         pytest.fail(f"pages/{module}.py does not exist (yet): the {PAGES[module][0]} page cannot be tested")
+    _check_page(tab, module, module)
+
+
+def _check_page(tab: Tab, module: str, name: str, active: str | None = "10") -> None:
+    """Open a page and check it shows the bank (``active`` memories on the overview; None: at
+    least the 10 of the bank, as an agent adds more meanwhile) cleanly."""
     tab.goto(module)
     main = tab.page.locator('[data-testid="stMain"]')
     if module == "overview":
         metric = main.locator('[data-testid="stMetric"]').filter(has_text="active memories")
-        expect(metric).to_contain_text("10")
+        if active is not None:
+            expect(metric).to_contain_text(active)
+        else:
+            expect(metric).to_be_visible()
+            numbers = re.findall(r"\d+", metric.inner_text().replace(",", ""))
+            assert numbers and int(numbers[0]) >= 10, metric.inner_text()
         expect(main.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
     elif module == "browse":
         expect(main.locator('[data-testid="stDataFrame"]').first).to_be_visible()
     elif module == "conflicts":
         expect(main.get_by_text("Evidence: tea vs coffee")).to_be_visible()
-    tab.check_clean(module)
-    tab.screenshot(module)
-    assert not tab.page_errors, f"{module}: JavaScript errors: {tab.page_errors}"
+    tab.check_clean(name)
+    tab.screenshot(name)
+    assert not tab.page_errors, f"{name}: JavaScript errors: {tab.page_errors}"
 
 
 def test_markup_in_a_memory_is_shown_as_text(tab):
@@ -479,3 +502,42 @@ def test_an_exposed_dashboard_without_a_password_refuses(browser, bank_file):
             page.close()
         log = bank_file[0].parent / f"streamlit-{urlparse(url).port}.log"
         assert "refuses to serve on 0.0.0.0" in log.read_text(errors="replace")
+
+
+def test_every_page_on_a_postgresql_bank_while_an_agent_writes(browser, pg_databases, embedder, tmp_path):
+    """The same bank in a PostgreSQL database (issue 16, item 9), served by the dashboard while
+    another process's agent adds memories to it: every page renders it cleanly. One walk through
+    the pages, not the whole suite again: the pages reach the store only through the façade,
+    whose behaviour on PostgreSQL the library's suites check."""
+    import threading
+
+    url = pg_databases()
+    with MemoryBank.open(url, embedder=embedder) as bank:
+        _fill(bank)
+    stop = threading.Event()
+    added: list[int] = []
+    failures: list[str] = []
+
+    def agent() -> None:  # another writer of the namespace the pages show (its own connections)
+        with MemoryBank.open(url, embedder=embedder, actor="agent") as bank:
+            while not stop.is_set():
+                try:
+                    added.append(bank.add(f"Agent note {len(added)} about the weekend", namespace="alice",
+                                          detect_conflicts=False))
+                except Exception as exc:  # noqa: BLE001 - reported below
+                    failures.append(repr(exc))
+                stop.wait(0.2)
+
+    writer = threading.Thread(target=agent)
+    for base in _serve(url, log_dir=tmp_path):
+        writer.start()
+        try:
+            for tab in _tab(browser, base):
+                for module in PAGES:
+                    _check_page(tab, module, f"pg-{module}", active=None)
+        finally:
+            stop.set()
+            writer.join()
+    assert failures == [] and len(added) >= 3
+    with MemoryBank.open(url, embedder=embedder) as bank:
+        assert bank.count("alice") == 7 + len(added)  # the bank's own 7, and every agent note

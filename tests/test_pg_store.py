@@ -456,3 +456,65 @@ def test_two_servers_on_one_database_one_truth(pg_url):
         print(f"\n[two servers] add on A -> returned by B: p50 {1000 * statistics.median(lags):.1f} ms, "
               f"p99 {1000 * p99:.1f} ms over {len(lags)} adds from 4 clients")
         assert len(lags) == 60 and p99 < 1.0
+
+
+def _pg_state(url: str) -> dict:
+    """What a merge or a resolve changes, read straight from the database."""
+    with psycopg.connect(url) as con:
+        return {
+            "memories": con.execute("SELECT id, status, text, importance, seq FROM memories ORDER BY id").fetchall(),
+            "events": con.execute("SELECT count(*) FROM events").fetchone()[0],
+            "merges": con.execute("SELECT count(*) FROM merges").fetchone()[0],
+            "conflicts": con.execute("SELECT id, status FROM conflicts ORDER BY id").fetchall(),
+            "change_seq": con.execute("SELECT value FROM meta WHERE key = 'change_seq'").fetchone()[0],
+        }
+
+
+def test_a_connection_dropped_mid_merge_or_resolve_leaves_nothing_half_done(pg_url, monkeypatch):
+    """The server drops the connection (a restart, a network cut) after a merge or a resolve has
+    written part of its rows: the operation fails with the retriable BankLockedError, the database
+    is exactly as before, and the same operation succeeds once tried again."""
+    from memory_core.errors import BankLockedError
+    from memory_core.storage import tables
+
+    bank = MemoryBank.open(pg_url, embedder=HashEmbedder())
+    try:
+        ids = bank.add_many([{"text": t, "namespace": "n", "created_at": NOW - timedelta(days=d)}
+                             for t, d in (("Drinks green tea every morning", 30), ("Switched to coffee", 2),
+                                          ("Has a cat named Miso", 9), ("Owns a cat called Miso", 8))])
+        conflict = bank.record_conflict(ids[0], ids[1], kind="switch", evidence="tea vs coffee", confidence=0.9,
+                                        suggestion="newer_wins", path="rules")
+        before = _pg_state(pg_url)
+        cut: list[int] = []
+
+        def cutting(original):
+            def log(con, *args, **kwargs):
+                result = original(con, *args, **kwargs)  # the operation's rows are written by now...
+                pid = con._raw.info.backend_pid  # ...when the server drops its connection
+                with psycopg.connect(stores.ADMIN_URL, autocommit=True) as admin:
+                    admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+                cut.append(pid)
+                return result
+            return log
+
+        monkeypatch.setattr(tables, "log_event", cutting(tables.log_event))
+        monkeypatch.setattr(tables, "log_events", cutting(tables.log_events))
+        with pytest.raises(BankLockedError, match="cannot reach"):
+            bank.merge([ids[2], ids[3]], text="Has a cat named Miso")
+        assert cut and _pg_state(pg_url) == before
+        with pytest.raises(BankLockedError, match="cannot reach"):
+            bank.resolve_conflict(conflict.id, "newer_wins")
+        assert len(cut) >= 2 and _pg_state(pg_url) == before
+        monkeypatch.undo()
+
+        merged = bank.merge([ids[2], ids[3]], text="Has a cat named Miso")
+        assert bank.resolve_conflict(conflict.id, "newer_wins").status == "resolved"
+        after = _pg_state(pg_url)
+        assert after["merges"] == 1 and dict(after["conflicts"])[conflict.id] == "resolved"
+        statuses = {mid: status for mid, status, *_ in after["memories"]}
+        assert statuses[ids[0]] == "superseded" and statuses[ids[2]] == statuses[ids[3]] == "merged"
+        assert merged is not None
+        assert [h.memory.id for h in bank.recall("cat Miso", namespace="n", threshold=0, record=False)][:1] == \
+            [m for m, s in statuses.items() if s == "active" and m not in ids]
+    finally:
+        bank.close()

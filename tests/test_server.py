@@ -233,3 +233,57 @@ def test_it_will_not_listen_beyond_loopback_without_a_token(tmp_path):
     assert out.returncode != 0 and "token create" in out.stderr
     out = memctl(path, "serve", "--host", "0.0.0.0", "--no-auth", check=False)
     assert out.returncode != 0 and "loopback" in out.stderr
+
+
+def test_every_answer_carries_the_change_number_and_reads_take_min_seq(served, alice):
+    """X-Memory-Seq on every answer (after a write: at least the write's own number); reads with
+    min_seq at or below it answer at once; a bad min_seq is a 400 that changes nothing."""
+    with served.client() as anonymous:
+        before = int(anonymous.get("/v1/health").headers["x-memory-seq"])
+    added = alice.post("/v1/memories", json={"text": "Alice started learning the cello"})
+    seq = int(added.headers["x-memory-seq"])
+    assert added.status_code == 201 and seq > before
+    batch = alice.post("/v1/memories/batch", json={"rows": [{"text": "Alice's cello is rented"},
+                                                            {"text": "Alice practises on Sundays"}]})
+    assert batch.status_code == 201 and batch.json()["seq"] == int(batch.headers["x-memory-seq"]) > seq
+    latest = batch.json()["seq"]
+    mid = added.json()["id"]
+    for answer in (alice.get(f"/v1/memories/{mid}", params={"min_seq": latest}),
+                   alice.get("/v1/memories", params={"min_seq": latest}),
+                   alice.get(f"/v1/memories/{mid}/history", params={"min_seq": latest}),
+                   alice.post("/v1/recall", json={"query": "cello", "min_seq": latest, "record": False})):
+        assert answer.status_code == 200, answer.text
+        assert int(answer.headers["x-memory-seq"]) >= latest
+    missing = alice.get("/v1/memories/987654321")
+    assert missing.status_code == 404 and int(missing.headers["x-memory-seq"]) >= latest
+    for bad in (alice.get(f"/v1/memories/{mid}", params={"min_seq": -1}),
+                alice.get(f"/v1/memories/{mid}", params={"min_seq": "soon"}),
+                alice.post("/v1/recall", json={"query": "cello", "min_seq": "soon"}),
+                alice.post("/v1/recall", json={"query": "cello", "min_seq": 2 ** 64})):
+        assert bad.status_code == 400 and bad.json()["error"]["type"] == "ValidationError", bad.text
+    assert int(alice.get("/v1/health").headers["x-memory-seq"]) == latest, "the bad reads changed nothing"
+
+
+def test_a_change_number_the_bank_never_reached_is_a_retriable_503(tmp_path, embedder, monkeypatch):
+    """min_seq beyond the bank's latest change (a number from another bank, or from a replica
+    ahead of this server): the server waits a bounded time, then answers 503 with Retry-After."""
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from memory_core.server import app as app_module
+
+    monkeypatch.setattr(app_module, "MIN_SEQ_WAIT", 0.3)
+    bank = MemoryBank.open(tmp_path / "bank.duckdb", embedder=embedder)
+    with TestClient(app_module.create_app(bank, auth=False)) as client:
+        mid = client.post("/v1/memories", json={"text": "Plays chess", "namespace": "n"}).json()["id"]
+        seq = int(client.get("/v1/health").headers["x-memory-seq"])
+        started = time.monotonic()
+        late = client.get(f"/v1/memories/{mid}", params={"min_seq": seq + 100})
+        waited = time.monotonic() - started
+        assert late.status_code == 503 and late.headers["retry-after"] == "1", late.text
+        assert late.json()["error"]["type"] == "BankLockedError" and str(seq + 100) in late.json()["error"]["message"]
+        assert 0.3 <= waited < 3
+        recall = client.post("/v1/recall", json={"query": "chess", "namespace": "n", "min_seq": seq + 100})
+        assert recall.status_code == 503
+        assert client.get(f"/v1/memories/{mid}", params={"min_seq": seq}).status_code == 200

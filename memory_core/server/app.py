@@ -4,7 +4,8 @@ Every route names the namespace it touches or reaches one through an id; the cal
 allow it. An id of a namespace the token may not use answers 404, exactly as an unknown id does,
 so a tenant cannot even learn that another's memory exists. Errors are
 ``{"error": {"type": <memory_core error class>, "message": ...}}`` with the status of
-:data:`STATUS`. Route handlers are plain functions run in the server's thread pool: the bank is
+:data:`STATUS`. Every answer carries ``X-Memory-Seq`` (:class:`SeqHeader`) and every read takes
+``min_seq`` (:meth:`Service.caught_up`): read-your-writes across several servers of one bank. Route handlers are plain functions run in the server's thread pool: the bank is
 thread-safe and serialises what must be.
 """
 
@@ -54,6 +55,11 @@ STATUS: list[tuple[type[Exception], int]] = [
     (mc.LLMError, 502),
 ]
 RETRY_AFTER = "1"  # seconds, on a 503: the bank is busy or its store unreachable for a moment
+SEQ_HEADER = "X-Memory-Seq"  # on every answer: the change number the server had caught up with
+MIN_SEQ_WAIT = 5.0  # seconds a read with min_seq waits for the server to catch up, then 503
+MIN_SEQ_DOC = ("Read-your-writes across servers: answer only once this server has caught up with change "
+               "number min_seq (what the X-Memory-Seq header of an earlier answer, from any server of the "
+               "bank, said); waits up to 5 s, then 503 with Retry-After.")
 
 
 # -- who is calling ----------------------------------------------------------------------------------
@@ -125,6 +131,15 @@ class Service:
         """Record this thread's changes in the block as the caller's (its token's name)."""
         return contextlib.nullcontext() if caller.actor is None else self.bank.acting_as(caller.actor)
 
+    def caught_up(self, min_seq: int | None) -> None:
+        """Wait (bounded) until the bank has seen change ``min_seq``; BankLockedError (503) if not."""
+        if min_seq is None or self.bank.seen_seq >= min_seq:
+            return
+        if not self.bank.wait_for_change(min_seq, MIN_SEQ_WAIT):
+            raise mc.BankLockedError(
+                f"this server has not seen change {min_seq} within {MIN_SEQ_WAIT:g} s (it is at "
+                f"{self.bank.seen_seq}); try again, or leave min_seq out if the number came from another bank")
+
     def memory(self, caller: Caller, memory_id: int) -> Memory:
         """The memory with this id if the caller may see it; otherwise not found, as if absent."""
         return visible(caller, self.bank.get, "memory", memory_id)
@@ -169,6 +184,13 @@ def caller(request: Request) -> Caller:
     if token is None:
         raise mc.AuthenticationError("this token is not valid (unknown or revoked)")
     return Caller(token)
+
+
+def fresh(request: Request, who: Caller = Depends(caller),
+          min_seq: int | None = Query(None, ge=0, le=2**63 - 1, description=MIN_SEQ_DOC)) -> Caller:
+    """The caller (see :func:`caller`), once the server has caught up with ``min_seq`` if given."""
+    request.app.state.service.caught_up(min_seq)
+    return who
 
 
 # -- request bodies ----------------------------------------------------------------------------------
@@ -219,6 +241,7 @@ class RecallRequest(_Body):
     now: str | None = Field(None, description="Recall as of this ISO 8601 time (default now).")
     record: bool = Field(True, description="Log the recall and count the accesses (what feedback refers to).")
     gate: bool = Field(False, description="Ask the recall gate first; recall nothing if it says no.")
+    min_seq: int | None = Field(None, ge=0, le=2**63 - 1, description=MIN_SEQ_DOC)
 
 
 class FeedbackRequest(_Body):
@@ -271,6 +294,9 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
         if threads is not None:
             anyio.to_thread.current_default_thread_limiter().total_tokens = threads
         svc.writes = WriteQueue(bank)
+        # Learn of other servers' writes by LISTEN/NOTIFY (a PostgreSQL bank), not by a query per
+        # recall; a client that must read its own writes sends min_seq.
+        bank.watch_changes()
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if mcp is not None:  # stopped first: no tool call runs once the bank closes
@@ -284,10 +310,16 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
 
     app = FastAPI(title="Memory Console", version=VERSION, lifespan=lifespan, responses=ERROR_RESPONSES,
                   description="Long-term memory for LLM agents: store, recall, feedback and curation, "
-                              "per namespace, with bearer tokens (memctl token create).")
+                              "per namespace, with bearer tokens (memctl token create). Every answer carries "
+                              f"{SEQ_HEADER}: the change number the server had caught up with (after a write, "
+                              "at least the write's own). Reads take min_seq (the body of POST /v1/recall, a "
+                              "query parameter of the GET routes): the server answers once it has caught up "
+                              "with that change, so a client behind a load balancer reads its own writes on "
+                              "any server of the bank.")
     app.state.service = svc
     _errors(app)
     app.add_middleware(BodyLimit, max_body=max_body)
+    app.add_middleware(SeqHeader, bank=bank)
     _routes(app)
     if mcp is not None:
         # Routes, not a mount: a mount at /mcp answers /mcp itself with a redirect to /mcp/.
@@ -323,20 +355,22 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
     @app.post("/v1/memories/batch", status_code=201, tags=["memories"])
     @acting
     def add_memories(body: Batch, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
-        """Store many memories in one transaction, all or nothing; returns their ids in order."""
+        """Store many memories in one transaction, all or nothing; returns their ids in order, and
+        ``seq``: the change number their write reached (as the X-Memory-Seq header says)."""
         who.check_write()
         rows = []
         for row in body.rows:
             data = row.model_dump(exclude_none=True)
             data["namespace"] = who.namespace(row.namespace, write=True)
             rows.append(data)
-        return {"ids": svc.bank.add_many(rows)}
+        ids = svc.bank.add_many(rows)
+        return {"ids": ids, "seq": svc.bank.seen_seq}
 
     @app.get("/v1/memories", tags=["memories"])
     def list_memories(namespace: str | None = None,
                       status: str = Query("active", description=f"{', '.join(STATUSES)}, or any"),
                       limit: int = Query(100, ge=1, le=MAX_PAGE), offset: int = Query(0, ge=0, le=2**63 - 1),
-                      svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+                      svc: Service = Depends(service), who: Caller = Depends(fresh)) -> dict:
         """Memories of a namespace, newest first, with how many match in all."""
         ns = who.namespace(namespace)
         wanted = None if status == "any" else status
@@ -344,7 +378,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
                 "total": svc.bank.count(ns, wanted)}
 
     @app.get("/v1/memories/{memory_id}", tags=["memories"])
-    def get_memory(memory_id: int, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+    def get_memory(memory_id: int, svc: Service = Depends(service), who: Caller = Depends(fresh)) -> dict:
         """One memory by id."""
         return svc.memory(who, memory_id).to_dict()
 
@@ -379,7 +413,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         return svc.bank.restore(memory_id).to_dict()
 
     @app.get("/v1/memories/{memory_id}/history", tags=["memories"])
-    def memory_history(memory_id: int, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+    def memory_history(memory_id: int, svc: Service = Depends(service), who: Caller = Depends(fresh)) -> dict:
         """Every change of a memory, oldest first."""
         svc.memory(who, memory_id)
         return {"events": [e.to_dict() for e in svc.bank.history(memory_id)]}
@@ -390,6 +424,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         """The memories most worth putting in the prompt for ``query``: the top k that clear the
         threshold, possibly none. ``retrieval_id`` is what feedback refers to."""
         ns = who.namespace(body.namespace)
+        svc.caught_up(body.min_seq)
         bank = svc.bank
         decision = bank.should_recall(body.query) if body.gate else None
         if body.preset is not None and body.params is not None:
@@ -416,7 +451,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
     def conflicts(namespace: str | None = None,
                   status: str = Query("open", description="open, resolved, acknowledged, dismissed, or any"),
                   memory_id: int | None = Query(None, description="Only the conflicts of this memory."),
-                  svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+                  svc: Service = Depends(service), who: Caller = Depends(fresh)) -> dict:
         """Recorded contradictions of a namespace, newest first."""
         ns = who.namespace(namespace)
         svc.settle()
@@ -433,7 +468,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         return svc.bank.resolve_conflict(conflict_id, body.rule, memory_id=body.memory_id, text=body.text).to_dict()
 
     @app.get("/v1/namespaces", tags=["server"])
-    def namespaces(svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+    def namespaces(svc: Service = Depends(service), who: Caller = Depends(fresh)) -> dict:
         """The namespaces this token may use that hold memories, with their active counts."""
         return {"namespaces": [{"namespace": ns, "active": n} for ns, n in svc.bank.namespaces() if who.may_use(ns)]}
 
@@ -528,6 +563,29 @@ class BodyLimit:
         except _TooLarge:
             if not started:
                 await _send_error(send, too_large)
+
+
+class SeqHeader:
+    """Adds ``X-Memory-Seq`` to every answer: the change number the bank had caught up with when
+    the answer started (pure ASGI). Read after the route's work, so after a write it is at least
+    the write's own number: a client that sends it back as ``min_seq`` to any server of the bank
+    reads its own writes."""
+
+    def __init__(self, app: Any, bank: MemoryBank):
+        self.app, self.bank = app, bank
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def stamped(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or [])
+                headers.append((SEQ_HEADER.lower().encode(), str(self.bank.seen_seq).encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, stamped)
 
 
 class _TooLarge(Exception):

@@ -846,6 +846,15 @@ class DuckDBStore:
         wrote since its operation."""
         return self.signature()
 
+    def watch(self) -> bool:
+        """A bank file sends no notifications: recall keeps comparing the file's signature (a stat)."""
+        return False
+
+    def wait_for_change(self, seq: int, timeout: float) -> bool:
+        """No notifications: wait a moment (at most 50 ms) and let the caller look again."""
+        time.sleep(max(0.0, min(timeout, 0.05)))
+        return False
+
     def size_bytes(self) -> int:
         return self.path.stat().st_size if self.path.exists() else 0
 

@@ -147,6 +147,16 @@ class Store(Protocol):
         it: its signature now; a store others write meanwhile: the sequence itself.)"""
         ...
 
+    def watch(self) -> bool:
+        """From now on, take :meth:`signature` from change notifications instead of asking the
+        store (a server that recalls often); False for a store that sends none (nothing changes)."""
+        ...
+
+    def wait_for_change(self, seq: int, timeout: float) -> bool:
+        """Wait (up to ``timeout`` seconds) until change ``seq`` may be in the store: True when a
+        notification says so; False when the store sends none or none came (look again)."""
+        ...
+
     def initialize(self, con: Connection, model: str) -> None:
         """Create or migrate the schema (:mod:`.schema`) in ``con``; a new bank records ``model``."""
         ...

@@ -1,0 +1,246 @@
+"""Several `memctl serve` processes over one PostgreSQL database: staleness, read-your-writes, adds.
+
+    python -m bench.pg_servers [--quick] [--json bench/results/pg_servers.json]
+
+Two real ``memctl --bank postgresql://... serve`` processes (free loopback ports, a bearer token,
+the bundled model) over a fresh ``memctl_test_<random>`` database (``MEMCTL_TEST_PG``, default
+``postgresql://postgres@127.0.0.1:5432/postgres``; dropped afterwards):
+
+- **staleness**: 4 clients add one memory per request on server A; after each acknowledged add
+  the client recalls it on server B *without* ``min_seq``, again and again, until B returns it:
+  p50 and p99 of the time from A's answer to B's first answer holding it (the resolution is one
+  recall round trip, which is also reported);
+- **read-your-writes**: the same, with the ``min_seq`` A's answer carried (``X-Memory-Seq``):
+  B's first answer must hold the memory, every time;
+- **adds**: 8 clients, 4 on each server, one add per request: aggregate adds/s, errors, and every
+  acknowledged id read back from the database.
+
+A module of ``python -m bench`` (``run(quick)``, ``markdown(result)``), so it can join its ORDER.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+STALENESS_CLIENTS = 4
+ADD_CLIENTS = 8
+
+
+def _sizes(quick: bool, smallest: bool) -> dict[str, int]:
+    if smallest:
+        return {"per_client": 5, "add_seconds": 2}
+    if quick:
+        return {"per_client": 25, "add_seconds": 5}
+    return {"per_client": 100, "add_seconds": 15}
+
+
+def _pct(samples: list[float], q: float) -> float:
+    s = sorted(samples)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
+
+
+def two_servers(url: str) -> tuple[Any, Any, str]:
+    """Two ``memctl serve`` processes over the bank at ``url`` and an admin token's secret."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from memctl_server import Served
+
+    from memory_core import MemoryBank
+
+    with MemoryBank.open(url) as bank:
+        _, token = bank.tokens.create("bench", [], admin=True)
+    a = Served(url)
+    try:
+        b = Served(url)
+    except BaseException:
+        a.kill()
+        raise
+    for server in (a, b):  # the model loaded and the namespaces read: what is measured is the steady state
+        warm(server.url, token)
+    return a, b, token
+
+
+def warm(url: str, token: str) -> None:
+    """One add and one recall in each namespace the benchmark uses, so the server has its model
+    and the namespaces' indexes loaded."""
+    import httpx
+
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
+        for ns in ("shared", "adds"):
+            http.post("/v1/memories", json={"text": "warming up the server", "namespace": ns}).raise_for_status()
+            http.post("/v1/recall", json={"query": "warming up", "namespace": ns, "record": False}).raise_for_status()
+
+
+def staleness(a_url: str, b_url: str, token: str, per_client: int, min_seq: bool = False) -> dict[str, Any]:
+    """4 clients add on A; each add is recalled on B until B returns it (with or without the
+    ``min_seq`` A's answer carried). Lags from A's answer to B's answer holding it, in seconds."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"}
+    lags: list[float] = []
+    tries: list[int] = []
+    rounds: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    tag = "rw" if min_seq else "st"
+
+    def client(c: int) -> None:
+        with httpx.Client(base_url=a_url, headers=headers, timeout=30) as on_a, \
+                httpx.Client(base_url=b_url, headers=headers, timeout=30) as on_b:
+            for i in range(per_client):
+                word = f"{tag}{c}q{i}zz"
+                r = on_a.post("/v1/memories", json={"text": f"client {c} noted the code word {word}",
+                                                    "namespace": "shared"})
+                if r.status_code != 201:
+                    errors.append(f"add: {r.status_code} {r.text[:200]}")
+                    continue
+                acked, mid = time.perf_counter(), r.json()["id"]
+                body: dict[str, Any] = {"query": f"code word {word}", "namespace": "shared", "threshold": 0,
+                                        "k": 10, "record": False}
+                if min_seq:
+                    body["min_seq"] = int(r.headers["x-memory-seq"])
+                n = 0
+                while True:
+                    n += 1
+                    t = time.perf_counter()
+                    got = on_b.post("/v1/recall", json=body)
+                    done = time.perf_counter()
+                    if got.status_code != 200:
+                        errors.append(f"recall: {got.status_code} {got.text[:200]}")
+                        break
+                    with lock:
+                        rounds.append(done - t)
+                    if mid in [h["memory"]["id"] for h in got.json()["hits"]]:
+                        with lock:
+                            lags.append(done - acked)
+                            tries.append(n)
+                        break
+                    if done - acked > 10:
+                        errors.append(f"memory {mid} not returned by B 10 s after A acknowledged it")
+                        break
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(STALENESS_CLIENTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {"clients": STALENESS_CLIENTS, "adds": len(lags), "errors": errors[:5], "error_count": len(errors),
+            "p50_ms": 1000 * statistics.median(lags) if lags else None, "p99_ms": 1000 * _pct(lags, 0.99),
+            "max_ms": 1000 * max(lags) if lags else None,
+            "first_recall_had_it": sum(1 for n in tries if n == 1), "recall_round_trip_p50_ms":
+                1000 * statistics.median(rounds) if rounds else None}
+
+
+def concurrent_adds(urls: list[str], token: str, seconds: float, clients: int = ADD_CLIENTS) -> dict[str, Any]:
+    """``clients`` clients spread over the servers, one add per request for ``seconds``."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"}
+    acked: list[int] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def client(c: int) -> None:
+        with httpx.Client(base_url=urls[c % len(urls)], headers=headers, timeout=60) as http:
+            n = 0
+            while not stop.is_set():
+                n += 1
+                r = http.post("/v1/memories", json={"text": f"adder {c} memory {n} about the weekend plans",
+                                                    "namespace": "adds"})
+                if r.status_code == 201:
+                    with lock:
+                        acked.append(r.json()["id"])
+                else:
+                    errors.append(f"{r.status_code} {r.text[:200]}")
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    return {"clients": clients, "servers": len(urls), "adds": len(acked), "adds_per_s": len(acked) / elapsed,
+            "errors": errors[:5], "error_count": len(errors), "acked": acked}
+
+
+def run(quick: bool, smallest: bool = False) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    os.environ.setdefault("MEMCTL_CACHE_DIR", tempfile.mkdtemp(prefix="memctl-bench-"))
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import psycopg
+    import stores
+
+    sizes = _sizes(quick, smallest)
+    url = stores.create_database()
+    try:
+        a, b, token = two_servers(url)
+        try:
+            stale = staleness(a.url, b.url, token, sizes["per_client"])
+            ryw = staleness(a.url, b.url, token, sizes["per_client"], min_seq=True)
+            adds = concurrent_adds([a.url, b.url], token, sizes["add_seconds"])
+        finally:
+            a.stop()
+            b.stop()
+        with psycopg.connect(url) as con:
+            stored = {r[0] for r in con.execute("SELECT id FROM memories WHERE namespace = 'adds'").fetchall()}
+        adds["lost"] = len(set(adds.pop("acked")) - stored)
+    finally:
+        stores.drop_database(url)
+    return {"sizes": sizes, "load_average_1min_end": round(os.getloadavg()[0], 1), "staleness": stale,
+            "read_your_writes": ryw, "adds": adds,
+            "targets": {"staleness p99 <= 1 s": stale["p99_ms"] is not None and stale["p99_ms"] <= 1000,
+                        "read-your-writes: B's first answer holds the add": (
+                            ryw["first_recall_had_it"] == ryw["adds"] > 0 and not ryw["error_count"]),
+                        "8 clients over 2 servers >= 300 adds/s, 0 errors, 0 lost": (
+                            adds["adds_per_s"] >= 300 and not adds["error_count"] and not adds["lost"])}}
+
+
+def markdown(r: dict[str, Any]) -> str:
+    s, w, a = r["staleness"], r["read_your_writes"], r["adds"]
+    met = "\n".join(f"- {name}: {'met' if ok else '**not met**'}" for name, ok in r["targets"].items())
+    return f"""## Several servers over one PostgreSQL database
+
+`python -m bench.pg_servers` (`bench/pg_servers.py`): two real `memctl serve` processes over one
+database, load average {r.get('load_average_1min', r.get('load_average_1min_end'))}.
+
+| | p50 | p99 | max |
+|---|---|---|---|
+| add acknowledged by A -> returned by a recall on B ({s['adds']} adds, {s['clients']} clients) | {s['p50_ms']:.0f} ms | {s['p99_ms']:.0f} ms | {s['max_ms']:.0f} ms |
+| the same with `min_seq` (read-your-writes) | {w['p50_ms']:.0f} ms | {w['p99_ms']:.0f} ms | {w['max_ms']:.0f} ms |
+
+Without `min_seq`, B's first recall held the add {s['first_recall_had_it']} times of {s['adds']} (one
+recall round trip on B: p50 {s['recall_round_trip_p50_ms']:.0f} ms); with it, {w['first_recall_had_it']} of
+{w['adds']}. {a['clients']} clients over {a['servers']} servers, one add per request:
+{a['adds_per_s']:.0f} adds/s in all, {a['error_count']} errors, {a['lost']} lost.
+
+{met}
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    load = round(os.getloadavg()[0], 1)
+    result = {"load_average_1min": load, **run(args.quick)}
+    print(markdown(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
