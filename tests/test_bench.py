@@ -122,3 +122,10 @@ def test_markdown_and_plots_are_regenerated(smallest_run: Path):
                     "PostgreSQL beside the DuckDB file"):
         assert heading.lower() in text.lower()
     assert any(smallest_run.glob("*.png")) or any(smallest_run.glob("*.html"))
+
+
+def test_pg_servers_reports_staleness_and_adds_over_two_servers(smallest_run: Path):
+    r = load(smallest_run, "pg_servers")
+    assert r["staleness"]["adds"] > 0 and r["staleness"]["p99_ms"] >= r["staleness"]["p50_ms"] > 0
+    assert r["read_your_writes"]["first_recall_had_it"] == r["read_your_writes"]["adds"]
+    assert r["adds"]["servers"] == 2 and r["adds"]["lost"] == 0 and not r["adds"]["errors"]
