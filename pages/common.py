@@ -10,6 +10,7 @@ import contextlib
 import hmac
 import ipaddress
 import logging
+import math
 import os
 from typing import Iterator
 
@@ -84,6 +85,18 @@ def ensure_loaded(bank: MemoryBank, namespace: str) -> None:
 
     bank.load_namespace(namespace, progress=step)
     bar.empty()
+
+
+def paged(items: list, key: str, page_size: int, noun: str) -> list:
+    """The page of ``items`` to draw, with a page picker when there is more than one page: a long
+    list of cards, each a dozen widgets, takes minutes to draw at once."""
+    if len(items) <= page_size:
+        return items
+    n_pages = math.ceil(len(items) / page_size)
+    page_no = min(int(st.selectbox("Page", list(range(1, n_pages + 1)), key=key) or 1), n_pages)
+    first = (page_no - 1) * page_size
+    st.caption(f"Showing {noun} {first + 1}–{min(first + page_size, len(items))} of {len(items)}.")
+    return items[first:first + page_size]
 
 
 def model_caption(bank: MemoryBank) -> str:

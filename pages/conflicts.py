@@ -5,10 +5,11 @@ Memory text is shown as plain text (st.text), never as markdown: memories may co
 
 from __future__ import annotations
 
+
 import streamlit as st
 
 from memory_core import Conflict, Memory
-from pages.common import get_bank, namespace_picker, readable_errors
+from pages.common import get_bank, namespace_picker, paged, readable_errors
 
 RULES = [  # (rule, button label, what it does)
     ("newer_wins", "Newer wins", "the older memory becomes superseded by the newer one"),
@@ -17,6 +18,7 @@ RULES = [  # (rule, button label, what it does)
     ("dismiss", "Dismiss", "not a conflict; this pair is never flagged again"),
 ]
 LABELS = {rule: label for rule, label, _ in RULES} | {"edit": "Edit"}
+PAGE_SIZE = 20  # conflicts drawn at once: each is a dozen widgets, and 1,600 of them took minutes
 LAST = "conflicts_last_resolution"  # (conflict id, group id, rule) of this session's last resolution
 
 bank = get_bank()
@@ -76,7 +78,7 @@ with readable_errors():
     if not open_conflicts:
         st.info(f"No open conflicts in {where}. Press “Run detection now” to look for contradictions; "
                 "conflicts also appear when agents add memories or maintenance runs.")
-    for c in open_conflicts:
+    for c in paged(open_conflicts, "conflicts_page", PAGE_SIZE, "conflicts (newest first)"):
         with st.container(border=True):
             st.markdown(f"#### Conflict {c.id} · {c.kind}")
             st.caption(f"namespace {c.namespace} · confidence {c.confidence:.2f} · found by {c.path} · "

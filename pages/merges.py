@@ -9,7 +9,9 @@ import streamlit as st
 
 from memory_core import MemoryCoreError, NotFoundError
 from memory_core import merge as merge_mod
-from pages.common import get_bank, namespace_picker, readable_errors
+from pages.common import get_bank, namespace_picker, paged, readable_errors
+
+PAGE_SIZE = 20  # clusters drawn at once (each a text box and a button per member)
 
 bank = get_bank()
 st.title("Merges")
@@ -83,8 +85,9 @@ with readable_errors():
             st.session_state["merges_done"] = [f"Merged {len(done)} cluster{'s' if len(done) != 1 else ''}."]
             st.rerun()
 
-    members = bank.get_many([i for cluster, _ in plan for i in cluster.ids]) if plan else {}
-    for n, (cluster, preview) in enumerate(plan, 1):
+    numbered = paged(list(enumerate(plan, 1)), "merges_page", PAGE_SIZE, "clusters")
+    members = bank.get_many([i for _, (cluster, _) in numbered for i in cluster.ids]) if numbered else {}
+    for n, (cluster, preview) in numbered:
         key = _key(cluster.ids)
         with st.container(border=True):
             st.markdown(f"#### Cluster {n} · {cluster.reason} · min similarity {cluster.min_similarity:.2f}")

@@ -279,3 +279,33 @@ def test_merges_of_a_large_namespace_wait_until_asked(tmp_path, embedder, monkey
     at.checkbox(key="merge_large::bob").check().run()
     assert not at.exception, at.exception
     assert f"merge-{a}-{b}" in [button.key for button in at.button]
+
+
+def test_many_conflicts_are_shown_a_page_at_a_time(tmp_path, embedder, monkeypatch):
+    """1,600 open conflicts drawn at once took minutes; a page of them is drawn, the rest a pick away."""
+    path = tmp_path / "bank.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        ids = bank.add_many([{"text": f"Lives in city number {i}", "namespace": "alice", "created_at": ago(50 - i)}
+                             for i in range(46)])
+        bank.record_conflicts([{"a_id": ids[i], "b_id": ids[i + 1], "kind": "value_change", "evidence": f"pair {i}",
+                                "confidence": 0.7, "suggestion": "newer_wins", "path": "rules"} for i in range(45)])
+    at = _app(path, monkeypatch, "pages/conflicts.py")
+    headings = [m.value for m in at.markdown if m.value.startswith("#### Conflict")]
+    assert len(headings) == 20 and "Open conflicts (45)" in [s.value for s in at.subheader]
+    at.selectbox(key="conflicts_page").set_value(3).run()
+    assert not at.exception, at.exception
+    last = [m.value for m in at.markdown if m.value.startswith("#### Conflict")]
+    assert len(last) == 5 and not set(last) & set(headings)
+
+
+def test_many_merge_clusters_are_shown_a_page_at_a_time(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "bank.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        bank.add_many([{"text": f"Prefers {thing} in the morning", "namespace": "bob", "created_at": ago(d)}
+                       for thing in ("tea", "coffee", "juice", "cocoa", "water", "milk", "yoghurt", "porridge", "toast",
+                                     "eggs", "muesli", "fruit", "bacon", "pancakes", "waffles", "bagels", "croissants",
+                                     "oatmeal", "cereal", "smoothies", "kefir", "granola")
+                       for d in (30, 10)])
+    at = _app(path, monkeypatch, "pages/merges.py")
+    clusters = [m.value for m in at.markdown if m.value.startswith("#### Cluster")]
+    assert len(clusters) == 20 and any(s.key == "merges_page" for s in at.selectbox)
