@@ -260,7 +260,9 @@ def markdown(r: dict) -> str:
 
 `python -m bench --only serve` (`bench/serve.py`): a real `memctl serve` on loopback with a bearer
 token, a fresh bank, and the library and mem0 in the benchmark's process, in one run (load
-average {r.get('load_average_1min')}).
+average {r.get('load_average_1min')}). Every add is a short statement an agent would write
+(`bench._util.memory_statements`: fifty people, fourteen kinds of fact), checked for contradictions
+as agents' adds are (mem0's `infer=False` checks nothing); the bundled model embeds on ONNX Runtime.
 
 | single adds | adds/s | goal |
 |---|---|---|
