@@ -28,6 +28,8 @@ import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 
+from bench import _util
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -82,6 +84,7 @@ def run_all(quick: bool, smallest: bool = False, only: list[str] | None = None, 
             result, status = {"error": f"{type(exc).__name__}: {exc}"}, "error"
         seconds = time.perf_counter() - t
         # How busy the machine was: absolute figures on a shared machine mean little without it.
+        result.setdefault("machine", _util.machine())
         result = {"benchmark": name, "mode": mode, "seconds": seconds,
                   "load_average_1min": [round(load_before, 1), round(os.getloadavg()[0], 1)], **result}
         (out / f"{name}.json").write_text(json.dumps(result, indent=2, default=str) + "\n")

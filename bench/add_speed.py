@@ -47,6 +47,7 @@ def run(quick: bool, smallest: bool = False) -> dict:
             before = MemoryBank.open(Path(tmp) / "before.duckdb", embedder=embedder)
             after = MemoryBank.open(Path(tmp) / "after.duckdb", embedder=embedder)
             before._store.lease_idle = 0
+            before._store.release()  # the lease its open took would outlive a short run
             for bank in (before, after):
                 bank.add_many(seed)
             t_before, t_after, t_model = [], [], []

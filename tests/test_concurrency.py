@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from memory_core import BankLockedError, MemoryBank
+from memory_core.storage import duckdb as duckdb_store
 
 N = 150
 TEMPLATE = "Memory {i:03d}: on day {i} of project Kestrel the team decided to use tool number {tool}"
@@ -262,6 +263,9 @@ def test_a_held_file_gives_a_clear_error_after_a_bounded_wait_and_waits_long_eno
     # An open bank takes the file per operation: a holder in between makes each operation wait.
     patient = MemoryBank.open(path, lock_timeout=10)
     hasty = MemoryBank.open(path, lock_timeout=0.3)
+    # The holder is plain duckdb: it does not announce that it waits, and fails at once while
+    # this process keeps the file, so it starts once the opens' lease has gone idle.
+    time.sleep(duckdb_store.LEASE_IDLE + 0.3)
     holder = _hold(folder, path, 2.0, "ops")
     try:
         with pytest.raises(BankLockedError, match="held.duckdb"):

@@ -46,7 +46,12 @@ def test_generated_requests_get_no_5xx_and_never_touch_another_tenant(fuzzed):
         before = {ns: _snapshot(fuzzed, ns) for ns in ("alice", "bob")}
         response = case.call(base_url=fuzzed.url, headers={"Authorization": f"Bearer {fuzzed.secrets['alice']}"},
                              timeout=120)
-        assert response.status_code < 500, (case.method, case.path, response.status_code, response.text[:500])
+        # The one 5xx the contract names: a min_seq this server has not reached (a number from a
+        # server ahead of it, or from another bank) is a retriable 503 after a bounded wait.
+        not_yet = (response.status_code == 503 and response.headers.get("retry-after")
+                   and "has not seen change" in response.text)
+        assert response.status_code < 500 or not_yet, (case.method, case.path, response.status_code,
+                                                       response.text[:500])
         if response.status_code >= 400:
             error = response.json()["error"]
             assert error["type"] and error["message"]
