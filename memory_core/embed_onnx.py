@@ -142,9 +142,9 @@ def onnx_encoder(model: Any, location: str, torch_encode: Callable[[list[str]], 
     input_names = [n for n in ("input_ids", "attention_mask", "token_type_ids")
                    if n in model.tokenizer(["x"]).keys()]
     path = cache_root() / "models" / f"{_fingerprint(location)}.onnx"
-    encoder = OnnxEncoder(path, model.tokenizer, int(model.max_seq_length), input_names)
     expected = torch_encode(list(PROBES))
-    for attempt in ("cached", "exported"):
+    for attempt in ("cached", "exported"):  # a cached file that fails is exported once more
+        encoder = OnnxEncoder(path, model.tokenizer, int(model.max_seq_length), input_names)
         try:
             if attempt == "exported" or not path.exists():
                 _export(model, path, input_names)
@@ -154,5 +154,4 @@ def onnx_encoder(model: Any, location: str, torch_encode: Callable[[list[str]], 
             log.warning("ONNX export of %s differs from torch; exporting again", location)
         except Exception as exc:  # a broken cache file, an exporter that cannot handle the model
             log.warning("ONNX runtime unavailable for %s (%s); trying again or using torch", location, exc)
-        encoder = OnnxEncoder(path, model.tokenizer, int(model.max_seq_length), input_names)
     return None
