@@ -168,10 +168,13 @@ class Embedder:
 
         threads = torch.get_num_threads()  # for large batches; small ones run on one
 
-        def torch_batch(texts: list[str], size: int = 64) -> np.ndarray:
+        def threads_for(n: int) -> int:
             # One thread for a few texts (an add, a query): a second one only spins against
             # the process's other work; measured 16 ms instead of 80-380 ms on 2 busy cores.
-            want = 1 if len(texts) < SMALL_BATCH else threads
+            return 1 if n < SMALL_BATCH else threads
+
+        def torch_batch(texts: list[str], size: int = 64) -> np.ndarray:
+            want = threads_for(len(texts))
             if torch.get_num_threads() != want:
                 torch.set_num_threads(want)
             return model.encode(texts, batch_size=size, normalize_embeddings=True, convert_to_numpy=True,
@@ -184,7 +187,7 @@ class Embedder:
             return
 
         def onnx_batch(texts: list[str], size: int) -> np.ndarray:
-            want = 1 if len(texts) < SMALL_BATCH else threads
+            want = threads_for(len(texts))
             return np.vstack([onnx.encode(texts[i:i + size], want) for i in range(0, len(texts), size)])
 
         self._batch = onnx_batch
