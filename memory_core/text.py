@@ -259,10 +259,8 @@ def _unicode_tokens(text: str, language: str | None, filler: bool) -> list[str]:
                 continue
             if i % 2:  # odd parts of a split on a capturing group are the CJK runs
                 tokens.extend(_cjk_tokens(part, stop_cjk))
-            elif part not in stop and part not in drop and (len(part) > 1 or part.isdigit()):
-                stemmed = stem_word(part)
-                if stemmed not in drop:
-                    tokens.append(stemmed)
+            elif (stemmed := _latin_token(part, stop, drop, stem_word)) is not None:
+                tokens.append(stemmed)
     return tokens
 
 
@@ -278,13 +276,16 @@ def _ascii_tokens(text: str, language: str | None, filler: bool) -> list[str]:
     stop = STOP_WORDS[latin]
     drop = _QUERY_FILLER_STEMS[latin] if filler else frozenset()
     stem_word = _STEMMERS[latin]
-    tokens: list[str] = []
-    for part in words:
-        if part not in stop and part not in drop and (len(part) > 1 or part.isdigit()):
-            stemmed = stem_word(part)
-            if stemmed not in drop:
-                tokens.append(stemmed)
-    return tokens
+    return [stemmed for part in words if (stemmed := _latin_token(part, stop, drop, stem_word)) is not None]
+
+
+def _latin_token(word: str, stop: frozenset[str], drop: frozenset[str], stem_word: Any) -> str | None:
+    """The token of one casefolded Latin word, or None: stop words, filler and single letters
+    (not digits) are dropped, the rest stemmed (and dropped when the stem is filler)."""
+    if word in stop or word in drop or not (len(word) > 1 or word.isdigit()):
+        return None
+    stemmed = stem_word(word)
+    return None if stemmed in drop else stemmed
 
 
 def tokenize(text: str | None, language: str | None = None) -> list[str]:
