@@ -55,6 +55,7 @@ STATUS: list[tuple[type[Exception], int]] = [
     (mc.LLMError, 502),
 ]
 RETRY_AFTER = "1"  # seconds, on a 503: the bank is busy or its store unreachable for a moment
+MAX_INT64 = 2**63 - 1  # change numbers and offsets are 64-bit in the store
 SEQ_HEADER = "X-Memory-Seq"  # on every answer: the change number the server had caught up with
 MIN_SEQ_WAIT = 5.0  # seconds a read with min_seq waits for the server to catch up, then 503
 MIN_SEQ_DOC = ("Read-your-writes across servers: answer only once this server has caught up with change "
@@ -187,7 +188,7 @@ def caller(request: Request) -> Caller:
 
 
 def fresh(request: Request, who: Caller = Depends(caller),
-          min_seq: int | None = Query(None, ge=0, le=2**63 - 1, description=MIN_SEQ_DOC)) -> Caller:
+          min_seq: int | None = Query(None, ge=0, le=MAX_INT64, description=MIN_SEQ_DOC)) -> Caller:
     """The caller (see :func:`caller`), once the server has caught up with ``min_seq`` if given."""
     request.app.state.service.caught_up(min_seq)
     return who
@@ -241,7 +242,7 @@ class RecallRequest(_Body):
     now: str | None = Field(None, description="Recall as of this ISO 8601 time (default now).")
     record: bool = Field(True, description="Log the recall and count the accesses (what feedback refers to).")
     gate: bool = Field(False, description="Ask the recall gate first; recall nothing if it says no.")
-    min_seq: int | None = Field(None, ge=0, le=2**63 - 1, description=MIN_SEQ_DOC)
+    min_seq: int | None = Field(None, ge=0, le=MAX_INT64, description=MIN_SEQ_DOC)
 
 
 class FeedbackRequest(_Body):
@@ -369,7 +370,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
     @app.get("/v1/memories", tags=["memories"])
     def list_memories(namespace: str | None = None,
                       status: str = Query("active", description=f"{', '.join(STATUSES)}, or any"),
-                      limit: int = Query(100, ge=1, le=MAX_PAGE), offset: int = Query(0, ge=0, le=2**63 - 1),
+                      limit: int = Query(100, ge=1, le=MAX_PAGE), offset: int = Query(0, ge=0, le=MAX_INT64),
                       svc: Service = Depends(service), who: Caller = Depends(fresh)) -> dict:
         """Memories of a namespace, newest first, with how many match in all."""
         ns = who.namespace(namespace)
