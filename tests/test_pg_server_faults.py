@@ -15,6 +15,7 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
+from typing import Callable
 
 import httpx
 import psycopg
@@ -32,6 +33,13 @@ CLIENTS = 4
 def _stored(url: str, ids: list[int]) -> dict[int, str]:
     with psycopg.connect(url) as con:
         return dict(con.execute("SELECT id, text FROM memories WHERE id = ANY(%s)", [ids]).fetchall())
+
+
+def _until(done: Callable[[], bool], seconds: float) -> None:
+    """Wait while the load runs until ``done()`` or ``seconds`` pass (the asserts after say which)."""
+    deadline = time.monotonic() + seconds
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def test_sigkill_of_one_server_loses_nothing_and_the_other_keeps_answering(pg_url):
@@ -83,14 +91,10 @@ def test_sigkill_of_one_server_loses_nothing_and_the_other_keeps_answering(pg_ur
     try:
         for t in threads:
             t.start()
-        deadline = time.monotonic() + 90
-        while len(acked) < 30 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _until(lambda: len(acked) >= 30, 90)
         at_kill = len(acked)
         a.kill()  # SIGKILL, with writes in flight
-        deadline = time.monotonic() + 60
-        while len(acked) < at_kill + 30 and time.monotonic() < deadline:  # the load goes on, on B
-            time.sleep(0.05)
+        _until(lambda: len(acked) >= at_kill + 30, 60)  # the load goes on, on B
     finally:
         stop.set()
         for t in threads:
@@ -164,17 +168,13 @@ def test_a_postgresql_restart_under_load_costs_only_retriable_503s(pg_url):
     try:
         for t in threads:
             t.start()
-        deadline = time.monotonic() + 90
-        while len(acked) < 20 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _until(lambda: len(acked) >= 20, 90)
         before_restart = len(acked)
         done = subprocess.run(["pg_ctlcluster", "15", "main", "restart"], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         _wait_for_postgres()
         restarted_at.append(time.monotonic())
-        deadline = time.monotonic() + 60  # the server reconnects by itself: acknowledged adds again
-        while len(acked_after) < 20 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _until(lambda: len(acked_after) >= 20, 60)  # the server reconnects by itself: acknowledged adds again
     finally:
         stop.set()
         for t in threads:
