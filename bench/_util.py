@@ -149,8 +149,6 @@ def memory_statements(n: int, seed: int = 0) -> list[str]:
     """Short, distinct memories as an agent writes them ("Maja is allergic to sesame"): fifty
     people, fourteen kinds of fact. Some pairs contradict (two drinks preferred), as in life;
     unlike word salad, most memories are not each other's near neighbours."""
-    import re
-
     rng = np.random.default_rng(seed)
     out: list[str] = []
     seen: set[str] = set()
@@ -161,5 +159,5 @@ def memory_statements(n: int, seed: int = 0) -> list[str]:
         if text in seen:  # every combination used: a detail makes it new
             text = f"{text}, noted {len(out)} days ago"
         seen.add(text)
-        out.append(re.sub(r"\s+", " ", text) + ".")
+        out.append(text + ".")
     return out
