@@ -636,6 +636,8 @@ class _Parsed:
     slots: list[_Slot] = field(default_factory=list)
     numbers: dict[str, frozenset[str]] = field(default_factory=dict)   # number -> neighbouring tokens
     number_clause: dict[str, int] = field(default_factory=dict)        # number -> its clause
+    # Per row of _ANTONYMS, its two words' first matches in low (found once, judged against many).
+    antonyms: tuple[tuple[re.Match[str] | None, re.Match[str] | None], ...] = ()
 
 
 def _prepare(text: str) -> tuple[str, str]:
@@ -667,7 +669,10 @@ def _lang(swedish: bool) -> str:
     return "sv" if swedish else "en"
 
 
-def _tokens(text: str, swedish: bool) -> set[str]:
+# Kept by text: judging a pair tokenizes each unit (word) of both memories again, and the same
+# words recur across pairs and adds.
+@functools.lru_cache(maxsize=65536)
+def _tokens(text: str, swedish: bool) -> frozenset[str]:
     out: set[str] = set()
     for token in tokenize(text, _lang(swedish)):
         if CJK_CHAR.search(token):
@@ -681,7 +686,7 @@ def _tokens(text: str, swedish: bool) -> set[str]:
         token = _sv_stem(token) if swedish else token
         if token not in _TOPIC_FILLER:
             out.add(token)
-    return out
+    return frozenset(out)
 
 
 def _value_tokens(value: str, swedish: bool) -> frozenset[str]:
@@ -821,6 +826,7 @@ def _parse(text: str) -> _Parsed:
         change_text=[display[m.start():m.end()] for _, m in change],
         weak=[display[m.start():m.end()] for _, m in weak],
         past=bool(past), topic=frozenset(topic), numbers=numbers, number_clause=number_clause,
+        antonyms=tuple((regex_a.search(low), regex_b.search(low)) for _, regex_a, _, regex_b in _ANTONYMS),
     )
     parsed.slots = _slots(parsed)
     return parsed
@@ -887,7 +893,7 @@ def _occurrences(p: _Parsed, shared: frozenset[str]) -> dict[int, set[str]]:
             if not bigrams and piece in shared:
                 carried.add(piece)
         else:
-            carried = _tokens(piece, p.swedish) & shared
+            carried = set(_tokens(piece, p.swedish) & shared)
         if carried:
             found[i] = carried
     for unit, words in p.implied:
@@ -1115,10 +1121,10 @@ def _meaningful(po: _Parsed, pn: _Parsed, shared: frozenset[str]) -> frozenset[s
 
 def _antonym(po: _Parsed, pn: _Parsed, shared: frozenset[str]) -> tuple[str, str] | None:
     """Opposite words (optional / mandatory) about a shared topic, or about nothing else at all."""
-    for label_a, regex_a, label_b, regex_b in _ANTONYMS:
-        for x, y, lx, ly in ((po, pn, label_a, label_b), (pn, po, label_a, label_b)):
-            mx, my = regex_a.search(x.low), regex_b.search(y.low)
-            if not (mx and my) or regex_b.search(x.low) or regex_a.search(y.low):
+    for row in range(len(_ANTONYMS)):
+        for x, y in ((po, pn), (pn, po)):
+            (mx, x_b), (y_a, my) = x.antonyms[row], y.antonyms[row]
+            if not (mx and my) or x_b or y_a:
                 continue
             # The antonym must be the point of at least one memory: a shared topic, or a memory
             # that says nothing but it ("Is single").
