@@ -535,6 +535,27 @@ _SV_MARKERS: Final = frozenset({
 _SV_SUFFIXES: Final = ("arna", "erna", "orna", "heten", "ande", "ende", "ade", "are", "ast", "het",
                        "en", "et", "ar", "er", "or", "at", "na", "a", "e")
 
+# A memory's named subject: a capitalised name opening it, followed by a verb from this list
+# ("Anders moved to Oslo", "Elin bor i Umeå") or by a possessive and a noun ("Yara's father lives
+# in Porto"). Two memories about different named people never contradict each other; a memory
+# without such a subject ("Prefers tea", "User is vegan", "I moved to Oslo") names nobody.
+SUBJECT_VERBS: Final = frozenset({
+    "is", "was", "are", "were", "has", "had", "have", "lives", "lived", "moved", "moves", "works", "worked",
+    "prefers", "preferred", "likes", "liked", "loves", "loved", "hates", "hated", "dislikes", "disliked",
+    "drinks", "drank", "eats", "ate", "plays", "played", "studies", "studied", "owns", "owned", "uses", "used",
+    "wants", "wanted", "plans", "planned", "will", "would", "can", "cannot", "can't", "does", "did", "doesn't",
+    "didn't", "isn't", "wasn't", "never", "always", "now", "no", "just", "recently", "started", "stopped", "quit",
+    "got", "became", "switched", "teaches", "taught", "runs", "ran", "speaks", "spoke", "joined", "left",
+    "bor", "bodde", "flyttade", "flyttar", "jobbar", "jobbade", "arbetar", "arbetade", "föredrar", "gillar",
+    "älskar", "hatar", "har", "hade", "är", "var", "ska", "vill", "kan", "dricker", "äter", "spelar", "studerar",
+    "pluggar", "äger", "använder", "slutade", "började", "bytte", "talar", "pratar", "tycker", "brukar",
+})
+# Openers that are capitalised but are no one's name.
+_NOT_NAMES: Final = frozenset({"i", "user", "the", "my", "we", "he", "she", "they", "you", "it", "this", "that",
+                               "our", "his", "her", "their", "jag", "vi", "han", "hon", "de", "den", "det", "min",
+                               "mitt", "användaren"})
+_SUBJECT: Final = re.compile(r"([A-ZÅÄÖÆØÉ][\w-]*(?: [A-ZÅÄÖÆØÉ][\w-]*)*)(?:(['’]s|s['’]) ([a-zåäö][\w-]*)| ([\w'’-]+))")
+
 # Confidence levels, named so the policy thresholds can be read against them.
 _CONF_STRONG: Final = 0.9      # the newer memory names the older value as replaced ("from X to Y")
 _CONF_VALUE: Final = 0.85      # same single-valued attribute, different value
@@ -638,6 +659,7 @@ class _Parsed:
     number_clause: dict[str, int] = field(default_factory=dict)        # number -> its clause
     # Per row of _ANTONYMS, its two words' first matches in low (found once, judged against many).
     antonyms: tuple[tuple[re.Match[str] | None, re.Match[str] | None], ...] = ()
+    subject: str | None = None    # the named person it is about (see SUBJECT_VERBS), casefolded
 
 
 def _prepare(text: str) -> tuple[str, str]:
@@ -646,6 +668,17 @@ def _prepare(text: str) -> tuple[str, str]:
     if len(low) != len(display):  # casefold changed lengths (ß -> ss): quote the folded text instead
         display = low
     return display, low
+
+
+def _subject(display: str) -> str | None:
+    """The named person a memory opens with ("anders", "yara's father"), or None."""
+    match = _SUBJECT.match(display)
+    if match is None or match.group(1).casefold() in _NOT_NAMES:
+        return None
+    name = match.group(1).casefold() + ("s" if match.group(2) and match.group(2)[0] == "s" else "")
+    if match.group(3):  # "Yara's father", "James' brother"
+        return f"{name}'s {match.group(3).casefold()}"
+    return name if match.group(4).casefold() in SUBJECT_VERBS else None
 
 
 def _looks_swedish(low: str) -> bool:
@@ -827,6 +860,7 @@ def _parse(text: str) -> _Parsed:
         weak=[display[m.start():m.end()] for _, m in weak],
         past=bool(past), topic=frozenset(topic), numbers=numbers, number_clause=number_clause,
         antonyms=tuple((regex_a.search(low), regex_b.search(low)) for _, regex_a, _, regex_b in _ANTONYMS),
+        subject=_subject(display),
     )
     parsed.slots = _slots(parsed)
     return parsed
@@ -1175,6 +1209,8 @@ def judge_rules(a: MemoryView, b: MemoryView) -> Verdict:
 
     if po.low.strip(" .!。") == pn.low.strip(" .!。"):
         return none("the same statement", 0.95)
+    if po.subject and pn.subject and po.subject != pn.subject:
+        return none(f'about different people ("{po.subject}" / "{pn.subject}")', 0.8)
 
     shared = _meaningful(po, pn, shared)
     pol_o, pol_n = _polarity(po, shared), _polarity(pn, shared)

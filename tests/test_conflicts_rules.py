@@ -245,6 +245,29 @@ def test_non_conflicts_say_why() -> None:
     assert "can hold several" in multi.evidence and multi.suggestion == "keep_both"
 
 
+@pytest.mark.parametrize(("old", "new"), [
+    ("Anders moved to Vienna to work as a lawyer.", "Oskar moved to Nairobi to work as a lawyer."),
+    ("Yara's uncle lives in Gothenburg.", "Yara's father lives in Porto."),
+    ("Carlos's son lives in Porto.", "Carlos moved to Gothenburg to work as a teacher."),
+    ("Yusuf prefers espresso in the morning.", "Kaja prefers sparkling water in the morning."),
+    ("Elin bor i Umeå.", "Nils bor i Malmö."),
+])
+def test_memories_about_different_named_people_do_not_conflict(old: str, new: str) -> None:
+    verdict = judge_rules(*pair(old, new))
+    assert not verdict.conflict and "different people" in verdict.evidence
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("Anders moved to Vienna to work as a lawyer.", "Anders moved to Oslo to work as a lawyer."),
+    ("Kaja's son lives in Toronto.", "Kaja's son lives in Kyoto."),
+    ("Kaja prefers hot chocolate in the morning.", "Kaja prefers sparkling water in the morning."),
+    ("Elin bor i Umeå.", "Elin bor i Malmö nu."),
+    ("Prefers tea", "Anders prefers coffee now"),  # only one names someone: the rules still judge
+])
+def test_the_same_person_or_an_unnamed_one_still_conflicts(old: str, new: str) -> None:
+    assert judge_rules(*pair(old, new)).conflict
+
+
 def test_identical_texts_are_duplicates_not_conflicts() -> None:
     verdict = judge_rules(*pair("Prefers tea", "prefers tea."))
     assert not verdict.conflict and verdict.confidence >= 0.9
