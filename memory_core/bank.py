@@ -19,7 +19,7 @@ from . import gate as gate_mod
 from .changes import Changes
 from .client import RemoteBank, is_url
 from .core import Core
-from .curation import Curation
+from .curation import Curation, StoredHook
 from .embed import Embedder, ModelDefaults, model_defaults
 from .errors import MemoryCoreError, ValidationError
 from .feedback import FeedbackLog
@@ -246,12 +246,14 @@ class MemoryBank:
                                      skip_existing=skip_existing, report=report)
 
     def add_each(self, rows: Iterable[dict[str, Any]], *,
-                 detect_conflicts: bool | list[bool] = True) -> list[int | MemoryCoreError]:
+                 detect_conflicts: bool | list[bool] = True,
+                 on_stored: StoredHook | None = None) -> list[int | MemoryCoreError]:
         """Store each row as :meth:`add` would, together (one embedding batch, one transaction): a
-        bad row gets its error in its place, the others their ids. See :meth:`Curation.add_each`."""
+        bad row gets its error in its place, the others their ids. ``on_stored(results, memories)``
+        hears of the commit before the contradiction check runs. See :meth:`Curation.add_each`."""
         rows = list(rows)
         detect = [detect_conflicts] * len(rows) if isinstance(detect_conflicts, bool) else list(detect_conflicts)
-        return self._curation.add_each(rows, detect=detect, client=self.llm)
+        return self._curation.add_each(rows, detect=detect, client=self.llm, on_stored=on_stored)
 
     def import_jsonl(self, source: str | os.PathLike | IO[str], *, on_error: str = "refuse",
                      progress: Progress | None = None, namespace: str | None = None) -> ImportReport:

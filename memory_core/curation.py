@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from . import conflicts, extract
 from . import merge as merge_mod
@@ -26,6 +26,9 @@ from .writer import Writer
 
 if TYPE_CHECKING:
     from .core import Core
+
+# Called by add_each once its rows are committed: (each row's id or error, the stored memories by id).
+StoredHook = Callable[[list["int | MemoryCoreError"], dict[int, Memory]], None]
 
 
 def _conflict_from_row(row: dict[str, Any], memories: dict[int, Memory]) -> Conflict:
@@ -329,7 +332,7 @@ class Curation:
         return result
 
     def add_each(self, rows: list[dict[str, Any]], *, detect: list[bool] | None = None,
-                 client: Any = None) -> list[int | MemoryCoreError]:
+                 client: Any = None, on_stored: StoredHook | None = None) -> list[int | MemoryCoreError]:
         """Store each row (of :meth:`Writer.add_many`) as :meth:`add` would, together: one
         embedding batch and one transaction for the rows that pass their checks; a bad row gets
         its error in its place and the others are stored. ``detect[i]`` (default: all) says
@@ -340,7 +343,9 @@ class Curation:
         memories are stored even if the check fails, as when they ran apart), so an agent adding
         memories one at a time neither opens the file for each step nor lets another process in
         between them. An LLM judge runs after the write, outside the hold: other processes would
-        wait for its answers.
+        wait for its answers. ``on_stored(results, memories)`` is called once the rows are
+        committed, before the check, with the results so far and the stored memories by id: a
+        server answers its callers there, and they need not wait for the rules.
         """
         now = utcnow()
         results: list[int | MemoryCoreError | None] = [None] * len(rows)
@@ -371,13 +376,15 @@ class Curation:
                 for row, mid, check in zip(checked, ids, wanted):
                     if check:
                         by_namespace.setdefault(row["namespace"], []).append(mid)
+                for (i, _), mid in zip(good, ids):
+                    results[i] = mid
+                if on_stored is not None:
+                    on_stored(list(results), self.core.get_many(con, ids))  # type: ignore[arg-type]
                 if client is None:
                     self._check_in(con, by_namespace)
         if client is not None:
             for ns, mids in by_namespace.items():
                 self.detect_conflicts(ns, memory_ids=mids, client=client)
-        for (i, _), mid in zip(good, ids):
-            results[i] = mid
         return results  # type: ignore[return-value]
 
     def _check_in(self, con: Any, by_namespace: dict[str, list[int]]) -> list[int]:

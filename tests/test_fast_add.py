@@ -327,3 +327,22 @@ def test_a_single_add_records_the_same_add_event_as_a_bulk_import(bank):
     assert {k for k in first if first[k] != second[k]} <= {"id", "namespace", "updated_at"}
     assert first["created_at"] == second["created_at"] == "2026-03-01T08:30:00.000000+00:00"
     assert first["pinned"] is True and first["importance"] == 0.75 and first["id"] == one
+
+
+def test_add_each_tells_its_caller_of_the_commit_before_the_contradiction_check(bank):
+    """A server answers its callers from ``on_stored``: the rows are committed and readable, a bad
+    row has its error, and the check still runs (its conflicts are there when add_each returns)."""
+    old = bank.add("Lives in Paris", namespace="bob", created_at="2026-01-01")
+    heard: list = []
+
+    def on_stored(results, memories):
+        heard.append((results, memories, len(bank.conflicts(namespace="bob"))))
+
+    results = bank.add_each([{"text": "Moved to Berlin", "namespace": "bob", "created_at": "2026-06-01"},
+                             {"text": "Bad importance", "namespace": "bob", "importance": 7}], on_stored=on_stored)
+    [(told, memories, conflicts_then)] = heard
+    new = results[0]
+    assert told[0] == new and isinstance(told[1], ValueError) and isinstance(results[1], ValueError)
+    assert memories[new].text == "Moved to Berlin" and memories[new] == bank.get(new)
+    assert conflicts_then == 0  # heard before the check ...
+    assert [(c.a.id, c.b.id) for c in bank.conflicts(namespace="bob")] == [(old, new)]  # ... which still ran

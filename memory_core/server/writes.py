@@ -6,9 +6,10 @@ embedding batch, one transaction. A request is answered once its row is committe
 gets its own error and the others of its group are stored. The history names each row's caller
 (rows of several tokens are written per token).
 
-Then, before the next group, the same thread checks the group's memories for contradictions
-(``MemoryBank.detect_conflicts``, what ``MemoryBank.add`` does in the same hold), except rows sent
-with ``detect_conflicts: False``: an agent waits for its memory to be stored, not for the rules.
+Then, before the next group, the same thread checks the group's memories for contradictions in
+the same hold of the store (``add_each``'s ``on_stored`` answers in between, as ``MemoryBank.add``
+checks), except rows sent with ``detect_conflicts: False``: an agent waits for its memory to be
+stored, not for the rules.
 Whoever reads conflicts calls :meth:`WriteQueue.settle` first, so that the conflicts of every add
 answered before are there (read-your-writes, as in process).
 """
@@ -95,32 +96,36 @@ class WriteQueue:
             self.checks.wait_for(lambda: self.checked >= target, timeout=timeout)
 
     def write_rows(self, items: list[tuple[dict[str, Any], Future]]) -> None:
+        """Store rows of one actor; answer each request once committed, then (in the same hold of
+        the store) check the stored memories for contradictions."""
         rows = [{k: v for k, v in row.items() if k != "detect_conflicts"} for row, _ in items]
-        try:
-            results = self.bank.add_each(rows, detect_conflicts=False)
-            ids = [r for r in results if isinstance(r, int)]
-            stored = self.bank.get_many(ids) if ids else {}
-        except BaseException as exc:  # the store failed (busy, gone): every request of the group hears it
-            for _, done in items:
-                done.set_exception(exc)
-            return
-        to_check: dict[str, list[int]] = {}
-        with self.checks:
-            self.answered += 1
-        try:
-            for (row, done), result in zip(items, results):
+        answered = False
+
+        def answer(results: list[Any], stored: dict[int, "Memory"]) -> None:
+            nonlocal answered
+            answered = True
+            with self.checks:
+                self.answered += 1
+            for (_, done), result in zip(items, results):
                 if isinstance(result, int):
                     done.set_result(stored[result])
-                    if row.get("detect_conflicts", True):
-                        to_check.setdefault(stored[result].namespace, []).append(result)
                 else:
                     done.set_exception(result)
-            for namespace, mids in to_check.items():
-                try:
-                    self.bank.detect_conflicts(namespace, memory_ids=mids)
-                except Exception:  # the memories are stored and answered; a check can be run again
-                    log.exception("checking memories %s for contradictions failed", mids)
+
+        try:
+            results = self.bank.add_each(rows, detect_conflicts=[row.get("detect_conflicts", True) for row, _ in items],
+                                         on_stored=answer)
+            if not answered:  # rows stored one by one (a bad vector in the group), or none at all
+                ids = [r for r in results if isinstance(r, int)]
+                answer(results, self.bank.get_many(ids) if ids else {})
+        except BaseException as exc:
+            if not answered:  # the store failed (busy, gone): every request of the group hears it
+                for _, done in items:
+                    done.set_exception(exc)
+            else:  # the memories are stored and answered; a check can be run again
+                log.exception("checking memories for contradictions failed")
         finally:
-            with self.checks:
-                self.checked += 1
-                self.checks.notify_all()
+            if answered:
+                with self.checks:
+                    self.checked += 1
+                    self.checks.notify_all()
