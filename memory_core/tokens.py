@@ -113,14 +113,22 @@ class Tokens:
         return found
 
     def _all(self) -> list[tuple[Token, str]]:
-        """The tokens with their hashes, cached until this or another process changes the bank."""
+        """The tokens with their hashes, cached until this or another process changes the bank.
+
+        Every request checks its token: while the store is still held as when the cache was last
+        confirmed (:meth:`Store.holder`), nobody else can have changed them, and the check does
+        not wait for the bank's lock (which a write holds for a whole group of adds)."""
         core = self.core
+        cached, holder = core.tokens, core.store.holder()
+        if cached is not None and holder is not None and holder is core.tokens_holder:
+            return cached
         with core.lock:
             if core.tokens is None or core.store.signature() != core.signature:
                 with core.session(write=False, flush=False) as con:
                     rows = con.execute("SELECT name, namespaces, read_only, admin, created_at, secret_hash "
                                        "FROM tokens ORDER BY created_at, name").fetchall()
                 core.tokens = [(_token(r), r[5]) for r in rows]
+            core.tokens_holder = core.store.holder()
             return core.tokens
 
 

@@ -289,6 +289,7 @@ class _Lease:
         except OSError:  # a read-only folder: nobody can announce, the lease ends when idle
             self.wait_fh = None
         self.users = 0  # operations using it now
+        self.stores: set[int] = set()  # ids of the DuckDBStore objects that used it (see DuckDBStore.holder)
         self.started = self.last = time.monotonic()
         self.ending = False
 
@@ -630,6 +631,7 @@ class DuckDBStore:
                     # In use by another thread of ours: the file is this process's anyway.
                     if lease.read_only == self.read_only:
                         lease.users += 1
+                        lease.stores.add(id(self))
                         return lease.keeper.cursor(), lease
                     _LEASE_CHANGED.wait()  # DuckDB opens a file one way at a time per process
                     continue
@@ -661,6 +663,7 @@ class DuckDBStore:
             with _LEASE_CHANGED:
                 if key not in _LEASES:
                     _LEASES[key] = _Lease(self.path, key, raw, self.read_only, self.lease_idle)
+                    _LEASES[key].stores.add(id(self))
                     if not _LEASE_THREAD:
                         thread = threading.Thread(target=_lease_loop, name="memory-bank-lease", daemon=True)
                         _LEASE_THREAD.append(thread)
@@ -840,6 +843,16 @@ class DuckDBStore:
 
     def signature(self) -> FileSignature:
         return _signature(self.path)
+
+    def holder(self) -> object | None:
+        """This process's lease of the file while only this store object has used it, else None:
+        while the same lease lives, no other process and no other bank of this one can have
+        changed the file, so what this store read under it is still true."""
+        with _LEASE_CHANGED:
+            lease = _LEASES.get(str(self.path) + ".lock")
+            if lease is None or lease.ending or lease.stores != {id(self)}:
+                return None
+            return lease
 
     def signature_after(self, seq: int) -> FileSignature:
         """The file's signature now: the caller still holds (or leases) the file, so nobody else

@@ -140,6 +140,12 @@ class Store(Protocol):
         """A cheap value that changes whenever anyone writes: equal values mean nobody wrote."""
         ...
 
+    def holder(self) -> object | None:
+        """A value that stays the same (``is``) for as long as no one but this store object can
+        change the store (a DuckDB file this process keeps), else None: what was read under the
+        same holder is still true, with no need to look."""
+        ...
+
     def signature_after(self, seq: int) -> object:
         """The signature a process may remember after an operation that brought it up to change
         ``seq``: compared with a later :meth:`signature`, equal means nothing happened since that

@@ -671,6 +671,10 @@ class PostgresStore:
             row = raw.execute("SELECT value FROM meta WHERE key = 'change_seq'").fetchone()
         return -1 if row is None else int(row[0])
 
+    def holder(self) -> None:
+        """None: other processes write the database at any time (see :meth:`DuckDBStore.holder`)."""
+        return None
+
     def signature_after(self, seq: int) -> int:
         """``seq`` itself: other processes may have committed since the operation that caught up
         to it, and re-reading the sequence now would pass their changes off as seen."""
