@@ -55,6 +55,7 @@ class Core:
         self.acknowledged: dict[int, set[int]] | None = None  # kept-both conflict pairs, by memory id
         self.tokens: list | None = None  # the server's access tokens with their hashes (see tokens.py)
         self.tokens_holder: object | None = None  # the store's holder when they were last confirmed
+        self.tokens_signature: object | None = None  # a shared store's signature when they were read
         self.journal = RecallJournal(store.journal_folder)
         # A flush writes recalls to the file without holding the lock (see RecallWriter.flush):
         # while it does, other operations wait on this condition before touching the file, and

@@ -14,7 +14,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .clock import to_naive_utc, utcnow
 from .errors import NotFoundError, StateError, ValidationError
@@ -122,14 +122,28 @@ class Tokens:
         cached, holder = core.tokens, core.store.holder()
         if cached is not None and holder is not None and holder is core.tokens_holder:
             return cached
+        if core.store.shared:
+            # A database others write all the time: its signature moves with every write, so read
+            # the tokens again when it moved, on a connection of their own, without the bank's lock.
+            signature = core.store.signature()
+            if cached is not None and signature == core.tokens_signature:
+                return cached
+            with core.store.connect(write=False) as con:
+                tokens = self._read(con)
+            core.tokens, core.tokens_signature = tokens, signature
+            return tokens
         with core.lock:
             if core.tokens is None or core.store.signature() != core.signature:
                 with core.session(write=False, flush=False) as con:
-                    rows = con.execute("SELECT name, namespaces, read_only, admin, created_at, secret_hash "
-                                       "FROM tokens ORDER BY created_at, name").fetchall()
-                core.tokens = [(_token(r), r[5]) for r in rows]
+                    core.tokens = self._read(con)
             core.tokens_holder = core.store.holder()
             return core.tokens
+
+    @staticmethod
+    def _read(con: Any) -> list[tuple[Token, str]]:
+        rows = con.execute("SELECT name, namespaces, read_only, admin, created_at, secret_hash "
+                           "FROM tokens ORDER BY created_at, name").fetchall()
+        return [(_token(r), r[5]) for r in rows]
 
 
 def _token(row: tuple) -> Token:

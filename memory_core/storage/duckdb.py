@@ -457,6 +457,7 @@ class DuckDBStore:
     # checkpoint of a million-memory bank take 2.7 GB and a namespace's load keep every block it
     # read (1.8 GB); 512 MB kept a 400k import at the same speed with its peak 1.4 GB lower. An
     # operation needing more spills to ``<bank>.tmp/`` for its duration.
+    shared = False  # one process at a time has the file
     MEMORY_LIMIT = "512MB"
     SCAN_MEMORY_LIMIT = "128MB"  # while a connection is :meth:`~DuckDBConnection.scanning`
 

@@ -108,6 +108,7 @@ class Store(Protocol):
     journal_folder: Path  # this machine's folder for the journal of recalls not yet written
     read_only: bool
     lock_waits: list[float]  # seconds waited for the store, per operation that waited
+    shared: bool  # other processes write it while this one works (a database server), not in turns (a file)
 
     def connect(self, write: bool = True, threads: int | None = None) -> AbstractContextManager[Connection]:
         """A connection for one operation: with ``write`` (and a writable store) inside one

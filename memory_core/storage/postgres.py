@@ -436,6 +436,8 @@ class PostgresStore:
     """A bank in one PostgreSQL database (a :class:`~memory_core.storage.Store`), reached
     through a pool of connections."""
 
+    shared = True  # other processes (servers) write it at any time
+
     def __init__(self, url: str, lock_timeout: float = 10.0, read_only: bool = False):
         if psycopg is None:
             raise ValidationError("a PostgreSQL bank needs psycopg 3 and psycopg-pool: "
