@@ -386,8 +386,10 @@ class Core:
                     count += later[mid][0]
                     if last_at is None or last_at < later[mid][1]:
                         last_at = later[mid][1]
+                # The row's sequence is the flush's: a recall journaled since is counted here
+                # but not in the store, so a saved index's fingerprint tells it apart.
                 idx.set_fields(mid, rowmod.ts(row["created_at"]), rowmod.ts(last_at),
-                               float(row["importance"]), count, float(row["use_count"]))
+                               float(row["importance"]), count, float(row["use_count"]), seq)
                 row_info = idx.info[idx.row_of[mid]]
                 if row_info is not None:
                     idx.set_info(mid, row_info[:5] + (last_at,) + row_info[6:])

@@ -364,7 +364,7 @@ class Writer:
         (the session's catch-up dropped them if another process changed the bank)."""
         self.core.advance(seq)
         self.core.forget_cached(ids)
-        self.core.indexes.add_inserted(batch, vectors, ids, self.core.model)
+        self.core.indexes.add_inserted(batch, vectors, ids, self.core.model, seq)
         if len(batch) <= FRESH_CACHED:  # a few adds: what they return is read from here, not the store
             for row, mid in zip(batch, ids):
                 self.core.memories[mid] = rowmod.memory_from_row({**row, "id": mid, "embedding_model": self.core.model})

@@ -50,6 +50,9 @@ class DuckDBDialect:
     def iso_utc(self, column: str) -> str:
         return f"strftime({column}, '%Y-%m-%dT%H:%M:%S.%f') || '+00:00'"
 
+    def hex_int(self, column: str, start: int, digits: int) -> str:
+        return f"('0x' || substr({column}, {int(start)}, {int(digits)}))::BIGINT"
+
 
 DIALECT = DuckDBDialect()
 

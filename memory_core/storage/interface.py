@@ -52,6 +52,11 @@ class Dialect(Protocol):
         ``+00:00`` (NULL stays NULL)."""
         ...
 
+    def hex_int(self, column: str, start: int, digits: int) -> str:
+        """An expression: the ``digits`` (at most 15) hexadecimal digits of the text ``column``
+        from position ``start`` (1-based) as a whole number."""
+        ...
+
 
 @runtime_checkable
 class Connection(Protocol):

@@ -100,6 +100,10 @@ class PostgresDialect:
     def iso_utc(self, column: str) -> str:
         return f"to_char({column}, 'YYYY-MM-DD\"T\"HH24:MI:SS.US') || '+00:00'"
 
+    def hex_int(self, column: str, start: int, digits: int) -> str:
+        bits = 4 * int(digits)
+        return f"('x' || substr({column}, {int(start)}, {int(digits)}))::bit({bits})::bigint"
+
 
 DIALECT = PostgresDialect()
 
