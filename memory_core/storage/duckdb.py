@@ -40,6 +40,8 @@ from .interface import IntegrityError
 class DuckDBDialect:
     """The DuckDB spelling of what :class:`~memory_core.storage.Dialect` names."""
 
+    name = "duckdb"
+
     def list_overlaps(self, column: str) -> str:
         return f"list_has_any({column}, ?::BIGINT[])"
 

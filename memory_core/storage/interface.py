@@ -37,6 +37,8 @@ class Dialect(Protocol):
     here; SQL elsewhere is written in the part both engines share.
     """
 
+    name: str  # "duckdb" or "postgres": what a migration step for one engine names it by
+
     def list_overlaps(self, column: str) -> str:
         """A condition: the list (array) ``column`` shares an element with the one ``?`` parameter,
         a list of whole numbers."""
