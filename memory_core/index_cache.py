@@ -135,11 +135,11 @@ class IndexCache:
         saved = idx.seq
         if seq_now < saved:  # the store is behind the index: not the bank the index was saved from
             return False
-        changed = [r[0] for r in con.execute("SELECT id FROM memories WHERE seq > ?", [saved]).fetchall()]
+        theirs, changed = store_fingerprint(con, idx.namespace, saved)
         changed += [r[0] for r in con.execute("SELECT id FROM removed_memories WHERE seq > ?", [saved]).fetchall()]
         ids = idx.ids[: idx.n]
         same = ~np.isin(ids, np.asarray(changed, dtype=np.int64))
-        if store_fingerprint(con, idx.namespace, saved) != fingerprint(idx, same):
+        if theirs != fingerprint(idx, same):
             return False
         for mid in ids[~same].tolist():
             idx.remove(mid)
@@ -264,14 +264,17 @@ def _inserted_info(row: dict[str, Any], model: str) -> tuple:
 _HASH_PIECES = ((1, 7), (8, 7))  # (first hex digit, digits) of the content hash
 
 
-def store_fingerprint(con: Any, namespace: str, seq: int) -> tuple[int, ...]:
-    """The :func:`fingerprint` of the live memories of ``namespace`` last changed at or before ``seq``."""
-    pieces = ", ".join(f"coalesce(sum({con.dialect.hex_int('content_hash', a, k)}), 0)" for a, k in _HASH_PIECES)
+def store_fingerprint(con: Any, namespace: str, seq: int) -> tuple[tuple[int, ...], list[int]]:
+    """The :func:`fingerprint` of the live memories of ``namespace`` last changed at or before
+    ``seq``, and the ids of every memory changed after it (in any namespace): one scan."""
+    sums = [f"sum({c}) FILTER (WHERE same)" for c in ("id", "seq", "access_count", "use_count")]
+    sums += [f"sum({con.dialect.hex_int('content_hash', a, k)}) FILTER (WHERE same)" for a, k in _HASH_PIECES]
     row = con.execute(
-        "SELECT count(*), coalesce(sum(id), 0), coalesce(sum(seq), 0), coalesce(sum(access_count), 0), "
-        f"coalesce(sum(use_count), 0), {pieces} FROM memories "
-        "WHERE namespace = ? AND status = 'active' AND seq <= ?", [namespace, seq]).fetchone()
-    return tuple(int(v) for v in row)
+        f"SELECT count(*) FILTER (WHERE same), {', '.join(f'coalesce({s}, 0)' for s in sums)}, "
+        "array_agg(id) FILTER (WHERE seq > ?) FROM (SELECT id, seq, access_count, use_count, content_hash, "
+        "(namespace = ? AND status = 'active' AND seq <= ?) AS same FROM memories) AS m",
+        [seq, namespace, seq]).fetchone()
+    return tuple(int(v) for v in row[:-1]), [int(i) for i in row[-1] or ()]
 
 
 _HEX = np.zeros(256, dtype=np.int64)
