@@ -243,11 +243,24 @@ class Core:
             self.memories.pop(mid, None)
             self.indexes.remove(mid)
         if len(self.indexes):
-            self.apply_rows(tables.fetch_rows(con, "seq > ?", [self.synced_seq], with_embedding=True))
+            rows = tables.fetch_rows(con, "seq > ?", [self.synced_seq], with_embedding=True)
+            self.apply_rows(rows)
+            changed = zip(rows.column("namespace").to_pylist(), rows.column("status").to_pylist())
         else:
-            for (mid,) in con.execute("SELECT id FROM memories WHERE seq > ?", [self.synced_seq]).fetchall():
+            changed = []
+            for mid, ns, status in con.execute("SELECT id, namespace, status FROM memories WHERE seq > ?",
+                                               [self.synced_seq]).fetchall():
                 self.memories.pop(mid, None)
+                changed.append((ns, status))
         self.advance(seq)
+        # Another process erased memories: this machine's saved indexes of their namespaces hold
+        # their text (and words) until rewritten without them, or dropped.
+        for ns in {ns for ns, status in changed if status == "deleted"}:
+            idx = self.indexes.get(ns)
+            if idx is not None:
+                self.save_index(idx)
+            else:
+                self.indexes.drop_files(ns)
 
     def catch_up_to(self, seq: int, timeout: float) -> bool:
         """Catch up with the store until this bank has seen change ``seq`` (a number a client got

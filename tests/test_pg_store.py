@@ -553,3 +553,26 @@ def test_a_connection_dropped_mid_merge_or_resolve_leaves_nothing_half_done(pg_u
             [m for m, s in statuses.items() if s == "active" and m not in ids]
     finally:
         bank.close()
+
+
+def test_an_erasure_by_another_server_leaves_no_text_in_this_server_s_saved_index(pg_url, tmp_path, monkeypatch):
+    """Two servers on two machines (two cache folders): B has saved its index of alice, texts
+    included; A erases a memory of alice. Once B catches up, B's folder holds no trace of it."""
+    secret = "Keeps the spare key under the blue flowerpot"
+    monkeypatch.setenv("MEMCTL_CACHE_DIR", str(tmp_path / "b"))
+    b = MemoryBank.open(pg_url, embedder=HashEmbedder())
+    ids = b.add_many([{"text": t, "namespace": "alice"} for t in (secret, "Likes jazz", "Runs on Sundays")])
+    b.recall("jazz", namespace="alice", record=False)
+    b.load_namespace("alice")
+    b._core.save_index(b._core.indexes["alice"])
+    files = list((tmp_path / "b").rglob("*"))
+    assert any(f.is_file() and b"flowerpot" in f.read_bytes() for f in files)
+    monkeypatch.setenv("MEMCTL_CACHE_DIR", str(tmp_path / "a"))
+    with MemoryBank.open(pg_url, embedder=HashEmbedder()) as a:
+        a.forget(ids[0], hard=True)
+    assert [h.memory.text for h in b.recall("jazz", namespace="alice", record=False)] == ["Likes jazz"]
+    for f in (tmp_path / "b").rglob("*"):
+        if f.is_file():
+            data = f.read_bytes()
+            assert b"flowerpot" not in data and b"spare key" not in data, f
+    b.close()
