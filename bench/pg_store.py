@@ -178,9 +178,18 @@ def run(quick: bool, smallest: bool = False, n: int | None = None, n_large: int 
     return out
 
 
-# What profiling found (py-spy and cProfile, 100k-200k memories, PostgreSQL 15 on the same machine);
-# kept beside the table because the figures alone do not say where the time goes.
-PROFILE = """**Where the time went, and what changed** (cProfile and py-spy at 100,000-200,000 memories,
+# Earlier runs and what profiling found (py-spy and cProfile, 100k-200k memories, PostgreSQL 15 on
+# the same machine); kept beside the table because the figures alone do not say where the time goes.
+PROFILE = """Before this round (2026-12-01, load average [5.0, 8.5], vectors as `real[]` in PostgreSQL, each
+row of a saved index checked against the store): bulk import at 1,000,000 DuckDB 1,554/s,
+PostgreSQL 2,318/s; cold load DuckDB 177.1 s, PostgreSQL 343.6 s; load from the cache DuckDB
+33.0 s, PostgreSQL 78.1 s. A run at 200,000 memories (`python -m bench --only pg_store --n-large
+200000`, load average [11.2, 8.6]): bulk import DuckDB 8,062/s, PostgreSQL 15,228/s; cold load
+5.8 s and 8.6 s; load from the cache 1.6 s and 3.4 s. A PostgreSQL-only run at 1,000,000 (what
+`_large` does, from a scratch script; load average about 11): import 10,939/s, cold load 64.8 s,
+load from the cache 12.9 s. Timings here move by a third between runs on this shared machine.
+
+**Where the time went, and what changed** (cProfile and py-spy at 100,000-200,000 memories,
 PostgreSQL 15 on the same 2-core machine; figures from one process, load average 2.5-4):
 
 - *Vectors as bytes* (schema 9): PostgreSQL parsed and printed every element of a `real[]` in
@@ -208,7 +217,20 @@ PostgreSQL 15 on the same 2-core machine; figures from one process, load average
   `INSERT … SELECT` and the "add" events.
 - *Tried, not kept*: reading the next batch on a thread while this one is tokenized (3.9 s against
   3.4-3.7 s at 100,000); handing `COPY` each vector as bytes sliced from one buffer (3.5 us a slice
-  against 0.7 us for a numpy view plus 0.8 us for its `tobytes`).
+  against 0.7 us for a numpy view plus 0.8 us for its `tobytes`). Earlier, while vectors were
+  `real[]`: reading by two `COPY`s (the scalars as CSV parsed by pyarrow, the vectors in binary
+  parsed by numpy) gained nothing measurable (psycopg's cost per `COPY` message, one a row, took
+  the place of the cursor's; a reader that turns `COPY` binary into Arrow in C, as the ADBC
+  PostgreSQL driver does, would: a new dependency, not added); a binary `COPY` payload built by
+  numpy loaded a temporary table no faster than `write_row` (the server's parsing of `real[]`
+  was the cost then). An ASCII text skips Unicode normalisation and the CJK steps (4.5× faster
+  per text, the same tokens).
+- *Load from the cache at 1,000,000, still over its goal*: profiled at 100,000 (1.7 s, PostgreSQL)
+  it spends about 0.5 s on the store's scan (the fingerprint; PostgreSQL reads the vectors' pages
+  too, as they are stored in the row), 0.4 s reading the saved files (copying the vectors into the
+  namespace's scratch file, the BM25 arrays, the fields) and 1.2 s in the first recall building
+  its side indexes (the projection's sample and the 8-bit codes of every vector). Next: save the
+  side indexes with the vectors, and map the saved vectors instead of copying them.
 - *Warm recall at 1,000,000*: random isotropic vectors defeat recall's pruning (the projection's
   bound), so each recall scores every vector exactly; the model's vectors prune (Recall at scale:
   about 22 ms at 1,000,000).
