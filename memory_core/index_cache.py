@@ -272,8 +272,9 @@ def store_fingerprint(con: Any, namespace: str, seq: int) -> tuple[tuple[int, ..
     row = con.execute(
         f"SELECT count(*) FILTER (WHERE same), {', '.join(f'coalesce({s}, 0)' for s in sums)}, "
         "array_agg(id) FILTER (WHERE seq > ?) FROM (SELECT id, seq, access_count, use_count, content_hash, "
-        "(namespace = ? AND status = 'active' AND seq <= ?) AS same FROM memories) AS m",
-        [seq, namespace, seq]).fetchone()
+        "(namespace = ? AND status = 'active' AND seq <= ?) AS same FROM memories "
+        "WHERE namespace = ? OR seq > ?) AS m",  # other namespaces' rows unchanged since: nothing to say
+        [seq, namespace, seq, namespace, seq]).fetchone()
     return tuple(int(v) for v in row[:-1]), [int(i) for i in row[-1] or ()]
 
 
