@@ -178,26 +178,59 @@ def run(quick: bool, smallest: bool = False, n: int | None = None, n_large: int 
     return out
 
 
-# What profiling found (py-spy and cProfile, 100k-200k memories, PostgreSQL 15 on the same machine);
-# kept beside the table because the figures alone do not say where the time goes.
-PROFILE = """**Where the time goes** (profiled at 100,000-200,000 memories while the goals were missed):
+# Earlier runs and what profiling found (py-spy and cProfile, 100k-200k memories, PostgreSQL 15 on
+# the same machine); kept beside the table because the figures alone do not say where the time goes.
+PROFILE = """Before this round (2026-12-01, load average [5.0, 8.5], vectors as `real[]` in PostgreSQL, each
+row of a saved index checked against the store): bulk import at 1,000,000 DuckDB 1,554/s,
+PostgreSQL 2,318/s; cold load DuckDB 177.1 s, PostgreSQL 343.6 s; load from the cache DuckDB
+33.0 s, PostgreSQL 78.1 s. A run at 200,000 memories (`python -m bench --only pg_store --n-large
+200000`, load average [11.2, 8.6]): bulk import DuckDB 8,062/s, PostgreSQL 15,228/s; cold load
+5.8 s and 8.6 s; load from the cache 1.6 s and 3.4 s. A PostgreSQL-only run at 1,000,000 (what
+`_large` does, from a scratch script; load average about 11): import 10,939/s, cold load 64.8 s,
+load from the cache 12.9 s. Timings here move by a third between runs on this shared machine.
 
-- *Cold load*: 44% went to tokenizing every text for BM25, in both stores. An ASCII text now skips
-  Unicode normalisation, the CJK count and CJK splitting (the same tokens, checked on 84,000
-  texts in 4 language settings; 4.5× faster per text). Reading the rows is the rest for
-  PostgreSQL: psycopg's server-side cursor makes a Python object of every value; draining the
-  same rows by binary `COPY` took a quarter of the time (7.9 s against 31 s for 100,000 rows at
-  load 7). Reading by two `COPY`s (the scalars as CSV parsed by pyarrow, the vectors in binary
-  parsed by numpy) gained nothing measurable: psycopg's cost per `COPY` message (one a row) took
-  its place; not kept. What would: a reader that turns `COPY` binary into Arrow in C (the ADBC
-  PostgreSQL driver does), a new dependency not added here.
-- *Load from the cache*: validating the cache reads every live row's id, sequence, counts and
-  content hash from the store, through the same cursor: 78 s against DuckDB's 33 s.
-- *Bulk import*: a binary `COPY` payload built by numpy from the Arrow columns loaded a temporary
-  table no faster than psycopg's `write_row` (19,600 against 19,400 rows/s with vectors): the
-  server's parsing of `real[]` is the cost, not Python; not kept. The rest is checking every row
-  before anything is written (a bad row changes nothing), `INSERT … SELECT` from the temporary
-  table, and the "add" events.
+**Where the time went, and what changed** (cProfile and py-spy at 100,000-200,000 memories,
+PostgreSQL 15 on the same 2-core machine; figures from one process, load average 2.5-4):
+
+- *Vectors as bytes* (schema 9): PostgreSQL parsed and printed every element of a `real[]` in
+  `COPY` and in the cold load's read. A vector is now `bytea` (float32, little-endian): a copy
+  both ways, read with `np.frombuffer`. An existing bank's vectors are converted in place, bit for
+  bit. DuckDB keeps `REAL[]`. PostgreSQL at 100,000: reading the rows 5.0 s → 2.4 s of a cold load
+  of 13.7 s → 9.6 s.
+- *Load from the cache*: the check of a saved index read every live row's id, sequence, counts,
+  content hash and the fields a hit shows (1,000,000 in PostgreSQL: 78 s). A saved index now keeps
+  each row's change sequence, scoring and descriptive fields too, and one scan of the store sums a
+  fingerprint of the namespace's rows unchanged since the save (count; sums of ids, sequences,
+  access and use counts, and of two 28-bit pieces of the content hashes) and lists the ids changed
+  since. Equal to the index's own sums for those rows: only the changed rows are read. Not equal
+  (another bank's index, a bank restored from an older copy, a recall counted but never written):
+  every row is checked as before. And the projection the first recall builds spent 1-3.5 s in an
+  eigen-decomposition of a 384×384 matrix on OpenBLAS's threads while other processes kept the
+  cores busy (0.05 s on one thread, which it now uses). PostgreSQL at 100,000: 5.8 s → 1.7 s.
+- *Cold load, tokens*: counting each memory's terms with a `Counter` took 2 s of the 100,000-row
+  load: a batch's terms are now numbered in one pass and counted by one numpy sort. Tokenizing
+  keeps, per word, its language vote and its token (most words recur; the same tokens on 8,078
+  LoCoMo and demo texts in 4 language settings). 100,000 in PostgreSQL: 9.6 s → 7.0 s (profiled).
+- *Bulk import*: an import's rows share their times, converted to naive UTC once (1.25 → 0.07 us a
+  value). What is left: checking every row before anything is written (14 us a row; a bad row
+  changes nothing), then per batch the `COPY` of the rows (psycopg's `write_row`, about 4 us a row),
+  `INSERT … SELECT` and the "add" events.
+- *Tried, not kept*: reading the next batch on a thread while this one is tokenized (3.9 s against
+  3.4-3.7 s at 100,000); handing `COPY` each vector as bytes sliced from one buffer (3.5 us a slice
+  against 0.7 us for a numpy view plus 0.8 us for its `tobytes`). Earlier, while vectors were
+  `real[]`: reading by two `COPY`s (the scalars as CSV parsed by pyarrow, the vectors in binary
+  parsed by numpy) gained nothing measurable (psycopg's cost per `COPY` message, one a row, took
+  the place of the cursor's; a reader that turns `COPY` binary into Arrow in C, as the ADBC
+  PostgreSQL driver does, would: a new dependency, not added); a binary `COPY` payload built by
+  numpy loaded a temporary table no faster than `write_row` (the server's parsing of `real[]`
+  was the cost then). An ASCII text skips Unicode normalisation and the CJK steps (4.5× faster
+  per text, the same tokens).
+- *Load from the cache at 1,000,000, still over its goal*: profiled at 100,000 (1.7 s, PostgreSQL)
+  it spends about 0.5 s on the store's scan (the fingerprint; PostgreSQL reads the vectors' pages
+  too, as they are stored in the row), 0.4 s reading the saved files (copying the vectors into the
+  namespace's scratch file, the BM25 arrays, the fields) and 1.2 s in the first recall building
+  its side indexes (the projection's sample and the 8-bit codes of every vector). Next: save the
+  side indexes with the vectors, and map the saved vectors instead of copying them.
 - *Warm recall at 1,000,000*: random isotropic vectors defeat recall's pruning (the projection's
   bound), so each recall scores every vector exactly; the model's vectors prune (Recall at scale:
   about 22 ms at 1,000,000).
@@ -249,8 +282,9 @@ random unit vectors ({r['dim']} dimensions) with short texts imported with `add_
 vectors, queries embedded by a hashing stand-in (the store's and the indexes' cost, not the
 model's). The large namespace is imported in chunks of 100,000; its cold load is a new
 `MemoryBank.open` and first recall with the local index cache deleted (PostgreSQL: every row and
-vector read over the socket), then again with the cache the first load saved (checked against the
-change sequence and content hashes). Through servers: `bench/pg_servers.py`.
+vector read over the socket), then again with the cache the first load saved (checked by a
+fingerprint of the rows unchanged since it was saved, then brought up to date by change
+sequence). Through servers: `bench/pg_servers.py`.
 
 | | DuckDB file | PostgreSQL | goal |
 |---|---|---|---|

@@ -147,7 +147,7 @@ class Changes:
                         params.append(to_naive_utc(value) if isinstance(value, datetime) else value)
                     if "text" in fields:
                         sets += ["content_hash = ?", "embedding = ?"]
-                        params += [tables.content_hash(fields["text"]), vectors[mid].astype(np.float32).tolist()]
+                        params += [tables.content_hash(fields["text"]), vectors[mid].astype(np.float32)]
                     con.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", params + [mid])
                 if removals:
                     con.execute("INSERT INTO removed_memories SELECT id, namespace, ? FROM memories "

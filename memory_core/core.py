@@ -244,11 +244,24 @@ class Core:
             self.memories.pop(mid, None)
             self.indexes.remove(mid)
         if len(self.indexes):
-            self.apply_rows(tables.fetch_rows(con, "seq > ?", [self.synced_seq], with_embedding=True))
+            rows = tables.fetch_rows(con, "seq > ?", [self.synced_seq], with_embedding=True)
+            self.apply_rows(rows)
+            changed = zip(rows.column("namespace").to_pylist(), rows.column("status").to_pylist())
         else:
-            for (mid,) in con.execute("SELECT id FROM memories WHERE seq > ?", [self.synced_seq]).fetchall():
+            changed = []
+            for mid, ns, status in con.execute("SELECT id, namespace, status FROM memories WHERE seq > ?",
+                                               [self.synced_seq]).fetchall():
                 self.memories.pop(mid, None)
+                changed.append((ns, status))
         self.advance(seq)
+        # Another process erased memories: this machine's saved indexes of their namespaces hold
+        # their text (and words) until rewritten without them, or dropped.
+        for ns in {ns for ns, status in changed if status == "deleted"}:
+            idx = self.indexes.get(ns)
+            if idx is not None:
+                self.save_index(idx)
+            else:
+                self.indexes.drop_files(ns)
 
     def catch_up_to(self, seq: int, timeout: float) -> bool:
         """Catch up with the store until this bank has seen change ``seq`` (a number a client got
@@ -387,8 +400,10 @@ class Core:
                     count += later[mid][0]
                     if last_at is None or last_at < later[mid][1]:
                         last_at = later[mid][1]
+                # The row's sequence is the flush's: a recall journaled since is counted here
+                # but not in the store, so a saved index's fingerprint tells it apart.
                 idx.set_fields(mid, rowmod.ts(row["created_at"]), rowmod.ts(last_at),
-                               float(row["importance"]), count, float(row["use_count"]))
+                               float(row["importance"]), count, float(row["use_count"]), seq)
                 row_info = idx.info[idx.row_of[mid]]
                 if row_info is not None:
                     idx.set_info(mid, row_info[:5] + (last_at,) + row_info[6:])

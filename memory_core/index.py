@@ -37,7 +37,8 @@ import numpy as np
 from .scoring import ScoringParams, blend, lexical_relevance, prior_bounds, top_k, upper_bound
 from .text import lexical_tokens
 
-FORMAT_VERSION = 4  # 2: lexical_tokens (a longer stop list) and memories' context; 3: vectors as .npy; 4: tokens by language
+FORMAT_VERSION = 5  # 2: lexical_tokens (a longer stop list) and memories' context; 3: vectors as .npy; 4: tokens by
+# language; 5: each row's change sequence, scoring fields and descriptive fields (see index_cache)
 HASH_DTYPE = "S64"  # a SHA-256 in hex
 
 # -- tokens (memory_core.text makes them) ----------------------------------------------------------
@@ -211,15 +212,26 @@ class LexicalIndex:
             for tokens in token_lists:
                 self.append(tokens)
             return
-        indptr, tids, tfs = [0], [], []
-        tid = self._tid
+        # Every token of every document in one list, numbered in one pass, then counted per
+        # document by one sort (a Counter per document took a fifth of a cold load). A row's
+        # terms come out in term-id order, not first-seen order: BM25 does not depend on it.
+        flat: list[str] = []
+        ends = []
         for tokens in token_lists:
-            counts = Counter(tid(t) for t in tokens)
-            tids.extend(counts.keys())
-            tfs.extend(counts.values())
-            indptr.append(len(tids))
-        self._append_base(np.asarray(indptr, dtype=np.int64), np.asarray(tids, dtype=np.int32),
-                          np.asarray(tfs, dtype=np.int32))
+            flat.extend(tokens)
+            ends.append(len(flat))
+        m = len(ends)
+        vocab, known = self.vocab, len(self.vocab)
+        number = vocab.setdefault
+        tids = np.fromiter((number(t, len(vocab)) for t in flat), dtype=np.int64, count=len(flat))
+        if len(vocab) > known:
+            self.terms.extend(itertools.islice(vocab, known, None))
+        width = max(len(vocab), 1)
+        docs = np.repeat(np.arange(m, dtype=np.int64), np.diff(np.asarray([0] + ends, dtype=np.int64)))
+        keys, tfs = np.unique(docs * width + tids, return_counts=True)
+        indptr = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(np.bincount(keys // width, minlength=m), out=indptr[1:])
+        self._append_base(indptr, (keys % width).astype(np.int32), tfs.astype(np.int32))
 
     def _append_base(self, indptr: np.ndarray, tids: np.ndarray, tfs: np.ndarray) -> None:
         m = len(indptr) - 1
@@ -449,12 +461,27 @@ class RowInfos:
         self.n -= 1
         self._set.pop(self.n, None)
 
+    def whole(self) -> Any:
+        """Every row's fields as one Arrow table (what a saved index keeps), or None when a row is
+        not filled or no table gives the fields' types."""
+        if self.n == 0 or self._table is None or any(v is None for v in self._set.values()):
+            return None
+        if any(r not in self._set for r in range(self._base_n, self.n)):
+            return None
+        if self._set or self._base_n != self.n:
+            self._compact()
+        return self._table if self._base_n == self.n else None
+
     def _maybe_compact(self) -> None:
         if len(self._set) <= self._compact_at:
             return
         self._compact_at = 2 * len(self._set)
         if self._table is None or any(v is None for v in self._set.values()):
             return  # nothing to take the schema from, or rows the bank has not filled yet
+        self._compact()
+
+    def _compact(self) -> None:
+        """The rows set since the table was made, into the table (every row filled)."""
         import pyarrow as pa
 
         rows = sorted(self._set)
@@ -488,6 +515,9 @@ class NamespaceIndex:
         self.access_count = np.zeros(cap, dtype=np.float64)
         self.use_count = np.zeros(cap, dtype=np.float64)
         self.hashes = np.zeros(cap, dtype=HASH_DTYPE)  # content hashes (ASCII hex): see hash_at
+        # Each row's change sequence as the store had it when the index took the row: a saved index
+        # is checked against the store by it (see index_cache.IndexCache.load).
+        self.seqs = np.zeros(cap, dtype=np.int64)
         # Per row, what a Memory needs beyond the arrays (text, kind, dates...; see MemoryBank), so
         # recall can hand out hits without opening the database; None until the bank fills it.
         self.info = RowInfos()
@@ -501,6 +531,7 @@ class NamespaceIndex:
         self.access_count_max = 0.0
         self.use_count_max = 0.0
         self.mode = "exact"  # or "ivf": the bank's opt-in approximate dense search
+        self.fields_saved = False  # loaded from a saved copy that kept every row's fields (see load)
         # Where large namespaces keep their vectors: a memory-mapped scratch file (see _vector_rows).
         self.spill_dir: Path | None = None
         self._sq: _Sq8 | None = None
@@ -509,7 +540,8 @@ class NamespaceIndex:
         self._prior: _Priors | None = None
         self._pending: tuple[tuple, np.ndarray] = ((), np.zeros(0, dtype=np.int64))  # see _projected_candidates
 
-    _ARRAYS = ("ids", "emb", "created", "last_access", "importance", "access_count", "use_count", "hashes")
+    _ARRAYS = ("ids", "emb", "created", "last_access", "importance", "access_count", "use_count", "hashes", "seqs")
+    _FIELDS = ("seqs", "created", "last_access", "importance", "access_count", "use_count")  # saved beside ids
 
     def __len__(self) -> int:
         return self.n
@@ -599,9 +631,13 @@ class NamespaceIndex:
         return out
 
     def set_fields(self, mid: int, created: float, last_access: float, importance: float, access_count: float,
-                   use_count: float | None = None) -> None:
-        """Update the scoring fields of a memory already in the index (``use_count`` None: keep it)."""
+                   use_count: float | None = None, seq: int | None = None) -> None:
+        """Update the scoring fields of a memory already in the index (``use_count`` None: keep it;
+        ``seq``: the store's change sequence of the row now, None while the store has not the
+        change yet, as for a recall not yet written)."""
         r = self.row_of[mid]
+        if seq is not None:
+            self.seqs[r] = seq
         self.created[r], self.last_access[r] = created, last_access
         self.importance[r], self.access_count[r] = importance, access_count
         if self._prior is not None:
@@ -613,11 +649,13 @@ class NamespaceIndex:
         self.access_count_max = max(self.access_count_max, float(access_count))
 
     def set_fields_many(self, rows: np.ndarray, created: np.ndarray, last_access: np.ndarray,
-                        importance: np.ndarray, access_count: np.ndarray, use_count: np.ndarray) -> None:
+                        importance: np.ndarray, access_count: np.ndarray, use_count: np.ndarray,
+                        seqs: np.ndarray) -> None:
         """:meth:`set_fields` of many rows at once."""
         rows = np.asarray(rows, dtype=np.int64)
         if rows.size == 0:
             return
+        self.seqs[rows] = seqs
         self.created[rows], self.last_access[rows] = created, last_access
         self.importance[rows], self.access_count[rows], self.use_count[rows] = importance, access_count, use_count
         if self._prior is not None:
@@ -650,8 +688,9 @@ class NamespaceIndex:
 
     def upsert(self, mid: int, vector: np.ndarray, tokens: list[str], content_hash: str,
                created: float, last_access: float, importance: float, access_count: float,
-               info: tuple | None = None, use_count: float = 0.0) -> None:
-        """Add a memory, or replace it whole when its id is already indexed."""
+               info: tuple | None = None, use_count: float = 0.0, seq: int = 0) -> None:
+        """Add a memory, or replace it whole when its id is already indexed (``seq``: the row's
+        change sequence in the store)."""
         if mid in self.row_of:
             self.remove(mid)
         r = self.n
@@ -663,15 +702,16 @@ class NamespaceIndex:
         self.lexical.append(tokens)
         self.row_of[mid] = r
         self.n += 1
-        self.set_fields(mid, created, last_access, importance, access_count, use_count)
+        self.set_fields(mid, created, last_access, importance, access_count, use_count, seq)
         self.changes_since_save += 1
 
     def add_many(self, ids: np.ndarray, vectors: np.ndarray, token_lists: Iterable[list[str]],
                  hashes: "list[str] | np.ndarray", created: np.ndarray, last_access: np.ndarray,
                  importance: np.ndarray, access_count: np.ndarray, infos: "list[tuple | None] | Any" = None,
-                 use_count: np.ndarray | None = None) -> None:
+                 use_count: np.ndarray | None = None, seqs: "np.ndarray | int" = 0) -> None:
         """Append memories that are not yet indexed, in bulk (``use_count`` None: all 0; ``infos``
-        a list of tuples, an Arrow table of the info fields, or None: not filled yet)."""
+        a list of tuples, an Arrow table of the info fields, or None: not filled yet; ``seqs``
+        the rows' change sequences in the store)."""
         m = len(ids)
         if m == 0:
             return
@@ -691,6 +731,7 @@ class NamespaceIndex:
         if use_count is not None:
             self.use_count_max = max(self.use_count_max, float(np.max(use_count)))
         self.hashes[sl] = hashes
+        self.seqs[sl] = seqs
         if infos is None:
             self.info.extend_unfilled(m)
         elif isinstance(infos, list):
@@ -1004,9 +1045,17 @@ class NamespaceIndex:
         n = self.n
         _atomic(stem.with_suffix(".vec.npy"), lambda p: _save_npy(p, self.emb[:n], self._release_rows))
         _atomic(stem.with_suffix(".lex.npz"), lambda p: _savez(
-            p, ids=self.ids[:n], hashes=self.hashes[:n], **self.lexical.to_arrays()))
+            p, ids=self.ids[:n], hashes=self.hashes[:n], **{f: getattr(self, f)[:n] for f in self._FIELDS},
+            **self.lexical.to_arrays()))
+        infos = self.info.whole()
+        if infos is not None:
+            _atomic(stem.with_suffix(".info.arrow"), lambda p: _save_arrow(p, infos))
+        else:
+            stem.with_suffix(".info.arrow").unlink(missing_ok=True)
+        # fields: the rows' sequences, scoring and descriptive fields are saved too (else they are
+        # read from the store when the index is loaded again)
         header = {"format": FORMAT_VERSION, "namespace": self.namespace, "model": model,
-                  "dim": self.dim, "count": n, "seq": self.seq}
+                  "dim": self.dim, "count": n, "seq": self.seq, "fields": infos is not None}
         _atomic(stem.with_suffix(".json"), lambda p: p.write_text(json.dumps(header)))
         self.changes_since_save = 0
 
@@ -1015,8 +1064,8 @@ class NamespaceIndex:
              spill_dir: Path | None = None) -> "NamespaceIndex | None":
         """The saved index of ``namespace``, or None when missing, damaged or built otherwise.
 
-        The scoring fields are left at zero and the descriptive ones unfilled: the caller
-        reconciles them with the store.
+        The rows' change sequences, scoring and descriptive fields are as saved when
+        :attr:`fields_saved` (else zero and unfilled): the caller reconciles them with the store.
         """
         stem = folder / namespace_key(namespace)
         try:
@@ -1034,6 +1083,11 @@ class NamespaceIndex:
             lexical = LexicalIndex.from_arrays(lex["indptr"], lex["term_ids"], lex["tfs"], str(lex["vocab"]))
             if len(lexical) != n:
                 return None
+            infos = None
+            if header.get("fields"):
+                infos = _load_arrow(stem.with_suffix(".info.arrow"))
+                if infos.num_rows != n or any(len(lex[f]) != n for f in cls._FIELDS):
+                    infos = None
         except Exception:  # any unreadable, truncated or foreign file means: rebuild
             return None
         idx = cls(namespace, dim)
@@ -1048,7 +1102,18 @@ class NamespaceIndex:
         except (OSError, ValueError):  # read past a file truncated after the header was checked
             return None
         idx.lexical = lexical
-        idx.info.extend_unfilled(n)
+        if infos is not None:
+            for f in cls._FIELDS:
+                setattr(idx, f, lex[f].astype(getattr(idx, f).dtype))
+            idx.info.extend_table(infos)
+            idx.info.finish_loading()
+            idx.fields_saved = True
+            if n:
+                idx.importance_max = float(idx.importance.max())
+                idx.access_count_max = float(idx.access_count.max())
+                idx.use_count_max = float(idx.use_count.max())
+        else:
+            idx.info.extend_unfilled(n)
         idx.row_of = dict(zip(ids.tolist(), range(n)))
         idx.n = n
         idx.seq = int(header["seq"])
@@ -1220,10 +1285,11 @@ class _Projection:
         # namespace's load.
         step = 4096
         gram = np.zeros((d, d))
-        for s in range(0, len(sample), step):
-            block = sample[s:s + step].astype(np.float64)
-            gram += block.T @ block
-        eigenvalues, eigenvectors = np.linalg.eigh(gram)
+        with _one_blas_thread():
+            for s in range(0, len(sample), step):
+                block = sample[s:s + step].astype(np.float64)
+                gram += block.T @ block
+            eigenvalues, eigenvectors = np.linalg.eigh(gram)
         vt = eigenvectors[:, np.argsort(eigenvalues)[::-1]].T
         dims = min(self.DIMS + self.DIMS_B, d, len(sample))
         split = min(self.DIMS, dims)
@@ -1388,10 +1454,40 @@ def _one_thread() -> Iterator[None]:
         faiss.omp_set_num_threads(before)
 
 
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """numpy's BLAS and LAPACK on the calling thread for the block: the eigen-decomposition of the
+    projection's 384x384 matrix took 1-3.5 s on OpenBLAS's threads when other processes kept the
+    two cores busy (they spin while they wait for each other), 0.05 s on one. threadpoolctl comes
+    with scikit-learn (a dependency of sentence-transformers); without it nothing is limited."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - installed with sentence-transformers
+        yield
+        return
+    with threadpool_limits(1, user_api="blas"):
+        yield
+
+
 def namespace_key(namespace: str) -> str:
     """A file-name-safe, collision-resistant stem for a namespace of any text."""
     safe = re.sub(r"[^A-Za-z0-9_-]", "_", namespace)[:40]
     return f"{safe}-{hashlib.sha1(namespace.encode('utf-8')).hexdigest()[:12]}"
+
+
+def _save_arrow(path: Path, table: Any) -> None:
+    import pyarrow as pa
+
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
+def _load_arrow(path: Path) -> Any:
+    """An Arrow IPC file read whole (the file may be replaced or removed while the index lives)."""
+    import pyarrow as pa
+
+    with pa.OSFile(str(path), "rb") as source:
+        return pa.ipc.open_file(source).read_all()
 
 
 def _savez(path: Path, **arrays: np.ndarray) -> None:

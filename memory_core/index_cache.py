@@ -73,12 +73,16 @@ class IndexCache:
             return None
         spill = None if self.read_only else self.folder
         cached = NamespaceIndex.load(self.folder, namespace, model, dim, spill_dir=spill)
+        seq_now = tables.change_seq(con)
+        if cached is not None and cached.fields_saved and self._catch_up(con, cached, dim, seq_now):
+            if progress:
+                progress(cached.n)
+            return self._loaded(cached, seq_now, model)
         live = None
         if cached is not None:
             with con.scanning():
                 live = con.arrow(f"SELECT id, seq, importance, access_count, use_count, content_hash, {rowmod.INFO_SQL} "
                                  "FROM memories WHERE namespace = ? AND status = 'active'", [namespace])
-        seq_now = tables.change_seq(con)
         rebuild = cached is None
         if cached is not None:
             live_ids = live.column("id").to_numpy()
@@ -108,13 +112,40 @@ class IndexCache:
             idx.set_fields_many(rows, rowmod.timestamps(live.column("created_at")),
                                 rowmod.timestamps(live.column("last_accessed_at")),
                                 rowmod.floats(live.column("importance")), rowmod.floats(live.column("access_count")),
-                                rowmod.floats(live.column("use_count")))
+                                rowmod.floats(live.column("use_count")), live.column("seq").to_numpy())
             idx.set_infos(live.select(list(rowmod.INFO_COLUMNS)).take(np.argsort(rows)))
-        idx.seq = seq_now
-        self._indexes[namespace] = idx
-        if rebuild or idx.changes_since_save:
+            idx.changes_since_save += 1  # save the fields it lacked, so the next load need not read them all
+        return self._loaded(idx, seq_now, model, save=rebuild)
+
+    def _loaded(self, idx: NamespaceIndex, seq: int, model: str, save: bool = False) -> NamespaceIndex:
+        """Keep ``idx`` as its namespace's loaded index, current up to change ``seq``."""
+        idx.seq = seq
+        self._indexes[idx.namespace] = idx
+        if save or idx.changes_since_save:
             self.save(idx, model)
         return idx
+
+    def _catch_up(self, con: Any, idx: NamespaceIndex, dim: int, seq_now: int) -> bool:
+        """Bring a saved index that kept its rows' fields up to date without reading every row:
+        when the store's rows unchanged since the index was saved (change sequence up to
+        ``idx.seq``) add up to the same :func:`fingerprint` as the index's rows for them, take
+        the rows changed since (as a loaded index catches up) and say True. False (nothing
+        changed) when they do not: another bank, a restored older copy, a row changed in a way
+        the sequence does not show; the caller then checks every row."""
+        saved = idx.seq
+        if seq_now < saved:  # the store is behind the index: not the bank the index was saved from
+            return False
+        theirs, changed = store_fingerprint(con, idx.namespace, saved)
+        changed += [r[0] for r in con.execute("SELECT id FROM removed_memories WHERE seq > ?", [saved]).fetchall()]
+        ids = idx.ids[: idx.n]
+        same = ~np.isin(ids, np.asarray(changed, dtype=np.int64))
+        if theirs != fingerprint(idx, same):
+            return False
+        for mid in ids[~same].tolist():
+            idx.remove(mid)
+        if changed:
+            self._fill(con, idx, dim, "namespace = ? AND status = 'active' AND seq > ?", [idx.namespace, saved])
+        return True
 
     def _fill(self, con: Any, idx: NamespaceIndex, dim: int, where: str, params: list[Any],
               progress: Progress | None = None) -> None:
@@ -133,7 +164,7 @@ class IndexCache:
                 # A copy (take): the batch's buffers come from DuckDB as one allocation, and a
                 # column kept from it keeps the whole batch alive, vectors and all.
                 rows.select(list(rowmod.INFO_COLUMNS)).take(np.arange(rows.num_rows)),
-                use_count=rowmod.floats(rows.column("use_count")),
+                use_count=rowmod.floats(rows.column("use_count")), seqs=rows.column("seq").to_numpy(),
             )
             if progress:
                 progress(rows.num_rows)
@@ -179,20 +210,21 @@ class IndexCache:
                 continue
             fields = (rowmod.ts(cols["created_at"][i]), rowmod.ts(cols["last_accessed_at"][i]),
                       float(cols["importance"][i]), float(cols["access_count"][i]))
-            uses = float(cols["use_count"][i])
+            uses, seq = float(cols["use_count"][i]), int(cols["seq"][i])
             r = idx.row_of.get(mid)
             if r is not None and idx.hash_at(r) == cols["content_hash"][i]:
-                idx.set_fields(mid, *fields, uses)
+                idx.set_fields(mid, *fields, uses, seq)
                 idx.set_info(mid, rowmod.info(cols, i))
             else:
                 if vectors is None:
                     vectors = tables.embeddings_of(rows, dim)
                 idx.upsert(mid, vectors[i], memory_tokens(cols["text"][i], cols["context"][i]),
-                           cols["content_hash"][i], *fields, info=rowmod.info(cols, i), use_count=uses)
+                           cols["content_hash"][i], *fields, info=rowmod.info(cols, i), use_count=uses, seq=seq)
 
-    def add_inserted(self, batch: list[dict[str, Any]], vectors: np.ndarray, ids: list[int], model: str) -> None:
-        """Add rows the bank just inserted (checked rows, as stored) to the loaded indexes of their
-        namespaces, without reading them back."""
+    def add_inserted(self, batch: list[dict[str, Any]], vectors: np.ndarray, ids: list[int], model: str,
+                     seq: int) -> None:
+        """Add rows the bank just inserted (checked rows, as stored, at change ``seq``) to the
+        loaded indexes of their namespaces, without reading them back."""
         by_ns: dict[str, list[int]] = {}
         for j, r in enumerate(batch):
             if r["status"] == "active" and r["namespace"] in self._indexes:
@@ -210,7 +242,7 @@ class IndexCache:
                 # A hit's Memory is built from these: without them, each new memory's first recall
                 # read it back from the file (~20 ms: an open of the file for 10 memories).
                 infos=[_inserted_info(r, model) for r in rows],
-                use_count=np.array([r["use_count"] for r in rows], dtype=np.float64),
+                use_count=np.array([r["use_count"] for r in rows], dtype=np.float64), seqs=seq,
             )
             if idx.changes_since_save >= SAVE_EVERY:
                 self.save(idx, model)
@@ -220,3 +252,46 @@ def _inserted_info(row: dict[str, Any], model: str) -> tuple:
     """The index's info fields (INFO_COLUMNS) of a checked row as the insert stored it."""
     stored = {**row, "embedding_model": model, **{c: rowmod.naive(row[c]) for c in rowmod.TIME_COLUMNS}}
     return tuple(stored[c] for c in rowmod.INFO_COLUMNS)
+
+
+# -- a saved index against the store, without reading every row --------------------------------------
+
+# The fingerprint of a set of live memories: how many, and sums of their ids, change sequences,
+# access and use counts (what a recall changes) and two 28-bit pieces of their content hashes.
+# The store adds it up in SQL, the index in numpy; equal sums over the rows unchanged since an
+# index was saved say the index holds those rows as the store does (another bank's rows, an
+# older copy's or an edit the sequence did not record would change at least one sum).
+_HASH_PIECES = ((1, 7), (8, 7))  # (first hex digit, digits) of the content hash
+
+
+def store_fingerprint(con: Any, namespace: str, seq: int) -> tuple[tuple[int, ...], list[int]]:
+    """The :func:`fingerprint` of the live memories of ``namespace`` last changed at or before
+    ``seq``, and the ids of every memory changed after it (in any namespace): one scan."""
+    sums = [f"sum({c}) FILTER (WHERE same)" for c in ("id", "seq", "access_count", "use_count")]
+    sums += [f"sum({con.dialect.hex_int('content_hash', a, k)}) FILTER (WHERE same)" for a, k in _HASH_PIECES]
+    row = con.execute(
+        f"SELECT count(*) FILTER (WHERE same), {', '.join(f'coalesce({s}, 0)' for s in sums)}, "
+        "array_agg(id) FILTER (WHERE seq > ?) FROM (SELECT id, seq, access_count, use_count, content_hash, "
+        "(namespace = ? AND status = 'active' AND seq <= ?) AS same FROM memories "
+        "WHERE namespace = ? OR seq > ?) AS m",  # other namespaces' rows unchanged since: nothing to say
+        [seq, namespace, seq, namespace, seq]).fetchone()
+    return tuple(int(v) for v in row[:-1]), [int(i) for i in row[-1] or ()]
+
+
+_HEX = np.zeros(256, dtype=np.int64)
+_HEX[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = np.arange(16)
+_HEX[np.frombuffer(b"ABCDEF", dtype=np.uint8)] = np.arange(10, 16)
+
+
+def fingerprint(idx: NamespaceIndex, rows: np.ndarray) -> tuple[int, ...]:
+    """The fingerprint of the index's rows where the boolean mask ``rows`` is set (see
+    :func:`store_fingerprint`)."""
+    n = idx.n
+    digits = _HEX[np.ascontiguousarray(idx.hashes[:n][rows]).view(np.uint8).reshape(-1, 64)]
+    pieces = []
+    for a, k in _HASH_PIECES:
+        weights = 16 ** np.arange(k - 1, -1, -1, dtype=np.int64)
+        pieces.append(int((digits[:, a - 1:a - 1 + k] @ weights).sum()))
+    return (int(rows.sum()), int(idx.ids[:n][rows].sum()), int(idx.seqs[:n][rows].sum()),
+            int(idx.access_count[:n][rows].astype(np.int64).sum()),
+            int(idx.use_count[:n][rows].astype(np.int64).sum()), *pieces)

@@ -305,6 +305,16 @@ class Writer:
         if len(fresh) < n and max(ids_out) >= int(tables.meta(con)["next_id"]):  # rows that keep their ids
             tables.set_meta(con, "next_id", str(max(ids_out) + 1))
         cols: dict[str, list] = {}
+        converted: dict[datetime, datetime] = {}  # an import's rows mostly share their times
+
+        def naive(value: datetime | None) -> datetime | None:
+            if value is None:
+                return None
+            out = converted.get(value)
+            if out is None:
+                out = converted[value] = rowmod.naive(value)
+            return out
+
         for c in tables.MEMORY_COLUMNS:
             if c == "id":
                 cols[c] = ids_out
@@ -313,7 +323,7 @@ class Writer:
             elif c == "embedding_model":
                 cols[c] = [self.core.model] * n
             elif c in rowmod.TIME_COLUMNS:
-                cols[c] = [rowmod.naive(r[c]) for r in batch]
+                cols[c] = [naive(r[c]) for r in batch]
             else:
                 cols[c] = [r[c] for r in batch]
         try:
@@ -364,7 +374,7 @@ class Writer:
         (the session's catch-up dropped them if another process changed the bank)."""
         self.core.advance(seq)
         self.core.forget_cached(ids)
-        self.core.indexes.add_inserted(batch, vectors, ids, self.core.model)
+        self.core.indexes.add_inserted(batch, vectors, ids, self.core.model, seq)
         if len(batch) <= FRESH_CACHED:  # a few adds: what they return is read from here, not the store
             for row, mid in zip(batch, ids):
                 self.core.memories[mid] = rowmod.memory_from_row({**row, "id": mid, "embedding_model": self.core.model})

@@ -184,7 +184,23 @@ def copy_bank(tmp_path):
 
 # What each schema migration added, to take a file back to an older version: what a bank written
 # by an older memory_core looks like. A new migration adds its undo here.
+def _vectors_as_real_arrays(con, pg: bool) -> None:
+    """Version 9's undo: a PostgreSQL bank's vectors back from bytes to REAL[] (DuckDB: nothing)."""
+    if not pg:
+        return
+    import numpy as np
+
+    rows = con.execute("SELECT id, embedding FROM memories WHERE embedding IS NOT NULL").fetchall()
+    con.execute("ALTER TABLE memories ADD COLUMN embedding_real REAL[]")
+    for mid, data in rows:
+        values = np.frombuffer(bytes(data), dtype="<f4").tolist()
+        con.execute("UPDATE memories SET embedding_real = %s WHERE id = %s", [values, mid])
+    con.execute("ALTER TABLE memories DROP COLUMN embedding")
+    con.execute("ALTER TABLE memories RENAME COLUMN embedding_real TO embedding")
+
+
 _UNDO_MIGRATION = {
+    9: [_vectors_as_real_arrays],
     8: ["ALTER TABLE events DROP COLUMN namespace", "ALTER TABLE retrieval_hits DROP COLUMN namespace",
         "ALTER TABLE feedback_hits DROP COLUMN namespace"],
     7: ["DROP TABLE tokens"],
@@ -214,7 +230,10 @@ def downgrade(path: Path | str, version: int) -> None:
     try:
         for v in range(SCHEMA_VERSION, version, -1):
             for stmt in _UNDO_MIGRATION[v]:
-                con.execute(stmt)
+                if callable(stmt):
+                    stmt(con, stores.is_pg(path))
+                else:
+                    con.execute(stmt)
             con.execute(f"DELETE FROM schema_migrations WHERE version = {mark}", [v])
         assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == version
         if stores.is_pg(path):

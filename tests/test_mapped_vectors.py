@@ -66,7 +66,7 @@ def test_mapped_vectors_keep_recall_exact_through_changes_and_reopening(bank_pat
         live = bank.count(namespace="big")
     folder = bank_path.parent / (bank_path.name + ".index")
     # Scratch files are unlinked from the start: only the saved index is there.
-    assert {p.name.split(".", 1)[1] for p in folder.iterdir()} == {"json", "lex.npz", "vec.npy"}
+    assert {p.name.split(".", 1)[1] for p in folder.iterdir()} == {"json", "lex.npz", "vec.npy", "info.arrow"}
     with MemoryBank.open(bank_path, embedder=embedder) as bank:  # loaded from the saved index
         _check(bank, embedder)
         idx = bank._indexes["big"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -250,7 +251,8 @@ def test_migrate_copies_a_bank_exactly_both_ways(pg_url, tmp_path):
     assert result.exit_code == 0, result.output
     assert _snapshot(pg_url) == before
     with psycopg.connect(pg_url) as con:  # vectors bit for bit
-        pg_vectors = dict(con.execute("SELECT id, embedding FROM memories ORDER BY id").fetchall())
+        pg_vectors = {mid: None if e is None else np.frombuffer(e, "<f4")  # float32 bytes (schema 9)
+                      for mid, e in con.execute("SELECT id, embedding FROM memories ORDER BY id").fetchall()}
     back = tmp_path / "back.duckdb"
     assert MemoryBank.copy_bank(pg_url, back) == len(before["export"])
     assert _snapshot(back) == before
@@ -264,6 +266,39 @@ def test_migrate_copies_a_bank_exactly_both_ways(pg_url, tmp_path):
 
     again = CliRunner().invoke(cli, ["migrate", "--from", str(src), "--to", pg_url])
     assert again.exit_code != 0 and "already holds a bank" in again.output
+
+
+def test_a_bank_with_real_array_vectors_is_migrated_to_bytes_in_place(pg_url, tmp_path):
+    """A PostgreSQL bank written before schema 9 keeps its vectors as REAL[]: opening it converts
+    them to float32 bytes, bit for bit, and the bank answers as before (from the store, not a
+    saved index)."""
+    from conftest import downgrade
+
+    with MemoryBank.open(pg_url, embedder=HashEmbedder()) as bank:
+        _busy(bank)
+        bank.forget(bank.add("erased before the migration", namespace="alice"), hard=True)
+        with bank._store.connect(write=False) as con:
+            before = dict(con.execute("SELECT id, embedding FROM memories").fetchall())
+        recalls = [[(h.memory.id, h.score) for h in bank.recall(q, namespace="alice", record=False, threshold=0, now=NOW)]
+                   for q in ("coffee", "tea in the morning", "berlin")]
+    assert any(v is None for v in before.values()) and any(v is not None for v in before.values())
+    downgrade(pg_url, 8)
+    with psycopg.connect(pg_url) as con:
+        assert con.execute("SELECT data_type FROM information_schema.columns WHERE table_name = 'memories' "
+                           "AND column_name = 'embedding'").fetchone()[0] == "ARRAY"
+    shutil.rmtree(stores.index_folder(pg_url), ignore_errors=True)
+    with MemoryBank.open(pg_url, embedder=HashEmbedder()) as bank:
+        assert [[(h.memory.id, h.score) for h in bank.recall(q, namespace="alice", record=False, threshold=0, now=NOW)]
+                for q in ("coffee", "tea in the morning", "berlin")] == recalls
+    with psycopg.connect(pg_url) as con:
+        assert con.execute("SELECT data_type FROM information_schema.columns WHERE table_name = 'memories' "
+                           "AND column_name = 'embedding'").fetchone()[0] == "bytea"
+        after = {mid: None if e is None else np.frombuffer(e, "<f4")
+                 for mid, e in con.execute("SELECT id, embedding FROM memories").fetchall()}
+        assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == 9
+    assert after.keys() == before.keys()
+    for mid, vec in before.items():
+        assert (vec is None and after[mid] is None) or np.array_equal(after[mid], vec), mid
 
 
 def test_backup_of_a_pg_bank_is_a_bank_file_and_restores_into_either_store(pg_url, tmp_path, pg_databases):
@@ -518,3 +553,26 @@ def test_a_connection_dropped_mid_merge_or_resolve_leaves_nothing_half_done(pg_u
             [m for m, s in statuses.items() if s == "active" and m not in ids]
     finally:
         bank.close()
+
+
+def test_an_erasure_by_another_server_leaves_no_text_in_this_server_s_saved_index(pg_url, tmp_path, monkeypatch):
+    """Two servers on two machines (two cache folders): B has saved its index of alice, texts
+    included; A erases a memory of alice. Once B catches up, B's folder holds no trace of it."""
+    secret = "Keeps the spare key under the blue flowerpot"
+    monkeypatch.setenv("MEMCTL_CACHE_DIR", str(tmp_path / "b"))
+    b = MemoryBank.open(pg_url, embedder=HashEmbedder())
+    ids = b.add_many([{"text": t, "namespace": "alice"} for t in (secret, "Likes jazz", "Runs on Sundays")])
+    b.recall("jazz", namespace="alice", record=False)
+    b.load_namespace("alice")
+    b._core.save_index(b._core.indexes["alice"])
+    files = list((tmp_path / "b").rglob("*"))
+    assert any(f.is_file() and b"flowerpot" in f.read_bytes() for f in files)
+    monkeypatch.setenv("MEMCTL_CACHE_DIR", str(tmp_path / "a"))
+    with MemoryBank.open(pg_url, embedder=HashEmbedder()) as a:
+        a.forget(ids[0], hard=True)
+    assert [h.memory.text for h in b.recall("jazz", namespace="alice", record=False)] == ["Likes jazz"]
+    for f in (tmp_path / "b").rglob("*"):
+        if f.is_file():
+            data = f.read_bytes()
+            assert b"flowerpot" not in data and b"spare key" not in data, f
+    b.close()

@@ -226,3 +226,107 @@ def test_damaged_index_cache_is_rebuilt(bank_path, embedder):
     with MemoryBank.open(bank_path, embedder=embedder) as bank:
         _check_all(bank, embedder, now)
         assert len(bank.recall("tea", namespace="alice", record=False, threshold=0, k=50)) == len(TEXTS)
+
+
+# -- a saved index cache against the store it is loaded for ------------------------------------------
+
+
+def _hits_as_stored(bank: MemoryBank, now: datetime) -> None:
+    """Every memory recall hands out says what the store holds for it (text, fields, counts)."""
+    bank.flush()
+    with bank._store.connect(write=False) as con:
+        stored = {r["id"]: r for r in tables.fetch_rows(con, "namespace = 'alice'", []).to_pylist()}
+    for q in QUERIES:
+        for h in bank.recall(q, namespace="alice", params=ScoringParams(threshold=0.0, k=50), now=now, record=False):
+            row = stored[h.memory.id]
+            assert row["status"] == "active"
+            got = h.memory
+            assert (got.text, got.context, got.kind, got.importance, got.access_count, got.use_count) == (
+                row["text"], row["context"], row["kind"], row["importance"], row["access_count"], row["use_count"])
+            assert got.last_accessed_at == (None if row["last_accessed_at"] is None
+                                            else row["last_accessed_at"].replace(tzinfo=timezone.utc))
+
+
+def _fill_bank(bank: MemoryBank, texts: list[str]) -> list[int]:
+    ids = bank.add_many([{"text": t, "namespace": "alice", "importance": (i % 5) / 5,
+                          "context": CONTEXTS[i % len(CONTEXTS)] if i % 3 == 0 else None,
+                          "created_at": T0 + timedelta(days=30 * i)} for i, t in enumerate(texts)])
+    bank.recall("coffee", namespace="alice", now=datetime(2026, 11, 1, tzinfo=timezone.utc))  # loads, counts
+    return ids
+
+
+def test_saved_index_takes_changes_made_while_it_was_on_disk(bank_path, embedder, monkeypatch, tmp_path):
+    """A server saves its index and stops; other servers (on other machines, with their own
+    caches) edit, erase, move, add and recall meanwhile: the next load from the saved index reads
+    only the rows that changed, and recall is exact."""
+    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        ids = _fill_bank(bank, TEXTS)
+    folder = stores.index_folder(bank_path)
+    shutil.copytree(folder, tmp_path / "kept")
+    with MemoryBank.open(bank_path, embedder=embedder) as other:
+        other.update(ids[0], text="Drinks green tea every morning", importance=0.9)
+        other.update(ids[1], importance=0.1)
+        other.forget(ids[2])
+        other.forget(ids[3], hard=True)
+        other.update(ids[4], namespace="bob")
+        other.add("Started drinking matcha instead of coffee", namespace="alice", created_at=now - timedelta(days=1))
+        other.recall("marathon", namespace="bob", now=now)
+        other.recall("coffee", namespace="alice", now=now)
+    shutil.rmtree(folder)
+    shutil.copytree(tmp_path / "kept", folder)
+    streamed: list[int] = []
+    real = tables.stream_rows
+
+    def counting(*args, **kwargs):
+        for rows in real(*args, **kwargs):
+            streamed.append(rows.num_rows)
+            yield rows
+
+    monkeypatch.setattr(tables, "stream_rows", counting)
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        _check_all(bank, embedder, now)
+        _hits_as_stored(bank, now)
+        # ids[0] and ids[1], the new memory and those the recall counted: not every row
+        assert 3 <= sum(streamed) < len(TEXTS), streamed
+
+
+def test_saved_index_of_a_bank_restored_from_an_older_backup_is_not_trusted(bank_path, embedder, tmp_path):
+    """A server's saved index outlives a restore of the bank from an older backup (made on
+    another machine, say): what it holds is the bank as it was before the restore."""
+    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        ids = _fill_bank(bank, TEXTS)
+        bank.backup(tmp_path / "old.duckdb")
+        bank.update(ids[0], text="Drinks green tea every morning")
+        bank.update(ids[5], importance=1.0)
+        bank.forget(ids[6], hard=True)
+        bank.add("Started drinking matcha instead of coffee", namespace="alice", created_at=now - timedelta(days=1))
+        bank.recall("maths", namespace="alice", now=now)
+    folder = stores.index_folder(bank_path)
+    shutil.copytree(folder, tmp_path / "kept")
+    MemoryBank.restore_backup(tmp_path / "old.duckdb", bank_path, force=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(tmp_path / "kept", folder)
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        _check_all(bank, embedder, now)
+        _hits_as_stored(bank, now)
+        assert "Prefers tea in the morning" in {h.memory.text for h in bank.recall(
+            "tea", namespace="alice", params=ScoringParams(threshold=0.0, k=50), now=now, record=False)}
+
+
+def test_saved_index_of_another_bank_is_not_trusted(bank_path, embedder, tmp_path):
+    """Two banks written the same way (same ids, same change sequences) with other texts: one's
+    saved index put where the other's belongs is not taken for it."""
+    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    twin = tmp_path / "twin.duckdb"
+    with MemoryBank.open(twin, embedder=embedder) as bank:
+        _fill_bank(bank, [t + " (twin)" for t in TEXTS])
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        _fill_bank(bank, TEXTS)
+    folder = stores.index_folder(bank_path)
+    shutil.rmtree(folder)
+    shutil.copytree(stores.index_folder(twin), folder)
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        _check_all(bank, embedder, now)
+        _hits_as_stored(bank, now)

@@ -40,6 +40,8 @@ from .interface import IntegrityError
 class DuckDBDialect:
     """The DuckDB spelling of what :class:`~memory_core.storage.Dialect` names."""
 
+    name = "duckdb"
+
     def list_overlaps(self, column: str) -> str:
         return f"list_has_any({column}, ?::BIGINT[])"
 
@@ -49,6 +51,9 @@ class DuckDBDialect:
 
     def iso_utc(self, column: str) -> str:
         return f"strftime({column}, '%Y-%m-%dT%H:%M:%S.%f') || '+00:00'"
+
+    def hex_int(self, column: str, start: int, digits: int) -> str:
+        return f"('0x' || substr({column}, {int(start)}, {int(digits)}))::BIGINT"
 
 
 DIALECT = DuckDBDialect()

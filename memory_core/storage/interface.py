@@ -37,6 +37,8 @@ class Dialect(Protocol):
     here; SQL elsewhere is written in the part both engines share.
     """
 
+    name: str  # "duckdb" or "postgres": what a migration step for one engine names it by
+
     def list_overlaps(self, column: str) -> str:
         """A condition: the list (array) ``column`` shares an element with the one ``?`` parameter,
         a list of whole numbers."""
@@ -50,6 +52,11 @@ class Dialect(Protocol):
     def iso_utc(self, column: str) -> str:
         """An expression: the naive UTC timestamp ``column`` as ISO 8601 text with microseconds and
         ``+00:00`` (NULL stays NULL)."""
+        ...
+
+    def hex_int(self, column: str, start: int, digits: int) -> str:
+        """An expression: the ``digits`` (at most 15) hexadecimal digits of the text ``column``
+        from position ``start`` (1-based) as a whole number."""
         ...
 
 

@@ -90,6 +90,8 @@ def local_folder(url: str) -> Path:
 class PostgresDialect:
     """The PostgreSQL spelling of what :class:`~memory_core.storage.Dialect` names."""
 
+    name = "postgres"
+
     def list_overlaps(self, column: str) -> str:
         return f"{column} && ?::BIGINT[]"
 
@@ -99,6 +101,10 @@ class PostgresDialect:
 
     def iso_utc(self, column: str) -> str:
         return f"to_char({column}, 'YYYY-MM-DD\"T\"HH24:MI:SS.US') || '+00:00'"
+
+    def hex_int(self, column: str, start: int, digits: int) -> str:
+        bits = 4 * int(digits)
+        return f"('x' || substr({column}, {int(start)}, {int(digits)}))::bit({bits})::bigint"
 
 
 DIALECT = PostgresDialect()
@@ -171,24 +177,20 @@ def translate(sql: str, params: Sequence[Any] | None) -> tuple[str, list[Any]]:
 
 # -- values: vectors as numpy, numbers as DuckDB gives them ---------------------------------------------
 
-_ELEM = np.dtype([("len", ">i4"), ("value", ">f4")])
+# A vector is stored as BYTEA (schema version 9): its float32 values, little-endian, one after the
+# other. It is the bank's only BYTEA column, so BYTEA is read as a vector and a vector written as
+# BYTEA (parameters, and the columns of temporary tables that bulk writes COPY into).
+VECTOR_DTYPE = np.dtype("<f4")
+_BYTEA = 17
 
 if psycopg is not None:
-    class _Float4ArrayLoader(Loader):
-        """``real[]`` in binary as a float32 numpy array (a vector of 384 floats as Python floats
-        costs 40x more to build)."""
+    class _VectorLoader(Loader):
+        """``bytea`` in binary (a vector's bytes as they are) as a float32 numpy array."""
 
         format = Format.BINARY
 
         def load(self, data: Any) -> np.ndarray:
-            buf = bytes(data)
-            ndim = int.from_bytes(buf[0:4], "big")
-            if ndim == 0:
-                return np.zeros(0, dtype=np.float32)
-            if ndim != 1 or int.from_bytes(buf[4:8], "big"):
-                raise ValueError("only one-dimensional real[] without NULL elements is read as a vector")
-            n = int.from_bytes(buf[12:16], "big")
-            return np.frombuffer(buf, dtype=_ELEM, count=n, offset=20)["value"].astype(np.float32)
+            return np.frombuffer(bytes(data), dtype=VECTOR_DTYPE).astype(np.float32, copy=False)
 
     class _NumericLoader(Loader):
         """``numeric`` (``sum`` of integers, ``extract``) as int when whole, float otherwise: what
@@ -209,26 +211,26 @@ if psycopg is not None:
             return float(value)
 
     class _VectorDumper(Dumper):
-        """A float32 numpy vector as ``real[]`` in binary, built by numpy."""
+        """A numpy vector as ``bytea``: its values as float32, little-endian."""
 
         format = Format.BINARY
 
-        oid = 1021  # real[]
+        oid = _BYTEA
 
         def dump(self, obj: np.ndarray) -> bytes:
-            v = np.ascontiguousarray(obj, dtype=np.float32).reshape(-1)
-            elems = np.empty(len(v), dtype=_ELEM)
-            elems["len"] = 4
-            elems["value"] = v
-            head = np.array([1, 0, 700, len(v), 1], dtype=">i4").tobytes()
-            return head + elems.tobytes()
+            return vector_bytes(obj)
+
+
+def vector_bytes(v: np.ndarray) -> bytes:
+    """A vector as the store keeps it (see :data:`VECTOR_DTYPE`)."""
+    return np.ascontiguousarray(v, dtype=VECTOR_DTYPE).reshape(-1).tobytes()
 
 
 def _configure(conn: Any) -> None:
-    conn.adapters.register_loader(1021, _Float4ArrayLoader)  # real[]
+    conn.adapters.register_loader(_BYTEA, _VectorLoader)
     conn.adapters.register_loader("numeric", _NumericLoader)
     conn.adapters.register_dumper(np.ndarray, _VectorDumper)
-    conn.adapters.register_dumper(None, _VectorDumper)  # COPY's real[] columns (set_types) take vectors
+    conn.adapters.register_dumper(None, _VectorDumper)  # COPY's bytea columns (set_types) take vectors
 
 
 # -- Arrow in and out -----------------------------------------------------------------------------------
@@ -262,7 +264,7 @@ def _to_arrow(description: Any, rows: list[tuple]) -> pa.Table:
     for d, col in zip(description, columns):
         kind = _ARROW_OF_OID.get(d.type_code)
         values = list(col)
-        if d.type_code == 1021:
+        if d.type_code == _BYTEA:
             arrays.append(_vector_column(values))
         elif kind is not None:
             arrays.append(pa.array(values, type=kind))
@@ -302,6 +304,8 @@ def _sql_type(t: pa.DataType) -> str:
         return "TIMESTAMP" if t.tz is None else "TIMESTAMPTZ"
     if pa.types.is_date(t):
         return "DATE"
+    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_float32(t.value_type):
+        return "BYTEA"  # a vector (see VECTOR_DTYPE)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return _sql_type(t.value_type) + "[]"
     raise ValidationError(f"an Arrow column of type {t} has no PostgreSQL type here (give the column a type: "
@@ -310,7 +314,7 @@ def _sql_type(t: pa.DataType) -> str:
 
 _COPY_TYPE = {"BIGINT": "int8", "INTEGER": "int4", "REAL": "float4", "DOUBLE PRECISION": "float8",
               "TEXT": "text", "BOOLEAN": "bool", "TIMESTAMP": "timestamp", "TIMESTAMPTZ": "timestamptz",
-              "DATE": "date"}
+              "DATE": "date", "BYTEA": "bytea"}
 
 
 def _copy_type(sql_type: str) -> str:

@@ -14,9 +14,11 @@ from typing import Any
 from ..clock import to_naive_utc, utcnow
 from ..errors import CorruptBankError
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
-MIGRATIONS: dict[int, list[str]] = {
+# A statement is SQL for every store, or ``{store: SQL}`` for the stores it applies to (a
+# dialect's ``name``): what one engine stores differently.
+MIGRATIONS: dict[int, list[str | dict[str, str]]] = {
     1: [
         "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
         """CREATE TABLE memories (
@@ -178,6 +180,21 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE retrieval_hits ALTER COLUMN namespace DROP DEFAULT",
         "ALTER TABLE feedback_hits ALTER COLUMN namespace DROP DEFAULT",
     ],
+    # PostgreSQL keeps a vector as bytes (BYTEA: dim float32 values, little-endian), not REAL[]:
+    # a binary COPY of bytes is a copy both ways, where REAL[] made the server parse and print
+    # every element (bulk import and cold load spent most of their store time there). DuckDB
+    # keeps REAL[] (its lists are columnar already). The column keeps its name; an existing
+    # bank's vectors are converted in place.
+    9: [
+        {"postgres": "ALTER TABLE memories ADD COLUMN embedding_bytes BYTEA"},
+        {"postgres": """UPDATE memories SET embedding_bytes = (
+            SELECT string_agg(substr(b, 4, 1) || substr(b, 3, 1) || substr(b, 2, 1) || substr(b, 1, 1), ''::BYTEA
+                              ORDER BY i)
+            FROM (SELECT float4send(v) AS b, i FROM unnest(embedding) WITH ORDINALITY AS u(v, i)) AS elements)
+            WHERE embedding IS NOT NULL"""},
+        {"postgres": "ALTER TABLE memories DROP COLUMN embedding"},
+        {"postgres": "ALTER TABLE memories RENAME COLUMN embedding_bytes TO embedding"},
+    ],
 }
 
 BANK_WIDE = ""  # the namespace of a row that belongs to no namespace (check_namespace refuses "")
@@ -208,7 +225,10 @@ def migrate(con: Any, version: int, model: str, where: object) -> None:
     now = to_naive_utc(utcnow())
     for v in range(version + 1, SCHEMA_VERSION + 1):
         for stmt in MIGRATIONS[v]:
-            con.execute(stmt)
+            if isinstance(stmt, dict):
+                stmt = stmt.get(con.dialect.name)
+            if stmt:
+                con.execute(stmt)
         con.execute("INSERT INTO schema_migrations VALUES (?, ?)", [v, now])
     if version == 0:
         for key, value in _initial_meta(model, now.isoformat()).items():
