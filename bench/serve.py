@@ -127,14 +127,17 @@ def _page_loads(bank_path: Path, rounds: int) -> dict:
     os.environ["MEMCTL_BANK"] = str(bank_path)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
     samples, problems = [], []
+    by_page: dict[str, list[float]] = {page: [] for page in PAGES}
     for _ in range(rounds):
         for page in PAGES:
             t = time.perf_counter()
             at.switch_page(page).run()
             samples.append(time.perf_counter() - t)
+            by_page[page].append(samples[-1])
             if at.exception:
                 problems.append(f"{page}: {at.exception[0].message[:200]}")
-    return {**percentiles(samples), "problems": problems}
+    slowest = {page: round(max(s) * 1000) for page, s in by_page.items()}
+    return {**percentiles(samples), "problems": problems, "max_ms_by_page": slowest}
 
 
 def _server_phase(bank_path: Path, token: str, sizes: dict[str, int]) -> dict:
