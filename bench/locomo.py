@@ -51,8 +51,9 @@ def session_time(text: str) -> datetime:
     return datetime.strptime(re.sub(r"\s+", " ", text.strip()), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
 
 
-def load(path: str | os.PathLike, conversations: int | None = None) -> list[dict[str, Any]]:
-    """Per conversation: its turns as memory rows (with dia_id) and all its annotated questions."""
+def load(path: str | os.PathLike, conversations: int | None = None, context: bool = True) -> list[dict[str, Any]]:
+    """Per conversation: its turns as memory rows (with dia_id) and all its annotated questions.
+    ``context=False`` stores each turn alone, as an agent that stores what it is told would."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     out = []
     for index, conv in enumerate(data[:conversations]):
@@ -66,8 +67,8 @@ def load(path: str | os.PathLike, conversations: int | None = None) -> list[dict
             for i, turn in enumerate(c[key]):
                 # What an agent storing a finished conversation knows about a turn: the turns
                 # around it. "Yes, last Sunday!" is findable by the question it answers.
-                context = "\n".join(session[j] for j in (i - 1, i + 1) if 0 <= j < len(session))
-                turns.append({"dia_id": turn["dia_id"], "text": session[i], "context": context,
+                near = "\n".join(session[j] for j in (i - 1, i + 1) if 0 <= j < len(session)) if context else ""
+                turns.append({"dia_id": turn["dia_id"], "text": session[i], "context": near,
                               "created_at": when + timedelta(seconds=i)})
         questions = [q for q in conv["qa"] if q.get("evidence")]
         out.append({"index": index, "id": conv.get("sample_id", f"conv-{index}"), "turns": turns,
@@ -92,15 +93,16 @@ def load_general(path: Path = GENERAL) -> list[str]:
 
 def run(dataset: str | os.PathLike, conversations: int | None = None, general: list[str] | None = None,
         max_questions: int | None = None, only: list[int] | None = None, records_file: Path | None = None,
-        log=print) -> dict[str, Any]:
+        log=print, context: bool = True) -> dict[str, Any]:
     """Build the banks, ask every question; return per-question records (see :func:`summarize`).
 
     ``max_questions`` keeps only the first questions of each conversation (for a quick run);
     ``only`` picks conversations by index. With ``records_file`` each finished conversation's
     records are appended to it as one JSON line, and conversations already there are not run again,
-    so a long run can be resumed or split over processes and summarized together.
+    so a long run can be resumed or split over processes and summarized together. ``context=False``
+    stores the turns without their neighbouring turns.
     """
-    convs = [c for c in load(dataset, conversations) if only is None or c["index"] in only]
+    convs = [c for c in load(dataset, conversations, context) if only is None or c["index"] in only]
     general = load_general() if general is None else general
     done: dict[int, dict[str, Any]] = {}
     if records_file is not None and Path(records_file).exists():
@@ -314,6 +316,8 @@ def main() -> None:
     parser.add_argument("--records", default=None,
                         help="append each conversation's records to this JSONL and skip those already there "
                              "(resume, or split a run over processes)")
+    parser.add_argument("--no-context", action="store_true",
+                        help="store each turn without its neighbouring turns as context")
     parser.add_argument("--json", dest="json_out", default=None, help="write the summary here")
     parser.add_argument("--plots", default=None, help="write PNG plots into this folder")
     args = parser.parse_args()
@@ -324,13 +328,13 @@ def main() -> None:
             lo, _, hi = part.partition("-")
             only.extend(range(int(lo), int(hi or lo) + 1))
     result = run(args.dataset, args.conversations, max_questions=args.questions, only=only,
-                 records_file=Path(args.records) if args.records else None)
+                 records_file=Path(args.records) if args.records else None, context=not args.no_context)
     summary = summarize(result)
     print(report(summary, result))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(
             {"conversations": result["conversations"], "turns": result["turns"], "seconds": result["seconds"],
-             "params": ScoringParams().to_dict(), **summary}, indent=1) + "\n")
+             "params": ScoringParams().to_dict(), "context": not args.no_context, **summary}, indent=1) + "\n")
     if args.plots:
         for path in plots(summary, Path(args.plots)):
             print(f"wrote {path}")
