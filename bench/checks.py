@@ -23,7 +23,7 @@ import numpy as np
 from memory_core import MemoryBank, ScoringParams
 from memory_core.storage.duckdb import release_file
 from memory_core.text import lexical_tokens
-from memory_core.scoring import blend, lexical_relevance
+from memory_core.scoring import NEIGHBOURS, blend, lexical_relevance
 
 
 def store_invariants(path: Path | str) -> list[str]:
@@ -113,14 +113,32 @@ def brute_force(path: Path | str, namespace: str, query: str, qvec: np.ndarray, 
     ids = np.array([r[0] for r in rows])
     emb = np.array([r[2] for r in rows], dtype=np.float32)
     created = np.array([ts(r[3]) for r in rows])
-    score, _ = blend(p, similarity=emb @ qvec.astype(np.float32), lexical=_bm25([lexical_tokens(r[1]) + lexical_tokens(r[7]) for r in rows], query, p),
+    sim = emb @ qvec.astype(np.float32)
+    lexical = _bm25([lexical_tokens(r[1]) + lexical_tokens(r[7]) for r in rows], query, p)
+    score, _ = blend(p, similarity=sim, lexical=lexical,
                      created=created, last_access=np.array([ts(r[4]) for r in rows]),
                      importance=np.array([r[5] for r in rows], dtype=np.float64),
                      access_count=np.array([r[6] for r in rows], dtype=np.float64),
-                     use_count=np.array([r[8] for r in rows], dtype=np.float64), now=now.timestamp())
+                     use_count=np.array([r[8] for r in rows], dtype=np.float64), now=now.timestamp(),
+                     neighbour_relevance=_neighbour_relevance(p, sim, lexical, created, ids, now.timestamp()))
     keep = [(int(i), float(s)) for i, s, c in zip(ids, score, created) if c <= now.timestamp() and s >= p.threshold]
     keep.sort(key=lambda x: (-x[1], x[0]))
     return keep[: p.k]
+
+
+def _neighbour_relevance(p: ScoringParams, sim: np.ndarray, lexical: np.ndarray, created: np.ndarray, ids: np.ndarray,
+                         now: float) -> list[float]:
+    """Per memory, the best own relevance among the NEIGHBOURS memories created just before and just
+    after it (ties by id), counting those created after ``now`` as 0: one memory at a time."""
+    own = [0.0 if c > now else (1 - p.lexical_weight) * min(1.0, max(0.0, (float(s) - p.similarity_floor) / (
+        p.similarity_ceiling - p.similarity_floor))) + p.lexical_weight * float(x)
+        for s, x, c in zip(sim, lexical, created)]
+    order = sorted(range(len(own)), key=lambda i: (created[i], ids[i]))
+    best = [0.0] * len(own)
+    for pos, i in enumerate(order):
+        near = order[max(0, pos - NEIGHBOURS):pos] + order[pos + 1:pos + 1 + NEIGHBOURS]
+        best[i] = max((own[j] for j in near), default=0.0)
+    return best
 
 
 def recall_matches_brute_force(bank: MemoryBank, queries: list[str], *, now: datetime | None = None,

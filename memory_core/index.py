@@ -34,7 +34,8 @@ from typing import Any, Iterable, Iterator
 import faiss
 import numpy as np
 
-from .scoring import ScoringParams, blend, lexical_relevance, prior_bounds, top_k, upper_bound
+from .scoring import (NEIGHBOURS, ScoringParams, blend, lexical_relevance, neighbour_best, neighbour_lift,
+                      prior_bounds, relevance_of, top_k, upper_bound)
 from .text import lexical_tokens
 
 FORMAT_VERSION = 5  # 2: lexical_tokens (a longer stop list) and memories' context; 3: vectors as .npy; 4: tokens by
@@ -539,6 +540,9 @@ class NamespaceIndex:
         self._proj: _Projection | None = None
         self._prior: _Priors | None = None
         self._pending: tuple[tuple, np.ndarray] = ((), np.zeros(0, dtype=np.int64))  # see _projected_candidates
+        # Rows added, removed or re-dated since: the neighbour table (neighbour_rows) is rebuilt.
+        self._layout = 0
+        self._neighbours: tuple[tuple[int, int], np.ndarray] | None = None
 
     _ARRAYS = ("ids", "emb", "created", "last_access", "importance", "access_count", "use_count", "hashes", "seqs")
     _FIELDS = ("seqs", "created", "last_access", "importance", "access_count", "use_count")  # saved beside ids
@@ -638,6 +642,8 @@ class NamespaceIndex:
         r = self.row_of[mid]
         if seq is not None:
             self.seqs[r] = seq
+        if self.created[r] != created:
+            self._layout += 1
         self.created[r], self.last_access[r] = created, last_access
         self.importance[r], self.access_count[r] = importance, access_count
         if self._prior is not None:
@@ -656,6 +662,8 @@ class NamespaceIndex:
         if rows.size == 0:
             return
         self.seqs[rows] = seqs
+        if np.any(self.created[rows] != created):
+            self._layout += 1
         self.created[rows], self.last_access[rows] = created, last_access
         self.importance[rows], self.access_count[rows], self.use_count[rows] = importance, access_count, use_count
         if self._prior is not None:
@@ -695,6 +703,7 @@ class NamespaceIndex:
             self.remove(mid)
         r = self.n
         self._grow(r + 1)
+        self._layout += 1
         self.ids[r] = mid
         self.emb[r] = vector
         self.hashes[r] = content_hash
@@ -722,6 +731,7 @@ class NamespaceIndex:
         self._grow(start + m)
         sl = slice(start, start + m)
         self.ids[sl], self.emb[sl] = ids, vectors
+        self._layout += 1
         self._release_rows(start, start + m)
         self.created[sl], self.last_access[sl] = created, last_access
         self.importance[sl], self.access_count[sl] = importance, access_count
@@ -765,7 +775,23 @@ class NamespaceIndex:
         self.info.pop()
         self.lexical.swap_remove(r)
         self.n -= 1
+        self._layout += 1
         self.changes_since_save += 1
+
+    def neighbour_rows(self) -> np.ndarray:
+        """Each row's neighbours, (n, 2 × NEIGHBOURS): the rows created just before it (nearest
+        first, in even columns) and just after it (odd columns), ties broken by id; -1 where there
+        are fewer. Kept until a memory is added, removed or re-dated (a sort of the namespace)."""
+        key = (self._layout, self.n)
+        if self._neighbours is None or self._neighbours[0] != key:
+            n = self.n
+            order = np.lexsort((self.ids[:n], self.created[:n]))
+            table = np.full((n, 2 * NEIGHBOURS), -1, dtype=np.int64)
+            for d in range(1, min(NEIGHBOURS, n - 1) + 1):
+                table[order[d:], 2 * d - 2] = order[:-d]
+                table[order[:-d], 2 * d - 1] = order[d:]
+            self._neighbours = (key, table)
+        return self._neighbours[1]
 
     def similarities(self, query: np.ndarray) -> np.ndarray:
         """Cosine similarity of every row to a unit query vector."""
@@ -801,6 +827,9 @@ class NamespaceIndex:
     # block above which one is set before all of them are scored.
     SEED_FIRST_ROWS = 16_384
     SEED_ROWS = 1024
+    # Rows whose own relevance is computed exactly to bound what they lend their neighbours (the
+    # most relevant by bound; see _neighbour_bounds).
+    NEIGHBOUR_EXACT_ROWS = 1024
 
     def rank(self, params: ScoringParams, query_tokens: list[str], vector: np.ndarray, now: float) -> "Ranking":
         """The top ``params.k`` rows reaching ``params.threshold`` by the blended score, best first.
@@ -905,6 +934,10 @@ class NamespaceIndex:
         ub += dot_a
         ub += np.float32(pr.slack)
         np.clip(ub, lo, hi, out=ub)
+        lifted = p.neighbour_weight > 0
+        if lifted:
+            nb_ub, lift_gain, lex_full = self._neighbour_bounds(ranking, pri, ub, pending, m)
+            lift = _up32_array(lift_gain * neighbour_lift(p, relevance_of(p, ub, lex_full[:m]), nb_ub))
         # ... and the blended score's bound: scoring.prior_bounds, linear in that similarity.
         ub *= pri.slope[:m]
         ub += pri.offset[:m]
@@ -915,6 +948,8 @@ class NamespaceIndex:
         lex_add = np.zeros(m, dtype=np.float32)
         lex_add[lex_rows] = pri.lexical_gain[lex_rows] * lex_vals
         ub += lex_add
+        if lifted:  # what the neighbours can lift each row by, given both bounds
+            ub += lift
         # A row must reach the threshold. When many do, the best of them by bound, scored exactly,
         # may set a higher level (the k-th best score so far) that rules most of them out before
         # the second block reads them. MARGIN covers float32 rounding of the bounds.
@@ -936,9 +971,14 @@ class NamespaceIndex:
             cos2 += pr.rest_b.take(rows) * np.float32(q_rest_b)
             cos2 += np.float32(pr.slack)
             np.clip(cos2, lo, hi, out=cos2)
+            if lifted:
+                lift2 = _up32_array(lift_gain[rows] * neighbour_lift(
+                    p, relevance_of(p, cos2, lex_full[rows]), nb_ub[rows]))
             cos2 *= pri.slope.take(rows)
             cos2 += pri.offset.take(rows)
             cos2 += lex_add.take(rows)
+            if lifted:
+                cos2 += lift2
             keep = cos2 >= level
             rows, bound = rows[keep], cos2[keep]
         if rows.size > self.SEED_ROWS and not raised:
@@ -948,6 +988,31 @@ class NamespaceIndex:
         cand = _unique(np.concatenate([rows, pending])) if pending.size else rows
         ranking.stats.update(reach=int(rows.size), candidates=int(cand.size))
         return cand
+
+    def _neighbour_bounds(self, ranking: "Ranking", pri: "_Priors", sim_ub: np.ndarray, pending: np.ndarray,
+                          m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For rows below ``m``: the most relevant any neighbour of each can be, what a unit of
+        lift adds to its score bound, and every row's lexical match (dense).
+
+        ``sim_ub`` bounds each row's similarity (clipped to the band). A neighbour's relevance is
+        bounded by its own bound, except for the rows most relevant by that bound and the rows no
+        side structure describes (``pending``, or from ``m`` on): their relevance is computed
+        exactly (NEIGHBOUR_EXACT_ROWS of them), so one loose bound near the top does not lift
+        every row around it. The lift gain is ``dense_gain + lexical_gain``
+        (:func:`scoring.prior_bounds`), rounded up."""
+        p, n = ranking.params, self.n
+        lex_full = np.zeros(n, dtype=np.float64)
+        lex_full[ranking.lex_rows] = ranking.lex_vals
+        rel_ub = np.empty(n, dtype=np.float64)
+        rel_ub[:m] = relevance_of(p, sim_ub, lex_full[:m])
+        top = np.arange(m) if m <= self.NEIGHBOUR_EXACT_ROWS else np.argpartition(
+            rel_ub[:m], m - self.NEIGHBOUR_EXACT_ROWS)[m - self.NEIGHBOUR_EXACT_ROWS:]
+        exact = _unique(np.concatenate([top, pending]).astype(np.int64))
+        rel_ub[exact] = ranking._own_relevance(exact)
+        nb_ub = neighbour_best(rel_ub, self.neighbour_rows()[:m])
+        span = p.similarity_ceiling - p.similarity_floor
+        gain = (pri.slope[:m].astype(np.float64) * span + pri.lexical_gain[:m]) * (1 + 1e-6)
+        return nb_ub, gain, lex_full
 
     def _raise_level(self, ranking: "Ranking", rows: np.ndarray, bound: np.ndarray, pending: np.ndarray) -> float:
         """Score exactly the best of ``rows`` by ``bound`` (and the ``pending`` rows, which no bound
@@ -961,6 +1026,11 @@ class NamespaceIndex:
 
     def _pruned_candidates(self, ranking: "Ranking") -> np.ndarray | None:
         """Rows that can still be in the top k, or None when pruning would not pay (score all)."""
+        if ranking.params.neighbour_weight > 0:
+            # Without every row's similarity bound, a row's neighbours may be anything: the bound
+            # could rule out almost nothing. Score every row instead (exact all the same).
+            ranking.stats["first_pass"] = False
+            return None
         if self._side_stale(self._sq):
             self._sq = _Sq8(self.emb[: self.n], self._release_rows)
         sq, p, q = self._sq, ranking.params, ranking.query
@@ -1148,6 +1218,27 @@ class Ranking:
             out[hit] = self.lex_vals[pos[hit]]
         return out
 
+    def _own_relevance(self, rows: np.ndarray, sim: np.ndarray | None = None) -> np.ndarray:
+        """The relevance of these rows without neighbours; 0 for a memory created after ``now``
+        (an "as of" recall lends nothing from memories it cannot see)."""
+        i = self.idx
+        if sim is None:
+            sim = _dot(i.vectors(rows), self.query)
+        own = relevance_of(self.params, sim, self._lexical(rows))
+        return np.where(i.created[rows] <= self.now, own, 0.0)
+
+    def _neighbour_best(self, rows: np.ndarray) -> np.ndarray | None:
+        """Each row's best neighbour relevance (None when neighbours weigh nothing)."""
+        if self.params.neighbour_weight == 0:
+            return None
+        table = self.idx.neighbour_rows()[rows]
+        near = _unique(table[table >= 0])
+        if near.size == 0:
+            return np.zeros(len(rows))
+        rel = self._own_relevance(near)
+        local = np.where(table >= 0, np.searchsorted(near, np.maximum(table, 0)), -1)
+        return neighbour_best(rel, local)
+
     def score_rows(self, rows: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Exact blended scores of these rows (−inf for a memory created after ``now``)."""
         i = self.idx
@@ -1155,7 +1246,8 @@ class Ranking:
         sim = _dot(i.vectors(rows), self.query)
         score, comps = blend(self.params, similarity=sim, lexical=self._lexical(rows), created=i.created[rows],
                              last_access=i.last_access[rows], importance=i.importance[rows],
-                             access_count=i.access_count[rows], use_count=i.use_count[rows], now=self.now)
+                             access_count=i.access_count[rows], use_count=i.use_count[rows], now=self.now,
+                             neighbour_relevance=self._neighbour_best(rows))
         # An "as of" recall must not see memories written after that moment.
         return np.where(i.created[rows] <= self.now, score, -np.inf), comps
 
@@ -1193,9 +1285,15 @@ class Ranking:
             n = i.n
             lexical = np.zeros(n, dtype=np.float64)
             lexical[self.lex_rows] = self.lex_vals
-            score, comps = blend(p, similarity=i.similarities(self.query), lexical=lexical, created=i.created[:n],
+            sim = i.similarities(self.query)
+            nb = None
+            if p.neighbour_weight > 0:
+                own = np.where(i.created[:n] <= self.now, relevance_of(p, sim, lexical), 0.0)
+                nb = neighbour_best(own, i.neighbour_rows())
+            score, comps = blend(p, similarity=sim, lexical=lexical, created=i.created[:n],
                                  last_access=i.last_access[:n], importance=i.importance[:n],
-                                 access_count=i.access_count[:n], use_count=i.use_count[:n], now=self.now)
+                                 access_count=i.access_count[:n], use_count=i.use_count[:n], now=self.now,
+                                 neighbour_relevance=nb)
             score = np.where(i.created[:n] <= self.now, score, -np.inf)
             chosen = top_k(score, i.ids[:n], p.k, p.threshold)
             self.rows, self.scores = chosen.astype(np.int64), score[chosen]

@@ -183,4 +183,5 @@ class Recall:
                 access_count=copy(idx.access_count), use_count=copy(idx.use_count), similarity=sim, lexical_raw=lex, idf_sum=idf_sum,
                 max_idf=max_idf, k1=idx.lexical.k1 if n else 1.5, now=at,
                 pairs={k: set(v) for k, v in (pairs or {}).items()}, row_of=dict(idx.row_of) if n else {},
+                neighbours=idx.neighbour_rows().copy() if n else None,
             )

@@ -24,6 +24,7 @@ SLIDERS = [
     ("gamma", "γ importance", 0.0, 1.0, 0.01),
     ("delta", "δ frequency", 0.0, 1.0, 0.01),
     ("lexical_weight", "lexical weight (share of relevance)", 0.0, 1.0, 0.01),
+    ("neighbour_weight", "neighbour weight (share of the gap to the best neighbour's relevance)", 0.0, 1.0, 0.01),
     ("half_life_days", "recency half-life (days)", 1.0, 730.0, 1.0),
     ("threshold", "threshold", 0.0, 1.0, 0.01),
     ("k", "k (top memories returned)", 1, 50, 1),
@@ -40,6 +41,7 @@ CHOICES = [
 # (name on the bar, weight field, component in Hit.components)
 PARTS = [
     ("α·relevance", "alpha", "relevance"),
+    ("α·neighbours", "alpha", "neighbours"),
     ("β·recency", "beta", "recency"),
     ("γ·importance", "gamma", "importance"),
     ("δ·frequency", "delta", "frequency"),

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from memory_core import MemoryBank, ScoringParams
+from memory_core.scoring import NEIGHBOURS
 from memory_core.storage import tables
 from memory_core.text import lexical_tokens
 
@@ -60,6 +61,19 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
             pytest.skip("bm25s cannot index an empty document")
     out = []
     t_now = now.timestamp()
+    # Each memory's own relevance, then the best of its neighbours' (the NEIGHBOURS memories of the
+    # namespace created just before it and just after it, ties by id; one created after now lends 0).
+    own = []
+    for i, r in enumerate(rows):
+        sim = float(vecs[i] @ qvec)
+        dense = min(1.0, max(0.0, (sim - p.similarity_floor) / (p.similarity_ceiling - p.similarity_floor)))
+        visible = r["created_at"].replace(tzinfo=timezone.utc).timestamp() <= t_now
+        own.append((1 - p.lexical_weight) * dense + p.lexical_weight * lex[i] if visible else 0.0)
+    order = sorted(range(n), key=lambda i: (rows[i]["created_at"], rows[i]["id"]))
+    near_best = {}
+    for pos, i in enumerate(order):
+        near = order[max(0, pos - NEIGHBOURS):pos] + order[pos + 1:pos + 1 + NEIGHBOURS]
+        near_best[i] = max((own[j] for j in near), default=0.0)
     for i, r in enumerate(rows):
         created = r["created_at"].replace(tzinfo=timezone.utc).timestamp()
         if created > t_now:
@@ -68,9 +82,7 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
         last = last.replace(tzinfo=timezone.utc).timestamp() if last is not None else None
         if last is not None and last > t_now:
             last = None
-        sim = float(vecs[i] @ qvec)
-        dense = min(1.0, max(0.0, (sim - p.similarity_floor) / (p.similarity_ceiling - p.similarity_floor)))
-        rel = (1 - p.lexical_weight) * dense + p.lexical_weight * lex[i]
+        rel = own[i] + p.neighbour_weight * max(0.0, near_best[i] - own[i])
         ref = (last or created) if p.recency_from == "last_access" else created
         age = max(t_now - ref, 0.0) / 86400
         if p.decay == "exponential":
@@ -106,7 +118,7 @@ def assert_exact(bank: MemoryBank, query: str, namespace: str, p: ScoringParams,
 params_strategy = st.builds(
     ScoringParams,
     alpha=st.floats(0, 1), beta=st.floats(0, 1), gamma=st.floats(0, 1), delta=st.floats(0.01, 1),
-    lexical_weight=st.floats(0, 1), lexical_min_terms=st.floats(0, 4), similarity_floor=st.floats(0, 0.4), similarity_ceiling=st.floats(0.5, 1),
+    lexical_weight=st.floats(0, 1), neighbour_weight=st.floats(0, 1), lexical_min_terms=st.floats(0, 4), similarity_floor=st.floats(0, 0.4), similarity_ceiling=st.floats(0.5, 1),
     half_life_days=st.floats(0.5, 400), decay=st.sampled_from(["exponential", "linear"]),
     linear_horizon_days=st.floats(1, 400), recency_floor=st.floats(0, 0.5),
     recency_from=st.sampled_from(["created", "last_access"]),

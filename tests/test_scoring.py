@@ -15,11 +15,13 @@ from memory_core.scoring import COLD_DAYS, DAY, HOT_DAYS, TIERS, blend, tier_bou
 NOW = 1_800_000_000.0
 
 
-def score_one(p: ScoringParams, sim=0.5, lex=0.0, age_days=0.0, last_days=None, importance=0.5, uses=0):
+def score_one(p: ScoringParams, sim=0.5, lex=0.0, age_days=0.0, last_days=None, importance=0.5, uses=0,
+              neighbour=None):
     score, comps = blend(
         p, similarity=np.array([sim]), lexical=np.array([lex]), created=np.array([NOW - age_days * DAY]),
         last_access=np.array([math.nan if last_days is None else NOW - last_days * DAY]),
-        importance=np.array([importance]), access_count=np.array([uses]), now=NOW)
+        importance=np.array([importance]), access_count=np.array([uses]), now=NOW,
+        neighbour_relevance=None if neighbour is None else np.array([neighbour]))
     return float(score[0]), {k: float(v[0]) for k, v in comps.items()}
 
 
@@ -133,11 +135,27 @@ def test_params_round_trip_and_copy():
 
 def test_parts_add_up_to_the_score():
     p = ScoringParams(alpha=0.5, beta=0.3, gamma=0.15, delta=0.05, tier_warm=0.8)
-    s, c = score_one(p, sim=0.6, lex=0.4, age_days=30, importance=0.7, uses=2)
+    s, c = score_one(p, sim=0.6, lex=0.4, age_days=30, importance=0.7, uses=2, neighbour=0.9)
     from memory_core.scoring import parts
     shares = parts(p, {k: float(v) for k, v in c.items()})
-    assert set(shares) == {"relevance", "recency", "importance", "frequency"}
+    assert set(shares) == {"relevance", "neighbours", "recency", "importance", "frequency"}
+    assert shares["neighbours"] > 0
     assert sum(shares.values()) == pytest.approx(s)
+
+
+def test_a_neighbour_lifts_relevance_part_of_the_way_and_never_lowers_it():
+    """A memory borrows neighbour_weight of the gap up to its best neighbour's relevance; a less
+    relevant neighbour takes nothing away, and without neighbour_weight nothing changes."""
+    p = ScoringParams(neighbour_weight=0.5)
+    _, alone = score_one(p, sim=0.45, lex=0.2)
+    _, lifted = score_one(p, sim=0.45, lex=0.2, neighbour=0.9)
+    _, lower = score_one(p, sim=0.45, lex=0.2, neighbour=0.1)
+    own = alone["relevance"]
+    assert lifted["neighbours"] == pytest.approx(0.5 * (0.9 - own))
+    assert lifted["relevance"] == pytest.approx(own + 0.5 * (0.9 - own))
+    assert lower["relevance"] == pytest.approx(own) and lower["neighbours"] == 0
+    _, off = score_one(p.replace(neighbour_weight=0.0), sim=0.45, lex=0.2, neighbour=0.9)
+    assert off["relevance"] == pytest.approx(own)
 
 
 # -- lexical relevance: how a query's BM25 becomes a [0, 1] component --------------------------------
