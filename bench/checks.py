@@ -74,9 +74,9 @@ def store_invariants(path: Path | str) -> list[str]:
 
 
 def _bm25(docs: list[list[str]], query: str, p: ScoringParams) -> np.ndarray:
-    """Lucene BM25 (k1 1.5, b 0.75) of each document, computed here from the tokens, then
+    """Lucene BM25 (k1 1.5, b 0.4) of each document, computed here from the tokens, then
     normalized by scoring.lexical_relevance as recall does."""
-    k1, b = 1.5, 0.75
+    k1, b = 1.5, 0.4
     n = len(docs)
     terms = list(dict.fromkeys(lexical_tokens(query)))
     out = np.zeros(n)

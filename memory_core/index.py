@@ -54,7 +54,11 @@ def memory_tokens(text: str | None, context: str | None = None) -> list[str]:
 
 
 class LexicalIndex:
-    """Exact BM25 (Lucene's variant, k1 = 1.5, b = 0.75: the scores bm25s computes) over rows 0..n-1.
+    """Exact BM25 (Lucene's variant, k1 = 1.5, b = 0.4: the scores bm25s computes) over rows 0..n-1.
+
+    b = 0.4 (Lucene's default is 0.75) normalizes a memory's length less: a long turn that holds
+    the answer with its context is not pushed under short ones sharing one word (LoCoMo 0-4, with
+    neighbours: R@5 0.646 -> 0.650, R@10 0.759 -> 0.756; without context R@10 0.739 -> 0.744).
 
     Incremental: adding or removing a document costs its own terms only, and statistics (document
     frequencies, average length) are always current, so scores equal a fresh rebuild's.
@@ -68,7 +72,7 @@ class LexicalIndex:
     """
 
     k1 = 1.5
-    b = 0.75
+    b = 0.4
     COMPACT_MIN = 4096  # changed rows kept in dicts before a compaction is considered
 
     def __init__(self) -> None:

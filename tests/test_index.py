@@ -45,7 +45,7 @@ def test_bm25_matches_bm25s(seed):
     lex = LexicalIndex()
     for d in docs:
         lex.append(d)
-    ref = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
+    ref = bm25s.BM25(method="lucene", k1=1.5, b=0.4)
     ref.index(docs, show_progress=False)
     query = ["coffee", "marathon", "berlin"]
     known = [t for t in query if any(t in d for d in docs)]

@@ -50,7 +50,7 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
     lex = np.zeros(n)
     known = [t for t in qtok if df[t] > 0]
     if known:
-        retriever = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
+        retriever = bm25s.BM25(method="lucene", k1=1.5, b=0.4)
         retriever.index([d if d else [""] for d in docs], show_progress=False)
         # bm25s counts an empty document as one empty token; our index counts it as length 0.
         if all(docs):
