@@ -48,7 +48,7 @@ def test_a_reply_without_context_is_found_through_the_turn_it_answers(bank):
     by_id = {h.memory.id: h for h in hits}
     assert answer in by_id
     hit = by_id[answer]
-    assert hit.components["neighbours"] > 0.1
+    assert hit.components["neighbours"] > 0.05
     shares = parts(ScoringParams(), hit.components)
     assert shares["neighbours"] > 0 and sum(shares.values()) == pytest.approx(hit.score)
     alone = bank.recall(QUESTION, namespace="chat", params=ScoringParams(neighbour_weight=0.0), now=NOW,
