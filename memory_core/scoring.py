@@ -333,7 +333,11 @@ def neighbour_best(relevance: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
         return np.zeros_like(relevance)
     pad = np.zeros(relevance.shape[:-1] + (1,))
     padded = np.concatenate([relevance, pad], axis=-1)  # row -1 reads the 0 at the end
-    return np.take(padded, neighbours, axis=-1).max(axis=-1)
+    # One gather per column: a max over a small last axis is several times slower at 1M rows.
+    best = np.take(padded, neighbours[:, 0], axis=-1)
+    for j in range(1, neighbours.shape[1]):
+        np.maximum(best, np.take(padded, neighbours[:, j], axis=-1), out=best)
+    return best
 
 
 def lexical_relevance(params: ScoringParams, raw: np.ndarray, idf_sum: float, max_idf: float,

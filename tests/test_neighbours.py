@@ -92,3 +92,54 @@ def test_the_tuner_ranks_with_neighbours_as_recall_does(bank):
                 for q in queries]
         assert cand.select(p) == want
     assert np.all(cand.neighbours >= -1)
+
+
+def test_the_neighbour_table_kept_up_to_date_equals_a_fresh_sort():
+    """Memories appended after the newest extend the table in place; older ones, removals and
+    re-dated memories make it sort again. After any sequence of these it equals a fresh sort."""
+    from memory_core.index import NamespaceIndex
+    from memory_core.scoring import NEIGHBOURS
+
+    rng = np.random.default_rng(5)
+    idx = NamespaceIndex("ns", 4)
+    next_id, clock = 1, 1000.0
+
+    def add(k: int, when: np.ndarray) -> None:
+        nonlocal next_id
+        ids = np.arange(next_id, next_id + k, dtype=np.int64)
+        next_id += k
+        idx.add_many(ids, rng.normal(size=(k, 4)).astype(np.float32), [["w"]] * k, [""] * k, when,
+                     np.full(k, np.nan), np.full(k, 0.5), np.zeros(k))
+
+    def fresh() -> np.ndarray:
+        n = idx.n
+        order = np.lexsort((idx.ids[:n], idx.created[:n]))
+        want = np.full((n, 2 * NEIGHBOURS), -1)
+        for p, r in enumerate(order):
+            for d in range(1, NEIGHBOURS + 1):
+                want[r, 2 * d - 2] = order[p - d] if p - d >= 0 else -1
+                want[r, 2 * d - 1] = order[p + d] if p + d < n else -1
+        return want
+
+    for step in range(60):
+        kind = rng.choice(["later", "later", "same moment", "older", "remove", "redate", "upsert"])
+        if kind == "later" or idx.n < 3:
+            k = int(rng.integers(1, 4))
+            add(k, clock + 1.0 + np.sort(rng.integers(0, 3, size=k)).astype(float))  # ties among them too
+            clock += 4.0
+        elif kind == "same moment":  # ties with the newest: ids decide
+            add(2, np.full(2, clock))
+        elif kind == "older":
+            add(1, np.array([clock - float(rng.integers(1, 50))]))
+        elif kind == "remove":
+            idx.remove(int(idx.ids[int(rng.integers(0, idx.n))]))
+        elif kind == "redate":
+            mid = int(idx.ids[int(rng.integers(0, idx.n))])
+            idx.set_fields(mid, clock - float(rng.integers(0, 30)), np.nan, 0.5, 0.0)
+        else:
+            mid = int(idx.ids[int(rng.integers(0, idx.n))])
+            clock += 1.0
+            idx.upsert(mid, np.ones(4, dtype=np.float32), ["w"], "", clock, np.nan, 0.5, 0.0)
+        if rng.random() < 0.7:  # sometimes several changes gather before the table is read
+            assert np.array_equal(idx.neighbour_rows(), fresh()), (step, kind)
+    assert np.array_equal(idx.neighbour_rows(), fresh())
