@@ -23,7 +23,7 @@ import numpy as np
 from memory_core import MemoryBank, ScoringParams
 from memory_core.storage.duckdb import release_file
 from memory_core.text import lexical_tokens
-from memory_core.scoring import NEIGHBOURS, blend, lexical_relevance
+from memory_core.scoring import NEIGHBOUR_SECONDS, NEIGHBOURS, blend, lexical_relevance
 
 
 def store_invariants(path: Path | str) -> list[str]:
@@ -129,7 +129,8 @@ def brute_force(path: Path | str, namespace: str, query: str, qvec: np.ndarray, 
 def _neighbour_relevance(p: ScoringParams, sim: np.ndarray, lexical: np.ndarray, created: np.ndarray, ids: np.ndarray,
                          now: float) -> list[float]:
     """Per memory, the best own relevance among the NEIGHBOURS memories created just before and just
-    after it (ties by id), counting those created after ``now`` as 0: one memory at a time."""
+    after it (ties by id) and within NEIGHBOUR_SECONDS of it, counting those created after ``now``
+    as 0: one memory at a time."""
     own = [0.0 if c > now else (1 - p.lexical_weight) * min(1.0, max(0.0, (float(s) - p.similarity_floor) / (
         p.similarity_ceiling - p.similarity_floor))) + p.lexical_weight * float(x)
         for s, x, c in zip(sim, lexical, created)]
@@ -137,7 +138,7 @@ def _neighbour_relevance(p: ScoringParams, sim: np.ndarray, lexical: np.ndarray,
     best = [0.0] * len(own)
     for pos, i in enumerate(order):
         near = order[max(0, pos - NEIGHBOURS):pos] + order[pos + 1:pos + 1 + NEIGHBOURS]
-        best[i] = max((own[j] for j in near), default=0.0)
+        best[i] = max((own[j] for j in near if abs(created[j] - created[i]) <= NEIGHBOUR_SECONDS), default=0.0)
     return best
 
 

@@ -34,7 +34,7 @@ from typing import Any, Iterable, Iterator
 import faiss
 import numpy as np
 
-from .scoring import (NEIGHBOURS, ScoringParams, blend, lexical_relevance, neighbour_best, neighbour_lift,
+from .scoring import (NEIGHBOUR_SECONDS, NEIGHBOURS, ScoringParams, blend, lexical_relevance, neighbour_best, neighbour_lift,
                       prior_bounds, relevance_of, top_k, upper_bound)
 from .text import lexical_tokens
 
@@ -786,7 +786,7 @@ class NamespaceIndex:
     def neighbour_rows(self) -> np.ndarray:
         """Each row's neighbours, (n, 2 × NEIGHBOURS): the rows created just before it (nearest
         first, in even columns) and just after it (odd columns), ties broken by id; -1 where there
-        are fewer.
+        are fewer, or where one was created more than NEIGHBOUR_SECONDS away.
 
         Memories added after the newest one (an agent storing what it is told) extend the table
         where it ends; a memory removed, re-dated or added among older ones makes it sort the
@@ -810,10 +810,13 @@ class NamespaceIndex:
             grown[:old] = self._nb_table[:old]
             self._nb_table = grown  # columns contiguous: neighbour_best gathers by column
         pos = np.arange(start, n)
+        rows, when = order[pos], self.created[order[pos]]
         for d in range(1, NEIGHBOURS + 1):
-            before, after = pos - d, pos + d
-            self._nb_table[order[pos], 2 * d - 2] = np.where(before >= 0, order[np.maximum(before, 0)], -1)
-            self._nb_table[order[pos], 2 * d - 1] = np.where(after < n, order[np.minimum(after, n - 1)], -1)
+            for col, near in ((2 * d - 2, pos - d), (2 * d - 1, pos + d)):
+                inside = (near >= 0) & (near < n)
+                other = order[np.clip(near, 0, max(n - 1, 0))]
+                close = inside & (np.abs(self.created[other] - when) <= NEIGHBOUR_SECONDS)
+                self._nb_table[rows, col] = np.where(close, other, -1)
         self._nb_order, self._nb_n, self._nb_stale = order, n, False
         return self._nb_table[:n]
 

@@ -21,8 +21,10 @@ DAY = 86400.0
 HOT_DAYS = 7.0
 COLD_DAYS = 90.0
 COMPONENTS = ("similarity", "lexical", "neighbours", "recency", "importance", "frequency")
-# A memory's neighbours: this many memories on each side of it, in creation order, in its namespace.
+# A memory's neighbours: this many memories on each side of it, in creation order, in its namespace,
+# created within NEIGHBOUR_SECONDS of it (the same conversation: facts stored days apart lend nothing).
 NEIGHBOURS = 2
+NEIGHBOUR_SECONDS = 3600.0
 FREQUENCY_FROM = ("retrievals", "uses")  # what ScoringParams.frequency_from may name
 
 

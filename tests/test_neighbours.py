@@ -98,7 +98,7 @@ def test_the_neighbour_table_kept_up_to_date_equals_a_fresh_sort():
     """Memories appended after the newest extend the table in place; older ones, removals and
     re-dated memories make it sort again. After any sequence of these it equals a fresh sort."""
     from memory_core.index import NamespaceIndex
-    from memory_core.scoring import NEIGHBOURS
+    from memory_core.scoring import NEIGHBOUR_SECONDS, NEIGHBOURS
 
     rng = np.random.default_rng(5)
     idx = NamespaceIndex("ns", 4)
@@ -115,27 +115,28 @@ def test_the_neighbour_table_kept_up_to_date_equals_a_fresh_sort():
         n = idx.n
         order = np.lexsort((idx.ids[:n], idx.created[:n]))
         want = np.full((n, 2 * NEIGHBOURS), -1)
+        close = lambda a, b: abs(idx.created[a] - idx.created[b]) <= NEIGHBOUR_SECONDS  # noqa: E731
         for p, r in enumerate(order):
             for d in range(1, NEIGHBOURS + 1):
-                want[r, 2 * d - 2] = order[p - d] if p - d >= 0 else -1
-                want[r, 2 * d - 1] = order[p + d] if p + d < n else -1
+                want[r, 2 * d - 2] = order[p - d] if p - d >= 0 and close(r, order[p - d]) else -1
+                want[r, 2 * d - 1] = order[p + d] if p + d < n and close(r, order[p + d]) else -1
         return want
 
     for step in range(60):
         kind = rng.choice(["later", "later", "same moment", "older", "remove", "redate", "upsert"])
         if kind == "later" or idx.n < 3:
             k = int(rng.integers(1, 4))
-            add(k, clock + 1.0 + np.sort(rng.integers(0, 3, size=k)).astype(float))  # ties among them too
-            clock += 4.0
+            add(k, clock + 1.0 + np.sort(rng.integers(0, 3, size=k)).astype(float) * 1800.0)  # ties, and gaps over an hour
+            clock += 6000.0
         elif kind == "same moment":  # ties with the newest: ids decide
             add(2, np.full(2, clock))
         elif kind == "older":
-            add(1, np.array([clock - float(rng.integers(1, 50))]))
+            add(1, np.array([clock - float(rng.integers(1, 50)) * 900.0]))
         elif kind == "remove":
             idx.remove(int(idx.ids[int(rng.integers(0, idx.n))]))
         elif kind == "redate":
             mid = int(idx.ids[int(rng.integers(0, idx.n))])
-            idx.set_fields(mid, clock - float(rng.integers(0, 30)), np.nan, 0.5, 0.0)
+            idx.set_fields(mid, clock - float(rng.integers(0, 30)) * 900.0, np.nan, 0.5, 0.0)
         else:
             mid = int(idx.ids[int(rng.integers(0, idx.n))])
             clock += 1.0

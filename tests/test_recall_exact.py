@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from memory_core import MemoryBank, ScoringParams
-from memory_core.scoring import NEIGHBOURS
+from memory_core.scoring import NEIGHBOUR_SECONDS, NEIGHBOURS
 from memory_core.storage import tables
 from memory_core.text import lexical_tokens
 
@@ -62,7 +62,8 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
     out = []
     t_now = now.timestamp()
     # Each memory's own relevance, then the best of its neighbours' (the NEIGHBOURS memories of the
-    # namespace created just before it and just after it, ties by id; one created after now lends 0).
+    # namespace created just before it and just after it, ties by id, within NEIGHBOUR_SECONDS of
+    # it; one created after now lends 0).
     own = []
     for i, r in enumerate(rows):
         sim = float(vecs[i] @ qvec)
@@ -73,6 +74,8 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
     near_best = {}
     for pos, i in enumerate(order):
         near = order[max(0, pos - NEIGHBOURS):pos] + order[pos + 1:pos + 1 + NEIGHBOURS]
+        near = [j for j in near if abs((rows[j]["created_at"] - rows[i]["created_at"]).total_seconds())
+                <= NEIGHBOUR_SECONDS]
         near_best[i] = max((own[j] for j in near), default=0.0)
     for i, r in enumerate(rows):
         created = r["created_at"].replace(tzinfo=timezone.utc).timestamp()
