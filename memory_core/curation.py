@@ -11,8 +11,6 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-import numpy as np
-
 from . import conflicts, extract
 from . import merge as merge_mod
 from . import rows as rowmod
@@ -312,8 +310,9 @@ class Curation:
         """Find and record contradictions in ``namespace`` (only involving ``memory_ids`` when given);
         returns the newly recorded ones. See :func:`memory_core.conflicts.find`."""
         wanted = None if memory_ids is None else {int(i) for i in memory_ids}
-        if wanted is not None and client is None:  # the rules alone, on the index, as an add checks
-            return self._check_apart(namespace, sorted(wanted))
+        if wanted is not None and client is None:  # the rules alone: as an add checks what it wrote
+            with self.core.held() as con:
+                return [self.conflict_in(con, cid) for cid in self._check_in(con, {namespace: sorted(wanted)})]
         ids, vectors = self.queries.live_vectors(namespace)
         pairs = conflicts.pairs_to_judge(ids, vectors, wanted)
         if not pairs:
@@ -323,26 +322,6 @@ class Curation:
         memories = self.queries.get_many(sorted({i for p in pairs for i in p}))
         found = conflicts.find(pairs, ids, vectors, memories, known, memory_ids=wanted, client=client)
         return [c for c in self.record_conflicts(found) if c is not None] if found else []
-
-    def _check_apart(self, namespace: str, new: list[int]) -> list[Conflict]:
-        """Check stored memories with the rules as :meth:`_check_in` does, but judge between two
-        short holds instead of in one: a server's writer stores the next adds meanwhile. A pair
-        that a write in between took out of play (forgotten, archived) is not recorded."""
-        with self.core.held() as con:
-            gathered = self._gather_in(con, namespace, new)
-        if gathered is None:
-            return []
-        found = conflicts.find(*gathered, set(), memory_ids=new)
-        if not found:
-            return []
-        with self.core.held() as con:
-            ids = sorted({i for f in found for i in (f["a_id"], f["b_id"])})
-            live = {int(r["id"]) for r in tables.fetch_rows(con, "id IN (SELECT unnest(?)) AND status = 'active'",
-                                                              [ids]).to_pylist()}
-            found = [f for f in found if f["a_id"] in live and f["b_id"] in live]
-            with con.transaction():
-                recorded = [cid for cid in self._record_in(con, self._check_found(found)) if cid is not None]
-            return [self.conflict_in(con, cid) for cid in recorded]
 
     def add(self, row: dict[str, Any], *, detect: bool = True, client: Any = None) -> int:
         """Store one memory and flag what it contradicts in its namespace; returns its id (see
@@ -425,30 +404,21 @@ class Curation:
     def _find_in(self, con: Any, namespace: str, new: list[int]) -> list[dict[str, Any]]:
         """What the rules find the new memories contradict (what :meth:`detect_conflicts` finds for
         them without an LLM), read through ``con``."""
-        gathered = self._gather_in(con, namespace, new)
-        # Memories written in this very hold are in no recorded conflict yet: nothing is known.
-        return conflicts.find(*gathered, set(), memory_ids=new) if gathered else []
-
-    def _gather_in(self, con: Any, namespace: str, new: list[int]) -> tuple | None:
-        """What judging the new memories needs, read through ``con`` and owned by the caller (the
-        index may change once the hold ends): their candidate pairs, and the ids, vectors and
-        memories of those pairs, as :func:`conflicts.find` takes them. None: nothing to judge."""
         idx = self.core.ns_index(con, namespace)
-        if idx is None or idx.n < 2:
-            return None
-        rows = [idx.row_of[m] for m in new if m in idx.row_of]
-        pairs = conflicts.candidate_pairs(idx.ids[: idx.n], idx.emb[: idx.n], rows) if rows else []
+        if idx is None:
+            return []
+        ids, vectors = idx.ids[: idx.n], idx.emb[: idx.n]
+        pairs = conflicts.pairs_to_judge(ids, vectors, new)
         if not pairs:
-            return None
-        members = sorted({i for p in pairs for i in p})
-        ids = np.asarray(members, dtype=np.int64)
-        vectors = idx.emb[[idx.row_of[m] for m in members]]  # fancy indexing copies
+            return []
         # The index holds what the judge reads of each memory (as recall's hits are built); only
         # rows it keeps no info for are read from the store.
-        memories = {i: m for i in members if (m := rowmod.memory_from_index(idx, idx.row_of[i])) is not None}
-        missing = [i for i in members if i not in memories]
+        memories = {i: m for i in {i for p in pairs for i in p}
+                    if (m := rowmod.memory_from_index(idx, idx.row_of[i])) is not None}
+        missing = sorted({i for p in pairs for i in p} - set(memories))
         memories.update(self.core.get_rows(con, missing) if missing else {})
-        return pairs, ids, vectors, memories
+        # Memories written in this very hold are in no recorded conflict yet: nothing is known.
+        return conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=new)
 
     def apply_maintenance(self, work: Any, *, dry_run: bool = False) -> Any:
         """Make the changes a planned maintenance run lists (a :class:`memory_core.maintenance.MaintenanceWork`),
