@@ -11,6 +11,8 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+import numpy as np
+
 from . import conflicts, extract
 from . import merge as merge_mod
 from . import rows as rowmod
@@ -405,18 +407,23 @@ class Curation:
         """What the rules find the new memories contradict (what :meth:`detect_conflicts` finds for
         them without an LLM), read through ``con``."""
         idx = self.core.ns_index(con, namespace)
-        if idx is None:
+        if idx is None or idx.n < 2:
             return []
-        ids, vectors = idx.ids[: idx.n], idx.emb[: idx.n]
-        pairs = conflicts.pairs_to_judge(ids, vectors, new)
+        # Rows by the index's own map: a scan of the namespace's ids per add costs milliseconds
+        # at a million memories.
+        rows = [idx.row_of[m] for m in new if m in idx.row_of]
+        pairs = conflicts.candidate_pairs(idx.ids[: idx.n], idx.emb[: idx.n], rows) if rows else []
         if not pairs:
             return []
+        members = sorted({i for p in pairs for i in p})
         # The index holds what the judge reads of each memory (as recall's hits are built); only
         # rows it keeps no info for are read from the store.
-        memories = {i: m for i in {i for p in pairs for i in p}
-                    if (m := rowmod.memory_from_index(idx, idx.row_of[i])) is not None}
-        missing = sorted({i for p in pairs for i in p} - set(memories))
+        memories = {i: m for i in members if (m := rowmod.memory_from_index(idx, idx.row_of[i])) is not None}
+        missing = [i for i in members if i not in memories]
         memories.update(self.core.get_rows(con, missing) if missing else {})
+        # find() is given the pairs' own ids and vectors only (it maps ids to rows).
+        ids = np.asarray(members, dtype=np.int64)
+        vectors = idx.emb[[idx.row_of[m] for m in members]]
         # Memories written in this very hold are in no recorded conflict yet: nothing is known.
         return conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=new)
 
