@@ -247,6 +247,37 @@ def run(quick: bool, smallest: bool = False) -> dict:
     return result
 
 
+# What the profiles said and what changed, kept here so that a re-render keeps it (figures from
+# the runs named; the table above is the latest run's).
+NOTES = """
+**Where an add's time goes** (2026-12-02; py-spy on the server and cProfile on `bank.add`, a bank of
+1,000 statements, machine shared with other work, so read shares, not milliseconds): the
+contradiction check was a quarter of an add and DuckDB's statements a third (about 1-3 ms each:
+the counters' update, the memory's insert, its event, the commit), the model 12-15%, HTTP and the
+request threads the rest. A server used 44 ms of CPU per add with 8 clients at session start and
+37 ms after the changes below (a scratch script serving both versions in turns, load 1.4-1.8:
+37 -> 43 adds/s): on 2 cores that CPU alone caps the 8 clients near 50 adds/s, and the model's
+batch of 8 alone costs about 5 ms of CPU per memory, so 300/s needs a cheaper model or more cores.
+
+- *Contradiction rules*: a word's tokens and the antonym matches are computed once per text (the
+  rules re-tokenized every word of both memories for each of the 25 pairs an add is judged in);
+  memories about different named people ("Anders moved to Vienna" / "Oskar moved to Nairobi") no
+  longer contradict: 121 conflicts for 200 adds of these statements before, 54 after.
+- *A token check no longer waits for the bank's lock* (which the writer holds for a whole group),
+  so requests join the next group instead of queuing behind the write.
+- *The server checks a group in the same hold as its write*, after answering its callers
+  (`add_each(on_stored=...)`), instead of in a second hold that read the stored conflicts and rows
+  back. One client: 13-15 -> 27 adds/s against the commit before, in turns under load 3-4; but
+  against the session's start, after the recall changes of issue 17 and the index changes of issue
+  16 were merged, 18 -> 17 (load 1.4): those made an add 10-15% dearer (`bank.add` under cProfile,
+  in turns), which is not yet found.
+- *Tried, not kept*: a separate checker thread judging while the writer stored the next group (the
+  model runs outside Python's lock, so they could overlap): the writer then took smaller groups and
+  the server used 48 ms of CPU per add instead of 34 (8 clients 33 against 50 adds/s, A/B in
+  turns); a 0.5 ms thread switch interval: no difference outside the noise.
+"""
+
+
 def markdown(r: dict) -> str:
     c = r["concurrent"]
     mem0 = f"{r['mem0_adds_per_s']:.0f}" if r.get("mem0_adds_per_s") else "not installed"
@@ -258,6 +289,9 @@ def markdown(r: dict) -> str:
     ]
     table = "\n".join(f"| {a} | {b} | {t} |" for a, b, t in rows)
     met = "\n".join(f"- {name}: {'met' if ok else '**not met**'}" for name, ok in r["targets"].items())
+    by_page = r["dashboard_under_load"]["pages"].get("max_ms_by_page")
+    slowest = ("\nSlowest load of each page: " + ", ".join(f"{p.split('/')[-1][:-3]} {ms / 1000:.1f} s"
+                                                        for p, ms in by_page.items()) + ".") if by_page else ""
     plot = "\n![serve](bench/results/serve.png)\n" if (Path(__file__).parent / "results" / "serve.png").exists() else ""
     return f"""## The server (`memctl serve`)
 
@@ -277,11 +311,11 @@ acknowledged id read back).
 The dashboard's pages (every page, {r['sizes']['page_rounds']} rounds, opened on the bank file) while
 the {c['clients']} clients wrote: p50 {r['dashboard_under_load']['pages']['p50_ms'] / 1000:.2f} s, p95
 {r['dashboard_under_load']['pages']['p95_ms'] / 1000:.2f} s; the clients added
-{r['dashboard_under_load']['adds_per_s']:.0f}/s meanwhile, with {r['dashboard_under_load']['errors']} errors.
+{r['dashboard_under_load']['adds_per_s']:.0f}/s meanwhile, with {r['dashboard_under_load']['errors']} errors.{slowest}
 
 Recall, query embedding included, each query asked once: over HTTP p50 {r['recall_http']['p50_ms']:.1f} ms
 (p95 {r['recall_http']['p95_ms']:.1f}), in process p50 {r['recall_in_process']['p50_ms']:.1f} ms
 (p95 {r['recall_in_process']['p95_ms']:.1f}): HTTP adds {r['recall_http_overhead_ms']:.1f} ms at p50.
 
 {met}
-{plot}"""
+{plot}{NOTES}"""
