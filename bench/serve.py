@@ -268,9 +268,9 @@ batch of 8 alone costs about 5 ms of CPU per memory, so 300/s needs a cheaper mo
 - *The server checks a group in the same hold as its write*, after answering its callers
   (`add_each(on_stored=...)`), instead of in a second hold that read the stored conflicts and rows
   back. One client: 13-15 -> 27 adds/s against the commit before, in turns under load 3-4; but
-  against the session's start, after the recall changes of issue 17 and the index changes of issue
-  16 were merged, 18 -> 17 (load 1.4): those made an add 10-15% dearer (`bank.add` under cProfile,
-  in turns), which is not yet found.
+  against the session's start, once the recall (issue 17) and index (issue 16) changes were merged,
+  18 -> 17 adds/s (load 1.4): no net gain for one client. `bank.add` itself, in turns under
+  cProfile: 67 ms (before those merges) against 69 ms (after), within this machine's noise.
 - *Tried, not kept*: a separate checker thread judging while the writer stored the next group (the
   model runs outside Python's lock, so they could overlap): the writer then took smaller groups and
   the server used 48 ms of CPU per add instead of 34 (8 clients 33 against 50 adds/s, A/B in
