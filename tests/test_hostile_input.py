@@ -244,7 +244,9 @@ REVIEWED_SQL_PIECES = {
     "curation.py": {"int(limit)", "where"},
     # feedback_log(): the keyword AND or WHERE
     "feedback.py": {"'AND' if where else 'WHERE'", "where"},
-    "index_cache.py": {"rowmod.INFO_SQL", "where"},
+    # the index's fixed info columns; a fixed where; store_fingerprint: sums over fixed column
+    # names and the dialect's hex-to-int of fixed slices of content_hash (_HASH_PIECES)
+    "index_cache.py": {"rowmod.INFO_SQL", "where", "', '.join((f'coalesce({s}, 0)' for s in sums))"},
     # label(): a fixed "col = ? AND ..." string
     "labels.py": {"page", "same", "where"},
     # stats(): group-by columns and extra conditions are fixed strings
@@ -263,9 +265,6 @@ REVIEWED_SQL_PIECES = {
     # storage/copy.py: the bank's table names from information_schema, their column names
     "copy.py": {"cols", "name"},
     "schema.py": {"<stmt>"},
-    # index_cache.store_fingerprint: sums over fixed column names and the dialect's hex-to-int of
-    # fixed slices of content_hash (_HASH_PIECES)
-    "index_cache.py": {"', '.join((f'coalesce({s}, 0)' for s in sums))"},
     "tables.py": {"col", "cols", "order", "page", "table", "where",
                   # insert_memories: the dialect's JSON of the fixed _ADD_EVENT_FIELDS
                   "after",
