@@ -38,4 +38,6 @@ with st.sidebar:
     with readable_errors():
         name, _ = bank.active_preset()
         st.caption(f"{model_caption(bank)} · active preset **{name}**")
-page.run()
+# A page's reads share one hand-over of the bank file from a server writing it (see keep_store).
+with bank.keep_store():
+    page.run()

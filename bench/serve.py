@@ -119,23 +119,31 @@ def _concurrent_adds(url: str, headers: dict, meanwhile, per_client: int | None)
 
 
 def _page_loads(bank_path: Path, rounds: int) -> dict:
-    """Every dashboard page, ``rounds`` times, opened on the bank file (as `make run` does)."""
+    """Every dashboard page, ``rounds`` times, opened on the bank file (as `make run` does).
+
+    AppTest's ``switch_page`` runs a page's script alone, without app.py, which in the dashboard
+    runs every page inside ``bank.keep_store()`` (one hand-over of the file per page, not one per
+    read); each page is run inside it here as well."""
     from streamlit import config
     from streamlit.testing.v1 import AppTest
+
+    from memory_core import MemoryBank
 
     config.set_option("server.address", "127.0.0.1")
     os.environ["MEMCTL_BANK"] = str(bank_path)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
     samples, problems = [], []
     by_page: dict[str, list[float]] = {page: [] for page in PAGES}
-    for _ in range(rounds):
-        for page in PAGES:
-            t = time.perf_counter()
-            at.switch_page(page).run()
-            samples.append(time.perf_counter() - t)
-            by_page[page].append(samples[-1])
-            if at.exception:
-                problems.append(f"{page}: {at.exception[0].message[:200]}")
+    with MemoryBank.open(bank_path) as dashboard:
+        for _ in range(rounds):
+            for page in PAGES:
+                t = time.perf_counter()
+                with dashboard.keep_store():
+                    at.switch_page(page).run()
+                samples.append(time.perf_counter() - t)
+                by_page[page].append(samples[-1])
+                if at.exception:
+                    problems.append(f"{page}: {at.exception[0].message[:200]}")
     slowest = {page: round(max(s) * 1000) for page, s in by_page.items()}
     return {**percentiles(samples), "problems": problems, "max_ms_by_page": slowest}
 

@@ -139,6 +139,13 @@ class MemoryBank:
         """Record what this thread changes in the ``with`` block as made by ``actor``."""
         return self._core.acting_as(actor)
 
+    def keep_store(self) -> ContextManager[None]:
+        """Keep the store between the operations of the ``with`` block (the dashboard wraps each
+        page in it): on a bank file that a server also writes, the page's reads share one
+        hand-over of the file instead of one each; the server gets the file back when the block
+        ends (at the latest after the operation running a second in). No effect on PostgreSQL."""
+        return self._core.store.keep()
+
     @property
     def closed(self) -> bool:
         return self._core.closed

@@ -346,3 +346,52 @@ def test_add_each_tells_its_caller_of_the_commit_before_the_contradiction_check(
     assert memories[new].text == "Moved to Berlin" and memories[new] == bank.get(new)
     assert conflicts_then == 0  # heard before the check ...
     assert [(c.a.id, c.b.id) for c in bank.conflicts(namespace="bob")] == [(old, new)]  # ... which still ran
+
+
+def test_a_block_that_keeps_the_file_hands_it_to_a_waiting_process_once_not_per_read(bank_path, embedder):
+    """A dashboard page reads the bank several times while a server waits to write: inside
+    ``keep_store`` the reads share one open of the file and the server gets it when the block ends;
+    outside, every read hands the file over and opens it again."""
+    bank = MemoryBank.open(bank_path, embedder=embedder, lock_timeout=30)
+    waiting = open(str(bank_path) + ".waiting", "a+b")
+    try:
+        bank.add_many([{"text": t, "namespace": "alice"} for t in texts(20)])
+        store = bank._store
+        fcntl.flock(waiting, fcntl.LOCK_SH)  # another process says it waits for the file
+        with bank.keep_store():
+            before = store.opens
+            for _ in range(4):
+                assert bank.count(namespace="alice") == 20
+                assert len(bank.memories(namespace="alice", limit=5)) == 5
+            assert store.opens - before <= 1
+            assert not _lock_free(bank_path), "the file was handed over inside the block"
+        deadline = time.monotonic() + 5
+        while not _lock_free(bank_path):  # the block is over: the waiting process gets the file
+            assert time.monotonic() < deadline, "the file was kept after the block, with a process waiting"
+            time.sleep(0.005)
+        before = store.opens
+        for _ in range(3):
+            assert bank.count(namespace="alice") == 20
+        assert store.opens - before == 3  # without the block, each read hands the file over
+    finally:
+        waiting.close()
+        bank.close()
+
+
+def test_a_block_keeps_a_waiting_process_out_for_a_bounded_time_only(bank_path, embedder, monkeypatch):
+    monkeypatch.setattr(duckdb_store, "KEEP_MAX", 0.2)
+    bank = MemoryBank.open(bank_path, embedder=embedder, lock_timeout=30)
+    waiting = open(str(bank_path) + ".waiting", "a+b")
+    try:
+        bank.add("Drinks tea every morning", namespace="alice")
+        with bank.keep_store():
+            assert bank.count(namespace="alice") == 1
+            fcntl.flock(waiting, fcntl.LOCK_SH)
+            deadline = time.monotonic() + 5
+            while not _lock_free(bank_path):  # a block that goes on past KEEP_MAX lets the waiter in
+                assert time.monotonic() < deadline, "a block kept a waiting process out past KEEP_MAX"
+                time.sleep(0.01)
+            assert bank.count(namespace="alice") == 1  # and the block's next read opens the file again
+    finally:
+        waiting.close()
+        bank.close()

@@ -256,6 +256,9 @@ LEASE_POLL = 0.005  # how often an idle lease looks for a process waiting for th
 # After a lease ended because another process waited, this process lets that process take the file
 # first (it was woken, but may not have run yet), for at most this long.
 YIELD_MAX = 0.2
+# A block of operations that keeps the file between them (:meth:`DuckDBStore.keep`: a dashboard
+# page's reads) holds a process that waits for it for at most this long.
+KEEP_MAX = 1.0
 
 
 class _Lease:
@@ -278,6 +281,10 @@ class _Lease:
       first (:data:`YIELD_MAX`);
     * the bank closes (:meth:`DuckDBStore.release`), before the process forks, at exit, and before
       a compaction or restore replaces the file.
+
+    Inside a block of :meth:`DuckDBStore.keep` (for its first :data:`KEEP_MAX` seconds) none of the
+    first two apply: the block's operations share one open of the file, and a process that waits
+    gets it when the block ends.
 
     Durability does not wait for the end of a lease: every commit is in the WAL on disk (DuckDB
     syncs it) before the operation returns, and a killed process's WAL is replayed by the next one.
@@ -312,7 +319,7 @@ class _Lease:
     def due(self, now: float, idle: bool = True) -> bool:
         """With the guard held: should this unused lease end now (counting the time it has been
         idle, unless an operation is about to use it)? Marks it ending."""
-        if self.users or self.ending:
+        if self.users or self.ending or _kept(self.key, now):
             return False
         waited = self.waiters()
         idle = idle and not _UPCOMING.get(self.key) and now - self.last >= self.idle
@@ -347,9 +354,17 @@ _LEASE_CHANGED = threading.Condition(_FILE_LOCKS_GUARD)
 _LEASE_THREAD: list[threading.Thread] = []
 _YIELD_UNTIL: dict[str, float] = {}  # lock key -> until when waiters announced may go first
 _UPCOMING: dict[str, int] = {}  # lock key -> operations of this process about to use the file
+_KEPT: dict[str, list] = {}  # lock key -> [blocks of DuckDBStore.keep under way, when the first began]
 # lock key -> (the file's signature after a lease's checkpoint, its signature before it)
 _SIGNATURE_ALIAS: dict[str, tuple["FileSignature", "FileSignature"]] = {}
 _EXITING = False
+
+
+def _kept(key: str, now: float) -> bool:
+    """With the guard held: does a block of :meth:`DuckDBStore.keep` keep the file (for under
+    :data:`KEEP_MAX` seconds so far)?"""
+    kept = _KEPT.get(key)
+    return kept is not None and now - kept[1] < KEEP_MAX
 
 
 def _signature(path: Path, wait: bool = True) -> FileSignature:
@@ -658,7 +673,8 @@ class DuckDBStore:
                     lease.users -= 1
                     lease.last = time.monotonic()
                     end = (not lease.users and not lease.ending
-                           and (not keep or _EXITING or lease.last - lease.started >= LEASE_MAX))
+                           and (not keep or _EXITING or (lease.last - lease.started >= LEASE_MAX
+                                                         and not _kept(lease.key, lease.last))))
                     if end:
                         lease.ending = True
                     _LEASE_CHANGED.notify_all()
@@ -695,6 +711,24 @@ class DuckDBStore:
                 _UPCOMING[key] -= 1
                 if not _UPCOMING[key]:
                     del _UPCOMING[key]
+
+    @contextlib.contextmanager
+    def keep(self) -> Iterator[None]:
+        """Keep the file between the operations of the block (a dashboard page's reads): they share
+        one open of it, where each would otherwise hand the file to a process that waits for it
+        (a server writing) and open it again. A process that waits gets the file when the block
+        ends, or after the operation running once the block has kept it :data:`KEEP_MAX` seconds."""
+        key = str(self.path) + ".lock"
+        with _FILE_LOCKS_GUARD:
+            kept = _KEPT.setdefault(key, [0, time.monotonic()])
+            kept[0] += 1
+        try:
+            yield
+        finally:
+            with _FILE_LOCKS_GUARD:
+                kept[0] -= 1
+                if not kept[0]:
+                    del _KEPT[key]
 
     def release(self) -> None:
         """Let go of the file now if this process keeps it between operations (closing a bank)."""

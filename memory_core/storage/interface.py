@@ -140,6 +140,12 @@ class Store(Protocol):
         a store that keeps its connection between operations keeps it meanwhile."""
         ...
 
+    def keep(self) -> AbstractContextManager[None]:
+        """Keep the store between the operations of the block (a dashboard page): a store that
+        hands itself to other processes between operations (a DuckDB file) does so once, when
+        the block ends (or after a bounded time), instead of between every two."""
+        ...
+
     def release(self) -> None:
         """Let go of whatever the store keeps between operations (the bank is closing)."""
         ...

@@ -539,6 +539,11 @@ class PostgresStore:
         """Nothing to keep: the pool keeps its connections anyway."""
         yield
 
+    @contextlib.contextmanager
+    def keep(self) -> Iterator[None]:
+        """Nothing to hand over: other processes use the database at the same time."""
+        yield
+
     def release(self) -> None:
         """Close the pool's connections (the bank is closing; the store reopens it if used again)."""
         with self._pool_guard:
