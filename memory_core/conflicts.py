@@ -1618,16 +1618,22 @@ def topic_confidence(kind: str, cosine: float) -> float:
 
 
 def pairs_to_judge(ids: np.ndarray, vectors: np.ndarray, memory_ids: Collection[int] | None = None,
-                   band: tuple[float, float] = CANDIDATE_BAND) -> list[tuple[int, int]]:
+                   band: tuple[float, float] = CANDIDATE_BAND,
+                   row_of: Mapping[int, int] | None = None) -> list[tuple[int, int]]:
     """The candidate pairs detection judges among a namespace's live memories (``ids`` and their unit
     ``vectors``, as ``MemoryBank.live_vectors`` gives them): every pair on one topic, or with
-    ``memory_ids`` only pairs involving those memories (what runs when memories are added)."""
+    ``memory_ids`` only pairs involving those memories (what runs when memories are added).
+    ``row_of`` (id -> row of ``ids``, a loaded index's own map) spares a scan of ``ids`` to find
+    those memories: milliseconds per add at a million memories."""
     if len(ids) < 2:
         return []
     rows = None
     if memory_ids is not None:
         wanted = {int(i) for i in memory_ids}
-        rows = [r for r, mid in enumerate(ids.tolist()) if mid in wanted]
+        if row_of is None:
+            rows = [r for r, mid in enumerate(ids.tolist()) if mid in wanted]
+        else:
+            rows = sorted(r for m in wanted if (r := row_of.get(m)) is not None and r < len(ids))
         if not rows:
             return []
     return candidate_pairs(ids, vectors, rows, band)

@@ -407,12 +407,9 @@ class Curation:
         """What the rules find the new memories contradict (what :meth:`detect_conflicts` finds for
         them without an LLM), read through ``con``."""
         idx = self.core.ns_index(con, namespace)
-        if idx is None or idx.n < 2:
+        if idx is None:
             return []
-        # Rows by the index's own map: a scan of the namespace's ids per add costs milliseconds
-        # at a million memories.
-        rows = [idx.row_of[m] for m in new if m in idx.row_of]
-        pairs = conflicts.candidate_pairs(idx.ids[: idx.n], idx.emb[: idx.n], rows) if rows else []
+        pairs = conflicts.pairs_to_judge(idx.ids[: idx.n], idx.emb[: idx.n], new, row_of=idx.row_of)
         if not pairs:
             return []
         members = sorted({i for p in pairs for i in p})
