@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import itertools
 import os
 import random
 import shutil
@@ -301,7 +302,7 @@ class _Lease:
         except OSError:  # a read-only folder: nobody can announce, the lease ends when idle
             self.wait_fh = None
         self.users = 0  # operations using it now
-        self.stores: set[int] = set()  # ids of the DuckDBStore objects that used it (see DuckDBStore.holder)
+        self.stores: set[int] = set()  # numbers of the DuckDBStore objects that used it (see DuckDBStore.holder)
         self.started = self.last = time.monotonic()
         self.ending = False
 
@@ -358,6 +359,7 @@ _KEPT: dict[str, list] = {}  # lock key -> [blocks of DuckDBStore.keep under way
 # lock key -> (the file's signature after a lease's checkpoint, its signature before it)
 _SIGNATURE_ALIAS: dict[str, tuple["FileSignature", "FileSignature"]] = {}
 _EXITING = False
+_STORE_NUMBERS = itertools.count(1)
 
 
 def _kept(key: str, now: float) -> bool:
@@ -493,6 +495,9 @@ class DuckDBStore:
         # Seconds this store keeps the file after an operation (see _Lease; 0: let go at once).
         self.lease_idle = LEASE_IDLE
         self.opens = 0  # DuckDB connections this store opened on the file (not through a lease)
+        # Tells this store object from every other of the process for good (an id() is reused
+        # once an object is gone): a lease counts which stores used it (see holder()).
+        self.number = next(_STORE_NUMBERS)
 
     @classmethod
     def at(cls, path: str | os.PathLike, *, lock_timeout: float = 10.0, read_only: bool = False) -> "DuckDBStore":
@@ -652,7 +657,7 @@ class DuckDBStore:
                     # In use by another thread of ours: the file is this process's anyway.
                     if lease.read_only == self.read_only:
                         lease.users += 1
-                        lease.stores.add(id(self))
+                        lease.stores.add(self.number)
                         return lease.keeper.cursor(), lease
                     _LEASE_CHANGED.wait()  # DuckDB opens a file one way at a time per process
                     continue
@@ -685,7 +690,7 @@ class DuckDBStore:
             with _LEASE_CHANGED:
                 if key not in _LEASES:
                     _LEASES[key] = _Lease(self.path, key, raw, self.read_only, self.lease_idle)
-                    _LEASES[key].stores.add(id(self))
+                    _LEASES[key].stores.add(self.number)
                     if not _LEASE_THREAD:
                         thread = threading.Thread(target=_lease_loop, name="memory-bank-lease", daemon=True)
                         _LEASE_THREAD.append(thread)
@@ -890,7 +895,7 @@ class DuckDBStore:
         changed the file, so what this store read under it is still true."""
         with _LEASE_CHANGED:
             lease = _LEASES.get(str(self.path) + ".lock")
-            if lease is None or lease.ending or lease.stores != {id(self)}:
+            if lease is None or lease.ending or lease.stores != {self.number}:
                 return None
             return lease
 
