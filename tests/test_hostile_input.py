@@ -271,7 +271,9 @@ REVIEWED_SQL_PIECES = {
                   # access_rows: ids joined after int() each
                   "listed",
                   # take_counters: "WHEN ? THEN ?" repeated once per counter (placeholders only)
-                  "case"},
+                  "case",
+                  # _insert_few: one row of placeholders per memory or event (placeholders only)
+                  "values", "events"},
 }
 
 

@@ -126,6 +126,9 @@ def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarr
     already reserved from there (else they are taken here).
     """
     n = len(rows["id"])
+    if n <= SMALL_INSERT:
+        _insert_few(con, rows, embeddings, log, first_event)
+        return
     flat = pa.array(np.ascontiguousarray(embeddings, dtype=np.float32).reshape(-1))
     offsets = pa.array(np.arange(0, n + 1, dtype=np.int32) * embeddings.shape[1])
     table = pa.table({
@@ -138,14 +141,6 @@ def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarr
         if log is not None and n:
             actor, at, group = log
             first = take_ids(con, "next_event_id", n) if first_event is None else first_event
-            if n <= SMALL_INSERT:  # a few rows: JSON from Python costs less than planning the SQL below
-                order = sorted(range(n), key=lambda j: rows["id"][j])
-                con.executemany(
-                    "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id, "
-                    "namespace) VALUES (?, ?, ?, 'add', ?, NULL, ?, NULL, ?, ?)",
-                    [[first + k, to_naive_utc(at), actor, rows["id"][j], _add_event_json(rows, j), group,
-                      rows["namespace"][j]] for k, j in enumerate(order)])
-                return
             after = con.dialect.json_object(
                 [(c, con.dialect.iso_utc(c) if c in _TIME_COLUMNS else c) for c in _ADD_EVENT_FIELDS])
             con.execute(
@@ -153,6 +148,31 @@ def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarr
                 f"namespace) SELECT ? + row_number() OVER (ORDER BY id) - 1, ?, ?, 'add', id, NULL, {after}, NULL, "
                 "?, namespace FROM _incoming",
                 [first, to_naive_utc(at), actor, group])
+
+
+def _insert_few(con: Connection, rows: dict[str, list], embeddings: np.ndarray,
+                log: tuple[str, datetime, int | None] | None, first_event: int | None) -> None:
+    """:func:`insert_memories` for a few rows (a single add, a server's group): one ``INSERT ...
+    VALUES`` for the memories and one for their events, built in Python. Registering a one-row
+    Arrow table and planning the bulk SQL cost twice as much (measured side by side on DuckDB:
+    3.0 against 6.9 ms for one memory; 1.9 against 2.8 ms for its event as one statement rather
+    than ``executemany``). A vector goes as a numpy parameter: a list on DuckDB, bytes on PostgreSQL."""
+    n = len(rows["id"])
+    vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
+    cols = ", ".join(MEMORY_COLUMNS + ("embedding",))
+    values = ", ".join(["(" + ", ".join("?" * (len(MEMORY_COLUMNS) + 1)) + ")"] * n)
+    con.execute(f"INSERT INTO memories ({cols}) VALUES {values}",
+                [x for j in range(n) for x in [rows[c][j] for c in MEMORY_COLUMNS] + [vectors[j]]])
+    if log is None or not n:
+        return
+    actor, at, group = log
+    first = take_ids(con, "next_event_id", n) if first_event is None else first_event
+    order = sorted(range(n), key=lambda j: rows["id"][j])
+    events = ", ".join(["(?, ?, ?, 'add', ?, NULL, ?, NULL, ?, ?)"] * n)
+    con.execute("INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id, "
+                f"namespace) VALUES {events}",
+                [x for k, j in enumerate(order) for x in (first + k, to_naive_utc(at), actor, rows["id"][j],
+                                                         _add_event_json(rows, j), group, rows["namespace"][j])])
 
 
 def _add_event_json(rows: dict[str, list], j: int) -> str:
