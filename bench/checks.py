@@ -5,7 +5,9 @@
   vectors, erased rows have neither.
 * :func:`recall_matches_brute_force`: the bank's recall (through its indexes, cached on disk and
   reconciled on open) equals scoring every live row read straight from the DuckDB file, with
-  similarity and BM25 computed here, independently of memory_core's indexes.
+  similarity, BM25, neighbours and the match with the periods a query names computed here,
+  independently of memory_core's indexes (which periods a query names is
+  ``memory_core.periods.query_periods``'s reading, shared like the tokenizer).
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ import numpy as np
 
 from memory_core import MemoryBank, ScoringParams
 from memory_core.storage.duckdb import release_file
+from memory_core.periods import query_periods
+from memory_core.scoring import (DATE_AFTER_DAYS, DATE_SCALE_DAYS, NEIGHBOUR_SECONDS, NEIGHBOURS, blend,
+                                 lexical_relevance)
 from memory_core.text import lexical_tokens
-from memory_core.scoring import NEIGHBOUR_SECONDS, NEIGHBOURS, blend, lexical_relevance
 
 
 def store_invariants(path: Path | str) -> list[str]:
@@ -115,25 +119,40 @@ def brute_force(path: Path | str, namespace: str, query: str, qvec: np.ndarray, 
     created = np.array([ts(r[3]) for r in rows])
     sim = emb @ qvec.astype(np.float32)
     lexical = _bm25([lexical_tokens(r[1]) + lexical_tokens(r[7]) for r in rows], query, p)
+    match = _date_match(query_periods(query, now), created)
     score, _ = blend(p, similarity=sim, lexical=lexical,
                      created=created, last_access=np.array([ts(r[4]) for r in rows]),
                      importance=np.array([r[5] for r in rows], dtype=np.float64),
                      access_count=np.array([r[6] for r in rows], dtype=np.float64),
                      use_count=np.array([r[8] for r in rows], dtype=np.float64), now=now.timestamp(),
-                     neighbour_relevance=_neighbour_relevance(p, sim, lexical, created, ids, now.timestamp()))
+                     neighbour_relevance=_neighbour_relevance(p, sim, lexical, created, ids, now.timestamp(), match),
+                     date_match=np.array(match) if match is not None else None)
     keep = [(int(i), float(s)) for i, s, c in zip(ids, score, created) if c <= now.timestamp() and s >= p.threshold]
     keep.sort(key=lambda x: (-x[1], x[0]))
     return keep[: p.k]
 
 
+def _date_match(periods: tuple[tuple[float, float], ...], created: np.ndarray) -> list[float] | None:
+    """Per memory, its match with the periods: 1 inside one or up to DATE_AFTER_DAYS after its end,
+    else exp(-days away / DATE_SCALE_DAYS), the best over the periods; None without periods."""
+    if not periods:
+        return None
+    return [max(math.exp(-max(start - c, c - end - DATE_AFTER_DAYS * 86400, 0.0) / 86400 / DATE_SCALE_DAYS)
+                for start, end in periods) for c in created.tolist()]
+
+
 def _neighbour_relevance(p: ScoringParams, sim: np.ndarray, lexical: np.ndarray, created: np.ndarray, ids: np.ndarray,
-                         now: float) -> list[float]:
-    """Per memory, the best own relevance among the NEIGHBOURS memories created just before and just
-    after it (ties by id) and within NEIGHBOUR_SECONDS of it, counting those created after ``now``
-    as 0: one memory at a time."""
-    own = [0.0 if c > now else (1 - p.lexical_weight) * min(1.0, max(0.0, (float(s) - p.similarity_floor) / (
-        p.similarity_ceiling - p.similarity_floor))) + p.lexical_weight * float(x)
-        for s, x, c in zip(sim, lexical, created)]
+                         now: float, match: list[float] | None = None) -> list[float]:
+    """Per memory, the best own relevance (lifted by its date match) among the NEIGHBOURS memories
+    created just before and just after it (ties by id) and within NEIGHBOUR_SECONDS of it, counting
+    those created after ``now`` as 0: one memory at a time."""
+    own = []
+    for i, (s, x, c) in enumerate(zip(sim, lexical, created)):
+        rel = (1 - p.lexical_weight) * min(1.0, max(0.0, (float(s) - p.similarity_floor) / (
+            p.similarity_ceiling - p.similarity_floor))) + p.lexical_weight * float(x)
+        if match is not None:
+            rel += p.date_weight * match[i] * (1 - rel)
+        own.append(0.0 if c > now else rel)
     order = sorted(range(len(own)), key=lambda i: (created[i], ids[i]))
     best = [0.0] * len(own)
     for pos, i in enumerate(order):

@@ -77,11 +77,12 @@ def load(path: str | os.PathLike, conversations: int | None = None, context: boo
 
 
 def modes(k: int) -> dict[str, ScoringParams]:
-    """The three ranking modes compared, at the same k and no threshold (recall@k, not precision)."""
+    """The three ranking modes compared, at the same k and no threshold (recall@k, not precision).
+    Dense and lexical are relevance alone: the neighbours' lift, but not the dates' (issue 17)."""
     base = {"k": k, "threshold": 0.0}
     return {
-        "dense": ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=0, **base),
-        "lexical": ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, **base),
+        "dense": ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=0, date_weight=0, **base),
+        "lexical": ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, date_weight=0, **base),
         "hybrid": ScoringParams().replace(**base),
     }
 

@@ -34,8 +34,8 @@ from typing import Any, Iterable, Iterator
 import faiss
 import numpy as np
 
-from .scoring import (NEIGHBOUR_SECONDS, NEIGHBOURS, ScoringParams, blend, lexical_relevance, neighbour_best, neighbour_lift,
-                      prior_bounds, relevance_of, top_k, upper_bound)
+from .scoring import (NEIGHBOUR_SECONDS, NEIGHBOURS, ScoringParams, blend, date_match, lexical_relevance, neighbour_best,
+                      neighbour_lift, own_relevance, prior_bounds, relevance_of, top_k, upper_bound)
 from .text import lexical_tokens
 
 FORMAT_VERSION = 5  # 2: lexical_tokens (a longer stop list) and memories' context; 3: vectors as .npy; 4: tokens by
@@ -858,8 +858,14 @@ class NamespaceIndex:
     # most relevant by bound; see _neighbour_bounds).
     NEIGHBOUR_EXACT_ROWS = 1024
 
-    def rank(self, params: ScoringParams, query_tokens: list[str], vector: np.ndarray, now: float) -> "Ranking":
+    def rank(self, params: ScoringParams, query_tokens: list[str], vector: np.ndarray, now: float,
+             periods: tuple[tuple[float, float], ...] = ()) -> "Ranking":
         """The top ``params.k`` rows reaching ``params.threshold`` by the blended score, best first.
+
+        ``periods`` are the periods of time the query names (``memory_core.periods``): with
+        ``params.date_weight`` they lift memories created in them (:func:`scoring.date_match`),
+        and the namespace is scored whole (exact by construction: the pruning bounds below do not
+        describe the lift, and only queries that name a period pay for it).
 
         Exact unless the index is in ``ivf`` mode and large enough (then ``Ranking.approximate``).
         Large namespaces are pruned: a first pass over 8-bit quantized vectors bounds every
@@ -878,6 +884,10 @@ class NamespaceIndex:
         n = self.n
         if n == 0:
             return ranking
+        if periods and params.date_weight > 0:
+            ranking.dates = date_match(self.created[:n], periods)
+            ranking.stats.update(dated=True, pruned=False)
+            return ranking.finish(None)
         if self.mode == "ivf" and n >= self.APPROX_MIN_ROWS:
             ranking.approximate = True
             return ranking.finish(self._ivf_candidates(q, lex_rows, lex_vals, params))
@@ -1065,8 +1075,9 @@ class NamespaceIndex:
         pending = self._pending_rows(sq)
         lex_rows, lex_vals = ranking.lex_rows, ranking.lex_vals
         k = max(self.PRUNE_FIRST_SCAN, self.n // 50)
+        # date 0: a query naming a period never gets here (rank scores it whole), so nothing is lifted.
         bound = dict(importance_max=self.importance_max, access_count_max=self.access_count_max,
-                     use_count_max=self.use_count_max)
+                     use_count_max=self.use_count_max, date=0.0)
         while True:
             k = min(k, sq.m)
             with _one_thread():
@@ -1231,6 +1242,8 @@ class Ranking:
         self.lex_rows, self.lex_vals = lex_rows, lex_vals
         self.approximate = False
         self.stats: dict[str, Any] = {}
+        # Every row's match with the periods the query names (None: it names none, or they weigh nothing).
+        self.dates: np.ndarray | None = None
         self.rows = np.zeros(0, dtype=np.int64)
         self.scores = np.zeros(0, dtype=np.float64)
         self.components: dict[str, np.ndarray] = {}
@@ -1251,7 +1264,7 @@ class Ranking:
         i = self.idx
         if sim is None:
             sim = _dot(i.vectors(rows), self.query)
-        own = relevance_of(self.params, sim, self._lexical(rows))
+        own = own_relevance(self.params, sim, self._lexical(rows), None if self.dates is None else self.dates[rows])
         return np.where(i.created[rows] <= self.now, own, 0.0)
 
     def _neighbour_best(self, rows: np.ndarray) -> np.ndarray | None:
@@ -1274,7 +1287,8 @@ class Ranking:
         score, comps = blend(self.params, similarity=sim, lexical=self._lexical(rows), created=i.created[rows],
                              last_access=i.last_access[rows], importance=i.importance[rows],
                              access_count=i.access_count[rows], use_count=i.use_count[rows], now=self.now,
-                             neighbour_relevance=self._neighbour_best(rows))
+                             neighbour_relevance=self._neighbour_best(rows),
+                             date_match=None if self.dates is None else self.dates[rows])
         # An "as of" recall must not see memories written after that moment.
         return np.where(i.created[rows] <= self.now, score, -np.inf), comps
 
@@ -1315,12 +1329,12 @@ class Ranking:
             sim = i.similarities(self.query)
             nb = None
             if p.neighbour_weight > 0:
-                own = np.where(i.created[:n] <= self.now, relevance_of(p, sim, lexical), 0.0)
+                own = np.where(i.created[:n] <= self.now, own_relevance(p, sim, lexical, self.dates), 0.0)
                 nb = neighbour_best(own, i.neighbour_rows())
             score, comps = blend(p, similarity=sim, lexical=lexical, created=i.created[:n],
                                  last_access=i.last_access[:n], importance=i.importance[:n],
                                  access_count=i.access_count[:n], use_count=i.use_count[:n], now=self.now,
-                                 neighbour_relevance=nb)
+                                 neighbour_relevance=nb, date_match=self.dates)
             score = np.where(i.created[:n] <= self.now, score, -np.inf)
             chosen = top_k(score, i.ids[:n], p.k, p.threshold)
             self.rows, self.scores = chosen.astype(np.int64), score[chosen]

@@ -20,10 +20,11 @@ from .clock import utcnow
 from .curation import Curation
 from .errors import ValidationError
 from .index import NamespaceIndex
-from .text import lexical_tokens
 from .models import Hit, check_namespace, check_text, parse_time
+from .periods import query_periods
 from .recall_writer import RecallWriter
-from .scoring import Candidates, ScoringParams, add_kept_pairs
+from .scoring import Candidates, ScoringParams, add_kept_pairs, date_match
+from .text import lexical_tokens
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ class Recall:
         if idx.n == 0:
             return []
         idx.mode = self.core.index_mode
-        ranking = idx.rank(p, lexical_tokens(query), vector, now_dt.timestamp())
+        ranking = idx.rank(p, lexical_tokens(query), vector, now_dt.timestamp(), query_periods(query, now_dt))
         self.last_search = {"approximate": ranking.approximate, **ranking.stats}
         rows = [int(r) for r in ranking.rows]
         score = {r: float(s) for r, s in zip(rows, ranking.scores)}
@@ -184,4 +185,16 @@ class Recall:
                 max_idf=max_idf, k1=idx.lexical.k1 if n else 1.5, now=at,
                 pairs={k: set(v) for k, v in (pairs or {}).items()}, row_of=dict(idx.row_of) if n else {},
                 neighbours=idx.neighbour_rows().copy() if n else None,
+                dates=_dates(idx, queries, moments, current, n),
             )
+
+
+def _dates(idx: NamespaceIndex | None, queries: list[str], moments: list[Any], current: datetime,
+           n: int) -> np.ndarray | None:
+    """(q, n) each memory's match with the periods each query names (0 for a query naming none), or
+    None when no query names a period."""
+    periods = [query_periods(q, parse_time(m, "now") or current) for q, m in zip(queries, moments)]
+    if not n or not any(periods):
+        return None
+    created = idx.created[:n]
+    return np.array([np.zeros(n) if not ps else date_match(created, ps) for ps in periods], dtype=np.float64)

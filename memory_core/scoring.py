@@ -20,11 +20,16 @@ from .errors import ValidationError
 DAY = 86400.0
 HOT_DAYS = 7.0
 COLD_DAYS = 90.0
-COMPONENTS = ("similarity", "lexical", "neighbours", "recency", "importance", "frequency")
+COMPONENTS = ("similarity", "lexical", "dates", "neighbours", "recency", "importance", "frequency")
 # A memory's neighbours: this many memories on each side of it, in creation order, in its namespace,
 # created within NEIGHBOUR_SECONDS of it (the same conversation: facts stored days apart lend nothing).
 NEIGHBOURS = 2
 NEIGHBOUR_SECONDS = 3600.0
+# A period a query names ("in July 2023", "last week": memory_core.periods) matches a memory created
+# in it, or up to DATE_AFTER_DAYS after it (people tell of an event days later), fully; one created
+# further away by exp(-days / DATE_SCALE_DAYS) of the distance (date_match).
+DATE_AFTER_DAYS = 7.0
+DATE_SCALE_DAYS = 30.0
 FREQUENCY_FROM = ("retrievals", "uses")  # what ScoringParams.frequency_from may name
 
 
@@ -97,6 +102,10 @@ class ScoringParams:
     # 0.66 -> 0.72; 0.5 gains little more with context and costs the demo set 3 points of on-topic
     # hits (distilled facts stored one after another are not a conversation's turns).
     neighbour_weight: float = 0.3
+    # The share of the gap up to full relevance a memory takes when it was created in a period the
+    # query names ("What did Audrey sign up for in May 2023?"; scoring.date_match). Queries that
+    # name no period are unchanged. 0.3 on LoCoMo 0-4: R@10 0.750 -> 0.777 (0.25-0.35 within 0.002).
+    date_weight: float = 0.3
     half_life_days: float = 180.0
     decay: str = "exponential"
     linear_horizon_days: float = 180.0
@@ -141,7 +150,8 @@ class ScoringParams:
             object.__setattr__(self, f.name, value)
         if self.alpha + self.beta + self.gamma + self.delta <= 0:
             raise ValidationError("at least one of alpha, beta, gamma, delta must be above 0")
-        for name in ("lexical_weight", "neighbour_weight", "similarity_floor", "recency_floor", "frequency_base"):
+        for name in ("lexical_weight", "neighbour_weight", "date_weight", "similarity_floor", "recency_floor",
+                     "frequency_base"):
             if getattr(self, name) > 1:
                 raise ValidationError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
         if not self.similarity_floor < self.similarity_ceiling <= 1:
@@ -212,13 +222,13 @@ PRESETS: dict[str, ScoringParams] = {
     "generative-agents": ScoringParams(
         alpha=0.6, beta=0.2, gamma=0.2, delta=0.0, lexical_weight=0.0,
         similarity_floor=0.0, similarity_ceiling=1.0,
-        half_life_days=30.0, decay="exponential", k=3, threshold=0.45, neighbour_weight=0.0,
+        half_life_days=30.0, decay="exponential", k=3, threshold=0.45, neighbour_weight=0.0, date_weight=0.0,
     ),
     "weighted-recall": ScoringParams(
         alpha=0.5, beta=0.2, gamma=0.2, delta=0.1, lexical_weight=0.0,
         similarity_floor=0.0, similarity_ceiling=1.0,
         decay="linear", linear_horizon_days=180.0, recency_floor=0.3,
-        frequency_base=0.5, frequency_step=0.1, k=5, threshold=0.0, neighbour_weight=0.0,
+        frequency_base=0.5, frequency_step=0.1, k=5, threshold=0.0, neighbour_weight=0.0, date_weight=0.0,
     ),
 }
 
@@ -246,6 +256,7 @@ def blend(
     now: float,
     use_count: np.ndarray | None = None,
     neighbour_relevance: np.ndarray | None = None,
+    date_match: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Blended scores of n memories, and their components.
 
@@ -253,7 +264,9 @@ def blend(
     after ``now`` (an "as of" view of the past) counts as no access. ``similarity`` is raw cosine,
     ``lexical`` already normalized to [0, 1]. Frequency counts ``access_count`` or, with
     ``params.frequency_from == "uses"``, ``use_count`` (required then). ``neighbour_relevance``
-    is each memory's best neighbour's relevance (:func:`neighbour_best`; None: no neighbours).
+    is each memory's best neighbour's relevance (:func:`neighbour_best`; None: no neighbours), of
+    relevance as :func:`own_relevance` gives it; ``date_match`` each memory's match with the
+    periods the query names (:func:`date_match`; None: it names none).
     Returns ``(score, components)`` where components maps each name in :data:`COMPONENTS` (plus
     ``relevance``, the neighbours' lift included, and ``tier``) to an array.
     """
@@ -265,6 +278,8 @@ def blend(
     last = _last_touch(created, last, now)
 
     relevance = relevance_of(p, sim, lex)
+    dated = date_lift(p, relevance, date_match)
+    relevance = relevance + dated
     lift = neighbour_lift(p, relevance, neighbour_relevance)
     relevance = relevance + lift
 
@@ -293,6 +308,7 @@ def blend(
     components = {
         "similarity": sim,
         "lexical": lex,
+        "dates": dated,
         "neighbours": lift,
         "recency": recency,
         "importance": imp,
@@ -310,6 +326,38 @@ def relevance_of(params: ScoringParams, similarity: np.ndarray, lexical: np.ndar
     dense = np.clip((np.asarray(similarity, dtype=np.float64) - p.similarity_floor)
                     / (p.similarity_ceiling - p.similarity_floor), 0.0, 1.0)
     return (1.0 - p.lexical_weight) * dense + p.lexical_weight * np.asarray(lexical, dtype=np.float64)
+
+
+def date_match(created: np.ndarray, periods: "tuple[tuple[float, float], ...] | list") -> np.ndarray | None:
+    """Per memory, how well its creation time matches the periods a query names (``(start, end)``
+    POSIX seconds, end exclusive; :func:`memory_core.periods.query_periods`): 1 inside a period
+    or up to ``DATE_AFTER_DAYS`` after its end, else ``exp(-days away / DATE_SCALE_DAYS)``; the
+    best over the periods. None when there are no periods (nothing to match)."""
+    if not periods:
+        return None
+    created = np.asarray(created, dtype=np.float64)
+    best = np.zeros(created.shape)
+    for start, end in periods:
+        away = np.maximum(np.maximum(start - created, created - (end + DATE_AFTER_DAYS * DAY)), 0.0) / DAY
+        np.maximum(best, np.exp(-away / DATE_SCALE_DAYS), out=best)
+    return best
+
+
+def date_lift(params: ScoringParams, relevance: np.ndarray, match: np.ndarray | None) -> np.ndarray:
+    """What a memory's own relevance gains from matching the query's periods: ``date_weight ×
+    match`` of the gap up to 1. ``relevance + lift`` stays in [0, 1] and is non-decreasing in the
+    relevance (slope ``1 − date_weight × match`` ≥ 0)."""
+    if match is None or params.date_weight == 0:
+        return np.zeros_like(relevance)
+    return params.date_weight * np.asarray(match, dtype=np.float64) * (1.0 - relevance)
+
+
+def own_relevance(params: ScoringParams, similarity: np.ndarray, lexical: np.ndarray,
+                  match: np.ndarray | None = None) -> np.ndarray:
+    """A memory's relevance before its neighbours lift it: :func:`relevance_of` plus
+    :func:`date_lift`. What a neighbour lends (``neighbour_relevance`` of :func:`blend`)."""
+    rel = relevance_of(params, similarity, lexical)
+    return rel + date_lift(params, rel, match)
 
 
 def neighbour_lift(params: ScoringParams, relevance: np.ndarray, neighbour_relevance: np.ndarray | None) -> np.ndarray:
@@ -359,17 +407,19 @@ def lexical_relevance(params: ScoringParams, raw: np.ndarray, idf_sum: float, ma
     return np.minimum(raw * (1.0 + k1) / mass, 1.0)
 
 
-PARTS = (("relevance", "alpha"), ("neighbours", "alpha"), ("recency", "beta"), ("importance", "gamma"),
-         ("frequency", "delta"))
+PARTS = (("relevance", "alpha"), ("dates", "alpha"), ("neighbours", "alpha"), ("recency", "beta"),
+         ("importance", "gamma"), ("frequency", "delta"))
 
 
 def parts(params: ScoringParams, components: dict[str, float]) -> dict[str, float]:
     """A hit's score split into what each weighted component contributes (they add up to the score):
     ``weight × component ÷ weight sum × tier``, with relevance split into the memory's own and
-    what its neighbours lifted it by. The Tune page draws these as a stacked bar."""
+    what the periods the query names and its neighbours lifted it by. The Tune page draws these as a
+    stacked bar."""
     tier = components["tier"]
     lift = components.get("neighbours", 0.0)  # hits logged before neighbours counted have none
-    own = dict(components, relevance=components["relevance"] - lift, neighbours=lift)
+    dated = components.get("dates", 0.0)  # nor before dates did
+    own = dict(components, relevance=components["relevance"] - lift - dated, neighbours=lift, dates=dated)
     return {name: getattr(params, weight) * own[name] / params.weight_sum * tier for name, weight in PARTS}
 
 
@@ -398,10 +448,12 @@ def upper_bound(
     access_count_max: float = math.inf,
     use_count_max: float = math.inf,
     neighbour: np.ndarray | float = 1.0,
+    date: np.ndarray | float = 1.0,
 ) -> np.ndarray | float:
     """The highest blended score any memory can reach with cosine similarity at most ``similarity``,
-    lexical match at most ``lexical`` and no neighbour more relevant than ``neighbour`` (default:
-    any neighbour), whatever its age, tier and usage, given that no memory
+    lexical match at most ``lexical``, no neighbour more relevant than ``neighbour`` (default:
+    any neighbour) and a match with the query's periods of at most ``date`` (default: any),
+    whatever its age, tier and usage, given that no memory
     of the namespace has importance above ``importance_max``, more than ``access_count_max``
     retrievals or more than ``use_count_max`` uses (the one ``params.frequency_from`` counts bounds
     frequency).
@@ -416,6 +468,8 @@ def upper_bound(
     sim = np.asarray(similarity, dtype=np.float64)
     lex = np.clip(np.asarray(lexical, dtype=np.float64), 0.0, 1.0)
     relevance = relevance_of(p, sim, lex)
+    # r + w·m·(1 − r) grows with m, and with r: the largest match bounds it.
+    relevance = relevance + date_lift(p, relevance, np.clip(np.asarray(date, dtype=np.float64), 0.0, 1.0))
     relevance = relevance + neighbour_lift(p, relevance, np.clip(np.asarray(neighbour, dtype=np.float64), 0.0, 1.0))
     recency = max(1.0, p.recency_floor)
     count_max = use_count_max if p.frequency_from == "uses" else access_count_max
@@ -529,6 +583,7 @@ class Candidates:
     row_of: dict[int, int]
     use_count: np.ndarray  # (n,) recalls whose answer used the memory (frequency_from="uses")
     neighbours: np.ndarray | None = None  # (n, 2 × NEIGHBOURS) neighbour rows, -1 for none
+    dates: np.ndarray | None = None  # (q, n) match with each query's periods (date_match; 0: names none)
 
     def scores(self, params: ScoringParams) -> np.ndarray:
         """(q, n) blended scores; memories created after a query's moment score −inf."""
@@ -537,12 +592,13 @@ class Candidates:
                             for raw, total in zip(self.lexical_raw, self.idf_sum)]).reshape(self.similarity.shape)
         nb = None
         if self.neighbours is not None and params.neighbour_weight > 0:
-            own = np.where(self.created[None, :] <= now, relevance_of(params, self.similarity, lexical), 0.0)
+            own = np.where(self.created[None, :] <= now,
+                           own_relevance(params, self.similarity, lexical, self.dates), 0.0)
             nb = neighbour_best(own, self.neighbours)
         score, _ = blend(params, similarity=self.similarity, lexical=lexical, created=self.created,
                          last_access=self.last_access, importance=self.importance,
                          access_count=self.access_count, use_count=self.use_count, now=now,
-                         neighbour_relevance=nb)
+                         neighbour_relevance=nb, date_match=self.dates)
         return np.where(self.created[None, :] <= now, score, -np.inf)
 
     def select(self, params: ScoringParams) -> list[list[int]]:

@@ -25,6 +25,8 @@ SLIDERS = [
     ("delta", "δ frequency", 0.0, 1.0, 0.01),
     ("lexical_weight", "lexical weight (share of relevance)", 0.0, 1.0, 0.01),
     ("neighbour_weight", "neighbour weight (share of the gap to the best neighbour's relevance)", 0.0, 1.0, 0.01),
+    ("date_weight", "date weight (share of the gap to full relevance for memories from a period the query names)",
+     0.0, 1.0, 0.01),
     ("half_life_days", "recency half-life (days)", 1.0, 730.0, 1.0),
     ("threshold", "threshold", 0.0, 1.0, 0.01),
     ("k", "k (top memories returned)", 1, 50, 1),
@@ -41,6 +43,7 @@ CHOICES = [
 # (name on the bar, weight field, component in Hit.components)
 PARTS = [
     ("α·relevance", "alpha", "relevance"),
+    ("α·dates", "alpha", "dates"),
     ("α·neighbours", "alpha", "neighbours"),
     ("β·recency", "beta", "recency"),
     ("γ·importance", "gamma", "importance"),

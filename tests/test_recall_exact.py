@@ -3,7 +3,8 @@
 The brute force here is written independently of memory_core's scoring and indexes: it reads the
 rows straight from the DuckDB file, computes cosine similarity with numpy, lexical match with the
 bm25s library over each memory's text and context, and the blended score with a plain per-memory
-formula. Only the tokenizer (which words count) is shared with the product.
+formula. Only the tokenizer (which words count) and the reading of the periods a query names
+(``memory_core.periods.query_periods``: which dates it mentions) are shared with the product.
 """
 
 from __future__ import annotations
@@ -21,13 +22,16 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from memory_core import MemoryBank, ScoringParams
-from memory_core.scoring import NEIGHBOUR_SECONDS, NEIGHBOURS
+from memory_core.periods import query_periods
+from memory_core.scoring import DATE_AFTER_DAYS, DATE_SCALE_DAYS, NEIGHBOUR_SECONDS, NEIGHBOURS
 from memory_core.storage import tables
 from memory_core.text import lexical_tokens
 
 WORDS = ("coffee tea morning running marathon paris berlin moved vegetarian pasta python database "
          "postgres exam maths swedish lesson dog cat garden holiday greece budget salary").split()
 T0 = datetime(2025, 9, 1, tzinfo=timezone.utc)
+# What a query may add about time (memories are created from T0 on, over 450 days).
+PERIODS = ("", "", "in March 2026", "in 2025", "on 3 October, 2025", "last week", "in June or last month")
 
 
 def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, now: datetime,
@@ -61,15 +65,24 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
             pytest.skip("bm25s cannot index an empty document")
     out = []
     t_now = now.timestamp()
-    # Each memory's own relevance, then the best of its neighbours' (the NEIGHBOURS memories of the
-    # namespace created just before it and just after it, ties by id, within NEIGHBOUR_SECONDS of
-    # it; one created after now lends 0).
+    periods = query_periods(query, now)
+    # Each memory's own relevance (lifted date_weight × match of the way to 1 when the query names
+    # periods: match 1 inside one or up to DATE_AFTER_DAYS after it, else exp(-days away /
+    # DATE_SCALE_DAYS), the best over the periods), then the best of its neighbours' (the
+    # NEIGHBOURS memories of the namespace created just before it and just after it, ties by id,
+    # within NEIGHBOUR_SECONDS of it; one created after now lends 0).
     own = []
     for i, r in enumerate(rows):
         sim = float(vecs[i] @ qvec)
         dense = min(1.0, max(0.0, (sim - p.similarity_floor) / (p.similarity_ceiling - p.similarity_floor)))
-        visible = r["created_at"].replace(tzinfo=timezone.utc).timestamp() <= t_now
-        own.append((1 - p.lexical_weight) * dense + p.lexical_weight * lex[i] if visible else 0.0)
+        created = r["created_at"].replace(tzinfo=timezone.utc).timestamp()
+        rel = (1 - p.lexical_weight) * dense + p.lexical_weight * lex[i]
+        match = 0.0
+        for start, end in periods:
+            away = max(start - created, created - end - DATE_AFTER_DAYS * 86400, 0.0) / 86400
+            match = max(match, math.exp(-away / DATE_SCALE_DAYS))
+        rel += p.date_weight * match * (1 - rel)
+        own.append(rel if created <= t_now else 0.0)
     order = sorted(range(n), key=lambda i: (rows[i]["created_at"], rows[i]["id"]))
     near_best = {}
     for pos, i in enumerate(order):
@@ -121,7 +134,8 @@ def assert_exact(bank: MemoryBank, query: str, namespace: str, p: ScoringParams,
 params_strategy = st.builds(
     ScoringParams,
     alpha=st.floats(0, 1), beta=st.floats(0, 1), gamma=st.floats(0, 1), delta=st.floats(0.01, 1),
-    lexical_weight=st.floats(0, 1), neighbour_weight=st.floats(0, 1), lexical_min_terms=st.floats(0, 4), similarity_floor=st.floats(0, 0.4), similarity_ceiling=st.floats(0.5, 1),
+    lexical_weight=st.floats(0, 1), neighbour_weight=st.floats(0, 1), date_weight=st.floats(0, 1),
+    lexical_min_terms=st.floats(0, 4), similarity_floor=st.floats(0, 0.4), similarity_ceiling=st.floats(0.5, 1),
     half_life_days=st.floats(0.5, 400), decay=st.sampled_from(["exponential", "linear"]),
     linear_horizon_days=st.floats(1, 400), recency_floor=st.floats(0, 0.5),
     recency_from=st.sampled_from(["created", "last_access"]),
@@ -149,7 +163,8 @@ memory_strategy = st.fixed_dictionaries({
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(memories=st.lists(memory_strategy, min_size=1, max_size=30), p=params_strategy,
-       query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join),
+       query=st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join),
+                       st.sampled_from(PERIODS)).map(" ".join),
        now_days=st.integers(0, 500))
 def test_recall_equals_brute_force(tmp_path_factory, embedder, memories, p, query, now_days):
     """Random banks (with near-duplicate vectors, statuses, access histories), params and "now"."""
@@ -181,7 +196,8 @@ TEXTS = [
 CONTEXTS = ["we talked about breakfast and what to drink", "the running club meets in the park",
             "choosing a database for the project"]
 QUERIES = ["what do I drink in the morning?", "where do I live now", "which database did we pick",
-           "how is my running going", "maths", "recommend a dinner for me"]
+           "how is my running going", "maths", "recommend a dinner for me", "what did I decide in January 2026?",
+           "what happened last month?"]
 
 
 def _check_all(bank: MemoryBank, embedder, now: datetime) -> None:

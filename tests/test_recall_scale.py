@@ -60,20 +60,23 @@ unit = st.floats(0, 1)
 @settings(max_examples=300, deadline=None)
 @given(p=params_strategy, sim=st.floats(-1, 1), slack=st.floats(0, 0.5), lex=unit, lex_slack=unit,
        imp=unit, count=st.integers(0, 50), uses=st.integers(0, 50), created_days=st.floats(0, 900), accessed_days=st.one_of(
-           st.none(), st.floats(0, 900)), now_days=st.floats(0, 900))
+           st.none(), st.floats(0, 900)), now_days=st.floats(0, 900), match=st.one_of(st.none(), unit),
+       match_slack=unit)
 def test_upper_bound_is_never_below_the_blended_score(p, sim, slack, lex, lex_slack, imp, count, uses,
-                                                      created_days, accessed_days, now_days):
-    """Whatever the parameters (frequency from retrievals or uses), age, tier and usage: the bound
-    at a higher similarity and lexical match than a memory's, and at least its importance,
-    retrievals and uses, is at least its score."""
+                                                      created_days, accessed_days, now_days, match, match_slack):
+    """Whatever the parameters (frequency from retrievals or uses), age, tier, usage and match with
+    the query's periods: the bound at a higher similarity, lexical match and date match than a
+    memory's, and at least its importance, retrievals and uses, is at least its score."""
     day = 86400.0
     created = np.array([created_days * day])
     last = np.array([np.nan if accessed_days is None else accessed_days * day])
     score, _ = blend(p, similarity=np.array([sim]), lexical=np.array([lex]), created=created, last_access=last,
                      importance=np.array([imp]), access_count=np.array([float(count)]),
-                     use_count=np.array([float(uses)]), now=now_days * day)
+                     use_count=np.array([float(uses)]), now=now_days * day,
+                     date_match=None if match is None else np.array([match]))
     bound = upper_bound(p, similarity=min(sim + slack, 1.0), lexical=min(lex + lex_slack, 1.0),
-                        importance_max=imp, access_count_max=count, use_count_max=uses)
+                        importance_max=imp, access_count_max=count, use_count_max=uses,
+                        date=1.0 if match is None else min(match + match_slack, 1.0))
     assert bound >= score[0] - 1e-12
 
 
@@ -276,8 +279,15 @@ def test_pruning_skips_most_memories_and_stays_exact(bank, embedder, monkeypatch
         bank.add("Ran the Berlin marathon", namespace="big", embedding=vectors[7], created_at=NOW)
         assert_exact(bank, query, "big", p, NOW, embedder)
         assert_exact(bank, query, "big", p.replace(threshold=0.0, k=20), NOW, embedder)
+        # A query naming a period is scored whole (the bounds do not describe the dates' lift).
+        dated = query + " in March 2026"
+        embedder._recent[dated] = embedder._recent[query]
+        assert_exact(bank, dated, "big", p.replace(threshold=0.0, k=20), NOW, embedder)
+        assert bank.last_search["dated"] and not bank.last_search["pruned"]
+        assert bank.last_search["candidates"] == n
     finally:
         del embedder._recent[query]
+        embedder._recent.pop(query + " in March 2026", None)
 
 
 # -- the retrieval log is buffered, and complete ---------------------------------------------------

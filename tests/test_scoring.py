@@ -16,12 +16,13 @@ NOW = 1_800_000_000.0
 
 
 def score_one(p: ScoringParams, sim=0.5, lex=0.0, age_days=0.0, last_days=None, importance=0.5, uses=0,
-              neighbour=None):
+              neighbour=None, date=None):
     score, comps = blend(
         p, similarity=np.array([sim]), lexical=np.array([lex]), created=np.array([NOW - age_days * DAY]),
         last_access=np.array([math.nan if last_days is None else NOW - last_days * DAY]),
         importance=np.array([importance]), access_count=np.array([uses]), now=NOW,
-        neighbour_relevance=None if neighbour is None else np.array([neighbour]))
+        neighbour_relevance=None if neighbour is None else np.array([neighbour]),
+        date_match=None if date is None else np.array([date]))
     return float(score[0]), {k: float(v[0]) for k, v in comps.items()}
 
 
@@ -135,10 +136,11 @@ def test_params_round_trip_and_copy():
 
 def test_parts_add_up_to_the_score():
     p = ScoringParams(alpha=0.5, beta=0.3, gamma=0.15, delta=0.05, tier_warm=0.8)
-    s, c = score_one(p, sim=0.6, lex=0.4, age_days=30, importance=0.7, uses=2, neighbour=0.9)
+    s, c = score_one(p, sim=0.6, lex=0.4, age_days=30, importance=0.7, uses=2, neighbour=0.9, date=0.5)
     from memory_core.scoring import parts
     shares = parts(p, {k: float(v) for k, v in c.items()})
-    assert set(shares) == {"relevance", "neighbours", "recency", "importance", "frequency"}
+    assert set(shares) == {"relevance", "dates", "neighbours", "recency", "importance", "frequency"}
+    assert shares["dates"] > 0
     assert shares["neighbours"] > 0
     assert sum(shares.values()) == pytest.approx(s)
 
@@ -189,3 +191,27 @@ def test_lexical_min_terms_is_validated():
         ScoringParams(lexical_min_terms=-1)
     with pytest.raises(ValidationError):
         ScoringParams(lexical_min_terms=math.nan)
+
+
+def test_a_date_match_lifts_relevance_part_of_the_way_to_one_before_neighbours():
+    """A memory from a period the query names takes date_weight × match of the gap up to full
+    relevance; its neighbours then lift from there. No match, no weight: nothing changes."""
+    p = ScoringParams(date_weight=0.3, neighbour_weight=0.0)
+    _, plain = score_one(p, sim=0.45, lex=0.2)
+    own = plain["relevance"]
+    _, dated = score_one(p, sim=0.45, lex=0.2, date=0.5)
+    assert dated["dates"] == pytest.approx(0.3 * 0.5 * (1 - own))
+    assert dated["relevance"] == pytest.approx(own + dated["dates"])
+    assert score_one(p.replace(date_weight=0.0), sim=0.45, lex=0.2, date=1.0)[1]["dates"] == 0
+    assert score_one(p, sim=0.45, lex=0.2, date=0.0)[1]["dates"] == 0
+    # With neighbours: the lift is measured from the dated relevance.
+    q = p.replace(neighbour_weight=0.5)
+    _, both = score_one(q, sim=0.45, lex=0.2, date=0.5, neighbour=0.9)
+    assert both["neighbours"] == pytest.approx(0.5 * (0.9 - (own + both["dates"])))
+
+
+def test_presets_of_other_systems_take_no_date_lift():
+    assert ScoringParams.preset("generative-agents").date_weight == 0
+    assert ScoringParams.preset("weighted-recall").date_weight == 0
+    with pytest.raises(ValidationError):
+        ScoringParams(date_weight=1.5)

@@ -1,0 +1,139 @@
+"""Dates in the query: the periods a query names ("in May 2023", "last week", relative to ``now``)
+lift memories created in them (``date_weight``), shown as their own component and part of the
+score; a query naming no period ranks as before. Recall stays exact and the tuner agrees."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from memory_core import ScoringParams
+from memory_core.periods import query_periods
+from memory_core.scoring import DATE_AFTER_DAYS, DATE_SCALE_DAYS, DAY, date_lift, date_match, parts
+
+UTC = timezone.utc
+NOW = datetime(2023, 11, 1, 12, tzinfo=UTC)
+
+
+def _day(y: int, m: int, d: int) -> float:
+    return datetime(y, m, d, tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize("text, want", [
+    ("What did Audrey sign up for in May 2023?", [(_day(2023, 5, 1), _day(2023, 6, 1))]),
+    ("What did she set up on June 26, 2023?", [(_day(2023, 6, 26), _day(2023, 6, 27))]),
+    ("What happened on the 3rd of October, 2022?", [(_day(2022, 10, 3), _day(2022, 10, 4))]),
+    ("Which career highs did John reach in 2022?", [(_day(2022, 1, 1), _day(2023, 1, 1))]),
+    # A month without a year: the latest one not after now (asked on 1 November 2023).
+    ("When did Melanie go camping in July?", [(_day(2023, 7, 1), _day(2023, 8, 1))]),
+    ("Any plans for December?", [(_day(2022, 12, 1), _day(2023, 1, 1))]),
+    # Relative to now: yesterday, last week (Monday to Monday), last month, this year.
+    ("What did we talk about yesterday?", [(_day(2023, 10, 31), _day(2023, 11, 1))]),
+    ("What did I decide last week?", [(_day(2023, 10, 23), _day(2023, 10, 30))]),
+    ("How was last weekend?", [(_day(2023, 10, 28), _day(2023, 10, 30))]),
+    ("Anything new since last month?", [(_day(2023, 10, 1), _day(2023, 11, 1))]),
+    ("My goals this year", [(_day(2023, 1, 1), _day(2024, 1, 1))]),
+    ("In May or in June 2023?", [(_day(2023, 5, 1), _day(2023, 6, 1)), (_day(2023, 6, 1), _day(2023, 7, 1))]),
+    # No period: "may" the verb, "today" (a greeting), numbers that are not years.
+    ("May I ask what you recommend?", []),
+    ("Hi there, how are you today?", []),
+    ("I ran 3000 metres and 12 laps", []),
+])
+def test_the_periods_a_query_names(text, want):
+    assert list(query_periods(text, NOW)) == want
+
+
+def test_relative_periods_follow_now():
+    """Time is a parameter: "last month" is October asked in November, and May asked in June."""
+    assert query_periods("last month", NOW) == ((_day(2023, 10, 1), _day(2023, 11, 1)),)
+    assert query_periods("last month", datetime(2024, 6, 3, tzinfo=UTC)) == ((_day(2024, 5, 1), _day(2024, 6, 1)),)
+    assert query_periods("last month", datetime(2024, 1, 15, tzinfo=UTC)) == ((_day(2023, 12, 1), _day(2024, 1, 1)),)
+
+
+def test_the_match_is_full_inside_a_period_and_a_week_after_and_decays_outside():
+    start, end = _day(2023, 5, 1), _day(2023, 6, 1)
+    created = np.array([start, end - 1, end + DATE_AFTER_DAYS * DAY, start - 30 * DAY,
+                        end + (DATE_AFTER_DAYS + 60) * DAY])
+    m = date_match(created, [(start, end)])
+    assert m[:3] == pytest.approx([1.0, 1.0, 1.0])
+    assert m[3] == pytest.approx(np.exp(-30 / DATE_SCALE_DAYS))
+    assert m[4] == pytest.approx(np.exp(-60 / DATE_SCALE_DAYS))
+    assert date_match(created, ()) is None
+
+
+def test_the_lift_stays_in_range_and_keeps_the_order_of_relevance():
+    """r + w·m·(1 − r) is in [0, 1] and non-decreasing in r for any weight and match: what exact
+    recall's bounds rely on."""
+    rel = np.linspace(0, 1, 101)
+    for w in (0.0, 0.3, 1.0):
+        for m in (0.0, 0.4, 1.0):
+            lifted = rel + date_lift(ScoringParams(date_weight=w), rel, np.full_like(rel, m))
+            assert np.all(lifted >= rel - 1e-12) and np.all(lifted <= 1 + 1e-12)
+            assert np.all(np.diff(lifted) >= -1e-12)
+
+
+WORKSHOPS = [
+    (datetime(2023, 5, 11, 15, tzinfo=UTC), "Audrey: I signed up for a dog training workshop at the pet store."),
+    (datetime(2023, 8, 20, 15, tzinfo=UTC), "Audrey: I signed up for a pottery workshop downtown."),
+    (datetime(2023, 10, 2, 15, tzinfo=UTC), "Audrey: I signed up for a photography workshop with friends."),
+]
+QUESTION = "What workshop did Audrey sign up for in May 2023?"
+
+
+def _workshops(bank) -> list[int]:
+    return bank.add_many([{"text": t, "namespace": "audrey", "created_at": at} for at, t in WORKSHOPS])
+
+
+def test_a_question_about_may_finds_what_was_said_in_may(bank):
+    """Three workshops, one word apart: with the default, the one from May comes first, lifted by
+    the date (its own component and part of the score); without dates the newest wins."""
+    ids = _workshops(bank)
+    p = ScoringParams(threshold=0.0)
+    hits = bank.recall(QUESTION, namespace="audrey", params=p, now=NOW, record=False)
+    assert hits[0].memory.id == ids[0]
+    assert hits[0].components["dates"] > 0.05
+    assert all(h.components["dates"] < hits[0].components["dates"] for h in hits[1:])
+    shares = parts(p, hits[0].components)
+    assert shares["dates"] > 0 and sum(shares.values()) == pytest.approx(hits[0].score)
+    plain = bank.recall(QUESTION, namespace="audrey", params=p.replace(date_weight=0.0), now=NOW, record=False)
+    assert plain[0].memory.id != ids[0]
+    assert all(h.components["dates"] == 0 for h in plain)
+
+
+def test_a_query_naming_no_period_ranks_as_without_dates(bank):
+    _workshops(bank)
+    p = ScoringParams(threshold=0.0)
+    q = "What workshop did Audrey sign up for?"
+    a = bank.recall(q, namespace="audrey", params=p, now=NOW, record=False)
+    b = bank.recall(q, namespace="audrey", params=p.replace(date_weight=0.0), now=NOW, record=False)
+    assert [(h.memory.id, h.score) for h in a] == [(h.memory.id, h.score) for h in b]
+    assert all(h.components["dates"] == 0 for h in a)
+
+
+def test_last_week_depends_on_now(bank):
+    """The same question asked on two days: "last week" is the week before each."""
+    ids = _workshops(bank)
+    q = "Which workshop did I sign up for last week?"
+    p = ScoringParams(threshold=0.0)
+    in_may = bank.recall(q, namespace="audrey", params=p, now=datetime(2023, 5, 17, tzinfo=UTC), record=False)
+    in_aug = bank.recall(q, namespace="audrey", params=p, now=datetime(2023, 8, 23, tzinfo=UTC), record=False)
+    assert in_may[0].memory.id == ids[0]
+    assert in_aug[0].memory.id == ids[1]
+
+
+def test_the_tuner_ranks_with_dates_as_recall_does(bank):
+    """Candidates.select (the Tune page's and the tuner's re-ranking) returns what recall returns,
+    for queries with and without periods, at any date weight."""
+    _workshops(bank)
+    bank.add_many([{"text": f"Audrey: note {i} about the dogs and the park", "namespace": "audrey",
+                    "created_at": datetime(2023, 6, 1, tzinfo=UTC) + timedelta(days=9 * i)} for i in range(12)])
+    queries = [QUESTION, "What did Audrey do last month?", "dogs in the park", "pottery in August"]
+    cand = bank.candidates(queries, namespace="audrey", now=NOW)
+    for w in (0.0, 0.3, 1.0):
+        for nw in (0.0, 0.3):
+            p = ScoringParams(date_weight=w, neighbour_weight=nw, k=8, threshold=0.0)
+            want = [[h.memory.id for h in bank.recall(q, namespace="audrey", params=p, now=NOW, record=False)]
+                    for q in queries]
+            assert cand.select(p) == want
