@@ -270,8 +270,8 @@ REVIEWED_SQL_PIECES = {
                   "after",
                   # access_rows: ids joined after int() each
                   "listed",
-                  # take_counters: "WHEN ? THEN ?" repeated once per counter (placeholders only)
-                  "case",
+                  # take_counters: "WHEN ? THEN ?" and "?" repeated once per counter (placeholders only)
+                  "case", "keys",
                   # _insert_few: one row of placeholders per memory or event (placeholders only)
                   "values", "events"},
 }
