@@ -24,7 +24,7 @@ from mcp_types import CallToolResult
 import memory_core as mc
 from memory_core import MemoryBank, Token
 from memory_core.server.app import Caller
-from memory_core.server.mcp import NAMESPACE_HEADER, choose_namespace
+from memory_core.server.mcp import MIN_SEQ_HEADER, NAMESPACE_HEADER, choose_namespace
 from memctl_server import MEMCTL, Served
 
 TOOLS = {"add_memory", "search_memories", "get_memory", "delete_memory", "memory_feedback"}
@@ -49,11 +49,13 @@ def served(tmp_path_factory):
 
 @contextlib.asynccontextmanager
 async def session(url: str, token: str | None = None, namespace: str | None = None,
-                  mode: str = "auto") -> AsyncIterator[Client]:
-    """The SDK's client on ``url``/mcp, with a bearer token and the namespace header if given."""
+                  mode: str = "auto", min_seq: int | None = None) -> AsyncIterator[Client]:
+    """The SDK's client on ``url``/mcp, with a bearer token, the namespace and min-seq headers if given."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     if namespace:
         headers[NAMESPACE_HEADER] = namespace
+    if min_seq is not None:
+        headers[MIN_SEQ_HEADER] = str(min_seq)
     async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
         async with Client(streamable_http_client(url + "/mcp", http_client=http), mode=mode) as client:
             yield client
@@ -236,6 +238,37 @@ def test_a_token_of_several_namespaces_or_an_admin_names_one_with_a_header(serve
     shared, seen_by_admin, seen_as_alice = run(main)
     assert shared["namespace"] == "bob" and ok(seen_by_admin)["id"] == shared["id"]
     assert seen_as_alice.is_error and "NotFoundError" in text(seen_as_alice)  # the session's namespace, not the token's
+
+
+def test_a_request_waits_for_the_change_number_it_names_read_your_writes(served):
+    """A client of several servers sends back the number an add returned (X-Memory-Min-Seq): the
+    request runs once the server has seen that change; a number it never reaches gets a retriable
+    503, and a malformed one a 400, before any tool runs."""
+    async def main():
+        async with session(served.url, served.tokens["alice"]) as s:
+            added = ok(await s.call_tool("add_memory", {"text": "Alice keeps two beehives"}))
+        async with session(served.url, served.tokens["alice"], min_seq=added["seq"]) as s:
+            got = ok(await s.call_tool("get_memory", {"id": added["id"]}))
+        return added, got
+
+    added, got = run(main)
+    assert added["seq"] >= 1 and got["text"] == "Alice keeps two beehives"
+
+    def post(value: str) -> httpx.Response:
+        return httpx.post(served.url + "/mcp", timeout=60,
+                          json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                "params": {"name": "add_memory", "arguments": {"text": "Alice keeps wasps"}}},
+                          headers={"Accept": "application/json, text/event-stream",
+                                   "Authorization": f"Bearer {served.tokens['alice']}", MIN_SEQ_HEADER: value})
+
+    for bad in ["soon", "-1", "1.5", str(2**63)]:
+        r = post(bad)
+        assert r.status_code == 400 and r.json()["error"]["type"] == "ValidationError", (bad, r.text)
+    r = post(str(added["seq"] + 10**9))
+    assert r.status_code == 503 and r.headers.get("Retry-After"), r.text
+    listed = httpx.get(served.url + "/v1/memories", params={"namespace": "alice", "limit": 1000},
+                       headers={"Authorization": f"Bearer {served.tokens['alice']}"}).json()["memories"]
+    assert [m["text"] for m in listed if "wasps" in m["text"]] == []  # no refused request stored anything
 
 
 def test_a_read_only_token_searches_and_gets_but_cannot_change(served):

@@ -15,6 +15,10 @@ An id of another namespace answers "not found", exactly as an unknown id does. A
 may search and get, not add, delete or give feedback. The endpoint is stateless (JSON responses,
 no MCP session kept between requests): every request is authorised on its own, a revoked token is
 refused on its next request, and a restarted server breaks no client's session.
+
+Read-your-writes across several servers of one bank, as the REST API's ``min_seq``: every answer
+carries ``X-Memory-Seq`` (``add_memory``'s result also says it, as ``seq``), and a request with
+``X-Memory-Min-Seq: N`` waits (up to 5 s, then 503) until the server it reached has seen change N.
 """
 
 from __future__ import annotations
@@ -41,13 +45,14 @@ from starlette.requests import Request
 import memory_core as mc
 from memory_core import CATEGORIES, MemoryBank, Token, format_for_prompt
 
-from .app import VERSION, Caller, Service, caller, error_response, status_of
+from .app import MAX_INT64, VERSION, Caller, Service, caller, error_response, status_of
 
-__all__ = ["McpEndpoint", "serve_stdio", "NAMESPACE_HEADER", "MAX_SEARCH_K", "build_server"]
+__all__ = ["McpEndpoint", "serve_stdio", "NAMESPACE_HEADER", "MIN_SEQ_HEADER", "MAX_SEARCH_K", "build_server"]
 
 log = logging.getLogger("memctl.mcp")
 
 NAMESPACE_HEADER = "X-Memory-Namespace"  # picks the namespace for a token of several (or an admin token)
+MIN_SEQ_HEADER = "X-Memory-Min-Seq"  # a change number the server must have seen before the request runs
 MAX_SEARCH_K = 50  # memories one search_memories call may return
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
@@ -103,6 +108,17 @@ def choose_namespace(who: Caller, asked: str | None, *, auth: bool) -> str:
     return who.namespace(asked)
 
 
+def min_seq_of(value: str | None) -> int | None:
+    """The change number of an ``X-Memory-Min-Seq`` header (None without one)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not text.isdigit() or int(text) > MAX_INT64:
+        raise mc.ValidationError(f"{MIN_SEQ_HEADER} must be a change number (a whole number >= 0, as an "
+                                 f"answer's X-Memory-Seq header gives it), got {value[:40]!r}")
+    return int(text)
+
+
 # -- the tools -----------------------------------------------------------------------------------
 
 Category = Literal[CATEGORIES]  # type: ignore[valid-type]
@@ -127,6 +143,9 @@ class MemoryRecord(BaseModel):
     status: str = Field(description="active, archived, merged, superseded or deleted")
     pinned: bool
     source: str | None
+    seq: int | None = Field(None, description=(
+        "After add_memory: the change number the write reached. A client of several servers sends it "
+        f"as the {MIN_SEQ_HEADER} header to read the memory back from any of them."))
 
 
 class FoundMemory(BaseModel):
@@ -215,7 +234,7 @@ def build_server(access: Callable[[Context], Access]) -> MCPServer:
                "kind": "explicit", "created_at": None, "context": None, "pinned": False, "source": "mcp"}
         svc = who.service
         memory = svc.add(row, who.caller)
-        return text_result(f"Stored memory {memory.id}: {memory.text}", memory.to_dict())
+        return text_result(f"Stored memory {memory.id}: {memory.text}", {**memory.to_dict(), "seq": svc.bank.seen_seq})
 
     @tool(ToolAnnotations(title="Search memories", read_only_hint=True, open_world_hint=False))
     def search_memories(
@@ -363,10 +382,12 @@ class McpEndpoint:
         await self.sessions.handle_request(scope, receive, send)
 
     def authorise(self, request: Request) -> Access:
-        """The request's token (401 without a valid one) and namespace (400 or 403 if unclear or not allowed)."""
+        """The request's token (401 without a valid one) and namespace (400 or 403 if unclear or not
+        allowed), once the server has seen the change its ``X-Memory-Min-Seq`` names (503 if not in time)."""
         svc: Service = request.app.state.service
         who = caller(request)
         namespace = choose_namespace(who, request.headers.get(NAMESPACE_HEADER), auth=svc.auth)
+        svc.caught_up(min_seq_of(request.headers.get(MIN_SEQ_HEADER)))
         return Access(svc, narrowed(who, namespace), namespace)
 
     @staticmethod
