@@ -570,8 +570,14 @@ class NamespaceIndex:
     PREAD_MAX_ROWS = 20_000
 
     def _grow(self, need: int) -> None:
+        """Make room for ``need`` rows; and vectors that are still the saved file's, mapped read-only
+        (see :meth:`load`), become the index's own first (every change calls this first)."""
         cap = len(self.ids)
         if need <= cap:
+            if not self.emb.flags.writeable:
+                new = self._vector_rows(cap)
+                _copy_rows(new, self.emb, self.n)
+                self.emb = new
             return
         new_cap = max(need, cap * 2)
         for name in self._ARRAYS:
@@ -636,8 +642,9 @@ class NamespaceIndex:
             return out
         out = np.empty((len(rows), self.dim), dtype=np.float32)
         fd, stride, preadv = file.fileno(), self.dim * 4, os.preadv
+        start = getattr(self.emb, "_start", 0)  # the saved file's header comes first
         for i, r in enumerate(np.asarray(rows).tolist()):
-            if preadv(fd, [out[i]], r * stride) != stride:
+            if preadv(fd, [out[i]], start + r * stride) != stride:
                 raise OSError(f"short read of row {r} from the vectors' scratch file")
         return out
 
@@ -764,6 +771,8 @@ class NamespaceIndex:
         if r is None:
             return
         last = self.n - 1
+        if r != last:
+            self._grow(self.n)  # saved vectors still mapped: copied before the last row moves into r
         for side in (self._sq, self._ivf, self._proj):
             if side is not None:
                 side.changed(r)  # the last row's vector moves into r
@@ -1193,15 +1202,24 @@ class NamespaceIndex:
         for name in idx._ARRAYS:
             setattr(idx, name, np.zeros(n, dtype=getattr(idx, name).dtype))
         idx.ids, idx.hashes = ids, hashes
-        idx.emb = idx._vector_rows(n)
-        try:
-            _copy_rows(idx.emb, vectors, n)  # the saved file stays as it is: a copy
-        except (OSError, ValueError):  # read past a file truncated after the header was checked
-            return None
+        mapped = None
+        if spill_dir is not None and n >= cls.MAP_MIN_ROWS:
+            mapped = _map_saved(stem.with_suffix(".vec.npy"), n, dim)
+        if mapped is not None:
+            # The saved file itself, mapped read-only, where a copy would go to a scratch file
+            # anyway: no copy (4 s at a million memories) until the first change (see _grow).
+            # Saves replace the file by a new one (_atomic): the mapped one stays as it was.
+            idx.emb = mapped
+        else:
+            idx.emb = idx._vector_rows(n)
+            try:
+                _copy_rows(idx.emb, vectors, n)  # the saved file stays as it is: a copy
+            except (OSError, ValueError):  # read past a file truncated after the header was checked
+                return None
         idx.lexical = lexical
         if infos is not None:
             for f in cls._FIELDS:
-                setattr(idx, f, lex[f].astype(getattr(idx, f).dtype))
+                setattr(idx, f, lex[f].astype(getattr(idx, f).dtype, copy=False))
             idx.info.extend_table(infos)
             idx.info.finish_loading()
             idx.fields_saved = True
@@ -1641,6 +1659,30 @@ def _release(array: np.ndarray, start: int, stop: int) -> None:
     last = last // mmap.PAGESIZE * mmap.PAGESIZE
     if last > first:
         mm.madvise(mmap.MADV_DONTNEED, first, last - first)
+
+
+def _map_saved(path: Path, rows: int, dim: int) -> np.ndarray | None:
+    """A saved vectors file (``_save_npy``) mapped read-only, with the open file for pread
+    (``_file``, ``_start``: where row 0 begins); None when it is not (n, dim) float32 rows, whole."""
+    try:
+        fh = open(path, "rb")
+    except OSError:
+        return None
+    try:
+        major, _ = np.lib.format.read_magic(fh)
+        if major != 1:
+            raise ValueError("not a version 1 .npy header")
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+        start = fh.tell()
+        if shape != (rows, dim) or fortran or dtype != np.float32 or os.fstat(fh.fileno()).st_size != start + rows * dim * 4:
+            raise ValueError("not the vectors the header says")
+        mapped = np.memmap(fh, dtype=np.float32, mode="r", offset=start, shape=(rows, dim))
+        mapped._mmap.madvise(mmap.MADV_RANDOM)  # recall reads scattered rows (see _vector_rows)
+    except (OSError, ValueError):
+        fh.close()
+        return None
+    mapped._file, mapped._start = fh, start
+    return mapped
 
 
 def _copy_rows(dest: np.ndarray, src: np.ndarray, rows: int) -> None:
