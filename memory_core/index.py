@@ -74,10 +74,19 @@ class LexicalIndex:
     k1 = 1.5
     b = 0.4
     COMPACT_MIN = 4096  # changed rows kept in dicts before a compaction is considered
+    # Term lookups answered from a loaded index's saved vocabulary text before the dict of every
+    # term is built (0.6 s for the million terms of a million memories; a lookup in the text costs
+    # ~5 ms there, so a namespace's first recalls answer without waiting for the dict).
+    TEXT_LOOKUPS = 64
 
     def __init__(self) -> None:
-        self.vocab: dict[str, int] = {}
-        self.terms: list[str] = []
+        # The terms by id and the id of each term; both built on first use from ``_text`` (the
+        # saved vocabulary, "\n"-joined and with "\n" at both ends) for an index read from arrays.
+        self._vocab: dict[str, int] | None = {}
+        self._terms: list[str] | None = []
+        self._text: str | None = None
+        self._n_terms = 0
+        self._text_lookups = 0
         self.n = 0
         self.lengths = np.zeros(16, dtype=np.float64)  # document lengths by row
         self.total_len = 0.0
@@ -99,6 +108,36 @@ class LexicalIndex:
     def __len__(self) -> int:
         return self.n
 
+    @property
+    def terms(self) -> list[str]:
+        """The terms by id."""
+        if self._terms is None:
+            self._terms = self._text[1:-1].split("\n") if self._n_terms else []
+        return self._terms
+
+    @property
+    def vocab(self) -> dict[str, int]:
+        """The id of each term."""
+        if self._vocab is None:
+            self._vocab = dict(zip(self.terms, range(len(self.terms))))
+        return self._vocab
+
+    def _editable(self) -> None:
+        """Before the vocabulary changes: the list and the dict are what holds it from now on."""
+        if self._text is not None:
+            self.terms, self.vocab  # noqa: B018 - built here
+            self._text = None
+
+    def term_id(self, term: str) -> int | None:
+        """The id of ``term``, or None when no row holds it."""
+        if self._vocab is None and self._text is not None and self._text_lookups < self.TEXT_LOOKUPS:
+            self._text_lookups += 1
+            if "\n" in term:
+                return None
+            at = self._text.find("\n" + term + "\n")
+            return None if at < 0 else self._text.count("\n", 0, at)
+        return self.vocab.get(term)
+
     # -- reading ---------------------------------------------------------------------------------
 
     def _row_tids(self, row: int) -> dict[int, int]:
@@ -119,13 +158,13 @@ class LexicalIndex:
         if self._post is None:
             rows = np.repeat(np.arange(self._base_n, dtype=np.int32), np.diff(self._indptr))
             order = np.argsort(self._tids, kind="stable")  # rows ascending within a term
-            ptr = np.zeros(len(self.terms) + 1, dtype=np.int64)
-            np.cumsum(np.bincount(self._tids, minlength=len(self.terms)), out=ptr[1:])
+            ptr = np.zeros(self._n_terms + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self._tids, minlength=self._n_terms), out=ptr[1:])
             self._post = (ptr, rows[order], self._tfs[order])
         return self._post
 
     def _posting_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        tid = self.vocab.get(term)
+        tid = self.term_id(term)
         if tid is None:
             return None
         arrays = self._arrays.get(tid)
@@ -160,10 +199,12 @@ class LexicalIndex:
     # -- changing --------------------------------------------------------------------------------
 
     def _tid(self, term: str) -> int:
-        tid = self.vocab.get(term)
+        self._editable()
+        tid = self._vocab.get(term)
         if tid is None:
-            tid = self.vocab[term] = len(self.terms)
-            self.terms.append(term)
+            tid = self._vocab[term] = len(self._terms)
+            self._terms.append(term)
+            self._n_terms += 1
         return tid
 
     def _grow_lengths(self, need: int) -> None:
@@ -226,11 +267,13 @@ class LexicalIndex:
             flat.extend(tokens)
             ends.append(len(flat))
         m = len(ends)
+        self._editable()
         vocab, known = self.vocab, len(self.vocab)
         number = vocab.setdefault
         tids = np.fromiter((number(t, len(vocab)) for t in flat), dtype=np.int64, count=len(flat))
         if len(vocab) > known:
             self.terms.extend(itertools.islice(vocab, known, None))
+            self._n_terms = len(vocab)
         width = max(len(vocab), 1)
         docs = np.repeat(np.arange(m, dtype=np.int64), np.diff(np.asarray([0] + ends, dtype=np.int64)))
         keys, tfs = np.unique(docs * width + tids, return_counts=True)
@@ -243,13 +286,18 @@ class LexicalIndex:
         if m <= 0:
             return
         start = self.n
-        self._indptr = np.concatenate([self._indptr[:-1], indptr + self._indptr[-1]])
-        self._tids = np.concatenate([self._tids, tids])
-        self._tfs = np.concatenate([self._tfs, tfs])
-        self._detached = np.concatenate([self._detached, np.zeros(m, dtype=bool)])
+        if start == 0 and self._base_n == 0:  # a load: the arrays as they are, no copies
+            self._indptr, self._tids, self._tfs = indptr - indptr[0], tids, tfs
+            self._detached = np.zeros(m, dtype=bool)
+        else:
+            self._indptr = np.concatenate([self._indptr[:-1], indptr + self._indptr[-1]])
+            self._tids = np.concatenate([self._tids, tids])
+            self._tfs = np.concatenate([self._tfs, tfs])
+            self._detached = np.concatenate([self._detached, np.zeros(m, dtype=bool)])
         self._base_n += m
         self.n += m
-        lengths = np.bincount(np.repeat(np.arange(m), np.diff(indptr)), weights=tfs, minlength=m)
+        ends = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(tfs, dtype=np.int64)])
+        lengths = (ends[indptr[1:] - indptr[0]] - ends[indptr[:-1] - indptr[0]]).astype(np.float64)
         self._grow_lengths(start + m)
         self.lengths[start:start + m] = lengths
         self.total_len += float(lengths.sum())
@@ -294,11 +342,13 @@ class LexicalIndex:
             tids[s:s + len(d)] = list(d.keys())
             tfs[s:s + len(d)] = list(d.values())
         # Renumber the terms still used (removed memories' words would otherwise stay forever).
+        self._editable()
         used = np.flatnonzero(np.bincount(tids, minlength=len(self.terms)))
         renumber = np.full(len(self.terms), -1, dtype=np.int32)
         renumber[used] = np.arange(len(used), dtype=np.int32)
-        self.terms = [self.terms[t] for t in used.tolist()]
-        self.vocab = {t: i for i, t in enumerate(self.terms)}
+        self._terms = [self.terms[t] for t in used.tolist()]
+        self._vocab = {t: i for i, t in enumerate(self._terms)}
+        self._n_terms = len(self._terms)
         self._indptr, self._tids, self._tfs = indptr, renumber[tids], tfs
         self._base_n = n
         self._detached = np.zeros(n, dtype=bool)
@@ -312,16 +362,22 @@ class LexicalIndex:
         """The index as arrays (compacting it first): see :meth:`from_arrays`."""
         if self._rows or self._n_detached or self._base_n != self.n:
             self.compact()
-        return {"indptr": self._indptr, "term_ids": self._tids, "tfs": self._tfs,
-                "vocab": np.array("\n".join(self.terms))}
+        text = self._text[1:-1] if self._text is not None else "\n".join(self.terms)
+        return {"indptr": self._indptr, "term_ids": self._tids, "tfs": self._tfs, "vocab": np.array(text)}
 
     @classmethod
     def from_arrays(cls, indptr: np.ndarray, term_ids: np.ndarray, tfs: np.ndarray, vocab: str) -> "LexicalIndex":
         """An index of the rows these arrays hold (from :meth:`to_arrays`)."""
         lex = cls()
-        lex.terms = vocab.split("\n") if vocab else []
-        lex.vocab = {t: i for i, t in enumerate(lex.terms)}
-        if len(term_ids) and (term_ids.min() < 0 or term_ids.max() >= len(lex.terms)):
+        if vocab:  # the dict and the list are built when first needed (see term_id)
+            lex._vocab = lex._terms = None
+            lex._text = "\n" + vocab + "\n"
+            lex._n_terms = vocab.count("\n") + 1
+        indptr = np.asarray(indptr, dtype=np.int64)
+        if (indptr.ndim != 1 or len(indptr) < 1 or indptr[0] != 0 or indptr[-1] != len(term_ids)
+                or len(term_ids) != len(tfs) or np.any(np.diff(indptr) < 0)):
+            raise ValueError("row offsets that do not fit the term arrays")
+        if len(term_ids) and (term_ids.min() < 0 or term_ids.max() >= lex._n_terms):
             raise ValueError("term ids outside the vocabulary")
         lex._append_base(np.asarray(indptr, dtype=np.int64), np.asarray(term_ids, dtype=np.int32),
                          np.asarray(tfs, dtype=np.int32))
