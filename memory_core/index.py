@@ -26,6 +26,7 @@ import math
 import mmap
 import os
 import re
+import secrets
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -600,6 +601,10 @@ class NamespaceIndex:
         self._proj: _Projection | None = None
         self._prior: _Priors | None = None
         self._pending: tuple[tuple, np.ndarray] = ((), np.zeros(0, dtype=np.int64))  # see _projected_candidates
+        # Which save of the index the side structures describe: the header's "save" (a random
+        # token per save), and whether a side structure was built since it was last saved.
+        self.save_id: str | None = None
+        self.side_unsaved = False
         # The neighbour table (neighbour_rows): rows by creation time, and each row's neighbours, for
         # rows 0.._nb_n-1; rebuilt whole once a row in it is removed or re-dated (_nb_stale).
         self._nb_order = np.zeros(0, dtype=np.int64)
@@ -1004,6 +1009,7 @@ class NamespaceIndex:
         """
         if self._side_stale(self._proj):
             self._proj = _Projection(self.emb[: self.n], self._release_rows)
+            self.side_unsaved = True
         pr, p, n, q = self._proj, ranking.params, self.n, ranking.query
         if not pr.useful or p.alpha * (1.0 - p.lexical_weight) <= 0:
             ranking.stats["projected"] = False
@@ -1125,6 +1131,7 @@ class NamespaceIndex:
             return None
         if self._side_stale(self._sq):
             self._sq = _Sq8(self.emb[: self.n], self._release_rows)
+            self.side_unsaved = True
         sq, p, q = self._sq, ranking.params, ranking.query
         slack = float(np.abs(q).astype(np.float64) @ sq.err) + 1e-4  # + float rounding of the scan
         pending = self._pending_rows(sq)
@@ -1216,10 +1223,48 @@ class NamespaceIndex:
             stem.with_suffix(".info.arrow").unlink(missing_ok=True)
         # fields: the rows' sequences, scoring and descriptive fields are saved too (else they are
         # read from the store when the index is loaded again)
+        self.save_id = secrets.token_hex(8)
+        self._save_side(stem)
         header = {"format": FORMAT_VERSION, "namespace": self.namespace, "model": model,
-                  "dim": self.dim, "count": n, "seq": self.seq, "fields": infos is not None}
+                  "dim": self.dim, "count": n, "seq": self.seq, "fields": infos is not None, "save": self.save_id}
         _atomic(stem.with_suffix(".json"), lambda p: p.write_text(json.dumps(header)))
         self.changes_since_save = 0
+
+    def save_side(self, folder: Path) -> None:
+        """Write the side structures built since the last save (the projection, the 8-bit codes),
+        when the index holds the rows it saved then: the next load need not build them again."""
+        if self.side_unsaved and self.save_id is not None and not self.changes_since_save:
+            self._save_side(folder / namespace_key(self.namespace))
+
+    def _save_side(self, stem: Path) -> None:
+        """The side structures, as they describe rows 0..n-1 (their rows changed since they were
+        built are saved as such): ``<stem>.side.npz``, tied to the save ``save_id`` (a side file
+        of any other save, or none, is not used: see :meth:`_load_side`). None built: no file."""
+        path = stem.with_suffix(".side.npz")
+        arrays: dict[str, np.ndarray] = {}
+        for prefix, side in (("proj", self._proj), ("sq", self._sq)):
+            if side is not None and not self._side_stale(side):
+                arrays.update({f"{prefix}_{k}": v for k, v in side.to_arrays(self.n).items()})
+        if arrays:
+            _atomic(path, lambda p: _savez(p, save=np.array(self.save_id), **arrays))
+        else:
+            path.unlink(missing_ok=True)
+        self.side_unsaved = False
+
+    def _load_side(self, stem: Path) -> None:
+        """Take the saved side structures when they were saved with this very save of the index
+        (``save_id``) and read back whole (an ``.npz`` checks each array's CRC-32); else leave
+        them to be built on first use."""
+        try:
+            with np.load(stem.with_suffix(".side.npz"), allow_pickle=False) as z:
+                if self.save_id is None or str(z["save"]) != self.save_id:
+                    return
+                arrays = {k: z[k] for k in z.files}
+            proj = _Projection.from_arrays(arrays, "proj_", self.n, self.dim) if "proj_m" in arrays else None
+            sq = _Sq8.from_arrays(arrays, "sq_", self.n, self.dim) if "sq_m" in arrays else None
+        except Exception:  # missing, damaged, truncated, another format: built again when needed
+            return
+        self._proj, self._sq = proj, sq
 
     @classmethod
     def load(cls, folder: Path, namespace: str, model: str, dim: int,
@@ -1239,7 +1284,7 @@ class NamespaceIndex:
             vectors = np.load(stem.with_suffix(".vec.npy"), allow_pickle=False, mmap_mode="r")
             with np.load(stem.with_suffix(".lex.npz"), allow_pickle=False) as z:
                 lex = {k: z[k] for k in z.files}
-            ids, hashes = lex["ids"].astype(np.int64), lex["hashes"].astype(HASH_DTYPE)
+            ids, hashes = lex["ids"].astype(np.int64, copy=False), lex["hashes"].astype(HASH_DTYPE, copy=False)
             if vectors.shape != (n, dim) or vectors.dtype != np.float32 or len(ids) != n or len(hashes) != n:
                 return None
             lexical = LexicalIndex.from_arrays(lex["indptr"], lex["term_ids"], lex["tfs"], str(lex["vocab"]))
@@ -1289,6 +1334,9 @@ class NamespaceIndex:
         idx.n = n
         idx.seq = int(header["seq"])
         idx.changes_since_save = 0
+        save_id = header.get("save")
+        idx.save_id = save_id if isinstance(save_id, str) else None
+        idx._load_side(stem)
         return idx
 
 
@@ -1529,6 +1577,34 @@ class _Projection:
         # float32 similarity recall itself computes.
         self.slack = err + 1e-4
 
+    def to_arrays(self, n: int) -> dict[str, np.ndarray]:
+        """What :meth:`from_arrays` needs, for an index of ``n`` rows."""
+        return {"m": np.array(self.m), "dirty": _dirty_rows(self.dirty), "basis": self.basis,
+                "split": np.array(self.split), "useful": np.array(self.useful), "slack": np.array(self.slack),
+                "coords_a": self.coords_a, "coords_b": self.coords_b, "rest_a": self.rest_a, "rest_b": self.rest_b}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], prefix: str, n: int, dim: int) -> "_Projection":
+        """A projection saved by :meth:`to_arrays` (ValueError when its arrays do not fit together)."""
+        a = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+        pr = cls.__new__(cls)
+        pr.m, pr.split, pr.useful, pr.slack = int(a["m"]), int(a["split"]), bool(a["useful"]), float(a["slack"])
+        pr.basis = np.ascontiguousarray(a["basis"], dtype=np.float32)
+        pr._basis64 = pr.basis.astype(np.float64)
+        pr.coords_a, pr.coords_b = a["coords_a"], a["coords_b"]
+        pr.rest_a, pr.rest_b = a["rest_a"], a["rest_b"]
+        rows = pr.m if pr.useful else 0
+        dims = pr.basis.shape[1] if pr.basis.ndim == 2 else -1
+        if (pr.basis.shape != (dim, dims) or not 0 < pr.split <= dims or pr.m < 0
+                or not np.isfinite(pr.slack) or pr.slack <= 0
+                or pr.coords_a.shape != (rows, pr.split) or pr.coords_b.shape != (rows, dims - pr.split)
+                or pr.rest_a.shape != (rows,) or pr.rest_b.shape != (rows,)
+                or any(x.dtype != np.float32 for x in (pr.coords_a, pr.coords_b, pr.rest_a, pr.rest_b))):
+            raise ValueError("a saved projection that does not fit its index")
+        pr.dirty = _dirty_set(a["dirty"], pr.m)
+        pr.serial = next(_SERIALS)
+        return pr
+
     def query(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
         """The query's coordinates in both blocks and its distances from their spans."""
         q64 = q.astype(np.float64)
@@ -1575,6 +1651,36 @@ class _Sq8:
     def changed(self, row: int) -> None:
         if row < self.m:
             self.dirty.add(row)
+
+    def to_arrays(self, n: int) -> dict[str, np.ndarray]:
+        """What :meth:`from_arrays` needs."""
+        return {"m": np.array(self.m), "dirty": _dirty_rows(self.dirty), "err": self.err,
+                "index": faiss.serialize_index(self.index)}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], prefix: str, n: int, dim: int) -> "_Sq8":
+        """Codes saved by :meth:`to_arrays` (ValueError when they do not fit the index)."""
+        a = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+        sq = cls.__new__(cls)
+        sq.m, sq.err = int(a["m"]), np.asarray(a["err"], dtype=np.float64)
+        sq.index = faiss.deserialize_index(np.ascontiguousarray(a["index"], dtype=np.uint8))
+        if (not isinstance(sq.index, faiss.IndexScalarQuantizer) or sq.index.d != dim or sq.index.ntotal != sq.m
+                or sq.m < 0 or sq.err.shape != (dim,) or not np.all(np.isfinite(sq.err))
+                or sq.index.metric_type != faiss.METRIC_INNER_PRODUCT):
+            raise ValueError("saved 8-bit codes that do not fit their index")
+        sq.dirty = _dirty_set(a["dirty"], sq.m)
+        return sq
+
+
+def _dirty_rows(dirty: set[int]) -> np.ndarray:
+    return np.sort(np.fromiter(dirty, dtype=np.int64, count=len(dirty)))
+
+
+def _dirty_set(rows: np.ndarray, m: int) -> set[int]:
+    rows = np.asarray(rows)
+    if rows.ndim != 1 or rows.dtype != np.int64 or (rows.size and (rows.min() < 0 or rows.max() >= m)):
+        raise ValueError("dirty rows outside the side structure")
+    return set(rows.tolist())
 
 
 class _Ivf:

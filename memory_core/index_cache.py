@@ -177,6 +177,13 @@ class IndexCache:
         except OSError:
             pass  # an unwritable folder costs a rebuild next time, nothing more
 
+    def save_side(self, idx: NamespaceIndex) -> None:
+        """Write the side structures recall built since the index was saved (never fails)."""
+        try:
+            idx.save_side(self.folder)
+        except OSError:
+            pass
+
     def save_due(self, model: str, every: int = SAVE_EVERY) -> None:
         """Save the indexes that changed ``every`` times or more since they were last saved."""
         for idx in self._indexes.values():
