@@ -895,10 +895,11 @@ class NamespaceIndex:
         if not hasattr(self.emb, "_mmap"):
             return _dot(self.emb[: self.n], query)
         out = np.empty(self.n, dtype=np.float32)
-        for s in range(0, self.n, _CHUNK_ROWS):  # a full scan of mapped vectors keeps none resident
-            e = min(self.n, s + _CHUNK_ROWS)
-            out[s:e] = _dot(self.emb[s:e], query)
-            _release(self.emb, s, e)
+        with _sequential(self.emb):
+            for s in range(0, self.n, _CHUNK_ROWS):  # a full scan of mapped vectors keeps none resident
+                e = min(self.n, s + _CHUNK_ROWS)
+                out[s:e] = _dot(self.emb[s:e], query)
+                _release(self.emb, s, e)
         return out
 
     # -- ranking ---------------------------------------------------------------------------------
@@ -1008,7 +1009,8 @@ class NamespaceIndex:
         structure was built are always scored exactly.
         """
         if self._side_stale(self._proj):
-            self._proj = _Projection(self.emb[: self.n], self._release_rows)
+            with _sequential(self.emb):
+                self._proj = _Projection(self.emb[: self.n], self._release_rows)
             self.side_unsaved = True
         pr, p, n, q = self._proj, ranking.params, self.n, ranking.query
         if not pr.useful or p.alpha * (1.0 - p.lexical_weight) <= 0:
@@ -1130,7 +1132,8 @@ class NamespaceIndex:
             ranking.stats["first_pass"] = False
             return None
         if self._side_stale(self._sq):
-            self._sq = _Sq8(self.emb[: self.n], self._release_rows)
+            with _sequential(self.emb):
+                self._sq = _Sq8(self.emb[: self.n], self._release_rows)
             self.side_unsaved = True
         sq, p, q = self._sq, ranking.params, ranking.query
         slack = float(np.abs(q).astype(np.float64) @ sq.err) + 1e-4  # + float rounding of the scan
@@ -1803,14 +1806,42 @@ def _savez(path: Path, **arrays: np.ndarray) -> None:
 _CHUNK_ROWS = 16_384  # rows copied at a time between vector arrays (24 MB at 384 dimensions)
 
 
-def _release(array: np.ndarray, start: int, stop: int) -> None:
-    """Let the process stop holding rows start..stop-1 of a memory-mapped array (no-op for an
-    ordinary one). Safe only for shared mappings: the page cache and the file keep the data, and
-    the next read maps it back."""
+def _mmap_of(array: np.ndarray) -> mmap.mmap | None:
     mm = getattr(array, "_mmap", None)
     base = getattr(array, "base", None)
     while mm is None and base is not None:  # a view of a memmap
         mm, base = getattr(base, "_mmap", None), getattr(base, "base", None)
+    return mm
+
+
+@contextlib.contextmanager
+def _sequential(array: np.ndarray) -> Iterator[None]:
+    """Read a memory-mapped array's rows in order inside the block: the mapping is read ahead as
+    an ordinary file would be, then back to MADV_RANDOM (recall reads scattered rows). Without it,
+    rows the page cache let go are read a page per fault: 3 s instead of 0.5 s for 300 MB."""
+    mm = _mmap_of(array)
+    if mm is None:
+        yield
+        return
+    mm.madvise(mmap.MADV_SEQUENTIAL)
+    try:
+        yield
+    finally:
+        mm.madvise(mmap.MADV_RANDOM)
+
+
+def _release(array: np.ndarray, start: int, stop: int) -> None:
+    """Let the process stop holding rows start..stop-1 of a memory-mapped array (no-op for an
+    ordinary one). Safe only for shared mappings: the page cache and the file keep the data, and
+    the next read maps it back."""
+    _advise(array, start, stop, mmap.MADV_DONTNEED)
+
+
+def _advise(array: np.ndarray, start: int, stop: int, advice: int) -> None:
+    """``madvise`` of the whole pages inside rows start..stop-1 of a memory-mapped 2-d array (no-op
+    for an ordinary one)."""
+    stop = min(stop, len(array))
+    mm = _mmap_of(array)
     if mm is None or stop <= start or array.ndim != 2:
         return
     row = array.strides[0]
@@ -1820,7 +1851,7 @@ def _release(array: np.ndarray, start: int, stop: int) -> None:
     first = -(-first // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages inside the rows only
     last = last // mmap.PAGESIZE * mmap.PAGESIZE
     if last > first:
-        mm.madvise(mmap.MADV_DONTNEED, first, last - first)
+        mm.madvise(advice, first, last - first)
 
 
 def _map_saved(path: Path, rows: int, dim: int) -> np.ndarray | None:
@@ -1850,11 +1881,12 @@ def _map_saved(path: Path, rows: int, dim: int) -> np.ndarray | None:
 def _copy_rows(dest: np.ndarray, src: np.ndarray, rows: int) -> None:
     """Copy the first ``rows`` rows, a chunk at a time, releasing both sides' pages as it goes
     (either may be memory-mapped: a whole copy would make both resident)."""
-    for s in range(0, rows, _CHUNK_ROWS):
-        e = min(rows, s + _CHUNK_ROWS)
-        dest[s:e] = src[s:e]
-        _release(dest, s, e)
-        _release(src, s, e)
+    with _sequential(src):
+        for s in range(0, rows, _CHUNK_ROWS):
+            e = min(rows, s + _CHUNK_ROWS)
+            dest[s:e] = src[s:e]
+            _release(dest, s, e)
+            _release(src, s, e)
 
 
 def _mmap_address(mm: mmap.mmap) -> int:
@@ -1867,11 +1899,12 @@ def _save_npy(path: Path, array: np.ndarray, release: Any = None) -> None:
     with open(path, "wb") as fh:  # a file object keeps numpy from appending ".npy" to the name
         np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(array.dtype),
                                                   "fortran_order": False, "shape": array.shape})
-        for s in range(0, len(array), _CHUNK_ROWS):
-            e = min(len(array), s + _CHUNK_ROWS)
-            fh.write(np.ascontiguousarray(array[s:e]).tobytes())
-            if release is not None:
-                release(s, e)
+        with _sequential(array):
+            for s in range(0, len(array), _CHUNK_ROWS):
+                e = min(len(array), s + _CHUNK_ROWS)
+                fh.write(np.ascontiguousarray(array[s:e]).tobytes())
+                if release is not None:
+                    release(s, e)
 
 
 def _atomic(path: Path, write) -> None:
