@@ -5,15 +5,17 @@ tokens and the fields scoring needs, in parallel arrays, so recall scores *every
 with a few vectorized operations: the result is exact by construction.
 
 Indexes are caches. They are saved next to the bank (``<bank>.index/``: per namespace the
-vectors as ``.npy``, the BM25 arrays and a small JSON header) and reconciled with the store
-whenever they are loaded: rows changed since the saved change sequence are fetched again,
-rows no longer live are dropped, and anything that does not add up (a missing or truncated file,
-another model, another dimension) triggers a rebuild from the store. Nothing is lost when they
-are deleted.
+vectors as ``.npy``, the BM25 arrays and rows' fields, the side structures pruned recall built,
+and a small JSON header) and reconciled with the store whenever they are loaded: rows changed
+since the saved change sequence are fetched again, rows no longer live are dropped, and anything
+that does not add up (a missing or truncated file, another model, another dimension) triggers a
+rebuild from the store; side structures not written by the same save as the vectors are built
+again. Nothing is lost when they are deleted.
 
 Memory: a large namespace's vectors live in an unlinked, memory-mapped scratch file (the process
-holds only the pages it reads), its BM25 postings and per-row fields in compact arrays; at a
-million memories the recall process holds about 2 GB, the embedding model included.
+holds only the pages it reads), or, loaded from the cache and unchanged since, in the saved file
+mapped read-only; its BM25 postings and per-row fields in compact arrays; at a million memories
+the recall process holds about 2 GB, the embedding model included.
 """
 
 from __future__ import annotations
