@@ -225,12 +225,64 @@ PostgreSQL 15 on the same 2-core machine; figures from one process, load average
   numpy loaded a temporary table no faster than `write_row` (the server's parsing of `real[]`
   was the cost then). An ASCII text skips Unicode normalisation and the CJK steps (4.5× faster
   per text, the same tokens).
-- *Load from the cache at 1,000,000, still over its goal*: profiled at 100,000 (1.7 s, PostgreSQL)
-  it spends about 0.5 s on the store's scan (the fingerprint; PostgreSQL reads the vectors' pages
-  too, as they are stored in the row), 0.4 s reading the saved files (copying the vectors into the
-  namespace's scratch file, the BM25 arrays, the fields) and 1.2 s in the first recall building
-  its side indexes (the projection's sample and the 8-bit codes of every vector). Next: save the
-  side indexes with the vectors, and map the saved vectors instead of copying them.
+- *Load from the cache, the round before this one*: profiled at 100,000 (1.7 s, PostgreSQL) it
+  spent about 0.5 s on the store's scan (the fingerprint; PostgreSQL reads the vectors' pages
+  too, as they are stored in the row), 0.4 s reading the saved files and 1.2 s in the first
+  recall building its side indexes.
+
+**This run against the previous one.** The previous run (2026-12-02, load average [10.4, 5.3])
+gave: import at 1,000,000 DuckDB 4,026/s, PostgreSQL 14,141/s; cold load 40.6 s and 52.1 s; load
+from the cache 14.9 s and 18.3 s; warm recall at 1,000,000 258.6 and 192.3 ms. This run's import,
+single adds, warm recall and cold load are slower with the machine (three engineers' jobs on 2
+cores; this round changed nothing on those paths): measured in turns on the same banks, they
+did not move. Cold load of 1,000,000 on DuckDB: `main` 44.8 s then this branch 51.3 s, then this
+branch 57.1 s then `main` 58.5 s (whichever runs second is slower, probably while the first one's 1.8 GB of
+cache files are still being written back); PostgreSQL `main` 63.9 s, branch 71.9 s (that same
+order). Warm recall at 1,000,000 on DuckDB, p50 of 20: `main` 533 and 535 ms, branch 603 and
+455 ms.
+
+**Load from the cache, this round** (issue 16 item 6; cProfile at 200,000 and 1,000,000 memories
+on both stores, load average 2.5-6, the machine shared). Before, at 1,000,000 on PostgreSQL
+(14-15 s then): about 4 s copying the saved vectors into the namespace's scratch file, 2.4 s
+summing the index's own fingerprint in numpy (every hex digit of every content hash looked up as
+int64), 2.5 s in the store's fingerprint scan, 0.6 s building the BM25 term dict (a million terms),
+0.5 s in the first recall's projection (its sample and basis: random vectors make it useless, but
+it is built to find that out), and 0.2-0.4 s each reading the `.npz` (CRC-32), the first query's
+posting lists, the row-id dict, the fields' Arrow file. What changed:
+
+- *Saved vectors mapped*: from `MAP_MIN_ROWS` on (where a copy would go to a mapped scratch file
+  anyway) the index reads the saved `.vec.npy` itself, read-only, through pread and the mapping
+  as before; the first change copies the vectors into a scratch file (which the first add after
+  a load did anyway, to grow). Saves write a new file and rename it, so a mapped file never
+  changes. A full scan, a copy or a save advises the mapping sequential for its duration:
+  advised random (for recall's scattered rows), a scan read what the page cache had let go a
+  page per fault (21 s for 1.5 GB, against 3.7 s read ahead and 0.25 s cached).
+- *Side structures saved*: the projection (basis, coordinates, distances, rounding slack) and the
+  8-bit codes (FAISS's serialization, each dimension's error), with the rows changed since each
+  was built, in `<namespace>.side.npz`, written with every save and on close when recall built
+  one since; used only with the header's token of the same save, read back whole (CRC-32).
+- *Fingerprint*: one 56-bit piece of the content hashes instead of two 28-bit ones (PostgreSQL
+  parses each piece per row); numpy looks up only those 14 digits, a column at a time: 2.4 s →
+  0.19 s at 1,000,000.
+- *BM25 vocabulary*: a loaded index answers its first 64 term lookups from the saved vocabulary
+  text (a find and a count, ~5 ms at a million terms) and builds the dict after; the saved row
+  offsets, term ids and counts are taken as they are, not concatenated onto empty arrays.
+- Before and after, in turns on the same 1,000,000-memory banks (`main` then this branch, a
+  scratch script timing `MemoryBank.open` to the first recall as `_large` does; load average
+  4-6): PostgreSQL 15.2, 14.2, 14.9, 13.3 s → 5.0, 6.3, 6.0, 6.0 s; DuckDB 16.1, 14.2 s → 4.6, 4.2 s.
+- *Tried, not kept*: the store's fingerprint on PostgreSQL's parallel workers (sums and a count
+  of changed rows only, as `array_agg` is not parallel before version 16; the changed ids in a
+  second scan when there are any): 2.1 s against 2.2-2.5 s at load 6 (1.6 s on a quieter
+  machine), and one more 1 s scan whenever something changed. `madvise(MADV_WILLNEED)` and
+  `posix_fadvise(WILLNEED)` to read the mapped file ahead: the kernel reads at most its readahead
+  window (8 MB) for either.
+- *What is left* at 1,000,000 on PostgreSQL (5-6 s): the store's fingerprint scan, 2-2.5 s
+  (PostgreSQL reads the whole 2 GB heap, vectors included, for six sums; an index covering the
+  summed columns would make it an index-only scan, but would cost every write, and every
+  recall's access-count update would stop being a HOT update); reading `lex.npz`, 0.9 s (195 MB
+  with their CRC-32, the hashes as 64-byte strings 64 MB of it); the first recall's full scan
+  (random vectors are not pruned), the first query's posting lists (0.45 s), the neighbour table
+  (0.25 s), the fields' Arrow file (0.2 s). DuckDB's scan takes 0.1-0.2 s of its 4-5 s.
 - *Warm recall at 1,000,000*: random isotropic vectors defeat recall's pruning (the projection's
   bound), so each recall scores every vector exactly; the model's vectors prune (Recall at scale:
   about 22 ms at 1,000,000).

@@ -113,6 +113,8 @@ class Core:
             for idx in self.indexes.values():
                 if idx.changes_since_save:
                     self.save_index(idx)
+                elif idx.side_unsaved:  # built by a recall: the next load need not build it again
+                    self.indexes.save_side(idx)
         self.store.release()
 
     @property

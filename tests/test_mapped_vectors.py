@@ -65,8 +65,10 @@ def test_mapped_vectors_keep_recall_exact_through_changes_and_reopening(bank_pat
         assert isinstance(bank._indexes["big"].emb, np.memmap)
         live = bank.count(namespace="big")
     folder = bank_path.parent / (bank_path.name + ".index")
-    # Scratch files are unlinked from the start: only the saved index is there.
-    assert {p.name.split(".", 1)[1] for p in folder.iterdir()} == {"json", "lex.npz", "vec.npy", "info.arrow"}
+    # Scratch files are unlinked from the start: only the saved index is there (with the side
+    # structures pruned recall built: side.npz).
+    assert {p.name.split(".", 1)[1] for p in folder.iterdir()} == {"json", "lex.npz", "vec.npy", "info.arrow",
+                                                                    "side.npz"}
     with MemoryBank.open(bank_path, embedder=embedder) as bank:  # loaded from the saved index
         _check(bank, embedder)
         idx = bank._indexes["big"]

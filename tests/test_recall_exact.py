@@ -361,3 +361,124 @@ def test_saved_index_of_another_bank_is_not_trusted(bank_path, embedder, tmp_pat
     with MemoryBank.open(bank_path, embedder=embedder) as bank:
         _check_all(bank, embedder, now)
         _hits_as_stored(bank, now)
+
+
+# -- the saved side structures (projection, 8-bit codes) and the saved vectors, mapped -----------------
+
+SIDE_PRESETS = [ScoringParams(threshold=0.0, k=8),  # neighbours: the projection's bound, or every row
+                ScoringParams.preset("generative-agents").replace(threshold=0.0, k=8)]  # none: the codes too
+
+
+@pytest.fixture
+def side_thresholds(monkeypatch):
+    """Prune, map vectors and compact at sizes a test can reach."""
+    from memory_core.index import LexicalIndex, NamespaceIndex, RowInfos
+
+    monkeypatch.setattr(NamespaceIndex, "PRUNE_MIN_ROWS", 100)
+    monkeypatch.setattr(NamespaceIndex, "MAP_MIN_ROWS", 64)
+    monkeypatch.setattr(NamespaceIndex, "PREAD_MAX_ROWS", 40)
+    monkeypatch.setattr(LexicalIndex, "COMPACT_MIN", 16)
+    monkeypatch.setattr(LexicalIndex, "TEXT_LOOKUPS", 8)  # both ways of finding a term
+    monkeypatch.setattr(RowInfos, "COMPACT_MIN", 16)
+
+
+def _side_rows(n: int, seed: int, dim: int, namespace: str) -> list[dict]:
+    """Memories whose vectors lie near a 12-dimensional subspace ("low": the projection bounds
+    them) or anywhere on the sphere ("rand": it cannot, and recall without neighbours takes the
+    8-bit codes)."""
+    rng = np.random.default_rng(seed)
+    if namespace == "low":
+        basis = np.random.default_rng(99).standard_normal((12, dim))
+        v = rng.standard_normal((n, 12)) @ basis + 0.05 * rng.standard_normal((n, dim))
+    else:
+        v = rng.standard_normal((n, dim))
+    v = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    return [{"text": " ".join(rng.choice(WORDS, 4)) + f" s{seed}x{i}", "namespace": namespace,
+             "importance": float(rng.random()), "created_at": T0 + timedelta(days=float(rng.random() * 300)),
+             "embedding": v[i]} for i in range(n)]
+
+
+def _check_side(bank: MemoryBank, embedder, now: datetime) -> None:
+    for ns in ("low", "rand"):
+        for p in SIDE_PRESETS:
+            for q in QUERIES:
+                assert_exact(bank, q, ns, p, now, embedder)
+
+
+def _count_builds(monkeypatch) -> dict[str, int]:
+    from memory_core import index
+
+    built = {"projection": 0, "codes": 0}
+    for name, cls in (("projection", index._Projection), ("codes", index._Sq8)):
+        def counting(self, *args, _init=cls.__init__, _name=name, **kwargs):
+            built[_name] += 1
+            _init(self, *args, **kwargs)
+        monkeypatch.setattr(cls, "__init__", counting)
+    return built
+
+
+def test_saved_side_structures_are_loaded_and_a_damaged_or_stale_one_is_rebuilt(
+        bank_path, embedder, side_thresholds, monkeypatch, tmp_path):
+    """Recall builds a large namespace's projection and 8-bit codes; the index cache keeps them
+    (``.side.npz``, tied to the save of the vectors they describe), so the next load does not
+    build them again. One with damaged bytes, or one left from another save of the index, is not
+    trusted: it is built again. Recall is exact throughout, through changes made meanwhile."""
+    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        ids = {ns: bank.add_many(_side_rows(n, i, embedder.dim, ns)) for i, (ns, n) in enumerate((("low", 300),
+                                                                                                   ("rand", 1000)))}
+        _check_side(bank, embedder, now)
+        assert bank._indexes["low"]._proj.useful and not bank._indexes["rand"]._proj.useful
+        assert bank._indexes["rand"]._sq is not None
+    folder = stores.index_folder(bank_path)
+    side = {ns: next(folder.glob(f"{ns}-*.side.npz")) for ns in ("low", "rand")}
+    shutil.copy(side["rand"], tmp_path / "rand.side.npz")
+
+    built = _count_builds(monkeypatch)
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:  # from the cache: nothing built
+        _check_side(bank, embedder, now)
+        assert built == {"projection": 0, "codes": 0}
+    with MemoryBank.open(bank_path, embedder=embedder) as other:  # changes while the cache is on disk
+        for mid in ids["low"][:3] + ids["rand"][:3]:
+            other.forget(mid)
+        other.update(ids["low"][5], text="Moved to Berlin for the marathon")
+        other.add_many(_side_rows(5, 7, embedder.dim, "low"))
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:  # caught up, the rest still as saved
+        _check_side(bank, embedder, now)
+        assert built == {"projection": 0, "codes": 0}
+        bank.update(ids["rand"][10], importance=0.95)  # saved again on close: another save of "rand"
+
+    data = bytearray(side["low"].read_bytes())  # damaged in the middle of the projection's arrays
+    data[len(data) // 2:len(data) // 2 + 64] = bytes(64)
+    side["low"].write_bytes(bytes(data))
+    shutil.copy(tmp_path / "rand.side.npz", side["rand"])  # the codes of an earlier save
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        _check_side(bank, embedder, now)
+        assert built == {"projection": 2, "codes": 1}  # "rand" kept its (useless) projection there too
+    side["low"].write_bytes(b"not a zip file")
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:  # "rand" saved its rebuilt ones
+        _check_side(bank, embedder, now)
+        assert built == {"projection": 3, "codes": 1}
+
+
+def test_saved_vectors_are_mapped_until_the_first_change(bank_path, embedder, side_thresholds):
+    """A large namespace loaded from its index cache reads the saved vectors file itself (mapped
+    read-only); the first change copies them to the index's own scratch file, and recall stays
+    exact before and after."""
+    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        ids = bank.add_many(_side_rows(300, 1, embedder.dim, "low"))
+        bank.add_many(_side_rows(1000, 2, embedder.dim, "rand"))
+        _check_side(bank, embedder, now)
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        _check_side(bank, embedder, now)
+        idx = bank._indexes["low"]
+        assert isinstance(idx.emb, np.memmap) and not idx.emb.flags.writeable, "the saved file, mapped"
+        bank.forget(ids[0])  # the last row moves into the first: copied first
+        assert idx.emb.flags.writeable
+        bank.update(ids[1], text="Prefers green tea in the morning")
+        bank.add_many(_side_rows(20, 3, embedder.dim, "low"))
+        _check_side(bank, embedder, now)
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        _check_side(bank, embedder, now)
+        assert bank._indexes["low"].n == 319
