@@ -395,3 +395,24 @@ def test_a_block_keeps_a_waiting_process_out_for_a_bounded_time_only(bank_path, 
     finally:
         waiting.close()
         bank.close()
+
+
+def test_blocks_back_to_back_still_hand_the_file_to_a_waiting_process(bank_path, embedder, monkeypatch):
+    """Page after page, each in its own block: together they keep a waiting process out for at most
+    KEEP_MAX per lease, not for as long as the pages go on (a server's writes would time out)."""
+    monkeypatch.setattr(duckdb_store, "KEEP_MAX", 0.2)
+    bank = MemoryBank.open(bank_path, embedder=embedder, lock_timeout=30)
+    waiting = open(str(bank_path) + ".waiting", "a+b")
+    try:
+        bank.add("Drinks tea every morning", namespace="alice")
+        store = bank._store
+        fcntl.flock(waiting, fcntl.LOCK_SH)
+        before = store.opens
+        until = time.monotonic() + 1.5
+        while time.monotonic() < until:
+            with bank.keep_store():
+                assert bank.count(namespace="alice") == 1
+        assert store.opens - before >= 3, "back-to-back blocks kept the file from a waiting process"
+    finally:
+        waiting.close()
+        bank.close()

@@ -283,7 +283,7 @@ class _Lease:
     * the bank closes (:meth:`DuckDBStore.release`), before the process forks, at exit, and before
       a compaction or restore replaces the file.
 
-    Inside a block of :meth:`DuckDBStore.keep` (for its first :data:`KEEP_MAX` seconds) none of the
+    Inside a block of :meth:`DuckDBStore.keep` (for :data:`KEEP_MAX` seconds of a lease) none of the
     first two apply: the block's operations share one open of the file, and a process that waits
     gets it when the block ends.
 
@@ -305,6 +305,17 @@ class _Lease:
         self.stores: set[int] = set()  # numbers of the DuckDBStore objects that used it (see DuckDBStore.holder)
         self.started = self.last = time.monotonic()
         self.ending = False
+        self.kept_since: float | None = None  # when a block of DuckDBStore.keep first kept this lease
+
+    def kept(self, now: float) -> bool:
+        """With the guard held: does a block of :meth:`DuckDBStore.keep` keep this lease from ending?
+        For :data:`KEEP_MAX` seconds of the lease at most, counted from the first time one did, so
+        that blocks back to back (page after page) still hand the file over once a second."""
+        if not _KEPT.get(self.key):
+            return False
+        if self.kept_since is None:
+            self.kept_since = now
+        return now - self.kept_since < KEEP_MAX
 
     def waiters(self) -> bool:
         """Does another process wait for the file? (Only it holds ``<bank>.waiting`` shared.)"""
@@ -320,7 +331,7 @@ class _Lease:
     def due(self, now: float, idle: bool = True) -> bool:
         """With the guard held: should this unused lease end now (counting the time it has been
         idle, unless an operation is about to use it)? Marks it ending."""
-        if self.users or self.ending or _kept(self.key, now):
+        if self.users or self.ending or self.kept(now):
             return False
         waited = self.waiters()
         idle = idle and not _UPCOMING.get(self.key) and now - self.last >= self.idle
@@ -355,18 +366,11 @@ _LEASE_CHANGED = threading.Condition(_FILE_LOCKS_GUARD)
 _LEASE_THREAD: list[threading.Thread] = []
 _YIELD_UNTIL: dict[str, float] = {}  # lock key -> until when waiters announced may go first
 _UPCOMING: dict[str, int] = {}  # lock key -> operations of this process about to use the file
-_KEPT: dict[str, list] = {}  # lock key -> [blocks of DuckDBStore.keep under way, when the first began]
+_KEPT: dict[str, int] = {}  # lock key -> blocks of DuckDBStore.keep under way
 # lock key -> (the file's signature after a lease's checkpoint, its signature before it)
 _SIGNATURE_ALIAS: dict[str, tuple["FileSignature", "FileSignature"]] = {}
 _EXITING = False
 _STORE_NUMBERS = itertools.count(1)
-
-
-def _kept(key: str, now: float) -> bool:
-    """With the guard held: does a block of :meth:`DuckDBStore.keep` keep the file (for under
-    :data:`KEEP_MAX` seconds so far)?"""
-    kept = _KEPT.get(key)
-    return kept is not None and now - kept[1] < KEEP_MAX
 
 
 def _signature(path: Path, wait: bool = True) -> FileSignature:
@@ -679,7 +683,7 @@ class DuckDBStore:
                     lease.last = time.monotonic()
                     end = (not lease.users and not lease.ending
                            and (not keep or _EXITING or (lease.last - lease.started >= LEASE_MAX
-                                                         and not _kept(lease.key, lease.last))))
+                                                         and not lease.kept(lease.last))))
                     if end:
                         lease.ending = True
                     _LEASE_CHANGED.notify_all()
@@ -722,17 +726,18 @@ class DuckDBStore:
         """Keep the file between the operations of the block (a dashboard page's reads): they share
         one open of it, where each would otherwise hand the file to a process that waits for it
         (a server writing) and open it again. A process that waits gets the file when the block
-        ends, or after the operation running once the block has kept it :data:`KEEP_MAX` seconds."""
+        ends, or after the operation running once blocks have kept this process's lease of the
+        file :data:`KEEP_MAX` seconds (blocks back to back count together: the lease ends then,
+        and the next one may be kept again)."""
         key = str(self.path) + ".lock"
         with _FILE_LOCKS_GUARD:
-            kept = _KEPT.setdefault(key, [0, time.monotonic()])
-            kept[0] += 1
+            _KEPT[key] = _KEPT.get(key, 0) + 1
         try:
             yield
         finally:
             with _FILE_LOCKS_GUARD:
-                kept[0] -= 1
-                if not kept[0]:
+                _KEPT[key] -= 1
+                if not _KEPT[key]:
                     del _KEPT[key]
 
     def release(self) -> None:
