@@ -258,6 +258,26 @@ def run(quick: bool, smallest: bool = False) -> dict:
 # What the profiles said and what changed, kept here so that a re-render keeps it (figures from
 # the runs named; the table above is the latest run's).
 NOTES = """
+**This round** (2026-12-02, a different machine from the last round's: an AMD EPYC, on which mem0
+adds 21/s where the Intel Xeon gave 47/s, so compare the ratios to mem0, not the adds/s):
+
+- *A dashboard page takes the file once.* With a server writing, every read of a page used to hand
+  the file over (the server's group finishes, checkpoint, the page's open, checkpoint, the
+  server's open): under the 8 clients the Overview opened the file 11 times for 12 reads and
+  took 3.7 s, and pages were at p95 3.4 s. `app.py` now draws each page inside
+  `bank.keep_store()`: its reads share one open, and a waiting server gets the file when the
+  page is drawn, or after a second of pages back to back (`KEEP_MAX`, counted per lease). Page
+  loads p95 3.41 -> about 1 s; the price is the writers' share while pages load without pause
+  (this benchmark draws 40 in a row): 18 -> 7 adds/s meanwhile, 0 errors. A first version
+  bounded each page's block on its own, and pages back to back held the file for good (4 adds
+  timed out with 503 after 10 s); the bound is now the lease's.
+- *A few rows are one INSERT ... VALUES* for the memories and one for their events, instead of a
+  one-row Arrow table and the bulk SQL: one memory 3.0 against 6.9 ms, its event 1.9 against
+  2.8 ms (side by side on DuckDB). Sequential `bank.add` in turns against the commit before:
+  24.4/25.1/23.7 -> 26.6/29.4/27.1 adds/s (load 2-4). The counters' `UPDATE` names its keys as an
+  `IN` list of placeholders (4.8 against 3.6 ms). DuckDB still takes about 20 ms of an add here:
+  the commit 6, the counters 5, the memory 4, its event 2.5, the catch-up's change number 1.6.
+
 **Where an add's time goes** (2026-12-02; py-spy on the server and cProfile on `bank.add`, a bank of
 1,000 statements, machine shared with other work, so read shares, not milliseconds): the
 contradiction check was a quarter of an add and DuckDB's statements a third (about 1-3 ms each:
