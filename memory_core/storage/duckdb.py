@@ -373,6 +373,20 @@ _EXITING = False
 _STORE_NUMBERS = itertools.count(1)
 
 
+@contextlib.contextmanager
+def _counted(counts: dict[str, int], key: str) -> Iterator[None]:
+    """Count the block in ``counts[key]`` (under the guard) while it runs; no entry once none does."""
+    with _FILE_LOCKS_GUARD:
+        counts[key] = counts.get(key, 0) + 1
+    try:
+        yield
+    finally:
+        with _FILE_LOCKS_GUARD:
+            counts[key] -= 1
+            if not counts[key]:
+                del counts[key]
+
+
 def _signature(path: Path, wait: bool = True) -> FileSignature:
     """The file's signature, a lease's checkpoint not counted as a change (see :meth:`_Lease.end`).
     With ``wait``, not while this process's lease is ending: its checkpoint is under way."""
@@ -710,16 +724,8 @@ class DuckDBStore:
     def upcoming(self) -> Iterator[None]:
         """The caller prepares an operation on the file (the model embeds its rows): a lease of the
         file does not end for being idle meanwhile (it still ends for a process that waits)."""
-        key = str(self.path) + ".lock"
-        with _FILE_LOCKS_GUARD:
-            _UPCOMING[key] = _UPCOMING.get(key, 0) + 1
-        try:
+        with _counted(_UPCOMING, str(self.path) + ".lock"):
             yield
-        finally:
-            with _FILE_LOCKS_GUARD:
-                _UPCOMING[key] -= 1
-                if not _UPCOMING[key]:
-                    del _UPCOMING[key]
 
     @contextlib.contextmanager
     def keep(self) -> Iterator[None]:
@@ -729,16 +735,8 @@ class DuckDBStore:
         ends, or after the operation running once blocks have kept this process's lease of the
         file :data:`KEEP_MAX` seconds (blocks back to back count together: the lease ends then,
         and the next one may be kept again)."""
-        key = str(self.path) + ".lock"
-        with _FILE_LOCKS_GUARD:
-            _KEPT[key] = _KEPT.get(key, 0) + 1
-        try:
+        with _counted(_KEPT, str(self.path) + ".lock"):
             yield
-        finally:
-            with _FILE_LOCKS_GUARD:
-                _KEPT[key] -= 1
-                if not _KEPT[key]:
-                    del _KEPT[key]
 
     def release(self) -> None:
         """Let go of the file now if this process keeps it between operations (closing a bank)."""
