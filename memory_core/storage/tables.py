@@ -129,7 +129,7 @@ def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarr
     already reserved from there (else they are taken here).
     """
     n = len(rows["id"])
-    if n <= SMALL_INSERT:
+    if 0 < n <= SMALL_INSERT:
         _insert_few(con, rows, embeddings, log, first_event)
         return
     flat = pa.array(np.ascontiguousarray(embeddings, dtype=np.float32).reshape(-1))
@@ -166,7 +166,7 @@ def _insert_few(con: Connection, rows: dict[str, list], embeddings: np.ndarray,
     values = ", ".join(["(" + ", ".join("?" * (len(MEMORY_COLUMNS) + 1)) + ")"] * n)
     con.execute(f"INSERT INTO memories ({cols}) VALUES {values}",
                 [x for j in range(n) for x in [rows[c][j] for c in MEMORY_COLUMNS] + [vectors[j]]])
-    if log is None or not n:
+    if log is None:
         return
     actor, at, group = log
     first = take_ids(con, "next_event_id", n) if first_event is None else first_event
