@@ -24,7 +24,7 @@ from mcp_types import CallToolResult
 import memory_core as mc
 from memory_core import MemoryBank, Token
 from memory_core.server.app import Caller
-from memory_core.server.mcp import MIN_SEQ_HEADER, NAMESPACE_HEADER, choose_namespace
+from memory_core.server.mcp import MIN_SEQ_HEADER, NAMESPACE_HEADER, choose_namespace, min_seq_of
 from memctl_server import MEMCTL, Served
 
 TOOLS = {"add_memory", "search_memories", "get_memory", "delete_memory", "memory_feedback"}
@@ -269,6 +269,12 @@ def test_a_request_waits_for_the_change_number_it_names_read_your_writes(served)
     listed = httpx.get(served.url + "/v1/memories", params={"namespace": "alice", "limit": 1000},
                        headers={"Authorization": f"Bearer {served.tokens['alice']}"}).json()["memories"]
     assert [m["text"] for m in listed if "wasps" in m["text"]] == []  # no refused request stored anything
+
+
+@pytest.mark.parametrize("value", ["²", "٣", " ", "", "0x10", "+5"])
+def test_a_min_seq_header_that_is_not_plain_ascii_digits_is_a_validation_error(value):
+    with pytest.raises(mc.ValidationError, match=MIN_SEQ_HEADER):
+        min_seq_of(value)
 
 
 def test_a_read_only_token_searches_and_gets_but_cannot_change(served):

@@ -113,7 +113,7 @@ def min_seq_of(value: str | None) -> int | None:
     if value is None:
         return None
     text = value.strip()
-    if not text.isdigit() or int(text) > MAX_INT64:
+    if not (text.isascii() and text.isdigit()) or int(text) > MAX_INT64:  # "²" is a digit to isdigit()
         raise mc.ValidationError(f"{MIN_SEQ_HEADER} must be a change number (a whole number >= 0, as an "
                                  f"answer's X-Memory-Seq header gives it), got {value[:40]!r}")
     return int(text)
