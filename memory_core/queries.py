@@ -93,10 +93,11 @@ class Queries:
         self.settings = settings
 
     def get(self, memory_id: int) -> Memory:
-        """The memory with this id (a hard-deleted one comes back with ``text=None``)."""
+        """The memory with this id (a hard-deleted one comes back with ``text=None``), through the
+        by-id cache that the session's catch-up keeps true, as :meth:`get_many`."""
         mid = check_id(memory_id)
         with self.core.session(write=False) as con:
-            return self.core.get(con, mid)
+            return self.core.get_many(con, [mid])[mid]
 
     def get_many(self, ids: Iterable[int]) -> dict[int, Memory]:
         """Several memories by id, in one read of those this bank has not cached (the session
