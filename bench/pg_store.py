@@ -80,6 +80,9 @@ def _small(loc: str, n: int, embedder: Any) -> dict:
     r: dict = {}
     rows = _rows(0, n, "ns", embedder.name, seed=0)
     bank = MemoryBank.open(loc, embedder=embedder)
+    # As `memctl serve` opens it: a PostgreSQL bank learns of other processes' writes by
+    # notification, not by a query before each recall (a bank file: no change).
+    bank.watch_changes()
     try:
         t = time.perf_counter()
         bank.add_many(rows)
