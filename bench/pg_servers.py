@@ -13,7 +13,9 @@ the bundled model) over a fresh ``memctl_test_<random>`` database (``MEMCTL_TEST
 - **read-your-writes**: the same, with the ``min_seq`` A's answer carried (``X-Memory-Seq``):
   B's first answer must hold the memory, every time;
 - **adds**: 8 clients, 4 on each server, one add per request: aggregate adds/s, errors, and every
-  acknowledged id read back from the database.
+  acknowledged id read back from the database;
+- **one client**: one add per request, sequentially, through one server, beside the same through a
+  `memctl serve` of a DuckDB bank file in the same run.
 
 A module of ``python -m bench`` (``run(quick)``, ``markdown(result)``), so it can join its ORDER.
 """
@@ -176,6 +178,29 @@ def concurrent_adds(urls: list[str], token: str, seconds: float, clients: int = 
             "errors": errors[:5], "error_count": len(errors), "acked": acked}
 
 
+def _one_client_on_a_file(seconds: float) -> dict[str, Any]:
+    """One client adding one memory per request through a ``memctl serve`` of a new DuckDB bank
+    file: the side-by-side figure for the same client on PostgreSQL."""
+    from memctl_server import Served
+
+    from memory_core import MemoryBank
+
+    with tempfile.TemporaryDirectory(prefix="memctl-bench-") as tmp:
+        path = Path(tmp) / "bank.duckdb"
+        with MemoryBank.open(path) as bank:
+            _, token = bank.tokens.create("bench", [], admin=True)
+        server = Served(path)
+        try:
+            warm(server.url, token)
+            r = concurrent_adds([server.url], token, seconds, clients=1)
+        finally:
+            server.stop()
+        with MemoryBank.open(path) as bank:
+            stored = {m.id for m in bank.memories(namespace="adds", status=None, limit=None)}
+        r["lost"] = len(set(r.pop("acked")) - stored)
+    return r
+
+
 def run(quick: bool, smallest: bool = False) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "tests"))
     os.environ.setdefault("MEMCTL_CACHE_DIR", tempfile.mkdtemp(prefix="memctl-bench-"))
@@ -191,25 +216,30 @@ def run(quick: bool, smallest: bool = False) -> dict[str, Any]:
             stale = staleness(a.url, b.url, token, sizes["per_client"])
             ryw = staleness(a.url, b.url, token, sizes["per_client"], min_seq=True)
             adds = concurrent_adds([a.url, b.url], token, sizes["add_seconds"])
+            one = concurrent_adds([a.url], token, sizes["add_seconds"], clients=1)
         finally:
             a.stop()
             b.stop()
+        one_file = _one_client_on_a_file(sizes["add_seconds"])
         with psycopg.connect(url) as con:
             stored = {r[0] for r in con.execute("SELECT id FROM memories WHERE namespace = 'adds'").fetchall()}
         adds["lost"] = len(set(adds.pop("acked")) - stored)
+        one["lost"] = len(set(one.pop("acked")) - stored)
     finally:
         stores.drop_database(url)
     return {"sizes": sizes, "load_average_1min_end": round(os.getloadavg()[0], 1), "staleness": stale,
-            "read_your_writes": ryw, "adds": adds,
+            "read_your_writes": ryw, "adds": adds, "one_client": one, "one_client_file": one_file,
             "targets": {"staleness p99 <= 1 s": stale["p99_ms"] is not None and stale["p99_ms"] <= 1000,
                         "read-your-writes: B's first answer holds the add": (
                             ryw["first_recall_had_it"] == ryw["adds"] > 0 and not ryw["error_count"]),
+                        "one add per request through one server >= 100/s": (
+                            one["adds_per_s"] >= 100 and not one["error_count"] and not one["lost"]),
                         "8 clients over 2 servers >= 300 adds/s, 0 errors, 0 lost": (
                             adds["adds_per_s"] >= 300 and not adds["error_count"] and not adds["lost"])}}
 
 
 def markdown(r: dict[str, Any]) -> str:
-    s, w, a = r["staleness"], r["read_your_writes"], r["adds"]
+    s, w, a, o, f = r["staleness"], r["read_your_writes"], r["adds"], r["one_client"], r["one_client_file"]
     met = "\n".join(f"- {name}: {'met' if ok else '**not met**'}" for name, ok in r["targets"].items())
     return f"""## Several servers over one PostgreSQL database
 
@@ -225,6 +255,11 @@ Without `min_seq`, B's first recall held the add {s['first_recall_had_it']} time
 recall round trip on B: p50 {s['recall_round_trip_p50_ms']:.0f} ms); with it, {w['first_recall_had_it']} of
 {w['adds']}. {a['clients']} clients over {a['servers']} servers, one add per request:
 {a['adds_per_s']:.0f} adds/s in all, {a['error_count']} errors, {a['lost']} lost.
+
+| one client, one add per request, one server | adds/s | errors | lost |
+|---|---|---|---|
+| PostgreSQL | {o['adds_per_s']:.0f} | {o['error_count']} | {o['lost']} |
+| DuckDB bank file (same run) | {f['adds_per_s']:.0f} | {f['error_count']} | {f['lost']} |
 
 {met}
 """
