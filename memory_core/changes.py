@@ -163,7 +163,7 @@ class Changes:
                                     None, utcnow(), note, group)
                 if extra is not None:
                     extra(con, group, new_ids)
-                rows = tables.fetch_rows(con, "id IN (SELECT unnest(?))", [list(changes) + new_ids], with_embedding=True)
+                rows = tables.fetch_rows(con, *tables.ids_in("id", list(changes) + new_ids), with_embedding=True)
             self.core.advance(seq)
             self.core.acknowledged = None
             for mid in removals:

@@ -343,7 +343,7 @@ class Core:
         if not ids:
             return {}
         found = {int(r["id"]): rowmod.memory_from_row(r)
-                 for r in tables.fetch_rows(con, "id IN (SELECT unnest(?))", [list(ids)]).to_pylist()}
+                 for r in tables.fetch_rows(con, *tables.ids_in("id", ids)).to_pylist()}
         for mid in ids:
             if mid not in found:
                 raise NotFoundError(f"no memory with id {mid} in {self.store.location}")
@@ -358,7 +358,7 @@ class Core:
                     return self.get_many(con2, ids)
             if len(self.memories) > MEMORY_CACHE_MAX:
                 self.memories.clear()
-            for row in tables.fetch_rows(con, "id IN (SELECT unnest(?))", [missing]).to_pylist():
+            for row in tables.fetch_rows(con, *tables.ids_in("id", missing)).to_pylist():
                 self.memories[int(row["id"])] = rowmod.memory_from_row(row)
         for mid in ids:
             if mid not in self.memories:

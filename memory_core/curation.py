@@ -126,8 +126,8 @@ class Curation:
             if a.status != "active" or b.status != "active":
                 raise StateError(f"only live memories conflict; memory {a.id} is {a.status}, {b.id} is {b.status}")
             ordered.append((a, b, f))
-        known = set(con.execute("SELECT a_id, b_id FROM conflicts WHERE a_id IN (SELECT unnest(?))",
-                                [sorted({a.id for a, _, _ in ordered})]).fetchall())
+        where, params = tables.ids_in("a_id", sorted({a.id for a, _, _ in ordered}))
+        known = set(con.execute(f"SELECT a_id, b_id FROM conflicts WHERE {where}", params).fetchall())
         new = []
         for a, b, f in ordered:
             new.append((a, b, f) if (a.id, b.id) not in known else None)

@@ -232,8 +232,8 @@ class Labels:
     def namespaces_of(self, con: Any, ids: list[int]) -> dict[int, str]:
         if not ids:
             return {}
-        return dict(con.execute("SELECT id, namespace FROM memories WHERE id IN (SELECT unnest(?))",
-                                [ids]).fetchall())
+        where, params = tables.ids_in("id", ids)
+        return dict(con.execute(f"SELECT id, namespace FROM memories WHERE {where}", params).fetchall())
 
 
 class AblationRecords:

@@ -223,8 +223,8 @@ class Writer:
         if not ids:
             return {}
         with self.core.session(write=False) as con:
-            return dict(con.execute("SELECT id, content_hash FROM memories WHERE id IN (SELECT unnest(?))",
-                                    [ids]).fetchall())
+            where, params = tables.ids_in("id", ids)
+            return dict(con.execute(f"SELECT id, content_hash FROM memories WHERE {where}", params).fetchall())
 
     def vectors_for(self, batch: list[dict[str, Any]]) -> np.ndarray:
         """Vectors for checked rows: their own ``embedding`` or the model's (run outside the lock)."""

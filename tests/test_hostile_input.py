@@ -242,6 +242,8 @@ REVIEWED_SQL_PIECES = {
                    # hard delete: the dialect's list-overlap test on a fixed column
                    "con.dialect.list_overlaps('memory_ids')"},
     "curation.py": {"int(limit)", "where"},
+    # existing(): tables.ids_in's condition (ids joined after int() each, a fixed column)
+    "writer.py": {"where"},
     # feedback_log(): the keyword AND or WHERE
     "feedback.py": {"'AND' if where else 'WHERE'", "where"},
     # the index's fixed info columns; a fixed where; store_fingerprint: sums over fixed column
@@ -268,8 +270,6 @@ REVIEWED_SQL_PIECES = {
     "tables.py": {"col", "cols", "order", "page", "table", "where",
                   # insert_memories: the dialect's JSON of the fixed _ADD_EVENT_FIELDS
                   "after",
-                  # access_rows: ids joined after int() each
-                  "listed",
                   # take_counters: "WHEN ? THEN ?" and "?" repeated once per counter (placeholders only)
                   "case", "keys",
                   # _insert_few: one row of placeholders per memory or event (placeholders only)
