@@ -40,6 +40,27 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     return {"p50_ms": 1000 * statistics.median(s), "p95_ms": 1000 * s[int(0.95 * (len(s) - 1))], "n": len(s)}
 
 
+def model_ceiling(n: int = 160) -> dict[str, float]:
+    """What the bundled model alone allows on this machine, in the benchmark's process: statements
+    embedded one per call (an add or a query at a time) and eight per call (a group of concurrent
+    adds), per second of wall time and in ms of CPU per text (every thread of the process). No
+    server adds faster than its model embeds: these are the ceilings under the adds/s figures."""
+    from memory_core.embed import Embedder
+
+    embedder = Embedder()
+    texts = memory_statements(n, seed=9)
+    embedder.encode(texts[:8])
+    out: dict[str, float] = {}
+    for size in (1, 8):
+        wall, cpu = time.perf_counter(), time.process_time()
+        for i in range(0, n, size):
+            embedder.encode(texts[i:i + size])
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        out[f"per_s_batch_{size}"] = n / wall
+        out[f"cpu_ms_per_text_batch_{size}"] = 1000 * cpu / n
+    return out
+
+
 def timed(fn: Callable[[], object], repeats: int) -> dict[str, float]:
     samples = []
     for _ in range(repeats):

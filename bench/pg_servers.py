@@ -203,6 +203,8 @@ def _one_client_on_a_file(seconds: float) -> dict[str, Any]:
 
 def run(quick: bool, smallest: bool = False) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "tests"))
+    from bench._util import model_ceiling
+
     os.environ.setdefault("MEMCTL_CACHE_DIR", tempfile.mkdtemp(prefix="memctl-bench-"))
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import psycopg
@@ -221,6 +223,7 @@ def run(quick: bool, smallest: bool = False) -> dict[str, Any]:
             a.stop()
             b.stop()
         one_file = _one_client_on_a_file(sizes["add_seconds"])
+        model = model_ceiling()
         with psycopg.connect(url) as con:
             stored = {r[0] for r in con.execute("SELECT id FROM memories WHERE namespace = 'adds'").fetchall()}
         adds["lost"] = len(set(adds.pop("acked")) - stored)
@@ -228,7 +231,7 @@ def run(quick: bool, smallest: bool = False) -> dict[str, Any]:
     finally:
         stores.drop_database(url)
     return {"sizes": sizes, "load_average_1min_end": round(os.getloadavg()[0], 1), "staleness": stale,
-            "read_your_writes": ryw, "adds": adds, "one_client": one, "one_client_file": one_file,
+            "read_your_writes": ryw, "adds": adds, "one_client": one, "one_client_file": one_file, "model": model,
             "targets": {"staleness p99 <= 1 s": stale["p99_ms"] is not None and stale["p99_ms"] <= 1000,
                         "read-your-writes: B's first answer holds the add": (
                             ryw["first_recall_had_it"] == ryw["adds"] > 0 and not ryw["error_count"]),
@@ -240,6 +243,12 @@ def run(quick: bool, smallest: bool = False) -> dict[str, Any]:
 
 def markdown(r: dict[str, Any]) -> str:
     s, w, a, o, f = r["staleness"], r["read_your_writes"], r["adds"], r["one_client"], r["one_client_file"]
+    m = r.get("model")
+    ceiling = "" if not m else (
+        f"\nThe model alone in the same run (`bench._util.model_ceiling`): {m['per_s_batch_1']:.0f} statements/s "
+        f"one per call ({m['cpu_ms_per_text_batch_1']:.1f} ms of CPU each), {m['per_s_batch_8']:.0f}/s eight per call "
+        f"({m['cpu_ms_per_text_batch_8']:.1f} ms each): the ceiling of one client's adds, and of all servers' adds "
+        f"on {os.cpu_count()} cores at {1000 * (os.cpu_count() or 1) / m['cpu_ms_per_text_batch_8']:.0f}/s.\n")
     met = "\n".join(f"- {name}: {'met' if ok else '**not met**'}" for name, ok in r["targets"].items())
     return f"""## Several servers over one PostgreSQL database
 
@@ -260,7 +269,7 @@ recall round trip on B: p50 {s['recall_round_trip_p50_ms']:.0f} ms); with it, {w
 |---|---|---|---|
 | PostgreSQL | {o['adds_per_s']:.0f} | {o['error_count']} | {o['lost']} |
 | DuckDB bank file (same run) | {f['adds_per_s']:.0f} | {f['error_count']} | {f['lost']} |
-
+{ceiling}
 {met}
 """
 

@@ -5,19 +5,22 @@ On a fresh bank served by a real `memctl serve` process (loopback HTTP, a bearer
 - one client adding one memory per request, sequentially;
 - 8 clients (threads, each with its own keep-alive connection) adding one memory per request at
   once: aggregate adds/s, errors, and every acknowledged id checked in the bank afterwards;
-- recall over HTTP (query embedding included) against recall in process on the same bank, each
-  query asked once (no cached query vector on either side);
+- recall over HTTP (query embedding included) against recall in process on a copy of the bank,
+  the same queries in rounds that take turns, each asked once per process (no cached query
+  vector on either side);
 
 - the dashboard's pages (app.py under Streamlit's AppTest, opened on the same bank file) loaded in
   turn while the 8 clients write: page load p50/p95;
 
-and in this process, for comparison: sequential ``MemoryBank.add`` by the bank's only user, and
-mem0's ``Memory.add(infer=False)`` (when mem0ai is installed: ``pip install -e '.[bench]'``).
+and in this process, for comparison: sequential ``MemoryBank.add`` by the bank's only user,
+mem0's ``Memory.add(infer=False)`` (when mem0ai is installed: ``pip install -e '.[bench]'``), and
+the model alone (the ceiling of every adds/s figure).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench._util import ROOT, WORDS, machine, memory_statements, percentiles
+from bench._util import ROOT, WORDS, machine, memory_statements, model_ceiling, percentiles
 
 CLIENTS = 8
 PAGES = ("pages/overview.py", "pages/browse.py", "pages/tune.py", "pages/conflicts.py", "pages/merges.py",
@@ -171,30 +174,54 @@ def _server_phase(bank_path: Path, token: str, sizes: dict[str, int]) -> dict:
         with httpx.Client(base_url=url, headers=headers, timeout=60) as c:
             lost = [mid for mid in acked if c.get(f"/v1/memories/{mid}").status_code != 200]
             out["concurrent"]["lost"] = len(lost)
-            c.post("/v1/recall", json={"query": "warm up"}).raise_for_status()
-            samples = []
-            for q in _queries(sizes["queries"], seed=2):
-                t = time.perf_counter()
-                c.post("/v1/recall", json={"query": q}).raise_for_status()
-                samples.append(time.perf_counter() - t)
-            out["recall_http"] = percentiles(samples)
     finally:
         proc.terminate()
         proc.wait(60)
     return out
 
 
-def _in_process_recall(bank_path: Path, sizes: dict[str, int]) -> dict:
+RECALL_ROUNDS = 6
+
+
+def _recall_side_by_side(bank_path: Path, token: str, sizes: dict[str, int]) -> tuple[dict, dict]:
+    """Recall over HTTP and in process, the same queries in rounds that take turns (which goes
+    first alternates), so the machine's drift falls on both alike. The library opens a copy of the
+    served bank (the same memories, and no file handed between the two processes); each process
+    embeds every query once, as neither has seen it."""
+    import httpx
+
     from memory_core import MemoryBank
 
-    with MemoryBank.open(bank_path) as bank:
-        bank.recall("warm up", namespace="bench")
-        samples = []
-        for q in _queries(sizes["queries"], seed=3):
-            t = time.perf_counter()
-            bank.recall(q, namespace="bench")
-            samples.append(time.perf_counter() - t)
-    return percentiles(samples)
+    copy = bank_path.with_name("in_process.duckdb")
+    shutil.copy(bank_path, copy)
+    queries = _queries(sizes["queries"], seed=2)
+    per_round = max(1, len(queries) // RECALL_ROUNDS)
+    http_samples: list[float] = []
+    lib_samples: list[float] = []
+    proc, url = _start(bank_path)
+    try:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as c, \
+                MemoryBank.open(copy) as bank:
+            c.post("/v1/recall", json={"query": "warm up"}).raise_for_status()
+            bank.recall("warm up", namespace="bench")
+
+            def over_http(q: str) -> None:
+                c.post("/v1/recall", json={"query": q}).raise_for_status()
+
+            def in_process(q: str) -> None:
+                bank.recall(q, namespace="bench")
+
+            for r, start in enumerate(range(0, len(queries), per_round)):
+                sides = [(over_http, http_samples), (in_process, lib_samples)]
+                for ask, samples in sides if r % 2 == 0 else sides[::-1]:
+                    for q in queries[start:start + per_round]:
+                        t = time.perf_counter()
+                        ask(q)
+                        samples.append(time.perf_counter() - t)
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    return percentiles(http_samples), percentiles(lib_samples)
 
 
 def _library_adds(folder: Path, n: int) -> float:
@@ -236,11 +263,11 @@ def run(quick: bool, smallest: bool = False) -> dict:
         with MemoryBank.open(bank_path) as bank:
             _, token = bank.tokens.create("bench", ["bench"])
         served = _server_phase(bank_path, token, sizes)
-        in_process = _in_process_recall(bank_path, sizes)
+        served["recall_http"], in_process = _recall_side_by_side(bank_path, token, sizes)
         library = _library_adds(folder, sizes["library"])
         mem0 = _mem0_adds(folder, sizes["library"])
     result = {"machine": machine(), "sizes": sizes, **served, "recall_in_process": in_process,
-              "library_adds_per_s": library, "mem0_adds_per_s": mem0}
+              "library_adds_per_s": library, "mem0_adds_per_s": mem0, "model": model_ceiling()}
     result["recall_http_overhead_ms"] = served["recall_http"]["p50_ms"] - in_process["p50_ms"]
     result["targets"] = {
         "sequential_adds_per_s >= 60": served["sequential_adds_per_s"] >= 60,
@@ -315,6 +342,15 @@ def markdown(r: dict) -> str:
         ("the library, sequential `bank.add`", f"{r['library_adds_per_s']:.0f}", "≥ 60"),
         ("mem0 in process, `add(infer=False)`", mem0, ""),
     ]
+    m = r.get("model")
+    if m:
+        rows += [("*the model alone, one statement per call*", f"*{m['per_s_batch_1']:.0f}*", ""),
+                 ("*the model alone, eight per call*", f"*{m['per_s_batch_8']:.0f}*", "")]
+    ceiling = "" if not m else (
+        f"\nThe model alone (`bench._util.model_ceiling`, same run) takes {m['cpu_ms_per_text_batch_1']:.1f} ms of CPU "
+        f"per statement one at a time and {m['cpu_ms_per_text_batch_8']:.1f} ms in groups of eight: no add can be "
+        f"faster than the first figure, and on {os.cpu_count()} cores no server can add more than "
+        f"{1000 * (os.cpu_count() or 1) / m['cpu_ms_per_text_batch_8']:.0f}/s before anything but the model is counted.\n")
     table = "\n".join(f"| {a} | {b} | {t} |" for a, b, t in rows)
     met = "\n".join(f"- {name}: {'met' if ok else '**not met**'}" for name, ok in r["targets"].items())
     by_page = r["dashboard_under_load"]["pages"].get("max_ms_by_page")
@@ -332,7 +368,7 @@ as agents' adds are (mem0's `infer=False` checks nothing); the bundled model emb
 | single adds | adds/s | goal |
 |---|---|---|
 {table}
-
+{ceiling}
 {c['clients']} clients: {c['adds']} adds acknowledged, {c['errors']} errors, {c['lost']} lost (every
 acknowledged id read back).
 
@@ -341,7 +377,8 @@ the {c['clients']} clients wrote: p50 {r['dashboard_under_load']['pages']['p50_m
 {r['dashboard_under_load']['pages']['p95_ms'] / 1000:.2f} s; the clients added
 {r['dashboard_under_load']['adds_per_s']:.0f}/s meanwhile, with {r['dashboard_under_load']['errors']} errors.{slowest}
 
-Recall, query embedding included, each query asked once: over HTTP p50 {r['recall_http']['p50_ms']:.1f} ms
+Recall, query embedding included, the same {r['recall_in_process']['n']} queries over HTTP and in process (on a copy
+of the bank) in rounds that take turns: over HTTP p50 {r['recall_http']['p50_ms']:.1f} ms
 (p95 {r['recall_http']['p95_ms']:.1f}), in process p50 {r['recall_in_process']['p50_ms']:.1f} ms
 (p95 {r['recall_in_process']['p95_ms']:.1f}): HTTP adds {r['recall_http_overhead_ms']:.1f} ms at p50.
 
