@@ -49,6 +49,16 @@ class Token:
                 "admin": self.admin, "created_at": self.created_at.isoformat()}
 
 
+def _match(secret: str, tokens: list[tuple[Token, str]]) -> Token | None:
+    """The token whose stored hash is this secret's; every hash is compared, in constant time."""
+    digest = hash_secret(secret)
+    found = None
+    for token, stored in tokens:
+        if hmac.compare_digest(digest, stored):
+            found = token
+    return found
+
+
 def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -105,12 +115,36 @@ class Tokens:
         stored hash in constant time, so timing tells nothing of how close a guess came."""
         if not isinstance(secret, str) or not secret:
             return None
-        digest = hash_secret(secret)
-        found = None
-        for token, stored in self._all():
-            if hmac.compare_digest(digest, stored):
-                found = token
-        return found
+        return _match(secret, self._all())
+
+    def check_at_once(self, secret: str) -> tuple[bool, Token | None]:
+        """:meth:`check` from the cached tokens alone, when they are known true without reading
+        the store or waiting for the bank's lock: (True, the token or None); else (False, None),
+        and only :meth:`check` can tell. A server checks most requests' tokens so, on its event
+        loop, instead of handing each to a thread."""
+        tokens = self._confirmed()
+        if tokens is None:
+            return False, None
+        return True, (_match(secret, tokens) if isinstance(secret, str) and secret else None)
+
+    def _confirmed(self) -> list[tuple[Token, str]] | None:
+        """The cached tokens if this process knows, without asking the store, that nobody changed
+        them since they were read (see :meth:`_all`); else None. What confirms them is read
+        before they are, as :meth:`_all` stores them in the other order: they are never older
+        than what confirmed them."""
+        core = self.core
+        holder_then, signature_then = core.tokens_holder, core.tokens_signature
+        cached = core.tokens
+        if cached is None:
+            return None
+        holder = core.store.holder()
+        if holder is not None and holder is holder_then:
+            return cached
+        if core.store.shared:
+            known = core.store.known_signature()
+            if known is not None and known == signature_then:
+                return cached
+        return None
 
     def _all(self) -> list[tuple[Token, str]]:
         """The tokens with their hashes, cached until this or another process changes the bank.
@@ -118,10 +152,11 @@ class Tokens:
         Every request checks its token: while the store is still held as when the cache was last
         confirmed (:meth:`Store.holder`), nobody else can have changed them, and the check does
         not wait for the bank's lock (which a write holds for a whole group of adds)."""
+        confirmed = self._confirmed()
+        if confirmed is not None:
+            return confirmed
         core = self.core
-        cached, holder = core.tokens, core.store.holder()
-        if cached is not None and holder is not None and holder is core.tokens_holder:
-            return cached
+        cached = core.tokens
         if core.store.shared:
             # A database others write all the time: its signature moves with every write, so read
             # the tokens again when it moved, on a connection of their own, without the bank's lock.

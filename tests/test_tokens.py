@@ -5,6 +5,7 @@ test_server.py and test_mcp.py."""
 from __future__ import annotations
 
 import threading
+import time
 
 from memory_core import MemoryBank
 
@@ -46,3 +47,26 @@ def test_a_token_revoked_through_another_bank_object_is_refused_at_once(bank_pat
         assert served.tokens.check(secret) is not None
         other.tokens.revoke("temp")  # the same process, so the same lease of the file
         assert served.tokens.check(secret) is None
+
+
+def test_a_token_is_checked_at_once_only_while_the_cached_tokens_are_known_true(bank_path, embedder):
+    """The server checks a token on its event loop when the cache is confirmed without the store
+    (the file still leased by this bank alone, or a notified change number the tokens were read
+    at); after a revoke through another bank object it must not answer from the old cache."""
+    with MemoryBank.open(bank_path, embedder=embedder) as served:
+        served.watch_changes()  # as memctl serve does (a PostgreSQL bank: notifications)
+        token, secret = served.tokens.create("temp", ["a"])
+        served.add("keeps the file leased", namespace="a")
+        assert served.tokens.check(secret) == token
+        assert served.tokens.check_at_once(secret) == (True, token)
+        assert served.tokens.check_at_once("mct_not-a-token") == (True, None)
+        before = served._store.known_signature()  # a number while PostgreSQL notifies, else None
+        with MemoryBank.open(bank_path, embedder=embedder) as other:
+            other.tokens.revoke("temp")
+            deadline = time.monotonic() + 5
+            while before is not None and served._store.known_signature() == before:
+                assert time.monotonic() < deadline, "the revoke's notification did not arrive"
+                time.sleep(0.01)
+            known, stale = served.tokens.check_at_once(secret)
+            assert stale is None, "the revoked token was taken from the old cache"
+            assert served.tokens.check(secret) is None

@@ -169,22 +169,42 @@ def visible(caller: Caller, lookup: Callable[[int], Any], what: str, ident: int)
     return found
 
 
-def service(request: Request) -> Service:
+async def service(request: Request) -> Service:
     return request.app.state.service
 
 
-def caller(request: Request) -> Caller:
-    """The caller's token from ``Authorization: Bearer <secret>``; 401 without a valid one."""
-    svc: Service = request.app.state.service
-    if not svc.auth:
-        return Caller(None)
+def _secret(request: Request) -> str:
+    """The secret of ``Authorization: Bearer <secret>``; 401 without one."""
     scheme, _, secret = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
         raise mc.AuthenticationError("send a token: Authorization: Bearer <token> (memctl token create)")
-    token = svc.bank.tokens.check(secret.strip())
+    return secret.strip()
+
+
+def _valid(token: Token | None) -> Caller:
     if token is None:
         raise mc.AuthenticationError("this token is not valid (unknown or revoked)")
     return Caller(token)
+
+
+def caller_of(request: Request) -> Caller:
+    """The caller's token (see :func:`caller`), for code already on a thread: it may wait for the store."""
+    svc: Service = request.app.state.service
+    return Caller(None) if not svc.auth else _valid(svc.bank.tokens.check(_secret(request)))
+
+
+async def caller(request: Request) -> Caller:
+    """The caller's token from ``Authorization: Bearer <secret>``; 401 without a valid one.
+    Checked on the event loop when the cached tokens are known true, else on a thread (reading
+    them may wait for the store): a thread less per request, most of the time."""
+    svc: Service = request.app.state.service
+    if not svc.auth:
+        return Caller(None)
+    secret = _secret(request)
+    known, token = svc.bank.tokens.check_at_once(secret)
+    if not known:
+        token = await anyio.to_thread.run_sync(svc.bank.tokens.check, secret)
+    return _valid(token)
 
 
 def fresh(request: Request, who: Caller = Depends(caller),

@@ -45,7 +45,7 @@ from starlette.requests import Request
 import memory_core as mc
 from memory_core import CATEGORIES, MemoryBank, Token, format_for_prompt
 
-from .app import MAX_INT64, VERSION, Caller, Service, caller, error_response, status_of
+from .app import MAX_INT64, VERSION, Caller, Service, caller_of, error_response, status_of
 
 __all__ = ["McpEndpoint", "serve_stdio", "NAMESPACE_HEADER", "MIN_SEQ_HEADER", "MAX_SEARCH_K", "build_server"]
 
@@ -385,7 +385,7 @@ class McpEndpoint:
         """The request's token (401 without a valid one) and namespace (400 or 403 if unclear or not
         allowed), once the server has seen the change its ``X-Memory-Min-Seq`` names (503 if not in time)."""
         svc: Service = request.app.state.service
-        who = caller(request)
+        who = caller_of(request)
         namespace = choose_namespace(who, request.headers.get(NAMESPACE_HEADER), auth=svc.auth)
         svc.caught_up(min_seq_of(request.headers.get(MIN_SEQ_HEADER)))
         return Access(svc, narrowed(who, namespace), namespace)

@@ -892,6 +892,11 @@ class DuckDBStore:
     def signature(self) -> FileSignature:
         return _signature(self.path)
 
+    def known_signature(self) -> None:
+        """None: a file's signature is read from the file (a stat); :meth:`holder` is what a
+        process knows without looking."""
+        return None
+
     def holder(self) -> object | None:
         """This process's lease of the file while only this store object has used it, else None:
         while the same lease lives, no other process and no other bank of this one can have

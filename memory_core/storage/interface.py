@@ -154,6 +154,11 @@ class Store(Protocol):
         """A cheap value that changes whenever anyone writes: equal values mean nobody wrote."""
         ...
 
+    def known_signature(self) -> object | None:
+        """:meth:`signature` as this process knows it without asking the store or waiting (the
+        latest notification's number while it :meth:`watch`-es), else None."""
+        ...
+
     def holder(self) -> object | None:
         """A value that stays the same (``is``) for as long as no one but this store object can
         change the store (a DuckDB file this process keeps), else None: what was read under the

@@ -677,6 +677,11 @@ class PostgresStore:
                 return latest
         return self._read_seq()
 
+    def known_signature(self) -> int | None:
+        """The latest notified change number while this store watches (see :meth:`signature`)."""
+        listener = self._listener if self._watching else None
+        return None if listener is None else listener.latest()
+
     def _read_seq(self) -> int:
         with self._raw() as raw:
             row = raw.execute("SELECT value FROM meta WHERE key = 'change_seq'").fetchone()
