@@ -233,16 +233,15 @@ PostgreSQL 15 on the same 2-core machine; figures from one process, load average
   too, as they are stored in the row), 0.4 s reading the saved files and 1.2 s in the first
   recall building its side indexes.
 
-**This run against the previous one.** The previous run (2026-12-02, load average [10.4, 5.3])
-gave: import at 1,000,000 DuckDB 4,026/s, PostgreSQL 14,141/s; cold load 40.6 s and 52.1 s; load
-from the cache 14.9 s and 18.3 s; warm recall at 1,000,000 258.6 and 192.3 ms. This run's import,
-single adds, warm recall and cold load are slower with the machine (three engineers' jobs on 2
-cores; this round changed nothing on those paths): measured in turns on the same banks, they
-did not move. Cold load of 1,000,000 on DuckDB: `main` 44.8 s then this branch 51.3 s, then this
-branch 57.1 s then `main` 58.5 s (whichever runs second is slower, probably while the first one's 1.8 GB of
-cache files are still being written back); PostgreSQL `main` 63.9 s, branch 71.9 s (that same
-order). Warm recall at 1,000,000 on DuckDB, p50 of 20: `main` 533 and 535 ms, branch 603 and
-455 ms.
+**This run against the previous ones** (session 24, 14:06-14:25 UTC, load average [0.7, 1.1],
+nothing else running; the AMD EPYC of the last round). The warm recall rows now open the bank as
+`memctl serve` does (`watch_changes()`: a PostgreSQL bank learns of other writers by notification
+instead of asking before each recall): PostgreSQL 7.00 -> 3.92 ms at p50 beside DuckDB's 3.88, and
+single adds 141 -> 209/s with it. The last round's
+quiet run gave import at 1,000,000 DuckDB 4,230/s, PostgreSQL 9,875/s; cold load 36.5 s and
+56.6 s; load from the cache 2.0 s and 4.2 s. This run's PostgreSQL import, 7,760/s, is slower
+with nothing on its path changed (one run each; PostgreSQL's own checkpoints fall inside the 130 s
+import or not); the Xeon of the rounds before gave 14,141/s.
 
 **Load from the cache, this round** (issue 16 item 6; cProfile at 200,000 and 1,000,000 memories
 on both stores, load average 2.5-6, the machine shared). Before, at 1,000,000 on PostgreSQL

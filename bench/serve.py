@@ -285,7 +285,32 @@ def run(quick: bool, smallest: bool = False) -> dict:
 # What the profiles said and what changed, kept here so that a re-render keeps it (figures from
 # the runs named; the table above is the latest run's).
 NOTES = """
-**This round** (2026-12-02, a different machine from the last round's: an AMD EPYC, on which mem0
+**Session 24** (2026-12-02, the same AMD EPYC as the round below):
+
+- *The model's own ceiling is now measured in the run* (the table's last two rows, in italics).
+  MiniLM-L6 on a 13-token statement is about 0.28 GFLOP, and one core here multiplies small
+  matrices at 25-32 GFLOP/s: 9-12 ms of CPU per statement, in a batch or not (padding makes up
+  what batching saves). So on these 2 cores no server adds more than about 200/s with the model
+  alone counted, against the goal of 300, and one client's sequential adds leave 5 ms for the
+  durable commit, the contradiction check and HTTP against the goal of 60/s.
+- *Tried, not kept*: two ONNX Runtime threads for one statement: 12.2 -> 8.7 ms wall on an idle
+  machine, but under load 1 thread 16.9 ms wall / 11.1 ms CPU, 2 threads spinning 21.8 / 21.7, 2
+  threads not spinning 14.4 / 13.9 (25% more CPU, which the 8 clients pay); ONNX Runtime's
+  transformer optimizer (6 BiasGelu and 12 SkipLayerNorm fusions, vectors within 2.5e-7):
+  11.7 against 11.0 ms.
+- *A token is checked on the event loop* while the cached tokens are known true
+  (`Tokens.check_at_once`), and the service dependency is no longer a thread: two thread hand-offs
+  less per request. Recall over HTTP with a cached query vector, above the same recall in
+  process, in turns against the commit before: 4.97 -> 3.52 ms (8 rounds each, load 0.5-1). Of
+  what is left, an empty request (`GET /v1/health`) is 1.6-2.1 ms round trip with the standard
+  library's `http.client` and 2.5-3.4 ms with `httpx`, the client this benchmark and
+  `RemoteBank` use.
+- *Recall over HTTP and in process are measured side by side*: the same queries, in rounds that
+  take turns, the library on a copy of the served bank (before: other queries, minutes apart).
+- *One memory by id* reads through the by-id cache the catch-up keeps true: `bank.get` 5.9 ->
+  1.2 ms at 2,000 memories; `GET /v1/memories/{id}` over HTTP about 10 -> 5-7 ms.
+
+**The round before** (2026-12-02, a different machine from the last round's: an AMD EPYC, on which mem0
 adds 21/s where the Intel Xeon gave 47/s, so compare the ratios to mem0, not the adds/s):
 
 - *A dashboard page takes the file once.* With a server writing, every read of a page used to hand
