@@ -207,10 +207,13 @@ async def caller(request: Request) -> Caller:
     return _valid(token)
 
 
-def fresh(request: Request, who: Caller = Depends(caller),
-          min_seq: int | None = Query(None, ge=0, le=MAX_INT64, description=MIN_SEQ_DOC)) -> Caller:
-    """The caller (see :func:`caller`), once the server has caught up with ``min_seq`` if given."""
-    request.app.state.service.caught_up(min_seq)
+async def fresh(request: Request, who: Caller = Depends(caller),
+                min_seq: int | None = Query(None, ge=0, le=MAX_INT64, description=MIN_SEQ_DOC)) -> Caller:
+    """The caller (see :func:`caller`), once the server has caught up with ``min_seq`` if given
+    (on a thread, only when it has not yet: catching up may wait for the store)."""
+    svc: Service = request.app.state.service
+    if min_seq is not None and svc.bank.seen_seq < min_seq:
+        await anyio.to_thread.run_sync(svc.caught_up, min_seq)
     return who
 
 
