@@ -670,12 +670,8 @@ class PostgresStore:
         store :meth:`watch`-es: a notification arrives a few milliseconds after the commit, and a
         recall in between would miss a change another process has already acknowledged, which a
         library caller does not expect (a server opts in and offers ``min_seq`` instead)."""
-        if self._watching:
-            listener = self._listener
-            latest = None if listener is None else listener.latest()
-            if latest is not None:
-                return latest
-        return self._read_seq()
+        known = self.known_signature()
+        return known if known is not None else self._read_seq()
 
     def known_signature(self) -> int | None:
         """The latest notified change number while this store watches (see :meth:`signature`)."""
