@@ -132,9 +132,13 @@ class Service:
         """Record this thread's changes in the block as the caller's (its token's name)."""
         return contextlib.nullcontext() if caller.actor is None else self.bank.acting_as(caller.actor)
 
+    def has_seen(self, min_seq: int | None) -> bool:
+        """Whether the bank has seen change ``min_seq`` already (or none was asked for)."""
+        return min_seq is None or self.bank.seen_seq >= min_seq
+
     def caught_up(self, min_seq: int | None) -> None:
         """Wait (bounded) until the bank has seen change ``min_seq``; BankLockedError (503) if not."""
-        if min_seq is None or self.bank.seen_seq >= min_seq:
+        if self.has_seen(min_seq):
             return
         if not self.bank.wait_for_change(min_seq, MIN_SEQ_WAIT):
             raise mc.BankLockedError(
@@ -212,7 +216,7 @@ async def fresh(request: Request, who: Caller = Depends(caller),
     """The caller (see :func:`caller`), once the server has caught up with ``min_seq`` if given
     (on a thread, only when it has not yet: catching up may wait for the store)."""
     svc: Service = request.app.state.service
-    if min_seq is not None and svc.bank.seen_seq < min_seq:
+    if not svc.has_seen(min_seq):
         await anyio.to_thread.run_sync(svc.caught_up, min_seq)
     return who
 
