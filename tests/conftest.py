@@ -199,7 +199,17 @@ def _vectors_as_real_arrays(con, pg: bool) -> None:
     con.execute("ALTER TABLE memories RENAME COLUMN embedding_real TO embedding")
 
 
+def _keys_without_namespace(con, pg: bool) -> None:
+    """Version 10's undo: PostgreSQL's tenant keys back to the id alone (DuckDB: nothing)."""
+    from memory_core.storage.schema import TENANT_KEYS
+
+    if pg:
+        for table, key in TENANT_KEYS.items():
+            con.execute(f"ALTER TABLE {table} DROP CONSTRAINT {table}_pkey, ADD PRIMARY KEY ({key})")
+
+
 _UNDO_MIGRATION = {
+    10: [_keys_without_namespace],
     9: [_vectors_as_real_arrays],
     8: ["ALTER TABLE events DROP COLUMN namespace", "ALTER TABLE retrieval_hits DROP COLUMN namespace",
         "ALTER TABLE feedback_hits DROP COLUMN namespace"],

@@ -273,7 +273,9 @@ REVIEWED_SQL_PIECES = {
                   # take_counters: "WHEN ? THEN ?" and "?" repeated once per counter (placeholders only)
                   "case", "keys",
                   # _insert_few: one row of placeholders per memory or event (placeholders only)
-                  "values", "events"},
+                  "values", "events",
+                  # bank_tables: the dialect's fixed catalogue query
+                  "<con.dialect.table_names()>"},
 }
 
 

@@ -28,6 +28,7 @@ import stores
 from memory_core import MemoryBank, ScoringParams
 from memory_core.storage import open_store
 from memory_core.storage.postgres import PostgresStore, translate
+from memory_core.storage.schema import SCHEMA_VERSION
 
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
 
@@ -295,7 +296,7 @@ def test_a_bank_with_real_array_vectors_is_migrated_to_bytes_in_place(pg_url, tm
                            "AND column_name = 'embedding'").fetchone()[0] == "bytea"
         after = {mid: None if e is None else np.frombuffer(e, "<f4")
                  for mid, e in con.execute("SELECT id, embedding FROM memories").fetchall()}
-        assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == 9
+        assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == SCHEMA_VERSION
     assert after.keys() == before.keys()
     for mid, vec in before.items():
         assert (vec is None and after[mid] is None) or np.array_equal(after[mid], vec), mid

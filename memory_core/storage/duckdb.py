@@ -56,6 +56,10 @@ class DuckDBDialect:
     def hex_int(self, column: str, start: int, digits: int) -> str:
         return f"('0x' || substr({column}, {int(start)}, {int(digits)}))::BIGINT"
 
+    def table_names(self) -> str:
+        return ("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                "AND table_type = 'BASE TABLE'")
+
 
 DIALECT = DuckDBDialect()
 

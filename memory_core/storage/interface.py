@@ -59,6 +59,11 @@ class Dialect(Protocol):
         from position ``start`` (1-based) as a whole number."""
         ...
 
+    def table_names(self) -> str:
+        """A query: the name of each table of the connection's schema, one per row. A table
+        partitioned by hand (PostgreSQL) is one table: its partitions are not listed."""
+        ...
+
 
 @runtime_checkable
 class Connection(Protocol):

@@ -106,6 +106,10 @@ class PostgresDialect:
         bits = 4 * int(digits)
         return f"('x' || substr({column}, {int(start)}, {int(digits)}))::bit({bits})::bigint"
 
+    def table_names(self) -> str:
+        return ("SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace "
+                "AND relkind IN ('r', 'p') AND NOT relispartition")
+
 
 DIALECT = PostgresDialect()
 

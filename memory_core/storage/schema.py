@@ -14,7 +14,13 @@ from typing import Any
 from ..clock import to_naive_utc, utcnow
 from ..errors import CorruptBankError
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
+
+# The key of each tenant table that has one (version 1-3); version 10 adds the namespace to it on
+# PostgreSQL. The tenant tables without a key (hits, feedback hits, removed memories, ablation
+# cases) have no unique constraint for a distribution by namespace to break.
+TENANT_KEYS = {"memories": "id", "events": "id", "retrievals": "id", "conflicts": "id", "merges": "id",
+               "labels": "id", "feedback": "retrieval_id"}
 
 # A statement is SQL for every store, or ``{store: SQL}`` for the stores it applies to (a
 # dialect's ``name``): what one engine stores differently.
@@ -195,6 +201,13 @@ MIGRATIONS: dict[int, list[str | dict[str, str]]] = {
         {"postgres": "ALTER TABLE memories DROP COLUMN embedding"},
         {"postgres": "ALTER TABLE memories RENAME COLUMN embedding_bytes TO embedding"},
     ],
+    # Every key of a tenant's table includes its namespace, as Citus requires of a table
+    # distributed by namespace and PostgreSQL of one partitioned by it (docs/scale-out.md).
+    # The id leads, so a lookup by id alone still walks the key; ids stay unique bank-wide (they
+    # come from counters), so no row changes. DuckDB keeps its keys of version 1: it cannot drop
+    # a primary key, and a file is neither distributed nor partitioned.
+    10: [{"postgres": f"ALTER TABLE {table} DROP CONSTRAINT {table}_pkey, ADD PRIMARY KEY ({key}, namespace)"}
+         for table, key in TENANT_KEYS.items()],
 }
 
 BANK_WIDE = ""  # the namespace of a row that belongs to no namespace (check_namespace refuses "")

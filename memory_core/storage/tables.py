@@ -273,9 +273,7 @@ def renumber(con: Connection, seq_before: int, rows_before: list[tuple[int, str]
 
 def bank_tables(con: Connection) -> list[str]:
     """The tables of the bank (the connection's schema), by name."""
-    return sorted(r[0] for r in con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-        "AND table_type = 'BASE TABLE'").fetchall())
+    return sorted(r[0] for r in con.execute(con.dialect.table_names()).fetchall())
 
 
 # -- the event log ---------------------------------------------------------------------------------
