@@ -140,17 +140,16 @@ class Curation:
                                            "change_seq": 1})
         now = to_naive_utc(utcnow())
         ids = range(first["next_conflict_id"], first["next_conflict_id"] + len(fresh))
-        con.executemany(
-            "INSERT INTO conflicts (id, namespace, a_id, b_id, kind, evidence, confidence, suggestion, "
-            "path, status, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)",
-            [[cid, a.namespace, a.id, b.id, f["kind"], f["evidence"], float(f["confidence"]), f["suggestion"],
-              f["path"], now] for cid, (a, b, f) in zip(ids, fresh)])
-        con.executemany(
-            "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id, namespace) "
-            "VALUES (?, ?, ?, 'conflict_detected', NULL, NULL, ?, NULL, NULL, ?)",
-            [[eid, now, self.core.actor,
+        tables.insert_values(
+            con, "conflicts", ("id", "namespace", "a_id", "b_id", "kind", "evidence", "confidence", "suggestion", "path",
+                               "status", "detected_at"),
+            [(cid, a.namespace, a.id, b.id, f["kind"], f["evidence"], float(f["confidence"]), f["suggestion"], f["path"],
+              "open", now) for cid, (a, b, f) in zip(ids, fresh)])
+        tables.insert_values(
+            con, "events", tables.EVENT_INSERT_COLUMNS,
+            [(eid, now, self.core.actor, "conflict_detected", None, None,
               json.dumps({"conflict_id": cid, "a_id": a.id, "b_id": b.id, "kind": f["kind"]}, ensure_ascii=False),
-              a.namespace]
+              None, None, a.namespace)
              for eid, cid, (a, b, f) in zip(range(first["next_event_id"], first["next_event_id"] + len(fresh)),
                                             ids, fresh)])
         taken = iter(ids)

@@ -120,10 +120,10 @@ class FeedbackLog:
                 con.execute("INSERT INTO feedback VALUES (?, ?, ?, ?, ?, ?)",
                             [rid, namespace, to_naive_utc(given_at), self.core.actor, answer, helpful])
                 if decisions:
-                    con.executemany("INSERT INTO feedback_hits (retrieval_id, memory_id, used, decided_by, similarity, "
-                                    "namespace) VALUES (?, ?, ?, ?, ?, ?)",
-                                    [[rid, d.memory_id, d.used, d.decided_by, d.similarity, namespace]
-                                     for d in decisions])
+                    tables.insert_values(con, "feedback_hits",
+                                         ("retrieval_id", "memory_id", "used", "decided_by", "similarity", "namespace"),
+                                         [[rid, d.memory_id, d.used, d.decided_by, d.similarity, namespace]
+                                          for d in decisions])
                 tables.log_event(con, self.core.actor, "feedback", None, None,
                                 {"retrieval_id": rid, "used_ids": [d.memory_id for d in decisions if d.used],
                                  "decided_by": decisions[0].decided_by if decisions else None, "helpful": helpful},

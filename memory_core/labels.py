@@ -264,8 +264,10 @@ class AblationRecords:
                  verdicts.count("with"), verdicts.count("without"), verdicts.count("tie"), verdicts.count("error"),
                  json.dumps(run.get("settings") or {}, default=str)])
             if cases:
-                con.executemany(
-                    "INSERT INTO ablation_cases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                tables.insert_values(
+                    con, "ablation_cases", ("run_id", "case_no", "namespace", "question", "expected", "memory_ids",
+                                            "answer_with", "answer_without", "first_shown", "judge_choice", "verdict",
+                                            "reason", "error"),
                     [[run_id, i + 1, c["namespace"], c["question"], c.get("expected"),
                       [int(m) for m in c.get("memory_ids") or []], c.get("answer_with"), c.get("answer_without"),
                       c.get("first_shown"), c.get("judge_choice"), c["verdict"], c.get("reason"), c.get("error")]

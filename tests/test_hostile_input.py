@@ -272,8 +272,9 @@ REVIEWED_SQL_PIECES = {
                   "after",
                   # take_counters: "WHEN ? THEN ?" and "?" repeated once per counter (placeholders only)
                   "case", "keys",
-                  # _insert_few: one row of placeholders per memory or event (placeholders only)
-                  "values", "events",
+                  # insert_values: fixed table and column names from code, one row of
+                  # placeholders per row (placeholders only)
+                  "names", "values",
                   # bank_tables: the dialect's fixed catalogue query
                   "<con.dialect.table_names()>"},
 }

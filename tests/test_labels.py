@@ -189,3 +189,20 @@ def test_demo_imports_labels_from_the_answer_key(tmp_path):
             assert q.as_of == datetime.fromisoformat(json.loads(queries[e["line"] - 1])["at"].replace("Z", "+00:00"))
             for mid in q.relevant:
                 assert bank.get(mid).text == json.loads(memories[mid - 1])["text"]
+
+
+def test_an_ablation_run_keeps_its_cases_as_given(bank):
+    """Cases are written as one statement on both stores: every field comes back in order, an
+    empty list of memory ids included."""
+    mid = bank.add("Alice drinks green tea", namespace="alice", detect_conflicts=False)
+    cases = [{"namespace": "alice", "question": f"what does Alice drink? ({i})", "expected": "tea",
+              "memory_ids": [mid] if i % 2 else [], "answer_with": "green tea", "answer_without": "unknown",
+              "first_shown": "with", "judge_choice": "A", "verdict": ["with", "tie", "without"][i % 3],
+              "reason": "named the tea", "error": None} for i in range(5)]
+    run_id = bank.record_ablation({"namespace": "alice", "answer_model": "m", "judge_model": "j", "seed": 7,
+                                   "source": "test", "settings": {"k": 5}}, cases)
+    got = bank.ablation_cases(run_id)
+    assert [c["case_no"] for c in got] == [1, 2, 3, 4, 5]
+    assert [{k: c[k] for k in cases[0]} for c in got] == cases
+    (run,) = [r for r in bank.ablation_runs() if r["id"] == run_id]
+    assert (run["n_cases"], run["better"], run["worse"], run["ties"]) == (5, 2, 1, 2)

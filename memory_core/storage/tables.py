@@ -13,7 +13,7 @@ import hashlib
 import json
 import unicodedata
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +42,9 @@ MEMORY_ARROW_TYPES: dict[str, pa.DataType] = {
 }
 
 _TIME_COLUMNS = ("created_at", "updated_at", "last_accessed_at")
+# The columns an event is written with (undone_by is set later, by an undo).
+EVENT_INSERT_COLUMNS = ("id", "happened_at", "actor", "action", "memory_id", "before", "after", "note", "group_id",
+                        "namespace")
 SMALL_INSERT = 32  # rows below which an insert's "add" events are built in Python
 # The memory as an "add" event records it (the fields a caller gave, in this order, and its id).
 _ADD_EVENT_FIELDS = ("text", "namespace", "importance", "kind", "category", "created_at", "updated_at",
@@ -162,20 +165,31 @@ def _insert_few(con: Connection, rows: dict[str, list], embeddings: np.ndarray,
     than ``executemany``). A vector goes as a numpy parameter: a list on DuckDB, bytes on PostgreSQL."""
     n = len(rows["id"])
     vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
-    cols = ", ".join(MEMORY_COLUMNS + ("embedding",))
-    values = ", ".join(["(" + ", ".join("?" * (len(MEMORY_COLUMNS) + 1)) + ")"] * n)
-    con.execute(f"INSERT INTO memories ({cols}) VALUES {values}",
-                [x for j in range(n) for x in [rows[c][j] for c in MEMORY_COLUMNS] + [vectors[j]]])
+    insert_values(con, "memories", MEMORY_COLUMNS + ("embedding",),
+                  [[rows[c][j] for c in MEMORY_COLUMNS] + [vectors[j]] for j in range(n)])
     if log is None:
         return
     actor, at, group = log
     first = take_ids(con, "next_event_id", n) if first_event is None else first_event
     order = sorted(range(n), key=lambda j: rows["id"][j])
-    events = ", ".join(["(?, ?, ?, 'add', ?, NULL, ?, NULL, ?, ?)"] * n)
-    con.execute("INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id, "
-                f"namespace) VALUES {events}",
-                [x for k, j in enumerate(order) for x in (first + k, to_naive_utc(at), actor, rows["id"][j],
-                                                         _add_event_json(rows, j), group, rows["namespace"][j])])
+    insert_values(con, "events", EVENT_INSERT_COLUMNS,
+                  [(first + k, to_naive_utc(at), actor, "add", rows["id"][j], None, _add_event_json(rows, j), None,
+                    group, rows["namespace"][j]) for k, j in enumerate(order)])
+
+
+VALUES_CHUNK = 500  # rows in one INSERT ... VALUES at most (PostgreSQL allows 65,535 parameters)
+
+
+def insert_values(con: Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """Insert ``rows`` (a value per column each) as one ``INSERT ... VALUES`` per chunk: the few
+    rows of one operation (conflicts found by an add, a recall's feedback). ``executemany`` runs
+    the statement once per row on DuckDB, each as dear as the whole list in one."""
+    names = ", ".join(columns)
+    one = "(" + ", ".join("?" * len(columns)) + ")"
+    for start in range(0, len(rows), VALUES_CHUNK):
+        chunk = rows[start:start + VALUES_CHUNK]
+        values = ", ".join([one] * len(chunk))
+        con.execute(f"INSERT INTO {table} ({names}) VALUES {values}", [x for row in chunk for x in row])
 
 
 def _add_event_json(rows: dict[str, list], j: int) -> str:
@@ -320,9 +334,7 @@ def log_event(con: Connection, actor: str, action: str, memory_id: int | None, b
             "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce((SELECT namespace FROM memories WHERE id = ?), ?)",
             [*values, memory_id, BANK_WIDE])
     else:
-        con.execute(
-            "INSERT INTO events (id, happened_at, actor, action, memory_id, before, after, note, group_id, namespace) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [*values, BANK_WIDE if namespace is None else namespace])
+        insert_values(con, "events", EVENT_INSERT_COLUMNS, [[*values, BANK_WIDE if namespace is None else namespace]])
     return eid
 
 
