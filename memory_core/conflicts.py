@@ -21,6 +21,7 @@ from .errors import LLMError, ValidationError
 from .llm import LLMClient, with_fallback
 from .models import KINDS
 from .text import CJK_CHAR, JOINED_WORD, PUNCT_MAP, UNIT, fold_chinese, tokenize
+from .vectors import products
 
 __all__ = [
     "AUTO_RULES",
@@ -1583,7 +1584,7 @@ def candidate_pairs(ids: np.ndarray, vectors: np.ndarray, rows: Sequence[int] | 
     pairs: set[tuple[int, int]] = set()
     for start in range(0, len(left), 512):  # blocks keep memory bounded on large namespaces
         block = left[start:start + 512]
-        sims = vectors[block] @ vectors.T
+        sims = products(vectors[block], vectors)
         for i, r in enumerate(block):
             row = sims[i]
             k = min(neighbours + 1, len(row))

@@ -19,6 +19,7 @@ from .errors import LLMError, ValidationError
 from .llm import LLMClient, with_fallback
 from .models import CATEGORIES, KINDS, PII_MODES, check_choice, check_importance, parse_time
 from .redact import PII_KINDS, find_pii, placeholder_pattern, redact
+from .vectors import dot
 from .words import EN_PEOPLE, EN_PETS, SV_DEFINITE, SV_PEOPLE, SV_PETS, ZH_PEOPLE, ZH_PETS
 
 __all__ = [
@@ -1608,7 +1609,7 @@ def plan_ingest(candidates: Sequence[Candidate], vectors: np.ndarray, ids: np.nd
     plan = IngestPlan()
     for cand, vec in zip(candidates, vectors):
         if len(ids):
-            sims = existing @ vec
+            sims = dot(existing, vec)
             best = int(np.argmax(sims))
             if sims[best] >= duplicate_threshold:
                 plan.reinforce.append((int(ids[best]), cand))

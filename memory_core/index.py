@@ -40,6 +40,7 @@ import numpy as np
 from .scoring import (NEIGHBOUR_SECONDS, NEIGHBOURS, ScoringParams, blend, date_match, lexical_relevance, neighbour_best,
                       neighbour_lift, own_relevance, prior_bounds, relevance_of, top_k, upper_bound)
 from .text import lexical_tokens
+from .vectors import dot
 
 FORMAT_VERSION = 5  # 2: lexical_tokens (a longer stop list) and memories' context; 3: vectors as .npy; 4: tokens by
 # language; 5: each row's change sequence, scoring fields and descriptive fields (see index_cache)
@@ -895,12 +896,12 @@ class NamespaceIndex:
     def similarities(self, query: np.ndarray) -> np.ndarray:
         """Cosine similarity of every row to a unit query vector."""
         if not hasattr(self.emb, "_mmap"):
-            return _dot(self.emb[: self.n], query)
+            return dot(self.emb[: self.n], query)
         out = np.empty(self.n, dtype=np.float32)
         with _sequential(self.emb):
             for s in range(0, self.n, _CHUNK_ROWS):  # a full scan of mapped vectors keeps none resident
                 e = min(self.n, s + _CHUNK_ROWS)
-                out[s:e] = _dot(self.emb[s:e], query)
+                out[s:e] = dot(self.emb[s:e], query)
                 _release(self.emb, s, e)
         return out
 
@@ -1041,7 +1042,7 @@ class NamespaceIndex:
         # (float32 band edges rounded up, so the clip never lowers a bound).
         qa, qb, q_rest_a, q_rest_b = pr.query(q)
         lo, hi = _up32(p.similarity_floor), _up32(p.similarity_ceiling)
-        dot_a = _dot(pr.coords_a[:m], qa)
+        dot_a = dot(pr.coords_a[:m], qa)
         ub = pr.rest_a[:m] * np.float32(q_rest_a)
         ub += dot_a
         ub += np.float32(pr.slack)
@@ -1078,7 +1079,7 @@ class NamespaceIndex:
             return None
         # The second block tightens the bound of the rows still in: read for them only.
         if pr.coords_b.shape[1] and rows.size:
-            cos2 = _dot(_take_rows(pr.coords_b, rows), qb)
+            cos2 = dot(_take_rows(pr.coords_b, rows), qb)
             cos2 += dot_a.take(rows)
             cos2 += pr.rest_b.take(rows) * np.float32(q_rest_b)
             cos2 += np.float32(pr.slack)
@@ -1390,7 +1391,7 @@ class Ranking:
         (an "as of" recall lends nothing from memories it cannot see)."""
         i = self.idx
         if sim is None:
-            sim = _dot(i.vectors(rows), self.query)
+            sim = dot(i.vectors(rows), self.query)
         own = own_relevance(self.params, sim, self._lexical(rows), None if self.dates is None else self.dates[rows])
         return np.where(i.created[rows] <= self.now, own, 0.0)
 
@@ -1410,7 +1411,7 @@ class Ranking:
         """Exact blended scores of these rows (−inf for a memory created after ``now``)."""
         i = self.idx
         rows = np.asarray(rows, dtype=np.int64)
-        sim = _dot(i.vectors(rows), self.query)
+        sim = dot(i.vectors(rows), self.query)
         score, comps = blend(self.params, similarity=sim, lexical=self._lexical(rows), created=i.created[rows],
                              last_access=i.last_access[rows], importance=i.importance[rows],
                              access_count=i.access_count[rows], use_count=i.use_count[rows], now=self.now,
@@ -1750,19 +1751,6 @@ def _up32(x: float) -> np.float32:
     """The smallest float32 at least ``x``."""
     y = np.float32(x)
     return y if float(y) >= x else np.nextafter(y, np.float32(np.inf))
-
-
-def _dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """``matrix @ query`` in float32 on the calling thread (FAISS's SIMD kernel). numpy hands a
-    matrix-vector product to a multi-threaded BLAS whose threads spin while they wait: on a shared
-    two-core machine that cost 8 ms of CPU for 10,000 rows instead of 0.3 ms."""
-    n = len(matrix)
-    out = np.empty(n, dtype=np.float32)
-    if n:
-        m = np.ascontiguousarray(matrix, dtype=np.float32)
-        q = np.ascontiguousarray(query, dtype=np.float32)
-        faiss.fvec_inner_products_ny(faiss.swig_ptr(out), faiss.swig_ptr(q), faiss.swig_ptr(m), q.shape[0], n)
-    return out
 
 
 @contextlib.contextmanager

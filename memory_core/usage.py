@@ -11,6 +11,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from .models import HitUsage  # a record a Feedback carries: it lives with the records
+from .vectors import dot
 
 __all__ = ["USED_BAR", "MIN_SENTENCE_WORDS", "HitUsage", "citations", "sentences", "decide_by_similarity"]
 
@@ -50,7 +51,7 @@ def best_similarities(sentence_vectors: np.ndarray, memory_vectors: Iterable[np.
         if v is None or len(sentence_vectors) == 0:
             out.append(None)
         else:
-            out.append(float(np.max(sentence_vectors @ np.asarray(v, dtype=np.float32))))
+            out.append(float(np.max(dot(sentence_vectors, v))))
     return out
 
 
