@@ -128,7 +128,8 @@ class Embedder:
         else:
             self._load_sentence_transformer()
         self._lock = threading.Lock()
-        self._recent: dict[str, np.ndarray] = {}
+        self._recent: dict[str, np.ndarray] = {}  # read and written under _recent_lock
+        self._recent_lock = threading.Lock()
 
     def _load_use(self) -> None:
         try:
@@ -218,13 +219,10 @@ class Embedder:
     def warm(self, texts: list[str]) -> None:
         """Embed, in one batch, the texts :meth:`encode_one` will soon be asked for (a replayed
         log, a benchmark's questions): batching is many times faster than one text at a time."""
-        todo = [t for t in dict.fromkeys(texts) if t not in self._recent]
-        for text, vec in zip(todo, self.encode(todo) if todo else ()):
-            vec = vec.copy()
-            vec.setflags(write=False)
-            if len(self._recent) >= 1024:
-                self._recent.pop(next(iter(self._recent)))
-            self._recent[text] = vec
+        with self._recent_lock:
+            todo = [t for t in dict.fromkeys(texts) if t not in self._recent]
+        if todo:
+            self._remember(todo, self.encode(todo))
 
     def encode_one(self, text: str) -> np.ndarray:
         """Embed one text: a (dim,) float32 unit vector.
@@ -232,14 +230,24 @@ class Embedder:
         Recent texts are remembered: the dashboard re-ranks the same query on every slider move,
         and an agent often asks again, so the model runs once per distinct text.
         """
-        vec = self._recent.get(text)
+        with self._recent_lock:
+            vec = self._recent.get(text)
         if vec is None:
-            vec = self.encode([text])[0]
-            vec.setflags(write=False)
-            if len(self._recent) >= 1024:
-                self._recent.pop(next(iter(self._recent)))
-            self._recent[text] = vec
+            vec = self._remember([text], self.encode([text]))[0]
         return vec
+
+    def _remember(self, texts: list[str], vecs: np.ndarray) -> list[np.ndarray]:
+        """Keep these texts' vectors (read-only copies) among the last 1,024 embedded."""
+        kept = []
+        with self._recent_lock:
+            for text, vec in zip(texts, vecs):
+                vec = vec.copy()
+                vec.setflags(write=False)
+                if len(self._recent) >= 1024:
+                    self._recent.pop(next(iter(self._recent)))
+                self._recent[text] = vec
+                kept.append(vec)
+        return kept
 
 
 def _unit(vecs: np.ndarray) -> np.ndarray:
