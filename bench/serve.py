@@ -285,6 +285,38 @@ def run(quick: bool, smallest: bool = False) -> dict:
 # What the profiles said and what changed, kept here so that a re-render keeps it (figures from
 # the runs named; the table above is the latest run's).
 NOTES = """
+**Session 25** (2026-12-02, another AMD EPYC, with AVX-512: the model alone embeds 135-240
+statements/s one per call and 370-495/s eight per call, against 85-88 and 96-100 on the machine
+of session 24; mem0 in process adds 47-61/s against 21-24. This machine's speed moved by a third
+within the session, so compare figures of one run only):
+
+- *The model is no longer the ceiling*: at 2.1-2.7 ms of CPU per statement in groups of eight it
+  allows 740-990 adds/s on 2 cores. What limits the server is below.
+- *OpenBLAS's spinning thread* (885f61b). The CPU of each server thread under the 8
+  clients (`/proc/<pid>/task`, named with `py-spy dump`) showed a thread no Python code owns
+  taking 9-10 ms of CPU per add, as much as the writer. It was OpenBLAS's worker: the
+  contradiction check multiplied the new memories' vectors by the namespace's with numpy, and
+  OpenBLAS's thread spins about 0.1 s after each product, waiting for the next; with a group every
+  few ms it never slept. `memory_core/vectors.py` now runs products of fewer than 64 rows
+  through FAISS's kernel on the calling thread, as recall's scan already did. 8 clients on a bank
+  file, in turns against the commit before (a scratch script with the benchmark's texts):
+  server CPU 19.8-22.2 -> 9.4-10.4 ms per add, 74-86 -> 96-105 adds/s. With
+  `OPENBLAS_NUM_THREADS=1` the commit before did the same, which is how it was found.
+- *Where an add goes now* (same measure, 8 clients): the writer thread 7.7-8.7 ms of CPU per add
+  (DuckDB's statements about half, the contradiction check a quarter, the model's batch a
+  fifth), the event loop 0.6-0.8 ms, the rest under 0.2. One writer thread at 8 ms per add
+  cannot pass 125/s; 300/s needs 3.3 ms. One client: the writer 19.5 ms per add on a bank file,
+  11.8 ms on PostgreSQL (DuckDB's commit, the file's lease and its cursor's open and close).
+- *Recall over HTTP* (2,000 memories, a new query each time): the request thread 8.2 ms of CPU
+  (the model, the recall, the route), the event loop 1.5 ms, the recall journal's flush 0.35 ms;
+  the same recall in process 7-8 ms; the client (httpx) 0.6-1.0 ms. Limiting BLAS changed none
+  of it.
+- *Tried, not kept*: an embedding stage ahead of the writer (a thread embedding the next group
+  while the writer stores the last, the writer taking the vectors from the embedder's memory):
+  90-99 against 83-89 adds/s on a file, 93 against 97-100 on PostgreSQL, 1.5 ms more CPU per add
+  (smaller batches). A lease of the file kept 10 s instead of 1 s: no difference (39.8/43.5
+  against 40.6/42.1 adds/s, one client).
+
 **Session 24** (2026-12-02, the same AMD EPYC as the round below):
 
 - *The model's own ceiling is now measured in the run* (the table's last two rows, in italics).
