@@ -80,8 +80,8 @@ class FeedbackLog:
                 "SELECT memory_id FROM retrieval_hits WHERE retrieval_id = ? ORDER BY rank", [rid]).fetchall()]
             vectors: dict[int, Any] = {}
             if given is None and answer is not None and hit_ids and not usage_mod.citations(answer):
-                for mid, emb in con.execute("SELECT id, embedding FROM memories WHERE id IN (SELECT unnest(?))",
-                                            [hit_ids]).fetchall():
+                where, params = tables.ids_in("id", hit_ids)
+                for mid, emb in con.execute(f"SELECT id, embedding FROM memories WHERE {where}", params).fetchall():
                     vectors[int(mid)] = None if emb is None else np.asarray(emb, dtype=np.float32)
         namespace = head[0]
         if given is not None:
@@ -136,7 +136,7 @@ class FeedbackLog:
                         # Never below 0: an imported or merged memory's count need not match the feedback rows.
                         con.execute("UPDATE memories SET use_count = greatest(memories.use_count + _uses.n, 0), seq = ? "
                                     "FROM _uses WHERE memories.id = _uses.id", [seq])
-                    rows = tables.fetch_rows(con, "id IN (SELECT unnest(?))", [list(delta)], with_embedding=True)
+                    rows = tables.fetch_rows(con, *tables.ids_in("id", list(delta)), with_embedding=True)
             if rows is not None:
                 self.core.advance(seq)
                 self.core.apply_rows(rows)

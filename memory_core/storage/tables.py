@@ -352,8 +352,8 @@ def write_recalls(con: Connection, entries: list[dict[str, Any]]) -> tuple[int |
     if not entries:
         return None, []
     ids = [int(e["id"]) for e in entries]
-    have = {r[0] for r in con.execute("SELECT id FROM retrievals WHERE id IN (SELECT unnest(?))",
-                                      [ids]).fetchall()}
+    where, params = ids_in("id", ids)
+    have = {r[0] for r in con.execute(f"SELECT id FROM retrievals WHERE {where}", params).fetchall()}
     new = [e for e in entries if int(e["id"]) not in have]
     if not new:
         return None, []
