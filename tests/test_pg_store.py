@@ -577,3 +577,28 @@ def test_an_erasure_by_another_server_leaves_no_text_in_this_server_s_saved_inde
             data = f.read_bytes()
             assert b"flowerpot" not in data and b"spare key" not in data, f
     b.close()
+
+
+def test_a_hard_delete_waits_for_a_transaction_that_could_still_read_the_text(pg_url):
+    """VACUUM FULL copies a deleted row's old version into the new file while any transaction
+    begun before the delete might still read it. The erasure's rewrite waits for such a
+    transaction (here another session that read the memory in a REPEATABLE READ transaction)
+    to end, so the text is gone from the table files afterwards."""
+    import threading
+
+    import stores
+
+    secret = "an old reader still sees qv8w"
+    with MemoryBank.open(pg_url, embedder=HashEmbedder()) as bank:
+        mid = bank.add(secret, namespace="alice", detect_conflicts=False)
+        reader = psycopg.connect(pg_url)
+        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        assert reader.execute("SELECT text FROM memories WHERE id = %s", [mid]).fetchone()[0] == secret
+        ended = threading.Timer(1.5, reader.rollback)
+        ended.start()
+        try:
+            bank.forget(mid, hard=True)
+        finally:
+            ended.join()
+            reader.close()
+    assert b"qv8w" not in stores.stored_bytes(pg_url)

@@ -31,6 +31,7 @@ import hashlib
 import os
 import re
 import threading
+import time
 import weakref
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -58,6 +59,7 @@ URL_SCHEMES = ("postgresql://", "postgres://")
 # The write lock's key: one per database (a bank is a database), the same in every process.
 WRITE_LOCK_KEY = int.from_bytes(hashlib.sha256(b"memory_core.bank.write").digest()[:8], "big", signed=True)
 POOL_MAX = 8  # connections a store keeps at most: one per thread that works on the bank at once
+OLDER_TRANSACTIONS_WAIT = 10.0  # seconds an erasure's rewrite waits for transactions older than it
 
 
 def is_postgres_url(location: object) -> bool:
@@ -763,8 +765,29 @@ class PostgresStore:
             return
         tables = self.table_names()
         with self._raw() as raw:
+            self._wait_for_older_transactions(raw, OLDER_TRANSACTIONS_WAIT)
             for name in tables:
                 raw.execute(f'VACUUM FULL "{name}"')
+
+    @staticmethod
+    def _wait_for_older_transactions(raw: Any, timeout: float) -> bool:
+        """Wait (at most ``timeout`` seconds) until no other session of this database runs a
+        transaction that began before now: ``VACUUM FULL`` copies a deleted row's old version
+        into the new file while any of them might still read it, erased text included. False
+        when some still ran at the deadline (the rewrite goes ahead; RELIABILITY.md says what then)."""
+        now = int(raw.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text").fetchone()[0]) % 2**32
+        deadline = _now() + timeout
+        while True:
+            older = raw.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+                "AND (datname = current_database() OR datname IS NULL) "
+                "AND (age(backend_xmin) > age(%s::text::xid) OR age(backend_xid) > age(%s::text::xid))",
+                [str(now), str(now)]).fetchone()[0]
+            if not older:
+                return True
+            if _now() >= deadline:
+                return False
+            time.sleep(0.02)
 
     def backup(self, dest: str | os.PathLike, overwrite: bool = False) -> int:
         """Copy the bank to ``dest``, a DuckDB bank file: the same logical copy (every table, one
