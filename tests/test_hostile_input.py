@@ -260,8 +260,10 @@ REVIEWED_SQL_PIECES = {
     # storage/postgres.py: the connection wrapper passes statements on (translated: "?" to "%s");
     # temporary tables named by registered()'s keywords with the Arrow table's column names (both
     # from code, quoted); the bank's own table names from information_schema (VACUUM FULL); the
-    # lock timeout as int(); the fixed trigger DDL of pg_notify.TRIGGER_DDL
-    "postgres.py": {"<sql>", "<text>", "<rows[0][0]>", "<stmt>", "cols", "name", "self._lock_timeout_ms()"},
+    # lock timeout as int(); the fixed trigger DDL of pg_notify.TRIGGER_DDL; the dialect's fixed
+    # catalogue query (the tables compact rewrites)
+    "postgres.py": {"<sql>", "<text>", "<rows[0][0]>", "<stmt>", "cols", "name", "self._lock_timeout_ms()",
+                    "<DIALECT.table_names()>"},
     # storage/pg_notify.py: the fixed channel name
     "pg_notify.py": {"CHANNEL"},
     # storage/copy.py: the bank's table names from information_schema, their column names

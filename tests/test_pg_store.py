@@ -586,8 +586,6 @@ def test_a_hard_delete_waits_for_a_transaction_that_could_still_read_the_text(pg
     to end, so the text is gone from the table files afterwards."""
     import threading
 
-    import stores
-
     secret = "an old reader still sees qv8w"
     with MemoryBank.open(pg_url, embedder=HashEmbedder()) as bank:
         mid = bank.add(secret, namespace="alice", detect_conflicts=False)

@@ -750,10 +750,9 @@ class PostgresStore:
             con.execute(stmt)
 
     def table_names(self) -> list[str]:
+        """The bank's tables (a partitioned one once: VACUUM of it covers its partitions)."""
         with self._raw() as raw:
-            return [r[0] for r in raw.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-                "AND table_type = 'BASE TABLE' ORDER BY table_name").fetchall()]
+            return sorted(r[0] for r in raw.execute(DIALECT.table_names()).fetchall())
 
     # -- erasure and backup ------------------------------------------------------------------------
 
@@ -799,8 +798,6 @@ class PostgresStore:
 
 
 def _now() -> float:
-    import time
-
     return time.monotonic()
 
 
