@@ -92,7 +92,7 @@ class Curation:
         a bad one refuses them all. Returns each recorded Conflict, or None for a known pair."""
         checked = self._check_found(found)
         with self.core.session() as con:
-            new_ids = self._record_in(con, checked)
+            new_ids, _ = self._record_in(con, checked)
             return [None if cid is None else self.conflict_in(con, cid) for cid in new_ids]
 
     @staticmethod
@@ -108,14 +108,15 @@ class Curation:
             checked.append((a_id, b_id, f))
         return checked
 
-    def _record_in(self, con: Any, checked: list[tuple[int, int, dict[str, Any]]]) -> list[int | None]:
-        """Record checked conflicts in ``con``'s transaction; the new conflicts' ids (None: known pair).
+    def _record_in(self, con: Any, checked: list[tuple[int, int, dict[str, Any]]]) -> tuple[list[int | None], int | None]:
+        """Record checked conflicts in ``con``'s transaction; the new conflicts' ids (None: known
+        pair), and the change number taken (None: nothing new).
 
         A fixed handful of statements however many there are (an add that finds one conflict used
         to spend nine): one read of the pairs, one of the known ones, one for every counter, one
         insert of the conflicts and one of their events."""
         if not checked:
-            return []
+            return [], None
         pairs = self.core.get_rows(con, sorted({i for a, b, _ in checked for i in (a, b)}))
         ordered = []
         for a_id, b_id, f in checked:
@@ -134,7 +135,7 @@ class Curation:
             known.add((a.id, b.id))
         fresh = [n for n in new if n is not None]
         if not fresh:
-            return [None] * len(new)
+            return [None] * len(new), None
         # change_seq: other processes' caches of conflicts must notice.
         first = tables.take_counters(con, {"next_conflict_id": len(fresh), "next_event_id": len(fresh),
                                            "change_seq": 1})
@@ -153,7 +154,7 @@ class Curation:
              for eid, cid, (a, b, f) in zip(range(first["next_event_id"], first["next_event_id"] + len(fresh)),
                                             ids, fresh)])
         taken = iter(ids)
-        return [None if n is None else next(taken) for n in new]
+        return [None if n is None else next(taken) for n in new], first["change_seq"] + 1
 
     def resolve_conflict(self, conflict_id: int, rule: str, *, memory_id: int | None = None,
                          text: str | None = None) -> Conflict:
@@ -395,11 +396,11 @@ class Curation:
         if not found:
             return []
         with con.transaction():
-            recorded = self._record_in(con, found)
-        if any(recorded):
+            recorded, seq = self._record_in(con, found)
+        if seq is not None:
             # Open conflicts change no cache of this bank, and nobody else wrote since the
             # catch-up (the file is held): the next operation need not catch up.
-            self.core.advance(tables.change_seq(con))
+            self.core.advance(seq)
         return [cid for cid in recorded if cid is not None]
 
     def _find_in(self, con: Any, namespace: str, new: list[int]) -> list[dict[str, Any]]:
