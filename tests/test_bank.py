@@ -168,7 +168,8 @@ def test_hard_delete_erases_text_from_file_and_history(bank, bank_path):
     with pytest.raises(StateError):
         bank.restore(mid)
     bank.close()
-    assert b"zq7x" not in stores.stored_bytes(bank_path)  # the file and its WAL, or the table files
+    held = stores.relations_holding(bank_path, [b"zq7x"])  # the file and its WAL, or the table files
+    assert held == [], f"erased text is still in a file: {held}\n{stores.pg_horizons(bank_path)}"
 
 
 def test_format_for_prompt(bank, alice):

@@ -51,10 +51,7 @@ def _stored_holding(location, needles: list[bytes]) -> list[str]:
     and for a PostgreSQL bank its table files too."""
     found = _files_holding(stores.local_folder(location), needles)
     if stores.is_pg(location):
-        blob = stores.stored_bytes(location)
-        hits = [n.decode() for n in needles if n in blob or n.lower() in blob.lower()]
-        if hits:
-            found.append(f"the database's table files: {hits}")
+        found += [f"the database's {where}" for where in stores.relations_holding(location, needles)]
     return found
 
 
@@ -81,7 +78,8 @@ def _busy_bank(path: Path | str, embedder) -> tuple[MemoryBank, int, int]:
 
 def _check_gone(path: Path | str, bank: MemoryBank, text: str, mid: int, logs: str) -> None:
     needles = _needles(text)
-    assert _stored_holding(path, needles) == [], "erased text is still in a file"
+    held = _stored_holding(path, needles)
+    assert held == [], f"erased text is still in a file: {held}\n{stores.pg_horizons(path)}"
     assert stores.text_columns_holding(path, text) == []
     buf = io.StringIO()
     bank.export_jsonl(buf)
