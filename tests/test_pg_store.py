@@ -600,3 +600,30 @@ def test_a_hard_delete_waits_for_a_transaction_that_could_still_read_the_text(pg
             ended.join()
             reader.close()
     assert b"qv8w" not in stores.stored_bytes(pg_url)
+
+
+def test_a_hard_delete_waits_for_a_writer_in_another_database(pg_url, pg_databases):
+    """A write transaction in another database of the server (here one that took a transaction
+    id before the delete; in the parallel tests another worker's DROP DATABASE) is in the
+    snapshot ``VACUUM FULL`` itself takes, and that snapshot's xmin is the oldest id it keeps
+    old row versions for: the erased text was copied into the new files. The erasure's rewrite
+    waits for such a transaction too, so the text is gone from the table files afterwards."""
+    import threading
+
+    secret = "a writer elsewhere holds back vk3j"
+    other = psycopg.connect(pg_databases())
+    try:
+        with MemoryBank.open(pg_url, embedder=HashEmbedder()) as bank:
+            mid = bank.add(secret, namespace="alice", detect_conflicts=False)
+            other.execute("BEGIN")
+            other.execute("SELECT pg_current_xact_id()")  # an id older than the delete's
+            ended = threading.Timer(1.5, other.rollback)
+            ended.start()
+            try:
+                bank.forget(mid, hard=True)
+            finally:
+                ended.join()
+        held = stores.relations_holding(pg_url, [b"vk3j"])
+        assert held == [], f"erased text is still in a file: {held}\n{stores.pg_horizons(pg_url)}"
+    finally:
+        other.close()

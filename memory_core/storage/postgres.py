@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import logging
 import os
 import re
 import threading
@@ -59,6 +60,8 @@ URL_SCHEMES = ("postgresql://", "postgres://")
 # The write lock's key: one per database (a bank is a database), the same in every process.
 WRITE_LOCK_KEY = int.from_bytes(hashlib.sha256(b"memory_core.bank.write").digest()[:8], "big", signed=True)
 POOL_MAX = 8  # connections a store keeps at most: one per thread that works on the bank at once
+log = logging.getLogger(__name__)
+
 OLDER_TRANSACTIONS_WAIT = 10.0  # seconds an erasure's rewrite waits for transactions older than it
 
 
@@ -769,28 +772,58 @@ class PostgresStore:
             return
         tables = self.table_names()
         with self._raw() as raw:
-            self._wait_for_older_transactions(raw, OLDER_TRANSACTIONS_WAIT)
+            holding = self._wait_for_older_transactions(raw, OLDER_TRANSACTIONS_WAIT)
+            if holding:
+                log.warning("the rewrite of %s after a hard delete went ahead after %g s while %s still "
+                            "ran: the erased text stays in the table files until the next erasure's rewrite "
+                            "(or a VACUUM FULL of the bank's tables) after they end", self.location,
+                            OLDER_TRANSACTIONS_WAIT, "; ".join(holding))
             for name in tables:
                 raw.execute(f'VACUUM FULL "{name}"')
 
-    @staticmethod
-    def _wait_for_older_transactions(raw: Any, timeout: float) -> bool:
-        """Wait (at most ``timeout`` seconds) until no other session of this database runs a
-        transaction that began before now: ``VACUUM FULL`` copies a deleted row's old version
-        into the new file while any of them might still read it, erased text included. False
-        when some still ran at the deadline (the rewrite goes ahead; RELIABILITY.md says what then)."""
+    # What keeps ``VACUUM FULL`` of this database's tables from dropping a row version deleted by a
+    # transaction that committed before xid ``%(now)s`` (PostgreSQL's data horizon for a table,
+    # ComputeXidHorizons in procarray.c):
+    #  - a session of this database whose snapshot (backend_xmin) or transaction (backend_xid) is
+    #    older: it may still read the old version;
+    #  - a transaction of ANY database (or a prepared one) whose id is older: every snapshot lists
+    #    the ids running in the whole cluster, and the rewrite's own snapshot, whose xmin counts
+    #    for its own database, then keeps every version such a transaction might not have seen
+    #    committed. (Measured: another database's DROP DATABASE, begun a moment before the delete,
+    #    left the erased text in the rewritten files.)
+    #  - a replication slot whose xmin is older (hot_standby_feedback of a replica).
+    # Each row names one, without its query (which could quote anything).
+    _HOLDING_SQL = (
+        "SELECT format('session %%s (%%s, database %%s, xid %%s, xmin %%s, since %%s)', pid, backend_type, "
+        "coalesce(datname, '-'), coalesce(backend_xid::text, '-'), coalesce(backend_xmin::text, '-'), xact_start) "
+        "FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND ("
+        "  ((datname = current_database() OR datname IS NULL) AND age(backend_xmin) > age(%(now)s::text::xid))"
+        "  OR age(backend_xid) > age(%(now)s::text::xid)) "
+        "UNION ALL SELECT format('prepared transaction %%s (%%s, database %%s)', transaction, gid, database) "
+        "FROM pg_prepared_xacts WHERE age(transaction) > age(%(now)s::text::xid) "
+        "UNION ALL SELECT format('replication slot %%s (xmin %%s)', slot_name, xmin) "
+        "FROM pg_replication_slots WHERE age(xmin) > age(%(now)s::text::xid) "
+        "UNION ALL SELECT format('a transaction older than %%s (the oldest running: %%s)', %(now)s::text, xmin) "
+        "FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint %% 4294967296 AS xmin) s "
+        "WHERE age(s.xmin::text::xid) > age(%(now)s::text::xid)")
+
+    @classmethod
+    def _wait_for_older_transactions(cls, raw: Any, timeout: float) -> list[str]:
+        """Wait (at most ``timeout`` seconds) until nothing that could keep an old row version
+        through ``VACUUM FULL`` began before now (see ``_HOLDING_SQL``): any session of this
+        database with an older snapshot, a transaction of any database with an older id (the
+        rewrite's own snapshot would keep the versions for it), a prepared transaction or a
+        replication slot. Returns what still held at the deadline (empty: none; the rewrite goes
+        ahead either way, RELIABILITY.md says what then)."""
         now = int(raw.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text").fetchone()[0]) % 2**32
         deadline = _now() + timeout
         while True:
-            older = raw.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
-                "AND (datname = current_database() OR datname IS NULL) "
-                "AND (age(backend_xmin) > age(%s::text::xid) OR age(backend_xid) > age(%s::text::xid))",
-                [str(now), str(now)]).fetchone()[0]
-            if not older:
-                return True
-            if _now() >= deadline:
-                return False
+            # One statement, so one transaction: pg_stat_activity is read afresh each time.
+            holding = [r[0] for r in raw.execute(cls._HOLDING_SQL, {"now": str(now)}).fetchall()]
+            # A transaction ending between its pg_stat_activity row and the snapshot is harmless:
+            # the next round sees it gone.
+            if not holding or _now() >= deadline:
+                return holding
             time.sleep(0.02)
 
     def backup(self, dest: str | os.PathLike, overwrite: bool = False) -> int:
