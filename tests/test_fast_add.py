@@ -72,39 +72,6 @@ def test_sequential_adds_of_the_only_user_open_the_file_about_once_per_lease(ban
         assert again.count(namespace="alice") == 70
 
 
-def test_an_add_reads_the_change_sequence_only_when_someone_else_wrote(bank_path, embedder, monkeypatch):
-    """Before a write, a bank catches up with what others changed; while the file is as this bank
-    left it (size and times), it skips that read. A write by another bank object on the same file
-    (same process, same lease) changes the file, and the next add catches up with it."""
-    reads: list[str] = []
-    execute = duckdb_store.DuckDBConnection.execute
-
-    def counting(self, sql, params=None):
-        if "key = 'change_seq'" in sql:
-            reads.append(sql)
-        return execute(self, sql, params)
-
-    monkeypatch.setattr(duckdb_store.DuckDBConnection, "execute", counting)
-    a = MemoryBank.open(bank_path, embedder=embedder)
-    b = MemoryBank.open(bank_path, embedder=embedder)
-    try:
-        a.add_many([{"text": t, "namespace": "alice"} for t in texts(10, "seed ")])
-        assert a.recall("prefers coffee", namespace="alice", threshold=0, record=False)  # alice's index loaded
-        reads.clear()
-        for t in texts(5, "alone "):
-            a.add(t, namespace="alice")
-        assert reads == [], "nobody else wrote: no read of the change sequence"
-        other = b.add("Keeps a pet tortoise called Humphrey", namespace="alice")
-        reads.clear()
-        a.add("Prefers oat milk in coffee", namespace="alice")
-        assert reads, "another bank wrote: the add read the change sequence"
-        hits = a.recall("pet tortoise Humphrey", namespace="alice", threshold=0, record=False)
-        assert other in [h.memory.id for h in hits], "the other bank's memory is in this bank's index"
-    finally:
-        a.close()
-        b.close()
-
-
 def test_an_add_still_flags_what_it_contradicts(bank_path, embedder):
     with MemoryBank.open(bank_path, embedder=embedder) as bank:
         old = bank.add("Lives in Paris", namespace="bob", created_at="2026-01-01")

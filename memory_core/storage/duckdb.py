@@ -911,11 +911,6 @@ class DuckDBStore:
                 return None
             return lease
 
-    def unchanged_since(self, signature: object) -> bool:
-        """Whether the file (and its WAL) has the size and times it had at ``signature``: every
-        write of another process, or of another bank of this one, changes them."""
-        return signature is not None and self.signature() == signature
-
     def signature_after(self, seq: int) -> FileSignature:
         """The file's signature now: the caller still holds (or leases) the file, so nobody else
         wrote since its operation."""

@@ -170,13 +170,6 @@ class Store(Protocol):
         same holder is still true, with no need to look."""
         ...
 
-    def unchanged_since(self, signature: object) -> bool:
-        """True only when the store proves, without a query, that nobody wrote since it had
-        ``signature`` (a bank file's size and times are the same): a write may then skip reading
-        the change sequence before it. False when it cannot tell so cheaply (a database others
-        write: a notification may still be on its way)."""
-        ...
-
     def signature_after(self, seq: int) -> object:
         """The signature a process may remember after an operation that brought it up to change
         ``seq``: compared with a later :meth:`signature`, equal means nothing happened since that

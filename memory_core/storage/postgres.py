@@ -696,11 +696,6 @@ class PostgresStore:
         """None: other processes write the database at any time (see :meth:`DuckDBStore.holder`)."""
         return None
 
-    def unchanged_since(self, signature: object) -> bool:
-        """False: another server may have committed a moment ago, before its notification arrived;
-        a write reads the sequence (under the bank's write lock) to be sure."""
-        return False
-
     def signature_after(self, seq: int) -> int:
         """``seq`` itself: other processes may have committed since the operation that caught up
         to it, and re-reading the sequence now would pass their changes off as seen."""
