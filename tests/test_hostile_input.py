@@ -261,9 +261,10 @@ REVIEWED_SQL_PIECES = {
     # temporary tables named by registered()'s keywords with the Arrow table's column names (both
     # from code, quoted); the bank's own table names from information_schema (VACUUM FULL); the
     # lock timeout as int(); the fixed trigger DDL of pg_notify.TRIGGER_DDL; the dialect's fixed
-    # catalogue query (the tables compact rewrites)
+    # catalogue query (the tables compact rewrites); the fixed query of what holds an erasure's
+    # rewrite back (_HOLDING_SQL, a class constant with a named placeholder)
     "postgres.py": {"<sql>", "<text>", "<rows[0][0]>", "<stmt>", "cols", "name", "self._lock_timeout_ms()",
-                    "<DIALECT.table_names()>"},
+                    "<DIALECT.table_names()>", "<cls._HOLDING_SQL>"},
     # storage/pg_notify.py: the fixed channel name
     "pg_notify.py": {"CHANNEL"},
     # storage/copy.py: the bank's table names from information_schema, their column names
