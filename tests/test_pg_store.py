@@ -19,6 +19,7 @@ import sys
 import textwrap
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -579,51 +580,43 @@ def test_an_erasure_by_another_server_leaves_no_text_in_this_server_s_saved_inde
     b.close()
 
 
-def test_a_hard_delete_waits_for_a_transaction_that_could_still_read_the_text(pg_url):
-    """VACUUM FULL copies a deleted row's old version into the new file while any transaction
-    begun before the delete might still read it. The erasure's rewrite waits for such a
-    transaction (here another session that read the memory in a REPEATABLE READ transaction)
-    to end, so the text is gone from the table files afterwards."""
+def _reader_of_the_bank(pg_url: str, pg_databases: Any, mid: int, text: str) -> Any:
+    """Another session of the bank's database that read the memory in a REPEATABLE READ transaction."""
+    con = psycopg.connect(pg_url)
+    con.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    assert con.execute("SELECT text FROM memories WHERE id = %s", [mid]).fetchone()[0] == text
+    return con
+
+
+def _writer_of_another_database(pg_url: str, pg_databases: Any, mid: int, text: str) -> Any:
+    """A transaction of another database that took an id before the delete (in the parallel
+    tests: another worker's DROP DATABASE)."""
+    con = psycopg.connect(pg_databases())
+    con.execute("BEGIN")
+    con.execute("SELECT pg_current_xact_id()")
+    return con
+
+
+@pytest.mark.parametrize("hold", [_reader_of_the_bank, _writer_of_another_database],
+                         ids=["reader of the bank", "writer of another database"])
+def test_a_hard_delete_waits_for_a_transaction_that_holds_the_old_text(pg_url, pg_databases, hold):
+    """VACUUM FULL copies a deleted row's old version into the new file while a transaction older
+    than the delete might still read it (a reader of the bank), or while one holds the oldest id
+    its own snapshot keeps versions for (a writer of any database of the server). The erasure's
+    rewrite waits for either (here open 1.5 s across the delete), so the text is gone from the
+    table files afterwards."""
     import threading
 
-    secret = "an old reader still sees qv8w"
+    secret = "a transaction held open across the erasure qv8w"
     with MemoryBank.open(pg_url, embedder=HashEmbedder()) as bank:
         mid = bank.add(secret, namespace="alice", detect_conflicts=False)
-        reader = psycopg.connect(pg_url)
-        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        assert reader.execute("SELECT text FROM memories WHERE id = %s", [mid]).fetchone()[0] == secret
-        ended = threading.Timer(1.5, reader.rollback)
+        con = hold(pg_url, pg_databases, mid, secret)
+        ended = threading.Timer(1.5, con.rollback)
         ended.start()
         try:
             bank.forget(mid, hard=True)
         finally:
             ended.join()
-            reader.close()
-    assert b"qv8w" not in stores.stored_bytes(pg_url)
-
-
-def test_a_hard_delete_waits_for_a_writer_in_another_database(pg_url, pg_databases):
-    """A write transaction in another database of the server (here one that took a transaction
-    id before the delete; in the parallel tests another worker's DROP DATABASE) is in the
-    snapshot ``VACUUM FULL`` itself takes, and that snapshot's xmin is the oldest id it keeps
-    old row versions for: the erased text was copied into the new files. The erasure's rewrite
-    waits for such a transaction too, so the text is gone from the table files afterwards."""
-    import threading
-
-    secret = "a writer elsewhere holds back vk3j"
-    other = psycopg.connect(pg_databases())
-    try:
-        with MemoryBank.open(pg_url, embedder=HashEmbedder()) as bank:
-            mid = bank.add(secret, namespace="alice", detect_conflicts=False)
-            other.execute("BEGIN")
-            other.execute("SELECT pg_current_xact_id()")  # an id older than the delete's
-            ended = threading.Timer(1.5, other.rollback)
-            ended.start()
-            try:
-                bank.forget(mid, hard=True)
-            finally:
-                ended.join()
-        held = stores.relations_holding(pg_url, [b"vk3j"])
-        assert held == [], f"erased text is still in a file: {held}\n{stores.pg_horizons(pg_url)}"
-    finally:
-        other.close()
+            con.close()
+    held = stores.relations_holding(pg_url, [b"qv8w"])
+    assert held == [], f"erased text is still in a file: {held}\n{stores.pg_horizons(pg_url)}"
