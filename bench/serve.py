@@ -77,9 +77,9 @@ def _start(bank_path: Path) -> tuple[subprocess.Popen, str]:
     raise RuntimeError("memctl serve did not start")
 
 
-def _concurrent_adds(url: str, headers: dict, meanwhile, per_client: int | None) -> dict:
-    """8 clients add one memory per request, each ``per_client`` times (or until ``meanwhile``
-    returns); ``meanwhile()`` runs in this thread as they write and its result is kept."""
+def _concurrent_adds(url: str, headers: dict, meanwhile, per_client: int | None, clients: int = CLIENTS) -> dict:
+    """``clients`` clients add one memory per request, each ``per_client`` times (or until
+    ``meanwhile`` returns); ``meanwhile()`` runs in this thread as they write and its result is kept."""
     import httpx
 
     acked: list[int] = []
@@ -102,7 +102,7 @@ def _concurrent_adds(url: str, headers: dict, meanwhile, per_client: int | None)
                 except httpx.HTTPError as exc:
                     errors.append(repr(exc))
 
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(CLIENTS)]
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
     t = time.perf_counter()
     for th in threads:
         th.start()
@@ -114,7 +114,7 @@ def _concurrent_adds(url: str, headers: dict, meanwhile, per_client: int | None)
         for th in threads:
             th.join()
     elapsed = time.perf_counter() - t
-    out = {"clients": CLIENTS, "adds": len(acked), "adds_per_s": len(acked) / elapsed, "errors": len(errors),
+    out = {"clients": clients, "adds": len(acked), "adds_per_s": len(acked) / elapsed, "errors": len(errors),
            "first_errors": errors[:3], "acked": acked}
     if extra is not None:
         out["pages"] = extra
@@ -285,6 +285,33 @@ def run(quick: bool, smallest: bool = False) -> dict:
 # What the profiles said and what changed, kept here so that a re-render keeps it (figures from
 # the runs named; the table above is the latest run's).
 NOTES = """
+**Session 26** (2026-12-03, an AMD EPYC slower than session 25's: the model alone took 4.7-6.3 ms
+of CPU per statement in groups of eight and 6.6-8.0 ms one at a time, in the same measure as the
+table's last rows; its speed moved by a third within the session):
+
+- *300 adds/s is out of reach on this machine with the bundled model*: at its best batch the
+  model takes 4.7 ms of CPU per statement, so 300/s is 1.41 of the 2 cores for the model alone,
+  and the 8 clients' own CPU (1.4-1.9 ms per add, `python -m bench.server_cpu`) another
+  0.42-0.57: 1.83-1.98 cores before the server parses a request, writes or checks anything.
+- *One server process is bound by Python's lock, not by the cores*: under 8 clients it used
+  about one core of two (the server 11.4-12.9 ms of CPU per add, the clients 1.4-1.9, at 66-80
+  adds/s). Its writer thread was busy 89% of the time (py-spy): 42% of that in the model (which
+  lets go of Python's lock), 38% in the contradiction check, 14% in the write's statements. A
+  second thread only helps where it runs outside Python's lock, and what is left in it is the
+  writer's own Python, the event loop's and DuckDB's statements.
+- *Tried again, not kept* (each had been tried by an earlier session, listed below; these are
+  this machine's figures, in turns against the commit before): a thread that checks for
+  contradictions after the callers are answered, while the writer stores the next group: 49-57
+  against 63-76 adds/s, and 14-15 against 11.4-11.8 ms of server CPU per add (a second hold of
+  the store per group; DuckDB's statements slower with the model busy on the other core); an
+  embedding stage ahead of the writer, with or without a 2 ms window to gather a group: 74-85
+  against 71-81 adds/s, within the noise; a 0.5 ms switch interval: noise; two ONNX Runtime
+  threads: a batch of eight 6.3 -> 4.0 ms of wall time per statement but 7.1 ms of CPU when
+  spinning, 5.2 / 5.4 ms without spinning; ONNX Runtime's transformer fusions: 4.9 against
+  4.7 ms; skipping the catch-up's read of the change number before a write while the bank file
+  is as this bank left it: the read went, and the transaction's next statement took its cost
+  (sequential `bank.add` 46-51 against 49-55 adds/s), so it was reverted.
+
 **Session 25** (2026-12-02, another AMD EPYC, with AVX-512: the model alone embeds 135-240
 statements/s one per call and 370-495/s eight per call, against 85-88 and 96-100 on the machine
 of session 24; mem0 in process adds 47-61/s against 21-24. This machine's speed moved by a third

@@ -129,3 +129,14 @@ def test_pg_servers_reports_staleness_and_adds_over_two_servers(smallest_run: Pa
     assert r["staleness"]["adds"] > 0 and r["staleness"]["p99_ms"] >= r["staleness"]["p50_ms"] > 0
     assert r["read_your_writes"]["first_recall_had_it"] == r["read_your_writes"]["adds"]
     assert r["adds"]["servers"] == 2 and r["adds"]["lost"] == 0 and not r["adds"]["errors"]
+
+
+def test_server_cpu_counts_every_add_and_the_server_threads(tmp_path: Path):
+    """`python -m bench.server_cpu`, the per-thread measure behind BENCHMARKS.md's notes on the server."""
+    from bench.server_cpu import measure
+
+    r = measure(str(tmp_path / "served.duckdb"), clients=3, per_client=4)
+    assert r["adds"] == 12 and r["errors"] == 0 and r["adds_per_s"] > 0
+    busiest = list(r["busiest_threads_ms_per_add"].values())
+    assert busiest == sorted(busiest, reverse=True) and busiest[0] > 0
+    assert r["server_cpu_ms_per_add"] >= sum(busiest) - 0.01 and r["clients_cpu_ms_per_add"] > 0
