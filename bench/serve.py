@@ -285,20 +285,28 @@ def run(quick: bool, smallest: bool = False) -> dict:
 # What the profiles said and what changed, kept here so that a re-render keeps it (figures from
 # the runs named; the table above is the latest run's).
 NOTES = """
-**Session 26** (2026-12-03, an AMD EPYC slower than session 25's: the model alone took 4.7-6.3 ms
-of CPU per statement in groups of eight and 6.6-8.0 ms one at a time, in the same measure as the
-table's last rows; its speed moved by a third within the session):
+**Session 26** (2026-12-03, an AMD EPYC slower than session 25's: the model alone took 3.5-6.3 ms
+of CPU per statement in groups of eight and 5.8-8.0 ms one at a time, in the table's measure and
+scratch runs of the same; its speed moved by a third within the session):
 
-- *300 adds/s is out of reach on this machine with the bundled model*: at its best batch the
-  model takes 4.7 ms of CPU per statement, so 300/s is 1.41 of the 2 cores for the model alone,
-  and the 8 clients' own CPU (1.4-1.9 ms per add, `python -m bench.server_cpu`) another
-  0.42-0.57: 1.83-1.98 cores before the server parses a request, writes or checks anything.
+- *300 adds/s is out of reach on this machine with the bundled model and one server process.* At
+  the fastest the model was seen (3.5 ms of CPU per statement in eights), 300/s is 1.04 of the 2
+  cores for the model alone, and the 8 clients' own CPU (1.4-1.9 ms per add, `python -m
+  bench.server_cpu`) another 0.42-0.57: 0.39-0.54 of a core, 1.3-1.8 ms per add, would be left
+  for everything else the server does, which takes 7-8 ms per add (HTTP, the write, the
+  contradiction check).
 - *One server process is bound by Python's lock, not by the cores*: under 8 clients it used
   about one core of two (the server 11.4-12.9 ms of CPU per add, the clients 1.4-1.9, at 66-80
   adds/s). Its writer thread was busy 89% of the time (py-spy): 42% of that in the model (which
   lets go of Python's lock), 38% in the contradiction check, 14% in the write's statements. A
-  second thread only helps where it runs outside Python's lock, and what is left in it is the
+  second thread only helps where it runs outside Python's lock; what is left in it is the
   writer's own Python, the event loop's and DuckDB's statements.
+- *Recall over HTTP, where the 3-4 ms go* (2,000 memories, a new query each time, the server's
+  threads read from `/proc`): the route's thread 8.5-9.2 ms of CPU per recall against 7.6-7.7 ms
+  for the same recall in process; the event loop 1.6-1.7 ms per recall, against 0.5 ms of
+  server CPU for a whole `GET /v1/health` (0.9 ms round trip with httpx); the recall journal's
+  flush about 0.6-1.1 ms per recall (it opens the file every 2 s, the lease having ended in
+  between: recall alone does not touch the file). With or without MCP mounted: the same.
 - *Tried again, not kept* (each had been tried by an earlier session, listed below; these are
   this machine's figures, in turns against the commit before): a thread that checks for
   contradictions after the callers are answered, while the writer stores the next group: 49-57
