@@ -338,14 +338,15 @@ class Core:
         """One memory, fresh from the store (NotFoundError when there is none)."""
         return self.get_rows(con, [mid])[mid]
 
-    def get_rows(self, con: Connection, ids: list[int]) -> dict[int, Memory]:
-        """Memories by id, fresh from the store; NotFoundError names the first missing id."""
+    def get_rows(self, con: Connection, ids: list[int], *, missing_ok: bool = False) -> dict[int, Memory]:
+        """Memories by id, fresh from the store; NotFoundError names the first missing id (with
+        ``missing_ok``, a missing one is left out)."""
         if not ids:
             return {}
         found = {int(r["id"]): rowmod.memory_from_row(r)
                  for r in tables.fetch_rows(con, *tables.ids_in("id", ids)).to_pylist()}
         for mid in ids:
-            if mid not in found:
+            if mid not in found and not missing_ok:
                 raise NotFoundError(f"no memory with id {mid} in {self.store.location}")
         return found
 

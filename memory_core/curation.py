@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 # Called by add_each once its rows are committed: (each row's id or error, the stored memories by id).
 StoredHook = Callable[[list["int | MemoryCoreError"], dict[int, Memory]], None]
+# What judging new memories needs, copied out of an index: candidate pairs, their ids, vectors,
+# memories by id, and the new memories' ids (Curation._judging_in).
+Judging = tuple[list[tuple[int, int]], np.ndarray, np.ndarray, dict[int, Memory], list[int]]
 
 
 def _conflict_from_row(row: dict[str, Any], memories: dict[int, Memory]) -> Conflict:
@@ -108,18 +111,24 @@ class Curation:
             checked.append((a_id, b_id, f))
         return checked
 
-    def _record_in(self, con: Any, checked: list[tuple[int, int, dict[str, Any]]]) -> tuple[list[int | None], int | None]:
+    def _record_in(self, con: Any, checked: list[tuple[int, int, dict[str, Any]]], *,
+                   live_only: bool = False) -> tuple[list[int | None], int | None]:
         """Record checked conflicts in ``con``'s transaction; the new conflicts' ids (None: known
-        pair), and the change number taken (None: nothing new).
+        pair), and the change number taken (None: nothing new). With ``live_only``, a pair one of
+        whose memories is no longer live (changed by another server since it was judged) is left
+        out (None) instead of refused.
 
         A fixed handful of statements however many there are (an add that finds one conflict used
         to spend nine): one read of the pairs, one of the known ones, one for every counter, one
         insert of the conflicts and one of their events."""
         if not checked:
             return [], None
-        pairs = self.core.get_rows(con, sorted({i for a, b, _ in checked for i in (a, b)}))
-        ordered = []
+        pairs = self.core.get_rows(con, sorted({i for a, b, _ in checked for i in (a, b)}), missing_ok=live_only)
+        ordered: list[tuple[Memory, Memory, dict[str, Any]] | None] = []
         for a_id, b_id, f in checked:
+            if live_only and not all(i in pairs and pairs[i].status == "active" for i in (a_id, b_id)):
+                ordered.append(None)
+                continue
             a, b = sorted((pairs[a_id], pairs[b_id]), key=lambda m: (m.created_at, m.id))
             if a.namespace != b.namespace:
                 raise ValidationError("a conflict is between memories of one namespace; these are in "
@@ -127,12 +136,16 @@ class Curation:
             if a.status != "active" or b.status != "active":
                 raise StateError(f"only live memories conflict; memory {a.id} is {a.status}, {b.id} is {b.status}")
             ordered.append((a, b, f))
-        where, params = tables.ids_in("a_id", sorted({a.id for a, _, _ in ordered}))
+        live = [o for o in ordered if o is not None]
+        if not live:
+            return [None] * len(ordered), None
+        where, params = tables.ids_in("a_id", sorted({a.id for a, _, _ in live}))
         known = set(con.execute(f"SELECT a_id, b_id FROM conflicts WHERE {where}", params).fetchall())
-        new = []
-        for a, b, f in ordered:
-            new.append((a, b, f) if (a.id, b.id) not in known else None)
-            known.add((a.id, b.id))
+        new: list[tuple[Memory, Memory, dict[str, Any]] | None] = []
+        for o in ordered:
+            new.append(o if o is not None and (o[0].id, o[1].id) not in known else None)
+            if o is not None:
+                known.add((o[0].id, o[1].id))
         fresh = [n for n in new if n is not None]
         if not fresh:
             return [None] * len(new), None
@@ -344,10 +357,12 @@ class Curation:
         file once (one hold; the write is one transaction, what the check found another: the
         memories are stored even if the check fails, as when they ran apart), so an agent adding
         memories one at a time neither opens the file for each step nor lets another process in
-        between them. An LLM judge runs after the write, outside the hold: other processes would
-        wait for its answers. ``on_stored(results, memories)`` is called once the rows are
-        committed, before the check, with the results so far and the stored memories by id: a
-        server answers its callers there, and they need not wait for the rules.
+        between them. On a database other servers write, the rules judge outside the write lock
+        and what they found is recorded in a second, short hold. An LLM judge runs after the
+        write, outside the hold: other processes would wait for its answers.
+        ``on_stored(results, memories)`` is called once the rows are committed, before the check,
+        with the results so far and the stored memories by id: a server answers its callers
+        there, and they need not wait for the rules.
         """
         now = utcnow()
         results: list[int | MemoryCoreError | None] = [None] * len(rows)
@@ -361,6 +376,7 @@ class Curation:
             return results  # type: ignore[return-value]
         checked = [c for _, c in good]
         wanted = [detect is None or detect[i] for i, _ in good]
+        work: list[Judging] = []
         with self.core.store.upcoming():
             try:
                 vectors = self.writer.vectors_for(checked)
@@ -383,7 +399,18 @@ class Curation:
                 if on_stored is not None:
                     on_stored(list(results), self.core.get_many(con, ids))  # type: ignore[arg-type]
                 if client is None:
-                    self._check_in(con, by_namespace)
+                    if self.core.store.shared:
+                        # Other servers write this database meanwhile: what judging needs is copied
+                        # out here, and the rules judge it without the bank's write lock (or this
+                        # process's), so neither another server's writes nor this one's recalls wait.
+                        work = [w for ns, mids in by_namespace.items() if (w := self._judging_in(con, ns, mids))]
+                    else:
+                        self._check_in(con, by_namespace)
+        if work:
+            found = [f for w in work for f in self._check_found(self._judge(w))]
+            if found:
+                with self.core.held() as con:
+                    self._record_found_in(con, found, live_only=True)
         if client is not None:
             for ns, mids in by_namespace.items():
                 self.detect_conflicts(ns, memory_ids=mids, client=client)
@@ -393,25 +420,44 @@ class Curation:
         """Find with the rules and record what these new memories contradict, in the hold ``con``
         (the check :meth:`add_each` runs after its write); the new conflicts' ids."""
         found = [f for ns, mids in by_namespace.items() for f in self._check_found(self._find_in(con, ns, mids))]
+        return self._record_found_in(con, found)
+
+    def _record_found_in(self, con: Any, found: list[tuple[int, int, dict[str, Any]]], *,
+                         live_only: bool = False) -> list[int]:
+        """Record checked findings in one transaction of the hold ``con``; the new conflicts' ids."""
         if not found:
             return []
         with con.transaction():
-            recorded, seq = self._record_in(con, found)
+            recorded, seq = self._record_in(con, found, live_only=live_only)
         if seq is not None:
             # Open conflicts change no cache of this bank, and nobody else wrote since the
-            # catch-up (the file is held): the next operation need not catch up.
+            # catch-up (the store is held): the next operation need not catch up.
             self.core.advance(seq)
         return [cid for cid in recorded if cid is not None]
 
     def _find_in(self, con: Any, namespace: str, new: list[int]) -> list[dict[str, Any]]:
         """What the rules find the new memories contradict (what :meth:`detect_conflicts` finds for
         them without an LLM), read through ``con``."""
+        work = self._judging_in(con, namespace, new)
+        return [] if work is None else self._judge(work)
+
+    @staticmethod
+    def _judge(work: Judging) -> list[dict[str, Any]]:
+        """The rules' findings for one :meth:`_judging_in`: needs no store and no lock."""
+        pairs, ids, vectors, memories, new = work
+        # Memories written in this very hold are in no recorded conflict yet: nothing is known.
+        return conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=new)
+
+    def _judging_in(self, con: Any, namespace: str, new: list[int]) -> Judging | None:
+        """What judging the new memories against their namespace needs, copied out of the loaded
+        index (read under the bank's lock, through ``con``): the candidate pairs, their ids,
+        vectors and memories. None when there is nothing to judge."""
         idx = self.core.ns_index(con, namespace)
         if idx is None:
-            return []
+            return None
         pairs = conflicts.pairs_to_judge(idx.ids[: idx.n], idx.emb[: idx.n], new, row_of=idx.row_of)
         if not pairs:
-            return []
+            return None
         members = sorted({i for p in pairs for i in p})
         # The index holds what the judge reads of each memory (as recall's hits are built); only
         # rows it keeps no info for are read from the store.
@@ -420,9 +466,8 @@ class Curation:
         memories.update(self.core.get_rows(con, missing) if missing else {})
         # find() is given the pairs' own ids and vectors only (it maps ids to rows).
         ids = np.asarray(members, dtype=np.int64)
-        vectors = idx.emb[[idx.row_of[m] for m in members]]
-        # Memories written in this very hold are in no recorded conflict yet: nothing is known.
-        return conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=new)
+        vectors = idx.emb[[idx.row_of[m] for m in members]]  # a copy: the index may grow meanwhile
+        return pairs, ids, vectors, memories, new
 
     def apply_maintenance(self, work: Any, *, dry_run: bool = False) -> Any:
         """Make the changes a planned maintenance run lists (a :class:`memory_core.maintenance.MaintenanceWork`),

@@ -620,3 +620,53 @@ def test_a_hard_delete_waits_for_a_transaction_that_holds_the_old_text(pg_url, p
             con.close()
     held = stores.relations_holding(pg_url, [b"qv8w"])
     assert held == [], f"erased text is still in a file: {held}\n{stores.pg_horizons(pg_url)}"
+
+
+def test_an_add_judges_its_contradictions_without_holding_the_write_lock(pg_url, embedder, monkeypatch):
+    """Several servers write one database: the rules judge what an add contradicts (the bulk of
+    an add's Python) without the bank's write lock, so another server's writes do not wait for
+    them; what they found is recorded afterwards. A session of its own tries the lock while the
+    judging runs."""
+    from memory_core import curation
+    from memory_core.storage.postgres import WRITE_LOCK_KEY
+
+    free_while_judging: list[bool] = []
+    find = curation.conflicts.find
+
+    def judging(*args, **kwargs):
+        with psycopg.connect(pg_url, autocommit=True) as other:
+            got = other.execute("SELECT pg_try_advisory_lock(%s)", [WRITE_LOCK_KEY]).fetchone()[0]
+            if got:
+                other.execute("SELECT pg_advisory_unlock(%s)", [WRITE_LOCK_KEY])
+        free_while_judging.append(got)
+        return find(*args, **kwargs)
+
+    monkeypatch.setattr(curation.conflicts, "find", judging)
+    with MemoryBank.open(pg_url, embedder=embedder) as bank:
+        old = bank.add("Lives in Paris", namespace="bob", created_at="2026-01-01")
+        new = bank.add("Moved to Berlin", namespace="bob", created_at="2026-06-01")
+        assert free_while_judging and all(free_while_judging), free_while_judging
+        assert [(c.a.id, c.b.id) for c in bank.conflicts(namespace="bob")] == [(old, new)]
+
+
+def test_a_pair_another_server_changed_while_it_was_judged_is_not_flagged(pg_url, embedder, monkeypatch):
+    """Between the judging and the recording (no lock is held meanwhile) another server archives
+    the older memory: the add stands, and no conflict names a memory that is no longer live."""
+    from memory_core import curation
+
+    with MemoryBank.open(pg_url, embedder=embedder) as setup:
+        old = setup.add("Lives in Paris", namespace="bob", created_at="2026-01-01")
+    find = curation.conflicts.find
+
+    def judging(*args, **kwargs):
+        found = find(*args, **kwargs)
+        assert found, "the pair is a contradiction the rules flag"
+        with MemoryBank.open(pg_url, embedder=embedder) as other:
+            other.forget(old)
+        return found
+
+    monkeypatch.setattr(curation.conflicts, "find", judging)
+    with MemoryBank.open(pg_url, embedder=embedder) as bank:
+        new = bank.add("Moved to Berlin", namespace="bob", created_at="2026-06-01")
+        assert bank.get(new).status == "active" and bank.get(old).status == "archived"
+        assert bank.conflicts(namespace="bob", status=None) == []
