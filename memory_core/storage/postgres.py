@@ -56,12 +56,12 @@ try:  # the driver is a dependency, but a DuckDB-only install may lack it: say s
 except ImportError:  # pragma: no cover - the package lists psycopg as a dependency
     psycopg = None  # type: ignore[assignment]
 
+log = logging.getLogger(__name__)
+
 URL_SCHEMES = ("postgresql://", "postgres://")
 # The write lock's key: one per database (a bank is a database), the same in every process.
 WRITE_LOCK_KEY = int.from_bytes(hashlib.sha256(b"memory_core.bank.write").digest()[:8], "big", signed=True)
 POOL_MAX = 8  # connections a store keeps at most: one per thread that works on the bank at once
-log = logging.getLogger(__name__)
-
 OLDER_TRANSACTIONS_WAIT = 10.0  # seconds an erasure's rewrite waits for transactions older than it
 
 
