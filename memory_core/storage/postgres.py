@@ -648,7 +648,8 @@ class PostgresStore:
         """The bank's write lock as a session-level advisory lock on ``raw``, for the block; this
         thread is marked as its holder meanwhile (reentrant: an inner block takes nothing)."""
         depth = getattr(self._local, "depth", 0)
-        if depth == 0:
+        # Free, as it mostly is: one round trip; else wait for it, at most lock_timeout (three).
+        if depth == 0 and not raw.execute("SELECT pg_try_advisory_lock(%s)", [WRITE_LOCK_KEY]).fetchone()[0]:
             raw.execute(f"SET lock_timeout = {self._lock_timeout_ms()}")
             started = _now()
             try:
