@@ -403,11 +403,11 @@ class Curation:
                         # Other servers write this database meanwhile: what judging needs is copied
                         # out here, and the rules judge it without the bank's write lock (or this
                         # process's), so neither another server's writes nor this one's recalls wait.
-                        work = [w for ns, mids in by_namespace.items() if (w := self._judging_in(con, ns, mids))]
+                        work = self._judging(con, by_namespace)
                     else:
                         self._check_in(con, by_namespace)
         if work:
-            found = [f for w in work for f in self._check_found(self._judge(w))]
+            found = self._findings(work)
             if found:
                 with self.core.held() as con:
                     self._record_found_in(con, found, live_only=True)
@@ -419,8 +419,7 @@ class Curation:
     def _check_in(self, con: Any, by_namespace: dict[str, list[int]]) -> list[int]:
         """Find with the rules and record what these new memories contradict, in the hold ``con``
         (the check :meth:`add_each` runs after its write); the new conflicts' ids."""
-        found = [f for ns, mids in by_namespace.items() for f in self._check_found(self._find_in(con, ns, mids))]
-        return self._record_found_in(con, found)
+        return self._record_found_in(con, self._findings(self._judging(con, by_namespace)))
 
     def _record_found_in(self, con: Any, found: list[tuple[int, int, dict[str, Any]]], *,
                          live_only: bool = False) -> list[int]:
@@ -435,18 +434,16 @@ class Curation:
             self.core.advance(seq)
         return [cid for cid in recorded if cid is not None]
 
-    def _find_in(self, con: Any, namespace: str, new: list[int]) -> list[dict[str, Any]]:
+    def _findings(self, work: list[Judging]) -> list[tuple[int, int, dict[str, Any]]]:
         """What the rules find the new memories contradict (what :meth:`detect_conflicts` finds for
-        them without an LLM), read through ``con``."""
-        work = self._judging_in(con, namespace, new)
-        return [] if work is None else self._judge(work)
-
-    @staticmethod
-    def _judge(work: Judging) -> list[dict[str, Any]]:
-        """The rules' findings for one :meth:`_judging_in`: needs no store and no lock."""
-        pairs, ids, vectors, memories, new = work
+        them without an LLM), checked for recording: needs no store and no lock."""
         # Memories written in this very hold are in no recorded conflict yet: nothing is known.
-        return conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=new)
+        return [f for pairs, ids, vectors, memories, new in work
+                for f in self._check_found(conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=new))]
+
+    def _judging(self, con: Any, by_namespace: dict[str, list[int]]) -> list[Judging]:
+        """:meth:`_judging_in` for the new memories of each namespace that has something to judge."""
+        return [w for ns, mids in by_namespace.items() if (w := self._judging_in(con, ns, mids))]
 
     def _judging_in(self, con: Any, namespace: str, new: list[int]) -> Judging | None:
         """What judging the new memories against their namespace needs, copied out of the loaded
