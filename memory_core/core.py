@@ -194,14 +194,26 @@ class Core:
             orphans = list(self.journal.orphans()) if flush and not self.store.read_only else []
             written = None
             try:
-                with self.store.connect(write or bool(entries or orphans)) as con:
-                    self.catch_up(con)
-                    if entries or orphans:
-                        written = self.write_recalls(con, entries, orphans)
-                    yield con
+                if (entries or orphans) and self.store.splits_namespaces:
+                    # Each namespace's recalls in a transaction of its own, then the operation's,
+                    # in one hold of the store (nobody writes in between).
+                    with self.store.hold() as con:
+                        self.catch_up(con)
+                        written = self.write_recalls_apart(con, entries, orphans)
+                        with con.transaction():
+                            yield con
+                else:
+                    with self.store.connect(write or bool(entries or orphans)) as con:
+                        self.catch_up(con)
+                        if entries or orphans:
+                            written = self.write_recalls(con, entries, orphans)
+                        yield con
             except BaseException:
-                for _, _, fh in orphans:
-                    fh.close()
+                if written is not None and self.store.splits_namespaces:  # committed before the failure
+                    self.recalls_written(written, batches, orphans)
+                else:
+                    for _, _, fh in orphans:
+                        fh.close()
                 raise
             if written is not None:
                 self.recalls_written(written, batches, orphans)
@@ -369,8 +381,25 @@ class Core:
     # -- buffered recalls -----------------------------------------------------------------------
 
     def write_recalls(self, con: Connection, entries: list[dict], orphans: list) -> tuple[int | None, list[dict]]:
-        """Write journaled recalls (this bank's, and a crashed process's orphans) in ``con``."""
+        """Write journaled recalls (this bank's, and a crashed process's orphans) in ``con``'s
+        transaction."""
         seq, touched = tables.write_recalls(con, entries + [e for _, found, _ in orphans for e in found])
+        return seq, tables.access_rows(con, touched)
+
+    def write_recalls_apart(self, con: Connection, entries: list[dict],
+                            orphans: list) -> tuple[int | None, list[dict]]:
+        """:meth:`write_recalls` on a held connection, in transactions of its own: one per
+        namespace on a store that splits them (see ``Store.splits_namespaces``), else one."""
+        found = entries + [e for _, more, _ in orphans for e in more]
+        parts: dict[str, list[dict]] = {}
+        for e in found:
+            parts.setdefault(e["namespace"] if self.store.splits_namespaces else "", []).append(e)
+        seq, touched = None, []
+        for part in parts.values():
+            with con.transaction():
+                got, ids = tables.write_recalls(con, part)
+            seq = got if seq is None or (got is not None and got > seq) else seq
+            touched += ids
         return seq, tables.access_rows(con, touched)
 
     def recalls_written(self, written: tuple[int | None, list[dict]], batches: list, orphans: list) -> None:
@@ -403,10 +432,10 @@ class Core:
                     count += later[mid][0]
                     if last_at is None or last_at < later[mid][1]:
                         last_at = later[mid][1]
-                # The row's sequence is the flush's: a recall journaled since is counted here
-                # but not in the store, so a saved index's fingerprint tells it apart.
+                # The row's sequence is its flush transaction's: a recall journaled since is counted
+                # here but not in the store, so a saved index's fingerprint tells it apart.
                 idx.set_fields(mid, rowmod.ts(row["created_at"]), rowmod.ts(last_at),
-                               float(row["importance"]), count, float(row["use_count"]), seq)
+                               float(row["importance"]), count, float(row["use_count"]), int(row["seq"]))
                 row_info = idx.info[idx.row_of[mid]]
                 if row_info is not None:
                     idx.set_info(mid, row_info[:5] + (last_at,) + row_info[6:])

@@ -389,13 +389,21 @@ class Curation:
                                                client=client)[0]
                 return results  # type: ignore[return-value]
             with self.core.held() as con:
-                ids = self.writer.write(con, checked, vectors)
                 by_namespace: dict[str, list[int]] = {}
-                for row, mid, check in zip(checked, ids, wanted):
-                    if check:
-                        by_namespace.setdefault(row["namespace"], []).append(mid)
-                for (i, _), mid in zip(good, ids):
-                    results[i] = mid
+                for part in self._parts(checked):
+                    try:
+                        whole = len(part) == len(checked)
+                        ids = self.writer.write(con, checked if whole else [checked[j] for j in part],
+                                                vectors if whole else vectors[part])
+                    except MemoryCoreError as exc:  # another namespace's rows may be stored already
+                        if whole:
+                            raise
+                        ids = [exc] * len(part)
+                    for j, mid in zip(part, ids):
+                        results[good[j][0]] = mid
+                        if wanted[j] and not isinstance(mid, MemoryCoreError):
+                            by_namespace.setdefault(checked[j]["namespace"], []).append(mid)
+                ids = [mid for mid in results if isinstance(mid, int)]
                 if on_stored is not None:
                     on_stored(list(results), self.core.get_many(con, ids))  # type: ignore[arg-type]
                 if client is None:
@@ -408,7 +416,7 @@ class Curation:
                         self._check_in(con, by_namespace)
         if work:
             found = self._findings(work)
-            if found:
+            if any(found):
                 with self.core.held() as con:
                     self._record_found_in(con, found, live_only=True)
         if client is not None:
@@ -416,30 +424,45 @@ class Curation:
                 self.detect_conflicts(ns, memory_ids=mids, client=client)
         return results  # type: ignore[return-value]
 
+    def _parts(self, rows: list[dict[str, Any]]) -> list[list[int]]:
+        """The positions of ``rows`` each transaction writes: one namespace's on a store that splits
+        them (``Store.splits_namespaces``), else all."""
+        if not self.core.store.splits_namespaces:
+            return [list(range(len(rows)))]
+        parts: dict[str, list[int]] = {}
+        for j, row in enumerate(rows):
+            parts.setdefault(row["namespace"], []).append(j)
+        return list(parts.values())
+
     def _check_in(self, con: Any, by_namespace: dict[str, list[int]]) -> list[int]:
         """Find with the rules and record what these new memories contradict, in the hold ``con``
         (the check :meth:`add_each` runs after its write); the new conflicts' ids."""
         return self._record_found_in(con, self._findings(self._judging(con, by_namespace)))
 
-    def _record_found_in(self, con: Any, found: list[tuple[int, int, dict[str, Any]]], *,
+    def _record_found_in(self, con: Any, found: list[list[tuple[int, int, dict[str, Any]]]], *,
                          live_only: bool = False) -> list[int]:
-        """Record checked findings in one transaction of the hold ``con``; the new conflicts' ids."""
-        if not found:
-            return []
-        with con.transaction():
-            recorded, seq = self._record_in(con, found, live_only=live_only)
-        if seq is not None:
-            # Open conflicts change no cache of this bank, and nobody else wrote since the
-            # catch-up (the store is held): the next operation need not catch up.
-            self.core.advance(seq)
-        return [cid for cid in recorded if cid is not None]
+        """Record checked findings (a list per namespace) in the hold ``con``: one transaction per
+        namespace on a store that splits them, else one; the new conflicts' ids."""
+        parts = [part for part in found if part]
+        if not self.core.store.splits_namespaces:
+            parts = [[f for part in parts for f in part]] if parts else []
+        new: list[int] = []
+        for part in parts:
+            with con.transaction():
+                recorded, seq = self._record_in(con, part, live_only=live_only)
+            if seq is not None:
+                # Open conflicts change no cache of this bank, and nobody else wrote since the
+                # catch-up (the store is held): the next operation need not catch up.
+                self.core.advance(seq)
+            new += [cid for cid in recorded if cid is not None]
+        return new
 
-    def _findings(self, work: list[Judging]) -> list[tuple[int, int, dict[str, Any]]]:
+    def _findings(self, work: list[Judging]) -> list[list[tuple[int, int, dict[str, Any]]]]:
         """What the rules find the new memories contradict (what :meth:`detect_conflicts` finds for
-        them without an LLM), checked for recording: needs no store and no lock."""
+        them without an LLM), checked for recording, a list per namespace: needs no store and no lock."""
         # Memories written in this very hold are in no recorded conflict yet: nothing is known.
-        return [f for pairs, ids, vectors, memories, new in work
-                for f in self._check_found(conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=new))]
+        return [self._check_found(conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=new))
+                for pairs, ids, vectors, memories, new in work]
 
     def _judging(self, con: Any, by_namespace: dict[str, list[int]]) -> list[Judging]:
         """:meth:`_judging_in` for the new memories of each namespace that has something to judge."""

@@ -81,12 +81,15 @@ class RecallWriter:
             with core.store.locked():
                 # One engine thread: the scan, the update and the checkpoint then leave the other
                 # core to recall (with DuckDB, two threads cost more CPU in all, 100 ms against 70).
-                with core.store.connect(threads=1) as con:
+                with core.store.hold(threads=1) as con:
                     with core.lock:
                         core.catch_up(con)
                         core.flush_current = True
-                    written = core.write_recalls(con, entries, orphans)
-                    spare = tables.take_ids(con, "next_retrieval_id", RETRIEVAL_ID_BLOCK) if reserve else None
+                    written = core.write_recalls_apart(con, entries, orphans)
+                    spare = None
+                    if reserve:
+                        with con.transaction():
+                            spare = tables.take_ids(con, "next_retrieval_id", RETRIEVAL_ID_BLOCK)
                 with core.lock:
                     if spare is not None:
                         self._spare = spare

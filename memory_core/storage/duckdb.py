@@ -502,6 +502,7 @@ class DuckDBStore:
     # read (1.8 GB); 512 MB kept a 400k import at the same speed with its peak 1.4 GB lower. An
     # operation needing more spills to ``<bank>.tmp/`` for its duration.
     shared = False  # one process at a time has the file
+    splits_namespaces = False  # a file is never distributed: one transaction costs less than several
     MEMORY_LIMIT = "512MB"
     SCAN_MEMORY_LIMIT = "128MB"  # while a connection is :meth:`~DuckDBConnection.scanning`
 
@@ -854,21 +855,16 @@ class DuckDBStore:
                 self._release_file_lock(key)
 
     @contextlib.contextmanager
-    def hold(self) -> Iterator[DuckDBConnection]:
-        """A connection without a transaction, for a caller that commits several in a row.
+    def hold(self, threads: int | None = None) -> Iterator[DuckDBConnection]:
+        """A connection without a transaction, for a caller that commits several in a row
+        (``threads`` as :meth:`connect` takes it).
 
         Closing a DuckDB connection checkpoints the file (a cost that grows with the bank), so a
         bulk import writes several back-to-back batches, each its own transaction, on one
         connection held for a bounded time, instead of one connection per batch.
         """
         with self._writing():
-            raw, key = self._open()
-            ok = False
-            try:
-                yield DuckDBConnection(raw)
-                ok = True
-            finally:
-                self._close(raw, key, keep=ok)
+            yield from self._connection(False, threads)
 
     def compact(self) -> None:
         """Rewrite the file from its live contents, so erased data leaves no trace in free blocks.

@@ -121,6 +121,9 @@ class Store(Protocol):
     read_only: bool
     lock_waits: list[float]  # seconds waited for the store, per operation that waited
     shared: bool  # other processes write it while this one works (a database server), not in turns (a file)
+    # Writes each namespace's rows in transactions of their own, even where one batch of work spans
+    # several: a schema distributed by namespace (Citus) then commits each on one node.
+    splits_namespaces: bool
 
     def connect(self, write: bool = True, threads: int | None = None) -> AbstractContextManager[Connection]:
         """A connection for one operation: with ``write`` (and a writable store) inside one
@@ -130,9 +133,9 @@ class Store(Protocol):
         :class:`~memory_core.errors.BankLockedError` after the store's lock timeout."""
         ...
 
-    def hold(self) -> AbstractContextManager[Connection]:
+    def hold(self, threads: int | None = None) -> AbstractContextManager[Connection]:
         """A connection without a transaction, for a caller that commits several in a row
-        (:meth:`Connection.transaction`)."""
+        (:meth:`Connection.transaction`); ``threads`` as :meth:`connect` takes it."""
         ...
 
     def locked(self) -> AbstractContextManager[None]:

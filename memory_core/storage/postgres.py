@@ -450,6 +450,7 @@ class PostgresStore:
     through a pool of connections."""
 
     shared = True  # other processes (servers) write it at any time
+    splits_namespaces = True  # ready to be distributed by namespace (docs/scale-out.md)
 
     def __init__(self, url: str, lock_timeout: float = 10.0, read_only: bool = False):
         if psycopg is None:
@@ -622,11 +623,11 @@ class PostgresStore:
                 raise self.unreachable(exc) from None
 
     @contextlib.contextmanager
-    def hold(self) -> Iterator[PostgresConnection]:
+    def hold(self, threads: int | None = None) -> Iterator[PostgresConnection]:
         """A connection without a transaction, holding the bank's write lock for the block (as a
         bank file is held): what the caller reads between its transactions (a catch-up, then a
         write) sees no other writer's commit. Each :meth:`PostgresConnection.transaction` on it
-        is one transaction."""
+        is one transaction. ``threads`` does not apply."""
         with self._raw() as raw:
             with self._session_lock(raw):
                 yield PostgresConnection(raw, self)

@@ -53,7 +53,7 @@ _ADD_EVENT_FIELDS = ("text", "namespace", "importance", "kind", "category", "cre
 
 # Columns the recall writer reads back for the memories whose access counts it changed.
 ACCESS_COLUMNS = ("id", "namespace", "status", "created_at", "last_accessed_at", "importance",
-                  "access_count", "use_count")
+                  "access_count", "use_count", "seq")
 _IN_LIST_MAX = 2000  # ids written into the SQL as a list at most; more go through a scan
 
 # Free-text columns that may quote a memory (evidence, reports, notes, a query typed from it).
