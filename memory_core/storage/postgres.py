@@ -573,18 +573,17 @@ class PostgresStore:
     def _write_transaction(self, raw: Any) -> Iterator[None]:
         """BEGIN, take the bank's write lock (waiting up to lock_timeout) unless this thread holds
         it already, yield, COMMIT; roll back on error."""
-        raw.execute("BEGIN")
+        lock = "" if self._holding() else f"; SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})"
         try:
-            raw.execute(f"SET LOCAL lock_timeout = {self._lock_timeout_ms()}")
-            if not self._holding():
-                started = _now()
-                try:
-                    raw.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK_KEY])
-                except psycopg.errors.LockNotAvailable:
-                    raise self.busy() from None
-                waited = _now() - started
-                if waited > 0.005:
-                    self.lock_waits.append(waited)
+            # One round trip: without parameters psycopg sends the statements as one simple query.
+            started = _now()
+            try:
+                raw.execute(f"BEGIN; SET LOCAL lock_timeout = {self._lock_timeout_ms()}{lock}")
+            except psycopg.errors.LockNotAvailable:
+                raise self.busy() from None
+            waited = _now() - started
+            if lock and waited > 0.005:
+                self.lock_waits.append(waited)
             yield
         except BaseException:
             with contextlib.suppress(Exception):
