@@ -1,12 +1,21 @@
-"""The periods of time a query names: "in July 2023", "on 26 June, 2023", "in 2022", "last week".
+"""The periods of time a query names: "in July 2023", "on 26 June, 2023", "last week", "förra
+veckan", "2023年7月", "上周", "2023-07-26".
 
 An engine (pure: text and a moment in, periods out). Recall hands the periods to scoring, whose
-``date_weight`` lifts memories created in them (:func:`memory_core.scoring.date_match`). English
-only: month names, "Month D[, YYYY]", "D Month[ YYYY]", a bare year 1900-2099, and, relative to
-``now`` (time is a parameter): yesterday, this/last week, weekend, month and year ("today" is
-left out: "how are you today?" is a greeting, not a question about today's memories). A month
-without a year is the latest one not after ``now`` ("in June", asked in March 2024, is June
-2023). "May" counts only with a day or a year, or as "in May" (else it is the verb).
+``date_weight`` lifts memories created in them (:func:`memory_core.scoring.date_match`). In
+English, Swedish and Chinese, the languages the rest of the bank reads:
+
+* a day, a month or a year by name: "26 June 2023", "June 26, 2023", "July", "in 2022"; Swedish
+  month names in the same shapes ("den 26 juni 2023", "i juli"); Chinese "2023年7月26日",
+  "7月26号", "七月", "2023年"; ISO "2023-07-26" and "2023-07"; a bare year 1900-2099;
+* relative to ``now`` (time is a parameter): yesterday, this/last week, weekend, month and year
+  ("igår", "förra veckan", "i helgen", "förra månaden", "i fjol", "i år"; "昨天", "上周",
+  "这个周末", "上个月", "去年", "今年"). "Today" is left out: "how are you today?" is a greeting,
+  not a question about today's memories.
+
+A month without a year is the latest one not after ``now`` ("in June", asked in March 2024, is
+June 2023). A month name that is also a common word counts only with a day or a year, or after a
+preposition such as "in": "May" (the verb) and "mars" (Swedish March, English Mars).
 
 Each period is ``(start, end)`` in POSIX seconds, start inclusive, end exclusive.
 """
@@ -19,33 +28,97 @@ from datetime import datetime, timedelta, timezone
 
 __all__ = ["query_periods"]
 
+Span = tuple[datetime, datetime]
+
+_SWEDISH_MONTHS = ("januari", "februari", "mars", "april", "maj", "juni", "juli", "augusti", "september",
+                   "oktober", "november", "december")
 _MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
-_MONTH = "|".join(_MONTHS)
-_DATE = re.compile(
-    rf"\b(?:(?P<day1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?)?(?P<month>{_MONTH})\b"
-    rf"(?:\s+(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\b)?(?:,?\s+(?P<year>(?:19|20)\d\d)\b)?"
-    r"|\b(?P<bare>(?:19|20)\d\d)\b"
-    r"|\b(?P<rel>yesterday|(?:this|last|past)\s+(?:week(?:end)?|month|year))\b",
+_MONTHS.update({m: i for i, m in enumerate(_SWEDISH_MONTHS, start=1)})
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+# Month names that are also everyday words: a period only with a day or a year, or after one of
+# their language's prepositions ("in May"; "i mars", "i början av mars").
+_AMBIGUOUS = {
+    "may": re.compile(r"\b(?:in|during|of|since|until|by)\s+may$", re.IGNORECASE),
+    "mars": re.compile(r"\b(?:i|av|under|sedan|till|före|efter|in|of)\s+mars$", re.IGNORECASE),
+}
+
+# Relative periods, by the words that name them: (which, unit).
+_RELATIVE: dict[str, tuple[str, str]] = {
+    "yesterday": ("last", "day"),
+    **{f"{which} {unit}": ("last" if which == "past" else which, unit)
+       for which in ("this", "last", "past") for unit in ("week", "weekend", "month", "year")},
+    # Swedish
+    "igår": ("last", "day"), "i går": ("last", "day"),
+    "förra veckan": ("last", "week"), "den här veckan": ("this", "week"), "denna vecka": ("this", "week"),
+    "i veckan": ("this", "week"),
+    "förra helgen": ("last", "weekend"), "i helgen": ("this", "weekend"), "den här helgen": ("this", "weekend"),
+    "förra månaden": ("last", "month"), "den här månaden": ("this", "month"), "denna månad": ("this", "month"),
+    "förra året": ("last", "year"), "i fjol": ("last", "year"), "i år": ("this", "year"),
+    # Chinese
+    "昨天": ("last", "day"),
+    **{w: ("last", "week") for w in ("上周", "上星期", "上个星期", "上礼拜", "上个礼拜")},
+    **{w: ("this", "week") for w in ("这周", "本周", "这星期", "这个星期", "这礼拜", "这个礼拜")},
+    **{w: ("last", "weekend") for w in ("上周末", "上个周末")},
+    **{w: ("this", "weekend") for w in ("这周末", "本周末", "这个周末")},
+    "上个月": ("last", "month"), "这个月": ("this", "month"), "本月": ("this", "month"),
+    "去年": ("last", "year"), "今年": ("this", "year"),
+}
+
+
+def _phrase(words: str) -> str:
+    """A relative phrase as a pattern: words apart by any space; whole words where they are words
+    (Chinese has no spaces between words, so its phrases match anywhere)."""
+    body = r"\s+".join(re.escape(w) for w in words.split())
+    return body if re.match(r"[\u4e00-\u9fff]", words) else rf"\b{body}\b"
+
+
+_ZH_NUMBER = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
+              "十一": 11, "十二": 12}
+_ZH_MONTH = r"1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九]"
+
+# One pattern per shape; where two match the same text (an ISO date and its year, say) the
+# earliest and then longest wins.
+_ISO = re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<month>1[0-2]|0?[1-9])(?:-(?P<day>[12]\d|3[01]|0?[1-9]))?(?:\b|(?=T\d))")
+_NAMED = re.compile(
+    rf"\b(?:(?P<day1>\d{{1,2}})(?:st|nd|rd|th|:e|:a)?\.?\s+(?:of\s+)?)?(?P<month>{_MONTH})\b"
+    rf"(?:\s+(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\b)?(?:,?\s+(?P<year>(?:19|20)\d\d)\b)?",
     re.IGNORECASE,
 )
-_IN_MAY = re.compile(r"\b(?:in|during|of|since|until|by)\s+may\b", re.IGNORECASE)
+_CHINESE = re.compile(
+    rf"(?P<year>(?:19|20)\d\d)\s*年(?:\s*(?P<month>{_ZH_MONTH})\s*月(?:\s*(?P<day>[0-3]?\d)\s*[日号])?)?"
+    rf"|(?<![\d年])(?P<month2>{_ZH_MONTH})\s*月(?:\s*(?P<day2>[0-3]?\d)\s*[日号])?"
+)
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+_REL = re.compile("|".join(_phrase(w) for w in sorted(_RELATIVE, key=len, reverse=True)), re.IGNORECASE)
 
 
 def _utc(when: datetime) -> datetime:
     return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
 
 
-def _month(year: int, month: int) -> tuple[datetime, datetime]:
+def _month(year: int, month: int) -> Span:
     start = datetime(year, month, 1, tzinfo=timezone.utc)
     return start, datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=timezone.utc)
 
 
-def _relative(word: str, now: datetime) -> tuple[datetime, datetime]:
-    word = " ".join(word.lower().split())
+def _year(year: int) -> Span:
+    return datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc)
+
+
+def _date(year: int | None, month: int, day: int | None, now: datetime) -> Span:
+    """A day, or a whole month when there is no such day; a month without a year is the latest
+    one not after ``now``."""
+    y = year if year is not None else (now.year if month <= now.month else now.year - 1)
+    if day and 1 <= day <= calendar.monthrange(y, month)[1]:
+        start = datetime(y, month, day, tzinfo=timezone.utc)
+        return start, start + timedelta(days=1)
+    return _month(y, month)
+
+
+def _relative(which: str, unit: str, now: datetime) -> Span:
     today = datetime(now.year, now.month, now.day, tzinfo=timezone.utc)
-    if word == "yesterday":
+    if unit == "day":
         return today - timedelta(days=1), today
-    which, unit = word.split(" ")
     if unit in ("week", "weekend"):
         monday = today - timedelta(days=today.weekday())
         start = monday if which == "this" else monday - timedelta(days=7)
@@ -57,8 +130,41 @@ def _relative(word: str, now: datetime) -> tuple[datetime, datetime]:
         if which == "this":
             return _month(now.year, now.month)
         return _month(now.year - (now.month == 1), (now.month - 2) % 12 + 1)
-    year = now.year if which == "this" else now.year - 1
-    return datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc)
+    return _year(now.year if which == "this" else now.year - 1)
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text else None
+
+
+def _zh_month(text: str) -> int:
+    return int(text) if text.isdigit() else _ZH_NUMBER[text]
+
+
+def _found(text: str, now: datetime) -> list[tuple[int, int, Span]]:
+    """(start, end, span) of every match of every shape, overlaps included."""
+    out: list[tuple[int, int, Span]] = []
+    for m in _ISO.finditer(text):
+        out.append((m.start(), m.end(), _date(int(m["year"]), int(m["month"]), _int(m["day"]), now)))
+    for m in _NAMED.finditer(text):
+        name = m["month"].lower()
+        day, year = _int(m["day1"] or m["day2"]), _int(m["year"])
+        if name in _AMBIGUOUS and not (day or year) and not _AMBIGUOUS[name].search(text[max(0, m.start() - 8):m.end()]):
+            continue  # "May I ask", "life on Mars"
+        out.append((m.start(), m.end(), _date(year, _MONTHS[name], day, now)))
+    for m in _CHINESE.finditer(text):
+        if m["year"] and not m["month"]:
+            span = _year(int(m["year"]))
+        elif m["year"]:
+            span = _date(int(m["year"]), _zh_month(m["month"]), _int(m["day"]), now)
+        else:
+            span = _date(None, _zh_month(m["month2"]), _int(m["day2"]), now)
+        out.append((m.start(), m.end(), span))
+    for m in _YEAR.finditer(text):
+        out.append((m.start(), m.end(), _year(int(m.group()))))
+    for m in _REL.finditer(text):
+        out.append((m.start(), m.end(), _relative(*_RELATIVE[" ".join(m.group().lower().split())], now)))
+    return out
 
 
 def query_periods(text: str, now: datetime) -> tuple[tuple[float, float], ...]:
@@ -66,24 +172,11 @@ def query_periods(text: str, now: datetime) -> tuple[tuple[float, float], ...]:
     appearance, without repeats; ``()`` when it names none."""
     now = _utc(now)
     out: list[tuple[float, float]] = []
-    for m in _DATE.finditer(text):
-        if m.group("bare"):
-            year = int(m.group("bare"))
-            span = (datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc))
-        elif m.group("rel"):
-            span = _relative(m.group("rel"), now)
-        else:
-            month = _MONTHS[m.group("month").lower()]
-            day = m.group("day1") or m.group("day2")
-            year = m.group("year")
-            if month == 5 and not (day or year) and not _IN_MAY.search(text[max(0, m.start() - 8):m.end()]):
-                continue  # "may" the verb
-            y = int(year) if year else (now.year if month <= now.month else now.year - 1)
-            if day and 1 <= int(day) <= calendar.monthrange(y, month)[1]:
-                start = datetime(y, month, int(day), tzinfo=timezone.utc)
-                span = (start, start + timedelta(days=1))
-            else:
-                span = _month(y, month)
+    taken = 0  # where the last match kept ends: a match inside it is part of it ("2023" of "2023-07")
+    for start, end, span in sorted(_found(text, now), key=lambda f: (f[0], -f[1])):
+        if start < taken:
+            continue
+        taken = end
         period = (span[0].timestamp(), span[1].timestamp())
         if period not in out:
             out.append(period)

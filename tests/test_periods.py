@@ -1,6 +1,7 @@
-"""Dates in the query: the periods a query names ("in May 2023", "last week", relative to ``now``)
-lift memories created in them (``date_weight``), shown as their own component and part of the
-score; a query naming no period ranks as before. Recall stays exact and the tuner agrees."""
+"""Dates in the query: the periods a query names ("in May 2023", "last week", relative to ``now``;
+in English, Swedish and Chinese) lift memories created in them (``date_weight``), shown as their
+own component and part of the score; a query naming no period ranks as before. Recall stays
+exact and the tuner agrees."""
 
 from __future__ import annotations
 
@@ -38,8 +39,39 @@ def _day(y: int, m: int, d: int) -> float:
     ("In May or in June 2023?", [(_day(2023, 5, 1), _day(2023, 6, 1)), (_day(2023, 6, 1), _day(2023, 7, 1))]),
     # No period: "may" the verb, "today" (a greeting), numbers that are not years.
     ("May I ask what you recommend?", []),
+    ("What I may have said about it", []),
     ("Hi there, how are you today?", []),
     ("I ran 3000 metres and 12 laps", []),
+    ("Is there life on Mars?", []),
+    # ISO dates, a timestamp's day included.
+    ("What happened on 2023-06-26?", [(_day(2023, 6, 26), _day(2023, 6, 27))]),
+    ("Notes from 2023-07", [(_day(2023, 7, 1), _day(2023, 8, 1))]),
+    ("Logged at 2023-06-26T09:30:00Z", [(_day(2023, 6, 26), _day(2023, 6, 27))]),
+    # Swedish: month names in the same shapes, and the relative periods.
+    ("Vad hände den 26 juni 2023?", [(_day(2023, 6, 26), _day(2023, 6, 27))]),
+    ("Vart reste vi i juli?", [(_day(2023, 7, 1), _day(2023, 8, 1))]),
+    ("Vad bestämde vi i mars?", [(_day(2023, 3, 1), _day(2023, 4, 1))]),
+    ("Vad åt jag i går?", [(_day(2023, 10, 31), _day(2023, 11, 1))]),
+    ("Vad gjorde jag igår?", [(_day(2023, 10, 31), _day(2023, 11, 1))]),
+    ("Vad bestämde jag förra veckan?", [(_day(2023, 10, 23), _day(2023, 10, 30))]),
+    ("Hur var förra helgen?", [(_day(2023, 10, 28), _day(2023, 10, 30))]),
+    ("Något nytt sedan förra månaden?", [(_day(2023, 10, 1), _day(2023, 11, 1))]),
+    ("Mina mål i år", [(_day(2023, 1, 1), _day(2024, 1, 1))]),
+    ("Vart flyttade hon i fjol?", [(_day(2022, 1, 1), _day(2023, 1, 1))]),
+    ("Hon går i gården varje dag", []),
+    # Chinese: year, month and day with 年月日/号, months in Chinese numerals, relative periods.
+    ("2023年6月26日发生了什么？", [(_day(2023, 6, 26), _day(2023, 6, 27))]),
+    ("报名了 7 月 11 号的考试", [(_day(2023, 7, 11), _day(2023, 7, 12))]),
+    ("我们七月去了哪里？", [(_day(2023, 7, 1), _day(2023, 8, 1))]),
+    ("十二月有什么计划？", [(_day(2022, 12, 1), _day(2023, 1, 1))]),
+    ("我在2022年搬家了吗？", [(_day(2022, 1, 1), _day(2023, 1, 1))]),
+    ("昨天我们聊了什么？", [(_day(2023, 10, 31), _day(2023, 11, 1))]),
+    ("我上周决定了什么？", [(_day(2023, 10, 23), _day(2023, 10, 30))]),
+    ("上周末过得怎么样？", [(_day(2023, 10, 28), _day(2023, 10, 30))]),
+    ("上个月有什么新消息？", [(_day(2023, 10, 1), _day(2023, 11, 1))]),
+    ("今年的目标", [(_day(2023, 1, 1), _day(2024, 1, 1))]),
+    ("去年她搬到哪里了？", [(_day(2022, 1, 1), _day(2023, 1, 1))]),
+    ("三个月前的事", []),
 ])
 def test_the_periods_a_query_names(text, want):
     assert list(query_periods(text, NOW)) == want
@@ -121,6 +153,31 @@ def test_last_week_depends_on_now(bank):
     in_aug = bank.recall(q, namespace="audrey", params=p, now=datetime(2023, 8, 23, tzinfo=UTC), record=False)
     assert in_may[0].memory.id == ids[0]
     assert in_aug[0].memory.id == ids[1]
+
+
+COURSES = {
+    "sv": ("Jag anmälde mig till en kurs i {}.", ("hundträning", "keramik", "fotografi"),
+           "Vilken kurs anmälde jag mig till förra veckan?", "Vilken kurs anmälde jag mig till i maj 2023?"),
+    "zh": ("我报名了一个{}课程。", ("训狗", "陶艺", "摄影"), "我上周报名了什么课程？", "我2023年5月报名了什么课程？"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(COURSES))
+def test_a_question_in_swedish_or_chinese_finds_what_was_said_then(bank, language):
+    """The same three courses, asked about in the memories' own language: "last week" is the
+    week before each day it is asked, and a named month finds that month's."""
+    template, courses, last_week, in_may = COURSES[language]
+    ids = bank.add_many([{"text": template.format(c), "namespace": language, "created_at": at}
+                         for (at, _), c in zip(WORKSHOPS, courses)])
+    p = ScoringParams(threshold=0.0)
+    for now, want in ((datetime(2023, 5, 17, tzinfo=UTC), ids[0]), (datetime(2023, 8, 23, tzinfo=UTC), ids[1]),
+                      (datetime(2023, 10, 9, tzinfo=UTC), ids[2])):
+        hits = bank.recall(last_week, namespace=language, params=p, now=now, record=False)
+        assert hits[0].memory.id == want and hits[0].components["dates"] > 0
+    hits = bank.recall(in_may, namespace=language, params=p, now=NOW, record=False)
+    assert hits[0].memory.id == ids[0]
+    plain = bank.recall(in_may, namespace=language, params=p.replace(date_weight=0.0), now=NOW, record=False)
+    assert all(h.components["dates"] == 0 for h in plain)
 
 
 def test_the_tuner_ranks_with_dates_as_recall_does(bank):
