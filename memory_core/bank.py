@@ -32,6 +32,7 @@ from .recall import Recall
 from .recall_writer import RecallWriter
 from .scoring import Candidates, ScoringParams
 from .settings import INDEX_MODES, Settings
+from .storage.interface import LockWaits
 from . import storage
 from .tokens import Tokens
 from .transfer import Transfer
@@ -156,8 +157,9 @@ class MemoryBank:
         return self._core.embedder
 
     @property
-    def lock_waits(self) -> list[float]:
-        """Seconds this bank waited for the file, per operation that had to wait."""
+    def lock_waits(self) -> LockWaits:
+        """Seconds this bank waited for the store's write lock, per operation that had to wait (the
+        latest 10,000; ``.count`` and ``.seconds`` are the totals)."""
         return self._core.store.lock_waits
 
     @property

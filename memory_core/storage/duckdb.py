@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from ..errors import BankLockedError, BankReadOnlyError, CorruptBankError, StateError, ValidationError
 from . import schema, tables
-from .interface import IntegrityError
+from .interface import IntegrityError, LockWaits
 
 
 class DuckDBDialect:
@@ -514,7 +514,7 @@ class DuckDBStore:
         self.journal_folder = Path(str(self.path) + ".journal")
         self.lock_timeout = lock_timeout
         self.read_only = read_only
-        self.lock_waits: list[float] = []  # seconds waited for the file, per operation that waited
+        self.lock_waits = LockWaits()  # seconds waited for the file, per operation that waited
         # Seconds this store keeps the file after an operation (see _Lease; 0: let go at once).
         self.lease_idle = LEASE_IDLE
         self.opens = 0  # DuckDB connections this store opened on the file (not through a lease)

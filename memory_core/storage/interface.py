@@ -9,6 +9,7 @@ implementation depends on the interface, and the package on the implementations,
 from __future__ import annotations
 
 import os
+from collections import deque
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
@@ -20,6 +21,31 @@ class IntegrityError(Exception):
     """A statement broke a key or constraint of the schema (e.g. an id another writer just took).
 
     Implementations raise it in place of their driver's own error, so services can catch it."""
+
+
+class LockWaits:
+    """The seconds a store's operations waited for its write lock: the latest ``keep`` of them
+    (what tests and the soak benchmark look at) and the totals since the store opened (what a
+    server's metrics report), so that a process that runs for months keeps a bounded list."""
+
+    def __init__(self, keep: int = 10_000):
+        self.recent: deque[float] = deque(maxlen=keep)
+        self.count = 0
+        self.seconds = 0.0
+
+    def append(self, waited: float) -> None:
+        self.recent.append(waited)
+        self.count += 1
+        self.seconds += waited
+
+    def __iter__(self) -> Iterator[float]:
+        return iter(self.recent)
+
+    def __len__(self) -> int:
+        return len(self.recent)
+
+    def __getitem__(self, i: int) -> float:
+        return self.recent[i]
 
 
 class Cursor(Protocol):
@@ -119,7 +145,7 @@ class Store(Protocol):
     index_folder: Path  # this machine's folder for the saved namespace indexes (a cache)
     journal_folder: Path  # this machine's folder for the journal of recalls not yet written
     read_only: bool
-    lock_waits: list[float]  # seconds waited for the store, per operation that waited
+    lock_waits: LockWaits  # seconds waited for the store's write lock, per operation that waited
     shared: bool  # other processes write it while this one works (a database server), not in turns (a file)
     # Writes each namespace's rows in transactions of their own, even where one batch of work spans
     # several: a schema distributed by namespace (Citus) then commits each on one node.

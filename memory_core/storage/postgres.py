@@ -44,7 +44,7 @@ import pyarrow as pa
 from ..cache_dir import cache_root
 from ..errors import BankLockedError, BankReadOnlyError, CorruptBankError, ValidationError
 from . import schema
-from .interface import IntegrityError
+from .interface import IntegrityError, LockWaits
 from .pg_notify import TRIGGER_DDL, ChangeListener
 
 try:  # the driver is a dependency, but a DuckDB-only install may lack it: say so when it matters
@@ -461,7 +461,7 @@ class PostgresStore:
         self.path = None  # no file: see location, index_folder, journal_folder
         self.lock_timeout = lock_timeout
         self.read_only = read_only
-        self.lock_waits: list[float] = []
+        self.lock_waits = LockWaits()
         folder = local_folder(url)
         self.index_folder = folder / "index"
         self.journal_folder = folder / "journal"
