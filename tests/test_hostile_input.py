@@ -260,10 +260,11 @@ REVIEWED_SQL_PIECES = {
     # storage/postgres.py: the connection wrapper passes statements on (translated: "?" to "%s");
     # temporary tables named by registered()'s keywords with the Arrow table's column names (both
     # from code, quoted); the bank's own table names from information_schema (VACUUM FULL); the
-    # lock timeout as int(); the fixed trigger DDL of pg_notify.TRIGGER_DDL; the dialect's fixed
+    # lock timeout as int(), and the write lock's statement (empty, or a fixed string around the
+    # integer constant WRITE_LOCK_KEY); the fixed trigger DDL of pg_notify.TRIGGER_DDL; the dialect's fixed
     # catalogue query (the tables compact rewrites); the fixed query of what holds an erasure's
     # rewrite back (_HOLDING_SQL, a class constant with a named placeholder)
-    "postgres.py": {"<sql>", "<text>", "<rows[0][0]>", "<stmt>", "cols", "name", "self._lock_timeout_ms()",
+    "postgres.py": {"<sql>", "<text>", "<rows[0][0]>", "<stmt>", "cols", "name", "self._lock_timeout_ms()", "lock",
                     "<DIALECT.table_names()>", "<cls._HOLDING_SQL>"},
     # storage/pg_notify.py: the fixed channel name
     "pg_notify.py": {"CHANNEL"},
