@@ -22,7 +22,7 @@ from importlib.metadata import version
 import anyio.to_thread
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
@@ -30,6 +30,7 @@ from starlette.routing import Route
 import memory_core as mc
 from memory_core import STATUSES, Memory, MemoryBank, Token, format_for_prompt
 
+from .metrics import CONTENT_TYPE, RequestMetrics, ServerMetrics
 from .writes import WriteQueue
 
 log = logging.getLogger("memctl.serve")
@@ -119,6 +120,7 @@ class Service:
     bank: MemoryBank
     auth: bool = True
     writes: WriteQueue | None = None
+    metrics: ServerMetrics | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def add(self, row: dict[str, Any], caller: Caller) -> Memory:
@@ -316,6 +318,7 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
     ``/mcp`` (see :mod:`memory_core.server.mcp`); ``threads`` bounds the requests that work on
     the bank at once."""
     svc = Service(bank, auth)
+    svc.metrics = ServerMetrics(bank, lambda: svc.writes)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -348,6 +351,7 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
     _errors(app)
     app.add_middleware(BodyLimit, max_body=max_body)
     app.add_middleware(SeqHeader, bank=bank)
+    app.add_middleware(RequestMetrics, metrics=svc.metrics)  # last added, outermost: times it all
     _routes(app)
     if mcp is not None:
         # Routes, not a mount: a mount at /mcp answers /mcp itself with a redirect to /mcp/.
@@ -499,6 +503,16 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
     def namespaces(svc: Service = Depends(service), who: Caller = Depends(fresh)) -> dict:
         """The namespaces this token may use that hold memories, with their active counts."""
         return {"namespaces": [{"namespace": ns, "active": n} for ns, n in svc.bank.namespaces() if who.may_use(ns)]}
+
+    @app.get("/metrics", tags=["admin"], response_class=PlainTextResponse,
+             responses={200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus' text format."}})
+    async def metrics(svc: Service = Depends(service), who: Caller = Depends(caller)) -> Response:
+        """The server's metrics for Prometheus (admin tokens only): requests and latencies by route,
+        single adds and the groups they were stored in, lock waits, the change number seen, the
+        process's CPU and memory. No label names a namespace."""
+        who.admin()
+        assert svc.metrics is not None
+        return Response(svc.metrics.render(), media_type=CONTENT_TYPE)
 
     @app.get("/v1/tokens", tags=["admin"])
     def tokens(svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:

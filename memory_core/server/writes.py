@@ -40,6 +40,8 @@ class WriteQueue:
         self.checks = threading.Condition()
         self.answered = 0  # groups answered, and of them checked for contradictions (in order)
         self.checked = 0
+        self.rows_written = 0  # rows stored, and the groups (one batch, one transaction) they took
+        self.groups_written = 0
         self.thread = threading.Thread(target=self.run, name="memctl-writes", daemon=True)
         self.closed = False
         self.thread.start()
@@ -106,6 +108,9 @@ class WriteQueue:
             answered = True
             with self.checks:
                 self.answered += 1
+                stored_now = sum(isinstance(r, int) for r in results)
+                self.rows_written += stored_now
+                self.groups_written += stored_now > 0
             for (_, done), result in zip(items, results):
                 if isinstance(result, int):
                     done.set_result(stored[result])
