@@ -30,7 +30,7 @@ DUCKDB_ONLY = [
     (r"(?<![\w./])duckdb\.", "the duckdb module: use the storage interface"),
     (r"\.to_arrow_table\(|\.to_arrow_reader\(", "a DuckDB relation: con.arrow(sql, params) / con.arrow_stream(...)"),
     (r"\bcon\w*\.sql\(", "a DuckDB relation: con.arrow(sql, params)"),
-    (r"(?<!atexit)\.(un)?register\(", "Arrow registration: with con.registered(_rows=table)"),
+    (r"(?<!atexit)(?<!registry)\.(un)?register\(", "Arrow registration: with con.registered(_rows=table)"),
     (r"\blist_has_any\b", "list overlap: con.dialect.list_overlaps(column)"),
     (r"\bINSERT OR REPLACE\b", "INSERT ... ON CONFLICT (key) DO UPDATE SET ... (tables.put_meta)"),
     (r"(?<![\w.])strftime\(", "SQL strftime: extract(...) or con.dialect.iso_utc(column)"),
@@ -69,6 +69,7 @@ def test_the_grep_catches_each_token():
     assert [n for n, _, _ in duckdb_only_spots(planted)] == [1, 2, 3, 3, 4, 5, 6, 7, 8, 9, 10, 11]
     portable = "\n".join([
         "atexit.register(flush)", "stamp = when.strftime('%Y-%m')", "with con.registered(_rows=table):",
+        "self.registry.register(collector)",  # a Prometheus collector (server/metrics.py)
         "rows = con.arrow('SELECT 1')", "path = 'data/memory.duckdb'",
         "where += ' AND strpos(lower(text), lower(?)) > 0'",
     ])
