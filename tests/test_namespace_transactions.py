@@ -136,3 +136,37 @@ def test_the_audit_sees_a_transaction_over_two_namespaces(bank, pg_url):
                    {"text": "Plays chess on Sundays", "namespace": "bob"}])
     by_xid, _ = audited(pg_url)
     assert crossing(by_xid) == [{"alice", "bob"}]
+
+
+def test_a_served_bank_never_writes_two_tenants_in_one_transaction(pg_url):
+    """End to end: a real `memctl serve` over PostgreSQL, an admin token adding to four namespaces
+    from eight clients at once (the write queue groups them), recalls in each, then SIGTERM
+    (the journal's last flush). Every transaction the audit saw wrote one namespace."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memctl_server import serve_with_tokens
+
+    MemoryBank.open(pg_url).close()  # the schema, then the audit
+    audit(pg_url)
+    server = serve_with_tokens(pg_url, [("root", [], False, True)])
+    tenants = ["alice", "bob", "carol", "dave"]
+    try:
+        def add(i: int) -> int:
+            with server.client(server.tokens["root"]) as c:
+                return c.post("/v1/memories", json={"text": f"Note {i}: the team meets on Mondays",
+                                                    "namespace": tenants[i % 4]}).status_code
+
+        with ThreadPoolExecutor(8) as pool:
+            assert list(pool.map(add, range(48))) == [201] * 48
+        with server.client(server.tokens["root"]) as c:
+            for ns in tenants:
+                assert c.post("/v1/recall", json={"query": "when does the team meet", "namespace": ns,
+                                                  "threshold": 0}).json()["hits"]
+    finally:
+        assert server.stop() == 0, server.output()
+    by_xid, tables = audited(pg_url)
+    assert {"memories", "events", "retrievals", "retrieval_hits"} <= tables
+    assert crossing(by_xid) == []
+    # The four tenants' recalls were flushed apart: one transaction each.
+    with psycopg.connect(pg_url) as con:
+        assert con.execute("SELECT count(DISTINCT namespace) FROM retrievals").fetchone()[0] == 4
