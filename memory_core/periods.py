@@ -7,7 +7,8 @@ English, Swedish and Chinese, the languages the rest of the bank reads:
 
 * a day, a month or a year by name: "26 June 2023", "June 26, 2023", "July", "in 2022"; Swedish
   month names in the same shapes ("den 26 juni 2023", "i juli"); Chinese "2023年7月26日",
-  "7月26号", "七月", "2023年"; ISO "2023-07-26" and "2023-07"; a bare year 1900-2099;
+  "7月26号", "七月", "2023年", "去年七月" (July of last year); ISO "2023-07-26" and "2023-07";
+  a bare year 1900-2099;
 * relative to ``now`` (time is a parameter): yesterday, this/last week, weekend, month and year
   ("igår", "förra veckan", "i helgen", "förra månaden", "i fjol", "i år"; "昨天", "上周",
   "这个周末", "上个月", "去年", "今年"). "Today" is left out: "how are you today?" is a greeting,
@@ -86,8 +87,10 @@ _NAMED = re.compile(
 )
 _CHINESE = re.compile(
     rf"(?P<year>(?:19|20)\d\d)\s*年(?:\s*(?P<month>{_ZH_MONTH})\s*月(?:\s*(?P<day>[0-3]?\d)\s*[日号])?)?"
+    rf"|(?P<ago>前年|去年|今年)\s*(?P<month3>{_ZH_MONTH})\s*月(?:\s*(?P<day3>[0-3]?\d)\s*[日号])?"
     rf"|(?<![\d年])(?P<month2>{_ZH_MONTH})\s*月(?:\s*(?P<day2>[0-3]?\d)\s*[日号])?"
 )
+_YEARS_AGO = {"前年": 2, "去年": 1, "今年": 0}  # a month of the year before last, last year, this year
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 _REL = re.compile("|".join(_phrase(w) for w in sorted(_RELATIVE, key=len, reverse=True)), re.IGNORECASE)
 
@@ -157,6 +160,8 @@ def _found(text: str, now: datetime) -> list[tuple[int, int, Span]]:
             span = _year(int(m["year"]))
         elif m["year"]:
             span = _date(int(m["year"]), _zh_month(m["month"]), _int(m["day"]), now)
+        elif m["ago"]:
+            span = _date(now.year - _YEARS_AGO[m["ago"]], _zh_month(m["month3"]), _int(m["day3"]), now)
         else:
             span = _date(None, _zh_month(m["month2"]), _int(m["day2"]), now)
         out.append((m.start(), m.end(), span))
