@@ -28,7 +28,7 @@ from .index_cache import IndexCache, Progress
 from .models import Memory
 from .recall_log import RecallJournal
 from .scoring import ScoringParams
-from .storage import Connection, Store, open_store, tables
+from .storage import Connection, Store, open_store, tables, transaction_parts
 
 MEMORY_CACHE_MAX = 20_000  # memories kept by id between operations (recall hits of unloaded rows)
 
@@ -391,14 +391,12 @@ class Core:
         """:meth:`write_recalls` on a held connection, in transactions of its own: one per
         namespace on a store that splits them (see ``Store.splits_namespaces``), else one."""
         found = entries + [e for _, more, _ in orphans for e in more]
-        parts: dict[str, list[dict]] = {}
-        for e in found:
-            parts.setdefault(e["namespace"] if self.store.splits_namespaces else "", []).append(e)
         seq, touched = None, []
-        for part in parts.values():
+        for part in transaction_parts(self.store, [e["namespace"] for e in found]):
             with con.transaction():
-                got, ids = tables.write_recalls(con, part)
-            seq = got if seq is None or (got is not None and got > seq) else seq
+                got, ids = tables.write_recalls(con, [found[i] for i in part])
+            if got is not None:
+                seq = got  # above the transaction's before it: nobody else writes in the hold
             touched += ids
         return seq, tables.access_rows(con, touched)
 

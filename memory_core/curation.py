@@ -23,7 +23,7 @@ from .models import (
     CONFLICT_STATUSES, RESOLUTIONS, Conflict, Memory, MergeRecord, check_choice, check_id, check_namespace, check_text,
 )
 from .queries import Queries, where_equal
-from .storage import tables
+from .storage import tables, transaction_parts
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -390,7 +390,7 @@ class Curation:
                 return results  # type: ignore[return-value]
             with self.core.held() as con:
                 by_namespace: dict[str, list[int]] = {}
-                for part in self._parts(checked):
+                for part in transaction_parts(self.core.store, [row["namespace"] for row in checked]):
                     try:
                         whole = len(part) == len(checked)
                         ids = self.writer.write(con, checked if whole else [checked[j] for j in part],
@@ -424,16 +424,6 @@ class Curation:
                 self.detect_conflicts(ns, memory_ids=mids, client=client)
         return results  # type: ignore[return-value]
 
-    def _parts(self, rows: list[dict[str, Any]]) -> list[list[int]]:
-        """The positions of ``rows`` each transaction writes: one namespace's on a store that splits
-        them (``Store.splits_namespaces``), else all."""
-        if not self.core.store.splits_namespaces:
-            return [list(range(len(rows)))]
-        parts: dict[str, list[int]] = {}
-        for j, row in enumerate(rows):
-            parts.setdefault(row["namespace"], []).append(j)
-        return list(parts.values())
-
     def _check_in(self, con: Any, by_namespace: dict[str, list[int]]) -> list[int]:
         """Find with the rules and record what these new memories contradict, in the hold ``con``
         (the check :meth:`add_each` runs after its write); the new conflicts' ids."""
@@ -443,13 +433,12 @@ class Curation:
                          live_only: bool = False) -> list[int]:
         """Record checked findings (a list per namespace) in the hold ``con``: one transaction per
         namespace on a store that splits them, else one; the new conflicts' ids."""
-        parts = [part for part in found if part]
-        if not self.core.store.splits_namespaces:
-            parts = [[f for part in parts for f in part]] if parts else []
+        flat = [f for part in found for f in part]
+        namespace_of = [k for k, part in enumerate(found) for _ in part]  # the k-th namespace judged
         new: list[int] = []
-        for part in parts:
+        for part in transaction_parts(self.core.store, namespace_of):
             with con.transaction():
-                recorded, seq = self._record_in(con, part, live_only=live_only)
+                recorded, seq = self._record_in(con, [flat[i] for i in part], live_only=live_only)
             if seq is not None:
                 # Open conflicts change no cache of this bank, and nobody else wrote since the
                 # catch-up (the store is held): the next operation need not catch up.

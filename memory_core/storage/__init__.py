@@ -29,6 +29,7 @@ between any two stores (``memctl migrate``, a PostgreSQL bank's backup).
 from __future__ import annotations
 
 import os
+from typing import Hashable, Sequence
 
 from . import schema, tables
 from .interface import Connection, Cursor, Dialect, IntegrityError, Store
@@ -70,5 +71,18 @@ def restore_backup(backup: str | os.PathLike, dest: str | os.PathLike, *, force:
     return DuckDBStore.restore(backup, dest, force=force, lock_timeout=lock_timeout)
 
 
+def transaction_parts(store: Store, namespaces: Sequence[Hashable]) -> list[list[int]]:
+    """The positions of a batch's items each of its transactions writes, given what names each
+    item's namespace: one namespace's items per transaction on a store that splits them
+    (``Store.splits_namespaces``: a schema distributed by namespace commits each on one node),
+    else all of them in one."""
+    if not store.splits_namespaces:
+        return [list(range(len(namespaces)))] if namespaces else []
+    parts: dict[Hashable, list[int]] = {}
+    for i, ns in enumerate(namespaces):
+        parts.setdefault(ns, []).append(i)
+    return list(parts.values())
+
+
 __all__ = ["Connection", "Cursor", "Dialect", "IntegrityError", "SCHEMA_VERSION", "Store", "open_store",
-           "is_database_url", "restore_backup", "schema", "tables"]
+           "is_database_url", "restore_backup", "schema", "tables", "transaction_parts"]
