@@ -1,9 +1,10 @@
 """The periods of time a query names: "in July 2023", "on 26 June, 2023", "last week", "förra
 veckan", "2023年7月", "上周", "2023-07-26".
 
-An engine (pure: text and a moment in, periods out). Recall hands the periods to scoring, whose
-``date_weight`` lifts memories created in them (:func:`memory_core.scoring.date_match`). In
-English, Swedish and Chinese, the languages the rest of the bank reads:
+An engine (pure: text and a moment in, periods out; what is a CJK character is :mod:`.text`'s
+rule). Recall hands the periods to scoring, whose ``date_weight`` lifts memories created in them
+(:func:`memory_core.scoring.date_match`). In English, Swedish and Chinese, the languages the rest
+of the bank reads:
 
 * a day, a month or a year by name: "26 June 2023", "June 26, 2023", "July", "in 2022"; Swedish
   month names in the same shapes ("den 26 juni 2023", "i juli"); Chinese "2023年7月26日",
@@ -26,6 +27,8 @@ from __future__ import annotations
 import calendar
 import re
 from datetime import datetime, timedelta, timezone
+
+from .text import CJK_CHAR
 
 __all__ = ["query_periods"]
 
@@ -70,7 +73,7 @@ def _phrase(words: str) -> str:
     """A relative phrase as a pattern: words apart by any space; whole words where they are words
     (Chinese has no spaces between words, so its phrases match anywhere)."""
     body = r"\s+".join(re.escape(w) for w in words.split())
-    return body if re.match(r"[\u4e00-\u9fff]", words) else rf"\b{body}\b"
+    return body if CJK_CHAR.match(words) else rf"\b{body}\b"
 
 
 _ZH_NUMBER = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
