@@ -120,7 +120,6 @@ class Service:
     bank: MemoryBank
     auth: bool = True
     writes: WriteQueue | None = None
-    metrics: ServerMetrics | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def add(self, row: dict[str, Any], caller: Caller) -> Memory:
@@ -318,7 +317,7 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
     ``/mcp`` (see :mod:`memory_core.server.mcp`); ``threads`` bounds the requests that work on
     the bank at once."""
     svc = Service(bank, auth)
-    svc.metrics = ServerMetrics(bank, lambda: svc.writes)
+    metrics = ServerMetrics(bank, lambda: svc.writes)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -348,10 +347,11 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
                               "with that change, so a client behind a load balancer reads its own writes on "
                               "any server of the bank.")
     app.state.service = svc
+    app.state.metrics = metrics
     _errors(app)
     app.add_middleware(BodyLimit, max_body=max_body)
     app.add_middleware(SeqHeader, bank=bank)
-    app.add_middleware(RequestMetrics, metrics=svc.metrics)  # last added, outermost: times it all
+    app.add_middleware(RequestMetrics, metrics=metrics)  # last added, outermost: times it all
     _routes(app)
     if mcp is not None:
         # Routes, not a mount: a mount at /mcp answers /mcp itself with a redirect to /mcp/.
@@ -506,13 +506,12 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
 
     @app.get("/metrics", tags=["admin"], response_class=PlainTextResponse,
              responses={200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus' text format."}})
-    async def metrics(svc: Service = Depends(service), who: Caller = Depends(caller)) -> Response:
+    async def metrics(request: Request, who: Caller = Depends(caller)) -> Response:
         """The server's metrics for Prometheus (admin tokens only): requests and latencies by route,
         single adds and the groups they were stored in, lock waits, the change number seen, the
         process's CPU and memory. No label names a namespace."""
         who.admin()
-        assert svc.metrics is not None
-        return Response(svc.metrics.render(), media_type=CONTENT_TYPE)
+        return Response(request.app.state.metrics.render(), media_type=CONTENT_TYPE)
 
     @app.get("/v1/tokens", tags=["admin"])
     def tokens(svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
