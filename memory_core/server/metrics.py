@@ -2,11 +2,12 @@
 
 ``GET /metrics`` (an admin token) answers them: how many requests each route answered with each
 status and how long they took, how many single adds the write queue stored in how many groups
-(one embedding batch and one transaction each) and how many wait, how long operations waited
-for the store's write lock, the change number the server has caught up with (compare two
-servers' to see how far one lags), and the process's CPU and memory. Labels are routes as
-declared (``/v1/memories/{memory_id}``), methods and status codes, never a namespace, an id or a
-text: the figures are the operator's, summed over every tenant.
+(one embedding batch each; one transaction, or on PostgreSQL one per namespace of the group) and
+how many wait, how long operations waited for the store's write lock, the change number the
+server has caught up with (compare two servers' to see how far one lags), and the process's CPU
+and memory. Labels are routes as declared (``/v1/memories/{memory_id}``), methods and status
+codes, never a namespace, an id or a text: the figures are the operator's, summed over every
+tenant.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ class _BankCollector:
             yield CounterMetricFamily("memctl_adds_stored", "Single adds the write queue stored (POST "
                                       "/v1/memories and MCP add_memory).", value=writes.rows_written)
             yield CounterMetricFamily("memctl_add_groups", "Groups the write queue stored them in: one embedding "
-                                      "batch and one transaction each.", value=writes.groups_written)
+                                      "batch each, and one transaction (on PostgreSQL one per namespace "
+                                      "of the group).", value=writes.groups_written)
 
 
 class RequestMetrics:
