@@ -16,6 +16,11 @@ import psycopg
 from memory_core.storage import open_store
 from memory_core.storage.duckdb import release_file
 
+# Tables of a tenant's data, each with a namespace column (schema version 8). Bank-wide tables (meta,
+# presets, tokens, schema_migrations, maintenance_runs, ablation_runs) are listed in docs/scale-out.md.
+TENANT_TABLES = ("memories", "events", "retrievals", "retrieval_hits", "feedback", "feedback_hits", "conflicts",
+                 "merges", "removed_memories", "labels", "ablation_cases")
+
 ADMIN_URL = os.environ.get("MEMCTL_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 START_HINT = ("start it with: pg_ctlcluster 15 main start (or point MEMCTL_TEST_PG at a server where this "
               "user may create databases, e.g. postgresql://user@host:5432/postgres)")

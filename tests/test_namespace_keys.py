@@ -21,11 +21,7 @@ from memory_core import MemoryBank
 from memory_core.storage import open_store
 from memory_core.storage.copy import copy_bank
 from memory_core.storage.schema import BANK_WIDE, SCHEMA_VERSION, TENANT_KEYS
-
-# Tables of a tenant's data and the namespace column each carries. Bank-wide tables (meta,
-# presets, tokens, schema_migrations, maintenance_runs, ablation_runs) are listed in docs/scale-out.md.
-TENANT_TABLES = ("memories", "events", "retrievals", "retrieval_hits", "feedback", "feedback_hits", "conflicts",
-                 "merges", "removed_memories", "labels", "ablation_cases")
+from stores import TENANT_TABLES
 
 
 def rows(location: Path | str, sql: str, params: list[Any] | None = None) -> list[tuple]:

@@ -18,10 +18,7 @@ import psycopg
 import pytest
 
 from memory_core import MemoryBank
-
-# Tables of a tenant's data (each has a namespace column, see test_namespace_keys.py).
-TENANT_TABLES = ("memories", "events", "retrievals", "retrieval_hits", "feedback", "feedback_hits", "conflicts",
-                 "merges", "removed_memories", "labels", "ablation_cases")
+from stores import TENANT_TABLES
 
 AUDIT = """
 CREATE TABLE ns_audit (xid xid8 NOT NULL, tbl text NOT NULL, namespace text NOT NULL);
