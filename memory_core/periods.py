@@ -16,7 +16,8 @@ of the bank reads:
   not a question about today's memories.
 
 A month without a year is the latest one not after ``now`` ("in June", asked in March 2024, is
-June 2023). A month name that is also a common word counts only with a day or a year, or after a
+June 2023); "last June" is the latest one before this month, and a month "last year" ("July last
+year", "juli förra året", "去年七月") or "this year" is that year's. A month name that is also a common word counts only with a day or a year, or after a
 preposition such as "in": "May" (the verb) and "mars" (Swedish March, English Mars).
 
 Each period is ``(start, end)`` in POSIX seconds, start inclusive, end exclusive.
@@ -83,17 +84,23 @@ _ZH_MONTH = r"1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九]"
 # One pattern per shape; where two match the same text (an ISO date and its year, say) the
 # earliest and then longest wins.
 _ISO = re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<month>1[0-2]|0?[1-9])(?:-(?P<day>[12]\d|3[01]|0?[1-9]))?(?:\b|(?=T\d))")
-_NAMED = re.compile(
-    rf"\b(?:(?P<day1>\d{{1,2}})(?:st|nd|rd|th|:e|:a)?\.?\s+(?:of\s+)?)?(?P<month>{_MONTH})\b"
-    rf"(?:\s+(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\b)?(?:,?\s+(?P<year>(?:19|20)\d\d)\b)?",
-    re.IGNORECASE,
-)
+_DAY_MONTH = (rf"(?:(?P<day1>\d{{1,2}})(?:st|nd|rd|th|:e|:a)?\.?\s+(?:of\s+)?)?(?P<month>{_MONTH})\b"
+              rf"(?:\s+(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\b)?")
+_NAMED = re.compile(rf"\b{_DAY_MONTH}(?:,?\s+(?P<year>(?:19|20)\d\d)\b)?", re.IGNORECASE)
+# The year a month is of, as years back from now's: "July last year", "去年七月", "this July".
+_YEARS_BACK = {"last year": 1, "this year": 0, "förra året": 1, "i fjol": 1, "i år": 0, "förra årets": 1,
+               "this": 0, "前年": 2, "去年": 1, "今年": 0}
+# A month of last year or this year: "July last year", "4 July of last year", "juli förra året",
+# "mars i år"; "last July" (the latest July before this month), "this July", "förra årets juli".
+_NAMED_IN_YEAR = re.compile(
+    rf"\b{_DAY_MONTH},?\s+(?:of\s+)?(?P<which>last\s+year|this\s+year|förra\s+året|i\s+fjol|i\s+år)\b",
+    re.IGNORECASE)
+_WHICH_MONTH = re.compile(rf"\b(?P<which>last|this|förra\s+årets)\s+(?P<month>{_MONTH})\b", re.IGNORECASE)
 _CHINESE = re.compile(
     rf"(?P<year>(?:19|20)\d\d)\s*年(?:\s*(?P<month>{_ZH_MONTH})\s*月(?:\s*(?P<day>[0-3]?\d)\s*[日号])?)?"
     rf"|(?P<ago>前年|去年|今年)\s*(?P<month3>{_ZH_MONTH})\s*月(?:\s*(?P<day3>[0-3]?\d)\s*[日号])?"
     rf"|(?<![\d年])(?P<month2>{_ZH_MONTH})\s*月(?:\s*(?P<day2>[0-3]?\d)\s*[日号])?"
 )
-_YEARS_AGO = {"前年": 2, "去年": 1, "今年": 0}  # a month of the year before last, last year, this year
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 _REL = re.compile("|".join(_phrase(w) for w in sorted(_RELATIVE, key=len, reverse=True)), re.IGNORECASE)
 
@@ -158,13 +165,25 @@ def _found(text: str, now: datetime) -> list[tuple[int, int, Span]]:
         if name in _AMBIGUOUS and not (day or year) and not _AMBIGUOUS[name].search(text[max(0, m.start() - 8):m.end()]):
             continue  # "May I ask", "life on Mars"
         out.append((m.start(), m.end(), _date(year, _MONTHS[name], day, now)))
+    for m in _NAMED_IN_YEAR.finditer(text):
+        year = now.year - _YEARS_BACK[" ".join(m["which"].lower().split())]
+        out.append((m.start(), m.end(), _date(year, _MONTHS[m["month"].lower()], _int(m["day1"] or m["day2"]), now)))
+    for m in _WHICH_MONTH.finditer(text):
+        which, month = " ".join(m["which"].lower().split()), m["month"].lower()
+        if month in _AMBIGUOUS and (which == "this" or which == "last" and month == "mars"):
+            continue  # "this may help", "the last Mars rover" (but "last May", "förra årets mars")
+        if which == "last":  # the latest one before this month
+            year = now.year if _MONTHS[month] < now.month else now.year - 1
+        else:
+            year = now.year - _YEARS_BACK[which]
+        out.append((m.start(), m.end(), _month(year, _MONTHS[month])))
     for m in _CHINESE.finditer(text):
         if m["year"] and not m["month"]:
             span = _year(int(m["year"]))
         elif m["year"]:
             span = _date(int(m["year"]), _zh_month(m["month"]), _int(m["day"]), now)
         elif m["ago"]:
-            span = _date(now.year - _YEARS_AGO[m["ago"]], _zh_month(m["month3"]), _int(m["day3"]), now)
+            span = _date(now.year - _YEARS_BACK[m["ago"]], _zh_month(m["month3"]), _int(m["day3"]), now)
         else:
             span = _date(None, _zh_month(m["month2"]), _int(m["day2"]), now)
         out.append((m.start(), m.end(), span))

@@ -30,6 +30,15 @@ def _day(y: int, m: int, d: int) -> float:
     # A month without a year: the latest one not after now (asked on 1 November 2023).
     ("When did Melanie go camping in July?", [(_day(2023, 7, 1), _day(2023, 8, 1))]),
     ("Any plans for December?", [(_day(2022, 12, 1), _day(2023, 1, 1))]),
+    # A month of last year or this year; "last <month>" is the latest one before this month.
+    ("Where did we go in July last year?", [(_day(2022, 7, 1), _day(2022, 8, 1))]),
+    ("What happened on 4 July of last year?", [(_day(2022, 7, 4), _day(2022, 7, 5))]),
+    ("What did we do in March this year?", [(_day(2023, 3, 1), _day(2023, 4, 1))]),
+    ("What did we do last May?", [(_day(2023, 5, 1), _day(2023, 6, 1))]),
+    ("How was last November?", [(_day(2022, 11, 1), _day(2022, 12, 1))]),
+    ("Plans for this December?", [(_day(2023, 12, 1), _day(2024, 1, 1))]),
+    ("This may help you", []),
+    ("The last Mars rover", []),
     # Relative to now: yesterday, last week (Monday to Monday), last month, this year.
     ("What did we talk about yesterday?", [(_day(2023, 10, 31), _day(2023, 11, 1))]),
     ("What did I decide last week?", [(_day(2023, 10, 23), _day(2023, 10, 30))]),
@@ -58,6 +67,10 @@ def _day(y: int, m: int, d: int) -> float:
     ("Något nytt sedan förra månaden?", [(_day(2023, 10, 1), _day(2023, 11, 1))]),
     ("Mina mål i år", [(_day(2023, 1, 1), _day(2024, 1, 1))]),
     ("Vart flyttade hon i fjol?", [(_day(2022, 1, 1), _day(2023, 1, 1))]),
+    ("Vart reste vi i juli förra året?", [(_day(2022, 7, 1), _day(2022, 8, 1))]),
+    ("Vad hände den 4 juli i fjol?", [(_day(2022, 7, 4), _day(2022, 7, 5))]),
+    ("Vad gjorde vi i mars i år?", [(_day(2023, 3, 1), _day(2023, 4, 1))]),
+    ("Minns du förra årets december?", [(_day(2022, 12, 1), _day(2023, 1, 1))]),
     ("Hon går i gården varje dag", []),
     # Chinese: year, month and day with 年月日/号, months in Chinese numerals, relative periods.
     ("2023年6月26日发生了什么？", [(_day(2023, 6, 26), _day(2023, 6, 27))]),
