@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import sys
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -19,7 +20,8 @@ import numpy as np
 
 from memory_core import (
     CATEGORIES, CONFLICT_STATUSES, INDEX_MODES, KINDS, LOAD_PROGRESS_MIN, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS,
-    ImportFormatError, MemoryBank, MemoryCoreError, ScoringParams, get_client, humanize_age, load_cases, parse_time,
+    ImportFormatError, MemoryBank, MemoryCoreError, ScoringParams, ValidationError, get_client, humanize_age, load_cases,
+    parse_time,
 )
 from memory_core import ablate as ablate_cases  # `ablate` is a command here
 from memory_core import demo as demo_set
@@ -977,24 +979,44 @@ def replay(obj: _Context, since: str | None, until: str | None, preset_name: str
               help="Largest request body in bytes (default 8 MiB).")
 @click.option("--no-mcp", is_flag=True, help="Leave out the MCP endpoint at /mcp (REST API only).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Server processes sharing the port, one core each (a PostgreSQL bank; a bank file has one "
+                   "writer at a time).")
+@click.option("--socket-fd", type=int, default=None, hidden=True)  # a worker's inherited listening socket
+@click.option("--worker", type=int, default=None, hidden=True)  # and its number
 @click.pass_obj
 def serve(obj: _Context, host: str, port: int, no_auth: bool, concurrency: int, max_body: int | None,
-          no_mcp: bool, log_level: str) -> None:
+          no_mcp: bool, log_level: str, workers: int, socket_fd: int | None, worker: int | None) -> None:
     """Serve the bank over HTTP: the REST API (/docs) for agents in any language, and MCP at /mcp."""
     from memory_core import server
 
     bank = obj.open(actor="server")
     try:
         server.check_exposure(host, auth=not no_auth, tokens=0 if no_auth else len(bank.tokens.list()))
+        if workers > 1 and isinstance(bank.path, Path):
+            raise ValidationError(f"--workers {workers}: the bank file {bank.path} has one writer at a time, so one "
+                                  "process serves it. Serve it with one worker, or move it to PostgreSQL (memctl "
+                                  "migrate --from FILE --to postgresql://...) and serve that with several.")
     except MemoryCoreError:
         bank.close()
         raise
+    if worker is not None:  # one of several: the supervisor said where it serves
+        server.serve(bank, auth=not no_auth, concurrency=concurrency, max_body=max_body or server.MAX_BODY,
+                     mcp=not no_mcp, log_level=log_level, sock=socket.socket(fileno=socket_fd), worker=worker)
+        return
     if no_auth:
         click.secho("WARNING: --no-auth: every request may read and change every namespace of "
                     f"{bank.path}. Use it only for development on this machine.", fg="red", bold=True, err=True)
     where = f"http://{host}:{port}"
-    click.echo(f"serving {bank.path} on {where} (API docs: /docs{'' if no_mcp else f'; MCP: {where}/mcp'}); "
+    several = f" with {workers} workers" if workers > 1 else ""
+    click.echo(f"serving {bank.path} on {where}{several} (API docs: /docs{'' if no_mcp else f'; MCP: {where}/mcp'}); "
                "Ctrl-C or SIGTERM stops", err=True)
+    if workers > 1:
+        bank.close()  # each worker opens its own
+        args = ["--concurrency", str(concurrency), "--log-level", log_level]
+        args += ["--no-auth"] * no_auth + ["--no-mcp"] * no_mcp + (["--max-body", str(max_body)] if max_body else [])
+        sys.exit(server.serve_workers(obj.bank_path, workers, host=host, port=port, serve_args=args,
+                                      log_level=log_level))
     server.serve(bank, host=host, port=port, auth=not no_auth, concurrency=concurrency,
                  max_body=max_body or server.MAX_BODY, mcp=not no_mcp, log_level=log_level)
 

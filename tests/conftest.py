@@ -61,6 +61,7 @@ FILE_MARKERS = {
     "test_pg_store.py": "postgres",  # the PostgreSQL store: processes, migrate, two servers
     "test_pg_servers.py": "postgres",  # two real memctl serve over one database: staleness, read-your-writes
     "test_namespace_transactions.py": "postgres",  # no write transaction over two namespaces (audited)
+    "test_server_workers.py": "postgres",  # memctl serve --workers 2 over one database
     "test_pg_server_faults.py": "crash",  # SIGKILL of a server, a PostgreSQL restart (marked postgres too)
     "test_detection_quality.py": "slow",  # conflict detection measured on the whole demo set
     "test_server_fuzz.py": "slow",  # generated requests against a real server (schemathesis)

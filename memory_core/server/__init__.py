@@ -15,16 +15,17 @@ import signal
 import socket
 import sys
 import threading
-from typing import Any
+from typing import Any, Sequence
 
 from memory_core import ValidationError
 
 from .app import MAX_BATCH, MAX_BODY, MAX_K, create_app
 
-__all__ = ["create_app", "serve", "serve_stdio", "is_loopback", "check_exposure", "log_to_stderr", "MAX_BODY",
+__all__ = ["create_app", "serve", "serve_workers", "serve_stdio", "is_loopback", "check_exposure", "log_to_stderr", "MAX_BODY",
            "MAX_BATCH", "MAX_K"]
 
 log = logging.getLogger("memctl.serve")
+GRACEFUL_SECONDS = 10.0  # how long requests in flight may take to finish once SIGTERM came
 
 
 def is_loopback(host: str) -> bool:
@@ -67,14 +68,16 @@ def log_to_stderr(level: str) -> None:
 
 def serve(bank: Any, *, host: str = "127.0.0.1", port: int = 8765, auth: bool = True, concurrency: int = 64,
           max_body: int = MAX_BODY, mcp: bool = True, log_level: str = "info",
-          graceful_seconds: float = 10.0) -> None:
+          graceful_seconds: float = GRACEFUL_SECONDS, sock: socket.socket | None = None,
+          worker: int | None = None) -> None:
     """Serve ``bank`` (an open MemoryBank, which the server closes when it stops) until SIGTERM.
 
     ``concurrency`` bounds the requests handled at once (threads for the bank's work; above it
     uvicorn answers 503). ``mcp`` adds the MCP endpoint at ``/mcp`` (streamable HTTP, the same
     tokens). On SIGTERM the server stops accepting connections, lets requests in flight finish
     for up to ``graceful_seconds``, writes queued adds, flushes the recall journal and closes the
-    bank.
+    bank. ``sock`` (a listening socket) replaces ``host`` and ``port``, and ``worker`` numbers
+    this process: one of ``memctl serve --workers`` (:mod:`.workers`).
     """
     import uvicorn
 
@@ -89,23 +92,38 @@ def serve(bank: Any, *, host: str = "127.0.0.1", port: int = 8765, auth: bool = 
         from .mcp import McpEndpoint
 
         endpoint = McpEndpoint(bank, auth=auth)
-    app = create_app(bank, auth=auth, max_body=max_body, mcp=endpoint, threads=concurrency)
+    app = create_app(bank, auth=auth, max_body=max_body, mcp=endpoint, threads=concurrency, worker=worker)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, limit_concurrency=concurrency * 4,
                             timeout_graceful_shutdown=graceful_seconds, server_header=False)
     # uvicorn shuts down gracefully on SIGTERM/SIGINT, then raises the signal again against the
     # handlers it found: with these, a graceful stop ends the process normally (exit 0).
+    if worker is not None:
+        from .workers import watch_parent
+
+        watch_parent()
     stops: list[int] = []
     handled = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.signal(sig, lambda sig, frame: stops.append(sig)) for sig in handled} \
         if threading.current_thread() is threading.main_thread() else {}
     try:
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=None if sock is None else [sock])
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if stops:
         log.warning("stopped by %s: queued writes stored, recall journal flushed, bank closed",
                     signal.Signals(stops[-1]).name)
+
+
+def serve_workers(bank: str, workers: int, *, host: str = "127.0.0.1", port: int = 8765,
+                  serve_args: Sequence[str] = (), log_level: str = "info") -> int:
+    """Serve the PostgreSQL bank at ``bank`` (its URL) from ``workers`` processes on one port,
+    each a ``memctl serve`` with ``serve_args``, until SIGTERM or Ctrl-C; the exit code. See
+    :mod:`.workers`."""
+    from .workers import Workers, listen
+
+    log_to_stderr(log_level)
+    return Workers(bank, listen(host, port, workers), serve_args, GRACEFUL_SECONDS).run()
 
 
 def serve_stdio(bank: Any, namespace: str) -> None:

@@ -115,11 +115,13 @@ class Caller:
 
 @dataclass
 class Service:
-    """What the routes share: the bank, whether tokens are checked, the write queue."""
+    """What the routes share: the bank, whether tokens are checked, the write queue, and which
+    worker this is (``memctl serve --workers``; None for a server alone)."""
 
     bank: MemoryBank
     auth: bool = True
     writes: WriteQueue | None = None
+    worker: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def add(self, row: dict[str, Any], caller: Caller) -> Memory:
@@ -311,13 +313,14 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 # -- the app -----------------------------------------------------------------------------------------
 
 def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
-               on_close: Callable[[], None] | None = None, mcp: Any = None, threads: int | None = None) -> FastAPI:
+               on_close: Callable[[], None] | None = None, mcp: Any = None, threads: int | None = None,
+               worker: int | None = None) -> FastAPI:
     """The ASGI app serving ``bank``. It owns the bank from then on: shutting the app down writes
     queued adds, flushes the recall journal and closes the bank. ``mcp``, when given, answers
     ``/mcp`` (see :mod:`memory_core.server.mcp`); ``threads`` bounds the requests that work on
-    the bank at once."""
-    svc = Service(bank, auth)
-    metrics = ServerMetrics(bank, lambda: svc.writes)
+    the bank at once; ``worker`` is this process's number among ``memctl serve --workers``."""
+    svc = Service(bank, auth, worker=worker)
+    metrics = ServerMetrics(bank, lambda: svc.writes, worker)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -372,8 +375,9 @@ def acting(route: Callable) -> Callable:
 def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
     @app.get("/v1/health", tags=["server"])
     def health(svc: Service = Depends(service)) -> dict:
-        """Whether the server is up (no token needed)."""
-        return {"status": "ok", "version": VERSION, "model": svc.bank.model, "auth": svc.auth}
+        """Whether the server is up (no token needed); ``worker`` is the worker that answered
+        (``memctl serve --workers``), else null."""
+        return {"status": "ok", "version": VERSION, "model": svc.bank.model, "auth": svc.auth, "worker": svc.worker}
 
     @app.post("/v1/memories", status_code=201, tags=["memories"])
     @acting

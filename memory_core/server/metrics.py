@@ -8,16 +8,23 @@ server has caught up with (compare two servers' to see how far one lags), and th
 and memory. Labels are routes as declared (``/v1/memories/{memory_id}``), methods and status
 codes, never a namespace, an id or a text: the figures are the operator's, summed over every
 tenant.
+
+Under ``memctl serve --workers N`` (see :mod:`.workers`) each worker is a process of its own: the
+request counts and latencies are summed over every worker (Prometheus' multiprocess mode, files in
+``PROMETHEUS_MULTIPROC_DIR``), and what a worker knows alone (its bank's figures, its process) is
+labelled ``worker`` and comes from the worker that answered the scrape.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, ProcessCollector
 from prometheus_client import generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
 
 if TYPE_CHECKING:
     from memory_core import MemoryBank
@@ -37,15 +44,22 @@ class ServerMetrics:
     """The metrics of one server: request counts and latencies it is told of (:meth:`observe`),
     and the bank's and the write queue's figures, read when scraped."""
 
-    def __init__(self, bank: "MemoryBank", writes: Callable[[], "WriteQueue | None"]):
+    def __init__(self, bank: "MemoryBank", writes: Callable[[], "WriteQueue | None"], worker: int | None = None):
         self.registry = CollectorRegistry()
+        # One of several workers: the requests' metrics go to the shared files (not to this
+        # registry) and are read back summed over the workers.
+        shared = os.environ.get("PROMETHEUS_MULTIPROC_DIR") if worker is not None else None
+        own = None if shared else self.registry
         self.requests = Counter("memctl_requests", "HTTP requests answered, by route, method and status.",
-                                ["route", "method", "status"], registry=self.registry)
+                                ["route", "method", "status"], registry=own)
         self.latency = Histogram("memctl_request_seconds", "Seconds from a request's arrival to the end of its "
                                  "answer, by route and method.", ["route", "method"], buckets=BUCKETS,
-                                 registry=self.registry)
-        ProcessCollector(registry=self.registry)
-        self.registry.register(_BankCollector(bank, writes))
+                                 registry=own)
+        if shared:
+            MultiProcessCollector(self.registry, shared)
+        alone: list[Any] = [ProcessCollector(registry=None), _BankCollector(bank, writes)]
+        for collector in alone:
+            self.registry.register(collector if worker is None else _Labelled(collector, worker))
 
     def observe(self, route: str, method: str, status: int, seconds: float) -> None:
         method = method if method in METHODS else "other"
@@ -82,6 +96,24 @@ class _BankCollector:
             yield CounterMetricFamily("memctl_add_groups", "Groups the write queue stored them in: one embedding "
                                       "batch each, and one transaction (on PostgreSQL one per namespace "
                                       "of the group).", value=writes.groups_written)
+
+
+class _Labelled:
+    """Another collector's metrics, each sample labelled with the worker that reports it."""
+
+    def __init__(self, collector: Any, worker: int):
+        self.collector, self.worker = collector, str(worker)
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        for metric in self.collector.collect():
+            labelled = Metric(metric.name, metric.documentation, metric.type, metric.unit)
+            for sample in metric.samples:
+                labelled.add_sample(sample.name, {**sample.labels, "worker": self.worker}, sample.value,
+                                    sample.timestamp, sample.exemplar)
+            yield labelled
 
 
 class RequestMetrics:
