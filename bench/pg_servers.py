@@ -15,7 +15,8 @@ the bundled model) over a fresh ``memctl_test_<random>`` database (``MEMCTL_TEST
 - **adds**: 8 clients, 4 on each server, one add per request: aggregate adds/s, errors, and every
   acknowledged id read back from the database;
 - **one client**: one add per request, sequentially, through one server, beside the same through a
-  `memctl serve` of a DuckDB bank file in the same run.
+  `memctl serve` of a DuckDB bank file in the same run;
+- **workers**: 8 clients through one port, served by one process and by ``--workers 2``, in turns.
 
 A module of ``python -m bench`` (``run(quick)``, ``markdown(result)``), so it can join its ORDER.
 """
@@ -80,6 +81,40 @@ def warm(url: str, token: str) -> None:
         for ns in ("shared", "adds"):
             http.post("/v1/memories", json={"text": "warming up the server", "namespace": ns}).raise_for_status()
             http.post("/v1/recall", json={"query": "warming up", "namespace": ns, "record": False}).raise_for_status()
+
+
+def warm_workers(url: str, token: str, workers: int) -> None:
+    """:func:`warm` every worker of a ``memctl serve --workers``: new connections until each has
+    been warmed (the kernel picks the worker of a connection)."""
+    import httpx
+
+    warmed: set[int] = set()
+    deadline = time.monotonic() + 300
+    while len(warmed) < workers:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only workers {sorted(warmed)} of {workers} answered")
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
+            worker = http.get("/v1/health").json()["worker"]
+            if worker not in warmed:
+                for ns in ("shared", "adds"):
+                    http.post("/v1/memories", json={"text": "warming up the server", "namespace": ns}).raise_for_status()
+                    http.post("/v1/recall", json={"query": "warming up", "namespace": ns, "record": False}
+                              ).raise_for_status()
+                warmed.add(worker)
+
+
+def eight_through_one(url: str, token: str, seconds: float, workers: int) -> dict[str, Any]:
+    """8 clients adding through one ``memctl serve`` of ``workers`` processes (one port)."""
+    from memctl_server import Served
+
+    server = Served(url, "--workers", str(workers))
+    try:
+        warm_workers(server.url, token, workers)
+        r = concurrent_adds([server.url], token, seconds)
+    finally:
+        server.stop()
+    r["workers"] = workers
+    return r
 
 
 def staleness(a_url: str, b_url: str, token: str, per_client: int, min_seq: bool = False) -> dict[str, Any]:
@@ -222,16 +257,19 @@ def run(quick: bool, smallest: bool = False) -> dict[str, Any]:
         finally:
             a.stop()
             b.stop()
+        # One port, one process against two (--workers 2), in turns.
+        through_one = [eight_through_one(url, token, sizes["add_seconds"], workers) for workers in (1, 2, 1, 2)]
         one_file = _one_client_on_a_file(sizes["add_seconds"])
         model = model_ceiling()
         with psycopg.connect(url) as con:
             stored = {r[0] for r in con.execute("SELECT id FROM memories WHERE namespace = 'adds'").fetchall()}
-        adds["lost"] = len(set(adds.pop("acked")) - stored)
-        one["lost"] = len(set(one.pop("acked")) - stored)
+        for r in (adds, one, *through_one):
+            r["lost"] = len(set(r.pop("acked")) - stored)
     finally:
         stores.drop_database(url)
     return {"sizes": sizes, "load_average_1min_end": round(os.getloadavg()[0], 1), "staleness": stale,
             "read_your_writes": ryw, "adds": adds, "one_client": one, "one_client_file": one_file, "model": model,
+            "through_one_port": through_one,
             "targets": {"staleness p99 <= 1 s": stale["p99_ms"] is not None and stale["p99_ms"] <= 1000,
                         "read-your-writes: B's first answer holds the add": (
                             ryw["first_recall_had_it"] == ryw["adds"] > 0 and not ryw["error_count"]),
@@ -265,12 +303,28 @@ recall round trip on B: p50 {s['recall_round_trip_p50_ms']:.0f} ms); with it, {w
 {w['adds']}. {a['clients']} clients over {a['servers']} servers, one add per request:
 {a['adds_per_s']:.0f} adds/s in all, {a['error_count']} errors, {a['lost']} lost.
 
+{_workers_table(r.get("through_one_port"))}
 | one client, one add per request, one server | adds/s | errors | lost |
 |---|---|---|---|
 | PostgreSQL | {o['adds_per_s']:.0f} | {o['error_count']} | {o['lost']} |
 | DuckDB bank file (same run) | {f['adds_per_s']:.0f} | {f['error_count']} | {f['lost']} |
 {ceiling}
 {met}
+"""
+
+
+def _workers_table(runs: list[dict[str, Any]] | None) -> str:
+    """8 clients through one port: one server process against ``--workers 2``, in turns."""
+    if not runs:
+        return ""
+    rows = "\n".join(f"| {r['workers']} | {r['adds_per_s']:.0f} | {r['error_count']} | {r['lost']} |" for r in runs)
+    return f"""
+8 clients through one port, one `memctl serve` process against `memctl serve --workers 2` (two
+processes, one core each), in turns:
+
+| workers | adds/s | errors | lost |
+|---|---|---|---|
+{rows}
 """
 
 
