@@ -17,8 +17,9 @@ of the bank reads:
 
 A month without a year is the latest one not after ``now`` ("in June", asked in March 2024, is
 June 2023); "last June" is the latest one before this month, and a month "last year" ("July last
-year", "juli förra året", "去年七月") or "this year" is that year's. A month name that is also a common word counts only with a day or a year, or after a
-preposition such as "in": "May" (the verb) and "mars" (Swedish March, English Mars).
+year", "juli förra året", "去年七月") or "this year" is that year's. A month name that is also a
+common word counts only with a day or a year, or after a preposition such as "in": "May" (the
+verb) and "mars" (Swedish March, English Mars).
 
 Each period is ``(start, end)`` in POSIX seconds, start inclusive, end exclusive.
 """

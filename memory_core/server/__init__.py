@@ -3,7 +3,8 @@
 A face over :class:`~memory_core.MemoryBank`, like the CLI and the dashboard: it uses the
 package's public surface and adds what a network needs (tokens per namespace, JSON errors, body
 limits, grouped writes). :func:`create_app` builds the ASGI app for one open bank; :func:`serve`
-runs it with uvicorn until SIGTERM or Ctrl-C, then writes what is queued and closes the bank.
+runs it with uvicorn until SIGTERM or Ctrl-C, then writes what is queued and closes the bank;
+:func:`serve_workers` runs several such processes on one port (a PostgreSQL bank).
 :func:`serve_stdio` serves the MCP tools of one namespace over stdin/stdout (``memctl mcp``).
 """
 
@@ -21,8 +22,8 @@ from memory_core import ValidationError
 
 from .app import MAX_BATCH, MAX_BODY, MAX_K, create_app
 
-__all__ = ["create_app", "serve", "serve_workers", "serve_stdio", "is_loopback", "check_exposure", "log_to_stderr", "MAX_BODY",
-           "MAX_BATCH", "MAX_K"]
+__all__ = ["create_app", "serve", "serve_workers", "serve_stdio", "is_loopback", "check_exposure", "log_to_stderr",
+           "MAX_BODY", "MAX_BATCH", "MAX_K"]
 
 log = logging.getLogger("memctl.serve")
 GRACEFUL_SECONDS = 10.0  # how long requests in flight may take to finish once SIGTERM came
@@ -95,12 +96,12 @@ def serve(bank: Any, *, host: str = "127.0.0.1", port: int = 8765, auth: bool = 
     app = create_app(bank, auth=auth, max_body=max_body, mcp=endpoint, threads=concurrency, worker=worker)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, limit_concurrency=concurrency * 4,
                             timeout_graceful_shutdown=graceful_seconds, server_header=False)
-    # uvicorn shuts down gracefully on SIGTERM/SIGINT, then raises the signal again against the
-    # handlers it found: with these, a graceful stop ends the process normally (exit 0).
     if worker is not None:
         from .workers import watch_parent
 
         watch_parent()
+    # uvicorn shuts down gracefully on SIGTERM/SIGINT, then raises the signal again against the
+    # handlers it found: with these, a graceful stop ends the process normally (exit 0).
     stops: list[int] = []
     handled = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.signal(sig, lambda sig, frame: stops.append(sig)) for sig in handled} \
