@@ -104,8 +104,10 @@ def serve_with_tokens(path: Path | str, specs: list[tuple[str, list[str], bool, 
     return server
 
 
-def memctl(bank_path: Path | str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """Run one memctl command on the bank (a separate process, as an operator would)."""
+def memctl(bank_path: Path | str, *args: str, check: bool = True,
+           timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Run one memctl command on the bank (a separate process, as an operator would); a command
+    still running after ``timeout`` seconds is killed and raises ``subprocess.TimeoutExpired``."""
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     return subprocess.run(MEMCTL + ["--bank", str(bank_path), *args], capture_output=True, text=True, env=env,
-                          check=check, cwd=Path(__file__).parent.parent)
+                          check=check, cwd=Path(__file__).parent.parent, timeout=timeout)

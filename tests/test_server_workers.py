@@ -5,7 +5,7 @@ loopback port), spoken to over HTTP with a new connection per request, as many c
 both workers answer; a write through one is read through the other; the request metrics are
 summed over the workers; a killed worker is started again and no request fails meanwhile;
 SIGTERM stops every worker with every acknowledged add stored; a killed supervisor leaves no
-worker behind; a bank file refuses several workers.
+worker behind; a bank file refuses several workers, and a port in use is a clear error.
 """
 
 from __future__ import annotations
@@ -196,3 +196,13 @@ def test_a_bank_file_refuses_several_workers(tmp_path):
     done = memctl(tmp_path / "bank.duckdb", "serve", "--port", "0", "--workers", "2", check=False)
     assert done.returncode == 1
     assert "one writer at a time" in done.stderr and "PostgreSQL" in done.stderr
+
+
+def test_a_port_in_use_is_a_clear_error(served):
+    port = str(served.port)
+    # Refused at once: never a second server joining the first one's port (it would take a share
+    # of its connections).
+    done = memctl(served.bank_path, "serve", "--port", port, "--workers", "2", check=False, timeout=60)
+    assert done.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr and "Traceback" not in done.stderr
+    assert set(_workers_seen(served.url, 10)) <= {1, 2}  # the server there goes on

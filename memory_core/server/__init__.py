@@ -124,7 +124,12 @@ def serve_workers(bank: str, workers: int, *, host: str = "127.0.0.1", port: int
     from .workers import Workers, listen
 
     log_to_stderr(log_level)
-    return Workers(bank, listen(host, port, workers), serve_args, GRACEFUL_SECONDS).run()
+    try:
+        socks = listen(host, port, workers)
+    except OSError as exc:
+        raise ValidationError(f"cannot listen on {host}:{port} ({exc.strerror or exc}): is another server there? "
+                              "Stop it, or choose another --port") from None
+    return Workers(bank, socks, serve_args, GRACEFUL_SECONDS).run()
 
 
 def serve_stdio(bank: Any, namespace: str) -> None:

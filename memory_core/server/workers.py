@@ -40,6 +40,14 @@ def listen(host: str, port: int, count: int) -> list[socket.socket]:
     SO_REUSEPORT is missing, the workers share one socket."""
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     spread = hasattr(socket, "SO_REUSEPORT")
+    if spread:
+        # SO_REUSEPORT would let these sockets join another server's on this port (another
+        # supervisor's, even of another bank) and share its connections: a plain bind first, which
+        # fails while anything is bound there, so that the port is ours alone.
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host.strip("[]"), port))
+            port = probe.getsockname()[1]
     socks: list[socket.socket] = []
     try:
         for _ in range(count if spread else 1):
