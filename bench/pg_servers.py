@@ -78,9 +78,14 @@ def warm(url: str, token: str) -> None:
     import httpx
 
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
-        for ns in ("shared", "adds"):
-            http.post("/v1/memories", json={"text": "warming up the server", "namespace": ns}).raise_for_status()
-            http.post("/v1/recall", json={"query": "warming up", "namespace": ns, "record": False}).raise_for_status()
+        _warm_on(http)
+
+
+def _warm_on(http: Any) -> None:
+    """:func:`warm` through an open client (the server its connection reached)."""
+    for ns in ("shared", "adds"):
+        http.post("/v1/memories", json={"text": "warming up the server", "namespace": ns}).raise_for_status()
+        http.post("/v1/recall", json={"query": "warming up", "namespace": ns, "record": False}).raise_for_status()
 
 
 def warm_workers(url: str, token: str, workers: int) -> None:
@@ -96,10 +101,7 @@ def warm_workers(url: str, token: str, workers: int) -> None:
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
             worker = http.get("/v1/health").json()["worker"]
             if worker not in warmed:
-                for ns in ("shared", "adds"):
-                    http.post("/v1/memories", json={"text": "warming up the server", "namespace": ns}).raise_for_status()
-                    http.post("/v1/recall", json={"query": "warming up", "namespace": ns, "record": False}
-                              ).raise_for_status()
+                _warm_on(http)
                 warmed.add(worker)
 
 

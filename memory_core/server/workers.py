@@ -38,15 +38,17 @@ def listen(host: str, port: int, count: int) -> list[socket.socket]:
     SO_REUSEPORT (Linux) the kernel spreads new connections over them evenly; a connection that
     comes to a restarting worker's socket waits in its queue (the supervisor keeps it open). Where
     SO_REUSEPORT is missing, the workers share one socket."""
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    host = host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     spread = hasattr(socket, "SO_REUSEPORT")
     if spread:
         # SO_REUSEPORT would let these sockets join another server's on this port (another
         # supervisor's, even of another bank) and share its connections: a plain bind first, which
-        # fails while anything is bound there, so that the port is ours alone.
+        # fails while anything is bound there, so that the port is ours alone (port 0: the one it
+        # was given, which the workers' sockets then share).
         with socket.socket(family, socket.SOCK_STREAM) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind((host.strip("[]"), port))
+            probe.bind((host, port))
             port = probe.getsockname()[1]
     socks: list[socket.socket] = []
     try:
@@ -56,8 +58,7 @@ def listen(host: str, port: int, count: int) -> list[socket.socket]:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if spread:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            sock.bind((host.strip("[]"), port))
-            port = sock.getsockname()[1]  # port 0: the others join the one the first was given
+            sock.bind((host, port))
             sock.listen(2048)
             sock.set_inheritable(True)
     except OSError:
