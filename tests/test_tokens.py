@@ -57,6 +57,12 @@ def test_a_token_is_checked_at_once_only_while_the_cached_tokens_are_known_true(
         served.watch_changes()  # as memctl serve does (a PostgreSQL bank: notifications)
         token, secret = served.tokens.create("temp", ["a"])
         served.add("keeps the file leased", namespace="a")
+        # The add's own notification arrives a moment later and moves what confirms the cache:
+        # wait for it, as a server's next request would find it arrived.
+        deadline = time.monotonic() + 5
+        while served._store.known_signature() not in (None, served.seen_seq):
+            assert time.monotonic() < deadline, "the add's notification did not arrive"
+            time.sleep(0.01)
         assert served.tokens.check(secret) == token
         assert served.tokens.check_at_once(secret) == (True, token)
         assert served.tokens.check_at_once("mct_not-a-token") == (True, None)
