@@ -10,10 +10,14 @@ of the bank reads:
   month names in the same shapes ("den 26 juni 2023", "i juli"); Chinese "2023年7月26日",
   "7月26号", "七月", "2023年", "去年七月" (July of last year); ISO "2023-07-26" and "2023-07";
   a bare year 1900-2099;
-* relative to ``now`` (time is a parameter): yesterday, this/last week, weekend, month and year
-  ("igår", "förra veckan", "i helgen", "förra månaden", "i fjol", "i år"; "昨天", "上周",
-  "这个周末", "上个月", "去年", "今年"). "Today" is left out: "how are you today?" is a greeting,
-  not a question about today's memories.
+* relative to ``now`` (time is a parameter): yesterday, the day before, this/last week, weekend,
+  month and year ("igår", "i förrgår", "förra veckan", "i helgen", "förra månaden", "i fjol",
+  "i år"; "昨天", "前天", "上周", "这个周末", "上个月", "去年", "今年"). "Today" is left out: "how
+  are you today?" is a greeting, not a question about today's memories;
+* a day of the week: "last Friday" and "i fredags" are the latest Friday before today, "上周五" is
+  Friday of last week and "这周五" of this one (when it has come). A bare "Friday" is left out
+  ("on Fridays", "see you Friday"). Where the text also names a day ("last Friday, on 23 January
+  2022"), the weekday counts back from that day, not from ``now``.
 
 A month without a year is the latest one not after ``now`` ("in June", asked in March 2024, is
 June 2023); "last June" is the latest one before this month, and a month "last year" ("July last
@@ -50,18 +54,18 @@ _AMBIGUOUS = {
 
 # Relative periods, by the words that name them: (which, unit).
 _RELATIVE: dict[str, tuple[str, str]] = {
-    "yesterday": ("last", "day"),
+    "yesterday": ("last", "day"), "the day before yesterday": ("before last", "day"),
     **{f"{which} {unit}": ("last" if which == "past" else which, unit)
        for which in ("this", "last", "past") for unit in ("week", "weekend", "month", "year")},
     # Swedish
-    "igår": ("last", "day"), "i går": ("last", "day"),
+    "igår": ("last", "day"), "i går": ("last", "day"), "i förrgår": ("before last", "day"),
     "förra veckan": ("last", "week"), "den här veckan": ("this", "week"), "denna vecka": ("this", "week"),
     "i veckan": ("this", "week"),
     "förra helgen": ("last", "weekend"), "i helgen": ("this", "weekend"), "den här helgen": ("this", "weekend"),
     "förra månaden": ("last", "month"), "den här månaden": ("this", "month"), "denna månad": ("this", "month"),
     "förra året": ("last", "year"), "i fjol": ("last", "year"), "i år": ("this", "year"),
     # Chinese
-    "昨天": ("last", "day"),
+    "昨天": ("last", "day"), "前天": ("before last", "day"),
     **{w: ("last", "week") for w in ("上周", "上星期", "上个星期", "上礼拜", "上个礼拜")},
     **{w: ("this", "week") for w in ("这周", "本周", "这星期", "这个星期", "这礼拜", "这个礼拜")},
     **{w: ("last", "weekend") for w in ("上周末", "上个周末")},
@@ -103,6 +107,17 @@ _CHINESE = re.compile(
     rf"|(?<![\d年])(?P<month2>{_ZH_MONTH})\s*月(?:\s*(?P<day2>[0-3]?\d)\s*[日号])?"
 )
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+# Days of the week, Monday 0: "last Friday", "i fredags" (the latest one before today); "上周五"
+# (in last week), "这周五" (in this week).
+_SWEDISH_WEEKDAYS = ("måndag", "tisdag", "onsdag", "torsdag", "fredag", "lördag", "söndag")
+_WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+_WEEKDAYS.update({name: i for i, name in enumerate(_SWEDISH_WEEKDAYS)})
+_ZH_WEEKDAYS = {c: i for i, c in enumerate("一二三四五六")} | {"日": 6, "天": 6}
+_WEEKDAY = re.compile(
+    rf"\b(?:last|this\s+past|past|previous)\s+(?P<en>{'|'.join(calendar.day_name)})\b"
+    rf"|\bi\s+(?P<sv>{'|'.join(_SWEDISH_WEEKDAYS)})s\b"
+    r"|(?P<zh>上个?|这个?|本)(?:周|星期|礼拜)(?P<zhday>[一二三四五六日天])",
+    re.IGNORECASE)
 _REL = re.compile("|".join(_phrase(w) for w in sorted(_RELATIVE, key=len, reverse=True)), re.IGNORECASE)
 
 
@@ -132,7 +147,8 @@ def _date(year: int | None, month: int, day: int | None, now: datetime) -> Span:
 def _relative(which: str, unit: str, now: datetime) -> Span:
     today = datetime(now.year, now.month, now.day, tzinfo=timezone.utc)
     if unit == "day":
-        return today - timedelta(days=1), today
+        back = 2 if which == "before last" else 1
+        return today - timedelta(days=back), today - timedelta(days=back - 1)
     if unit in ("week", "weekend"):
         monday = today - timedelta(days=today.weekday())
         start = monday if which == "this" else monday - timedelta(days=7)
@@ -147,6 +163,21 @@ def _relative(which: str, unit: str, now: datetime) -> Span:
     return _year(now.year if which == "this" else now.year - 1)
 
 
+def _weekday(m: re.Match, now: datetime) -> Span | None:
+    """The day a weekday phrase names, counted from ``now``'s day; None for one still to come
+    ("这周五" asked on a Wednesday: no memory was made then)."""
+    today = datetime(now.year, now.month, now.day, tzinfo=timezone.utc)
+    if m["zh"]:
+        monday = today - timedelta(days=today.weekday()) - timedelta(days=7 * m["zh"].startswith("上"))
+        day = monday + timedelta(days=_ZH_WEEKDAYS[m["zhday"]])
+        if day > today:
+            return None
+    else:  # the latest one before today
+        wanted = _WEEKDAYS[(m["en"] or m["sv"]).lower()]
+        day = today - timedelta(days=(today.weekday() - wanted - 1) % 7 + 1)
+    return day, day + timedelta(days=1)
+
+
 def _int(text: str | None) -> int | None:
     return int(text) if text else None
 
@@ -155,9 +186,10 @@ def _zh_month(text: str) -> int:
     return int(text) if text.isdigit() else _ZH_NUMBER[text]
 
 
-def _found(text: str, now: datetime) -> list[tuple[int, int, Span]]:
-    """(start, end, span) of every match of every shape, overlaps included."""
-    out: list[tuple[int, int, Span]] = []
+def _found(text: str, now: datetime) -> list[tuple[int, int, Span | None]]:
+    """(start, end, span) of every match of every shape, overlaps included; span None for a
+    phrase that names no past period (it still covers its words: "这周五" is not "这周")."""
+    out: list[tuple[int, int, Span | None]] = []
     for m in _ISO.finditer(text):
         out.append((m.start(), m.end(), _date(int(m["year"]), int(m["month"]), _int(m["day"]), now)))
     for m in _NAMED.finditer(text):
@@ -190,8 +222,12 @@ def _found(text: str, now: datetime) -> list[tuple[int, int, Span]]:
         out.append((m.start(), m.end(), span))
     for m in _YEAR.finditer(text):
         out.append((m.start(), m.end(), _year(int(m.group()))))
+    # A weekday counts back from the first day the text names by date, if it names one.
+    days = [span[0] for _, _, span in sorted(out) if span and span[1] - span[0] == timedelta(days=1)]
     for m in _REL.finditer(text):
         out.append((m.start(), m.end(), _relative(*_RELATIVE[" ".join(m.group().lower().split())], now)))
+    for m in _WEEKDAY.finditer(text):
+        out.append((m.start(), m.end(), _weekday(m, days[0] if days else now)))
     return out
 
 
@@ -205,6 +241,8 @@ def query_periods(text: str, now: datetime) -> tuple[tuple[float, float], ...]:
         if start < taken:
             continue
         taken = end
+        if span is None:
+            continue
         period = (span[0].timestamp(), span[1].timestamp())
         if period not in out:
             out.append(period)

@@ -46,6 +46,16 @@ def _day(y: int, m: int, d: int) -> float:
     ("Anything new since last month?", [(_day(2023, 10, 1), _day(2023, 11, 1))]),
     ("My goals this year", [(_day(2023, 1, 1), _day(2024, 1, 1))]),
     ("In May or in June 2023?", [(_day(2023, 5, 1), _day(2023, 6, 1)), (_day(2023, 6, 1), _day(2023, 7, 1))]),
+    # A day of the week (now is Wednesday 1 November): the latest one before today.
+    ("What did I do last Friday?", [(_day(2023, 10, 27), _day(2023, 10, 28))]),
+    ("Who called last Wednesday?", [(_day(2023, 10, 25), _day(2023, 10, 26))]),
+    ("What was decided this past Monday?", [(_day(2023, 10, 30), _day(2023, 10, 31))]),
+    ("What did we talk about the day before yesterday?", [(_day(2023, 10, 30), _day(2023, 10, 31))]),
+    # ... counted back from the day the question names, if it names one.
+    ("What did Joanna finish last Friday on 23 January, 2022?",
+     [(_day(2022, 1, 21), _day(2022, 1, 22)), (_day(2022, 1, 23), _day(2022, 1, 24))]),
+    ("I go swimming on Fridays", []),
+    ("See you Friday!", []),
     # No period: "may" the verb, "today" (a greeting), numbers that are not years.
     ("May I ask what you recommend?", []),
     ("What I may have said about it", []),
@@ -71,6 +81,10 @@ def _day(y: int, m: int, d: int) -> float:
     ("Vad hände den 4 juli i fjol?", [(_day(2022, 7, 4), _day(2022, 7, 5))]),
     ("Vad gjorde vi i mars i år?", [(_day(2023, 3, 1), _day(2023, 4, 1))]),
     ("Minns du förra årets december?", [(_day(2022, 12, 1), _day(2023, 1, 1))]),
+    ("Vad gjorde jag i fredags?", [(_day(2023, 10, 27), _day(2023, 10, 28))]),
+    ("Vem ringde i onsdags?", [(_day(2023, 10, 25), _day(2023, 10, 26))]),
+    ("Vad åt vi i förrgår?", [(_day(2023, 10, 30), _day(2023, 10, 31))]),
+    ("Vi ses på fredag", []),
     ("Hon går i gården varje dag", []),
     # Chinese: year, month and day with 年月日/号, months in Chinese numerals, relative periods.
     ("2023年6月26日发生了什么？", [(_day(2023, 6, 26), _day(2023, 6, 27))]),
@@ -88,6 +102,12 @@ def _day(y: int, m: int, d: int) -> float:
     ("今年3月5日的会议", [(_day(2023, 3, 5), _day(2023, 3, 6))]),
     ("前年十二月", [(_day(2021, 12, 1), _day(2022, 1, 1))]),
     ("三个月前的事", []),
+    ("我上周五做了什么？", [(_day(2023, 10, 27), _day(2023, 10, 28))]),
+    ("上星期日去了哪里？", [(_day(2023, 10, 29), _day(2023, 10, 30))]),
+    ("这周一开了什么会？", [(_day(2023, 10, 30), _day(2023, 10, 31))]),
+    ("前天吃了什么？", [(_day(2023, 10, 30), _day(2023, 10, 31))]),
+    ("这周五有什么安排？", []),  # still to come: not "this week" either
+    ("每个星期五都去游泳", []),
 ])
 def test_the_periods_a_query_names(text, want):
     assert list(query_periods(text, NOW)) == want
@@ -98,6 +118,13 @@ def test_relative_periods_follow_now():
     assert query_periods("last month", NOW) == ((_day(2023, 10, 1), _day(2023, 11, 1)),)
     assert query_periods("last month", datetime(2024, 6, 3, tzinfo=UTC)) == ((_day(2024, 5, 1), _day(2024, 6, 1)),)
     assert query_periods("last month", datetime(2024, 1, 15, tzinfo=UTC)) == ((_day(2023, 12, 1), _day(2024, 1, 1)),)
+
+
+def test_last_friday_is_the_latest_friday_before_today():
+    """On a Friday, "last Friday" is a week ago; on a Saturday, yesterday."""
+    assert query_periods("last Friday", datetime(2023, 11, 3, 9, tzinfo=UTC)) == ((_day(2023, 10, 27), _day(2023, 10, 28)),)
+    assert query_periods("i fredags", datetime(2023, 11, 4, 9, tzinfo=UTC)) == ((_day(2023, 11, 3), _day(2023, 11, 4)),)
+    assert query_periods("上周五", datetime(2023, 11, 4, 9, tzinfo=UTC)) == ((_day(2023, 10, 27), _day(2023, 10, 28)),)
 
 
 def test_the_match_is_full_inside_a_period_and_a_week_after_and_decays_outside():
@@ -169,6 +196,19 @@ def test_last_week_depends_on_now(bank):
     in_aug = bank.recall(q, namespace="audrey", params=p, now=datetime(2023, 8, 23, tzinfo=UTC), record=False)
     assert in_may[0].memory.id == ids[0]
     assert in_aug[0].memory.id == ids[1]
+
+
+@pytest.mark.parametrize("question, now, which", [
+    ("Which workshop did I sign up for last Thursday?", datetime(2023, 5, 17, tzinfo=UTC), 0),  # a Wednesday
+    ("Vilken kurs anmälde jag mig till i söndags?", datetime(2023, 8, 23, tzinfo=UTC), 1),
+    ("我上周一报名了什么课程？", datetime(2023, 10, 9, tzinfo=UTC), 2),
+])
+def test_a_day_of_the_week_finds_what_was_said_that_day(bank, question, now, which):
+    """Three workshops on a Thursday, a Sunday and a Monday: a question naming the day of the
+    week finds that day's, in each language."""
+    ids = _workshops(bank)
+    hits = bank.recall(question, namespace="audrey", params=ScoringParams(threshold=0.0), now=now, record=False)
+    assert hits[0].memory.id == ids[which] and hits[0].components["dates"] > 0
 
 
 COURSES = {
