@@ -285,6 +285,23 @@ def run(quick: bool, smallest: bool = False) -> dict:
 # What the profiles said and what changed, kept here so that a re-render keeps it (figures from
 # the runs named; the table above is the latest run's).
 NOTES = """
+**Session 29** (2026-12-03, an Intel Xeon, 2 cores, on which the model alone takes 3.9 ms of CPU
+per statement one at a time and 3.1 ms in eights: 1.6 times as fast as the AMD EPYC of sessions
+26-28; `serve` at 15:24, load 0.7-1.2, `pg_servers` at 15:29, load 0.4-2.1):
+
+- *Goals met on this machine*: the library's sequential `bank.add` 68/s (goal 60; mem0 in process
+  64 in the same run) and recall over HTTP +2.9 ms over in process at p50 (8.3 against 5.5 ms;
+  goal +3). Not met: one client over HTTP 57/s (goal 60; 0.90 of mem0), 8 clients 93/s (goal
+  300); through PostgreSQL one client 72/s (goal 100) and 8 clients over 2 servers 145/s (goal
+  300).
+- *Where one client's sequential adds go* (py-spy of the server, 12 s of a 1,500-add run): its
+  writer thread is busy 90% of the time: the model 35%, DuckDB's statements 39% (the two INSERTs
+  17%, the counters' UPDATE 9%, COMMIT 7%, catching up and the connection 6%), the contradiction
+  check 16%, which runs after the answer, while the client reads it and sends the next add.
+- *Measured, not changed*: DuckDB's floor per statement here: a one-row SELECT of `meta` 0.4 ms,
+  no faster PREPAREd; the four counters as one row of BIGINT columns instead of four `meta` rows
+  0.7-0.8 against 1.3 ms (a schema migration of both stores for 0.5 ms of an add's 17).
+
 **Session 28** (2026-12-03, the AMD EPYC of sessions 26-27; the model alone 6.2 ms of CPU per
 statement one at a time and 4.4 ms in eights in this run, 7.5 and 5.2 in the PostgreSQL run that
 followed it):
