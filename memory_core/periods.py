@@ -14,6 +14,9 @@ of the bank reads:
   month and year ("igår", "i förrgår", "förra veckan", "i helgen", "förra månaden", "i fjol",
   "i år"; "昨天", "前天", "上周", "这个周末", "上个月", "去年", "今年"). "Today" is left out: "how
   are you today?" is a greeting, not a question about today's memories;
+* days and weeks ago: "3 days ago", "two weeks ago", "för en vecka sedan", "三天前", "两周前" (that
+  day; that Monday-to-Sunday week). Months and years ago are left out: they mostly date what a
+  memory tells of, which an agent hears long after ("moved here four years ago");
 * a day of the week: "last Friday" and "i fredags" are the latest Friday before today, "上周五" is
   Friday of last week and "这周五" of this one (when it has come). A bare "Friday" is left out
   ("on Fridays", "see you Friday"). Where the text also names a day ("last Friday, on 23 January
@@ -107,6 +110,18 @@ _CHINESE = re.compile(
     rf"|(?<![\d年])(?P<month2>{_ZH_MONTH})\s*月(?:\s*(?P<day2>[0-3]?\d)\s*[日号])?"
 )
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+# Days and weeks ago: "3 days ago", "two weeks ago", "för två veckor sedan", "三天前", "两周前".
+_COUNTS = {w: i for i, w in enumerate(("", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                                       "nine", "ten", "eleven", "twelve")) if w}
+_COUNTS.update({"a": 1, "an": 1, "a couple of": 2, "en": 1, "ett": 1, "ett par": 2, "två": 2, "tre": 3,
+                "fyra": 4, "fem": 5, "sex": 6, "sju": 7, "åtta": 8, "nio": 9, "tio": 10, "elva": 11, "tolv": 12})
+_COUNT = r"\d{1,3}|" + "|".join(r"\s+".join(map(re.escape, w.split())) for w in sorted(_COUNTS, key=len, reverse=True))
+_ZH_COUNT = r"\d{1,3}|[一二两三四五六七八九十]{1,3}"
+_AGO = re.compile(
+    rf"\b(?P<n>{_COUNT})\s+(?P<unit>days?|weeks?)\s+ago\b"
+    rf"|\bför\s+(?P<sv_n>{_COUNT})\s+(?P<sv_unit>dag(?:ar)?|veck(?:a|or))\s+sedan\b"
+    rf"|(?P<zh_n>{_ZH_COUNT})\s*(?P<zh_unit>天|日|周|个?星期|个?礼拜)前",
+    re.IGNORECASE)
 # Days of the week, Monday 0: "last Friday", "i fredags" (the latest one before today); "上周五"
 # (in last week), "这周五" (in this week).
 _SWEDISH_WEEKDAYS = ("måndag", "tisdag", "onsdag", "torsdag", "fredag", "lördag", "söndag")
@@ -178,6 +193,36 @@ def _weekday(m: re.Match, now: datetime) -> Span | None:
     return day, day + timedelta(days=1)
 
 
+def _zh_count(text: str) -> int | None:
+    """A count in Chinese numerals up to 999 ("三", "十二", "二十", "两"), or digits."""
+    if text.isdigit():
+        return int(text)
+    digits = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"两": 2}
+    if "十" not in text:
+        return digits[text] if len(text) == 1 and text in digits else None
+    tens, _, units = text.partition("十")
+    if (tens and tens not in digits) or (units and units not in digits) or len(tens) > 1 or len(units) > 1:
+        return None
+    return (digits[tens] if tens else 1) * 10 + (digits[units] if units else 0)
+
+
+def _ago(m: re.Match, now: datetime) -> Span | None:
+    """The day or week "N days/weeks ago" names; None for a count that is no number."""
+    if m["zh_n"]:
+        n, weeks = _zh_count(m["zh_n"]), m["zh_unit"] not in ("天", "日")
+    else:
+        count = " ".join((m["n"] or m["sv_n"]).lower().split())
+        n = int(count) if count.isdigit() else _COUNTS[count]
+        weeks = (m["unit"] or m["sv_unit"]).lower().startswith(("week", "veck"))
+    if n is None:
+        return None
+    today = datetime(now.year, now.month, now.day, tzinfo=timezone.utc)
+    if weeks:
+        monday = today - timedelta(days=today.weekday() + 7 * n)
+        return monday, monday + timedelta(days=7)
+    return today - timedelta(days=n), today - timedelta(days=n - 1)
+
+
 def _int(text: str | None) -> int | None:
     return int(text) if text else None
 
@@ -226,6 +271,8 @@ def _found(text: str, now: datetime) -> list[tuple[int, int, Span | None]]:
     days = [span[0] for _, _, span in sorted(out) if span and span[1] - span[0] == timedelta(days=1)]
     for m in _REL.finditer(text):
         out.append((m.start(), m.end(), _relative(*_RELATIVE[" ".join(m.group().lower().split())], now)))
+    for m in _AGO.finditer(text):
+        out.append((m.start(), m.end(), _ago(m, now)))
     for m in _WEEKDAY.finditer(text):
         out.append((m.start(), m.end(), _weekday(m, days[0] if days else now)))
     return out

@@ -54,6 +54,12 @@ def _day(y: int, m: int, d: int) -> float:
     # ... counted back from the day the question names, if it names one.
     ("What did Joanna finish last Friday on 23 January, 2022?",
      [(_day(2022, 1, 21), _day(2022, 1, 22)), (_day(2022, 1, 23), _day(2022, 1, 24))]),
+    # Days and weeks ago: that day, that Monday-to-Sunday week (months and years ago date what a
+    # memory tells of, not when it was said: no period).
+    ("What did we discuss 3 days ago?", [(_day(2023, 10, 29), _day(2023, 10, 30))]),
+    ("What did I say two weeks ago?", [(_day(2023, 10, 16), _day(2023, 10, 23))]),
+    ("Who did I meet a couple of days ago?", [(_day(2023, 10, 30), _day(2023, 10, 31))]),
+    ("Where did Caroline move from 4 years ago?", []),
     ("I go swimming on Fridays", []),
     ("See you Friday!", []),
     # No period: "may" the verb, "today" (a greeting), numbers that are not years.
@@ -84,6 +90,8 @@ def _day(y: int, m: int, d: int) -> float:
     ("Vad gjorde jag i fredags?", [(_day(2023, 10, 27), _day(2023, 10, 28))]),
     ("Vem ringde i onsdags?", [(_day(2023, 10, 25), _day(2023, 10, 26))]),
     ("Vad åt vi i förrgår?", [(_day(2023, 10, 30), _day(2023, 10, 31))]),
+    ("Vad sa jag för tre dagar sedan?", [(_day(2023, 10, 29), _day(2023, 10, 30))]),
+    ("Vem ringde för en vecka sedan?", [(_day(2023, 10, 23), _day(2023, 10, 30))]),
     ("Vi ses på fredag", []),
     ("Hon går i gården varje dag", []),
     # Chinese: year, month and day with 年月日/号, months in Chinese numerals, relative periods.
@@ -102,6 +110,9 @@ def _day(y: int, m: int, d: int) -> float:
     ("今年3月5日的会议", [(_day(2023, 3, 5), _day(2023, 3, 6))]),
     ("前年十二月", [(_day(2021, 12, 1), _day(2022, 1, 1))]),
     ("三个月前的事", []),
+    ("三天前说了什么？", [(_day(2023, 10, 29), _day(2023, 10, 30))]),
+    ("两个星期前见了谁？", [(_day(2023, 10, 16), _day(2023, 10, 23))]),
+    ("十二天前", [(_day(2023, 10, 20), _day(2023, 10, 21))]),
     ("我上周五做了什么？", [(_day(2023, 10, 27), _day(2023, 10, 28))]),
     ("上星期日去了哪里？", [(_day(2023, 10, 29), _day(2023, 10, 30))]),
     ("这周一开了什么会？", [(_day(2023, 10, 30), _day(2023, 10, 31))]),
@@ -202,10 +213,13 @@ def test_last_week_depends_on_now(bank):
     ("Which workshop did I sign up for last Thursday?", datetime(2023, 5, 17, tzinfo=UTC), 0),  # a Wednesday
     ("Vilken kurs anmälde jag mig till i söndags?", datetime(2023, 8, 23, tzinfo=UTC), 1),
     ("我上周一报名了什么课程？", datetime(2023, 10, 9, tzinfo=UTC), 2),
+    ("Which workshop did I sign up for 6 days ago?", datetime(2023, 5, 17, tzinfo=UTC), 0),
+    ("Vilken kurs anmälde jag mig till för tre dagar sedan?", datetime(2023, 8, 23, tzinfo=UTC), 1),
+    ("我一周前报名了什么课程？", datetime(2023, 10, 9, tzinfo=UTC), 2),
 ])
-def test_a_day_of_the_week_finds_what_was_said_that_day(bank, question, now, which):
+def test_a_day_of_the_week_or_days_ago_finds_what_was_said_then(bank, question, now, which):
     """Three workshops on a Thursday, a Sunday and a Monday: a question naming the day of the
-    week finds that day's, in each language."""
+    week, or how many days or weeks ago, finds that day's, in each language."""
     ids = _workshops(bank)
     hits = bank.recall(question, namespace="audrey", params=ScoringParams(threshold=0.0), now=now, record=False)
     assert hits[0].memory.id == ids[which] and hits[0].components["dates"] > 0
