@@ -298,6 +298,20 @@ per statement one at a time and 3.1 ms in eights: 1.6 times as fast as the AMD E
   writer thread is busy 90% of the time: the model 35%, DuckDB's statements 39% (the two INSERTs
   17%, the counters' UPDATE 9%, COMMIT 7%, catching up and the connection 6%), the contradiction
   check 16%, which runs after the answer, while the client reads it and sends the next add.
+- *The model is slower inside an add than alone*: `embedder.encode` of one statement took 6.3 ms
+  at p50 inside `bank.add` on a bank file and 5.8 ms on PostgreSQL, against 3.7-3.9 ms for the
+  same statements embedded back to back. Its weights (about 90 MB) stay in the processor's
+  shared cache only while nothing else runs: 64 MB of other memory traffic between two embeds
+  gives 6.0 ms, 8 MB 4.1 ms, and 2 ms of sleep 4.6 ms (other tenants of the host use the cache
+  meanwhile). So one add pays about 6 ms for the model, whatever the rest costs; the table's
+  "model alone" rows are the model at its best.
+- *PostgreSQL in process meets its goal*: sequential `bank.add` on a PostgreSQL bank, 109/s (9.2
+  ms); through one server 73-85/s in scratch runs (the server's writer thread busy 81% of the time:
+  the model 58% of that, the contradiction check 23%, the store 19%).
+- *Tried, not kept*: a pipeline in the server's write queue, one thread embedding each group
+  while the other writes and checks the last one. 8 clients: 69-75 against 82-85 adds/s without
+  it, in turns (63-70 with one group ahead instead of two): the embedding thread takes rows as
+  they come, in smaller batches, and the server spent more CPU per add (37 against 32 s).
 - *Measured, not changed*: DuckDB's floor per statement here: a one-row SELECT of `meta` 0.4 ms,
   no faster PREPAREd; the four counters as one row of BIGINT columns instead of four `meta` rows
   0.7-0.8 against 1.3 ms (a schema migration of both stores for 0.5 ms of an add's 17).
