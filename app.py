@@ -25,6 +25,7 @@ PAGES = [  # (module in pages/, title, icon); the first is the home page
     ("maintenance", "Maintenance", "🧹"),
     ("usage", "Usage", "📈"),
     ("evaluate", "Evaluate", "🧪"),
+    ("access", "Access", "🔑"),
 ]
 page = st.navigation([
     st.Page(f"pages/{module}.py", title=title, icon=icon, default=i == 0)

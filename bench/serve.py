@@ -32,7 +32,7 @@ from bench._util import ROOT, WORDS, machine, memory_statements, model_ceiling, 
 
 CLIENTS = 8
 PAGES = ("pages/overview.py", "pages/browse.py", "pages/tune.py", "pages/conflicts.py", "pages/merges.py",
-         "pages/maintenance.py", "pages/usage.py", "pages/evaluate.py")
+         "pages/maintenance.py", "pages/usage.py", "pages/evaluate.py", "pages/access.py")
 
 
 def _sizes(quick: bool, smallest: bool) -> dict[str, int]:

@@ -42,6 +42,7 @@ PAGES = {
     "maintenance": ("Maintenance", "Maintenance"),
     "usage": ("Usage", "Usage"),
     "evaluate": ("Evaluate", "Evaluate"),
+    "access": ("Access", "Create a token"),
 }
 PAGE_FILES = sorted(p.stem for p in PAGES_DIR.glob("*.py") if p.stem not in {"common", "__init__"})
 

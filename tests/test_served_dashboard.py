@@ -20,7 +20,7 @@ from memctl_server import Served
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGES = ["pages/overview.py", "pages/browse.py", "pages/tune.py", "pages/conflicts.py", "pages/merges.py",
-         "pages/maintenance.py", "pages/usage.py", "pages/evaluate.py"]
+         "pages/maintenance.py", "pages/usage.py", "pages/evaluate.py", "pages/access.py"]
 
 
 def test_every_page_loads_and_edits_reach_the_agents_while_a_server_takes_writes(tmp_path, embedder, monkeypatch):

@@ -1,0 +1,89 @@
+"""Access: the tokens agents use with `memctl serve` (REST and MCP); create one, revoke one."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from memory_core import MemoryCoreError, Token
+from pages.common import get_bank, readable_errors
+
+bank = get_bank()
+st.title("Access")
+st.caption("Agents reach the bank through `memctl serve` (REST at /v1, MCP at /mcp) with a bearer token. "
+           "Each token may use only its namespaces, read-only or read and write; an admin token may use "
+           "every namespace. Secrets are stored hashed: a new token's secret is shown once, here.")
+
+
+def _access(token: Token) -> str:
+    if token.admin:
+        return "admin: every namespace" + (", read-only" if token.read_only else "")
+    return "read-only" if token.read_only else "read and write"
+
+
+def _create() -> None:
+    """Create the token the form describes; its secret is shown once, on the run that follows."""
+    state = st.session_state
+    try:
+        state["access-created"] = bank.tokens.create(
+            state["token-name"].strip(), state["token-namespaces"], read_only=state["token-read-only"],
+            admin=state["token-admin"])
+    except MemoryCoreError as exc:
+        state["access-flash"] = ("error", f"{exc}")  # the form keeps what was typed, to correct it
+        return
+    state["token-name"], state["token-namespaces"] = "", []
+    state["token-read-only"] = state["token-admin"] = False
+
+
+def _revoke() -> None:
+    state = st.session_state
+    name = state["revoke-name"]
+    try:
+        bank.tokens.revoke(name)
+    except MemoryCoreError as exc:
+        state["access-flash"] = ("error", f"{exc}")
+        return
+    state["access-flash"] = ("success", f"Revoked **{name}**: requests presenting it are refused from now on.")
+    state["revoke-sure"] = False
+
+
+flash = st.session_state.pop("access-flash", None)
+if flash is not None:
+    getattr(st, flash[0])(flash[1])
+created = st.session_state.pop("access-created", None)
+if created is not None:
+    token, secret = created
+    st.success(f"Created **{token.name}** ({_access(token)}"
+               + (f"; {', '.join(token.namespaces)}" if token.namespaces else "") + ").")
+    st.warning("Copy the secret now: it is not stored and cannot be shown again.")
+    st.code(secret, language=None)
+    st.caption("Agents send it as `Authorization: Bearer <secret>`, MCP clients too.")
+
+with readable_errors():
+    tokens = bank.tokens.list()
+    if tokens:
+        st.dataframe(pd.DataFrame([{"name": t.name, "namespaces": ", ".join(t.namespaces) or "(all)",
+                                    "access": _access(t), "created": t.created_at} for t in tokens]),
+                     hide_index=True, width="stretch")
+    else:
+        st.info("No tokens yet: `memctl serve` refuses every request until one exists. Create one below "
+                "(or with `memctl token create`).")
+
+    st.subheader("Create a token")
+    with st.form("create-token"):
+        st.text_input("Name", placeholder="support-agent", key="token-name",
+                      help="Who uses it: the history names every change made with it so.")
+        st.multiselect("Namespaces", [ns for ns, _ in bank.namespaces()], accept_new_options=True,
+                       key="token-namespaces", help="The memories it may use; type a new namespace to add one.")
+        c1, c2 = st.columns(2)
+        c1.checkbox("Read-only", key="token-read-only", help="Recall and read, but never change a memory.")
+        c2.checkbox("Admin", key="token-admin", help="Every namespace, and the admin routes.")
+        st.form_submit_button("Create token", type="primary", on_click=_create)
+
+    if tokens:
+        st.subheader("Revoke a token")
+        st.caption("Requests presenting it are refused from the next one on, by every server of the bank.")
+        c1, c2 = st.columns([2, 1])
+        c1.selectbox("Token", [t.name for t in tokens], key="revoke-name")
+        sure = c2.checkbox("I am sure", key="revoke-sure")
+        st.button("Revoke", key="revoke", disabled=not sure, on_click=_revoke)
