@@ -11,27 +11,14 @@ import streamlit as st
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from pages.common import bank_path, get_bank, model_caption, readable_errors, require_password  # noqa: E402
+from dashboard.common import (PAGES, bank_path, get_bank, model_caption, page_file, readable_errors,  # noqa: E402
+                              require_password)
 
 st.set_page_config(page_title="Memory Console", page_icon="🧠", layout="wide")
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PAGES = [  # (module in pages/, title, icon); the first is the home page
-    ("overview", "Overview", "🏠"),
-    ("browse", "Browse", "🔎"),
-    ("tune", "Tune", "🎚️"),
-    ("conflicts", "Conflicts", "⚖️"),
-    ("merges", "Merges", "🧩"),
-    ("maintenance", "Maintenance", "🧹"),
-    ("usage", "Usage", "📈"),
-    ("evaluate", "Evaluate", "🧪"),
-    ("access", "Access", "🔑"),
-]
-page = st.navigation([
-    st.Page(f"pages/{module}.py", title=title, icon=icon, default=i == 0)
-    for i, (module, title, icon) in enumerate(PAGES) if os.path.exists(os.path.join(HERE, "pages", f"{module}.py"))
-])
-require_password()  # pages check again through get_bank(): a page can be reached by its URL alone
+page = st.navigation([st.Page(page_file(module), title=title, icon=icon, default=i == 0)
+                      for i, (module, title, icon) in enumerate(PAGES)])
+require_password()  # pages check again through get_bank(): a page may also run on its own (tests)
 
 bank = get_bank()
 with st.sidebar:

@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 
 from bench._util import ROOT, WORDS, machine, memory_statements, model_ceiling, percentiles
+from dashboard.common import PAGES as DASHBOARD_PAGES, page_file
 
 CLIENTS = 8
-PAGES = ("pages/overview.py", "pages/browse.py", "pages/tune.py", "pages/conflicts.py", "pages/merges.py",
-         "pages/maintenance.py", "pages/usage.py", "pages/evaluate.py", "pages/access.py")
+PAGES = tuple(page_file(module) for module, _, _ in DASHBOARD_PAGES)
 
 
 def _sizes(quick: bool, smallest: bool) -> dict[str, int]:

@@ -138,7 +138,7 @@ def dashboard(bank_path: str, folder: Path, seconds: float) -> None:
     runs: list[dict[str, Any]] = []
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        for page in (None, "pages/browse.py", "pages/tune.py"):
+        for page in (None, "dashboard/browse.py", "dashboard/tune.py"):
             t = time.perf_counter()
             problem = None
             try:
@@ -151,7 +151,7 @@ def dashboard(bank_path: str, folder: Path, seconds: float) -> None:
                     problem = "shown: " + "; ".join([e.value for e in at.error] + [w.value for w in at.warning])
             except Exception as exc:
                 problem = f"{type(exc).__name__}: {exc}"
-            runs.append({"page": page or "pages/overview.py", "seconds": time.perf_counter() - t, "problem": problem})
+            runs.append({"page": page or "dashboard/overview.py", "seconds": time.perf_counter() - t, "problem": problem})
     _report(folder / "dashboard.json", {"runs": runs})
 
 

@@ -8,7 +8,7 @@
             print(hit.score, hit.memory.text)
 
 The public surface is what this package exports (``__all__`` below) and the submodules named in
-:data:`PUBLIC_MODULES`; the dashboard (``app.py``, ``pages/``) and ``memctl`` use nothing else
+:data:`PUBLIC_MODULES`; the dashboard (``app.py``, ``dashboard/``) and ``memctl`` use nothing else
 (tests/test_public_api.py checks it):
 
 - ``memory_core.scoring``: ScoringParams and the presets, the parts of a score, the tier rule

@@ -23,7 +23,7 @@ import pytest
 from memory_core import MemoryBank
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES_DIR = ROOT / "pages"
+PAGES_DIR = ROOT / "dashboard"
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -32,7 +32,7 @@ XSS = '<script>window.__pwned=1</script> **bold** <img src="http://example.inval
 XSS_TEXT = f"Note from a chat: {XSS}"
 TUNE_QUERY = "what does she drink in the morning"
 
-# module in pages/ -> (title in the sidebar nav, text the page shows once it has run)
+# module in dashboard/ -> (title in the sidebar nav, text the page shows once it has run)
 PAGES = {
     "overview": ("Overview", "Memory Console"),
     "browse": ("Browse", "Browse memories"),
@@ -214,7 +214,7 @@ class Tab:
             expect(page.locator('[data-testid="stSidebarNav"]')).to_be_visible(timeout=60_000)
             self.settle()
         link = page.locator('[data-testid="stSidebarNav"] a').filter(has_text=title)
-        expect(link, f"pages/{module}.py exists but the sidebar nav has no {title!r} link "
+        expect(link, f"dashboard/{module}.py exists but the sidebar nav has no {title!r} link "
                      "(is it listed in app.py's PAGES?)").to_have_count(1)
         link.click()
         self.settle()
@@ -268,17 +268,17 @@ def _tab(browser, url: str):
 # -- tests --------------------------------------------------------------------------------------
 
 def test_every_page_file_is_known():
-    """Each page module in pages/ has an entry here, so no page is skipped silently."""
+    """Each page module in dashboard/ has an entry here, so no page is skipped silently."""
     unknown = [m for m in PAGE_FILES if m not in PAGES]
     assert not unknown, f"pages without a browser test entry: {unknown}"
     for required in ["overview", "browse", "tune", "conflicts", "merges", "maintenance"]:
-        assert required in PAGE_FILES, f"pages/{required}.py is missing"
+        assert required in PAGE_FILES, f"dashboard/{required}.py is missing"
 
 
 @pytest.mark.parametrize("module", [m for m in PAGES if m != "usage" or (PAGES_DIR / "usage.py").exists()])
 def test_page_renders(tab, module):
     if not (PAGES_DIR / f"{module}.py").exists():
-        pytest.fail(f"pages/{module}.py does not exist (yet): the {PAGES[module][0]} page cannot be tested")
+        pytest.fail(f"dashboard/{module}.py does not exist (yet): the {PAGES[module][0]} page cannot be tested")
     _check_page(tab, module, module)
 
 
@@ -341,7 +341,7 @@ def _nudge(tab: Tab, label: str, key: str) -> None:
 
 def test_tune_ranking_reacts_to_sliders(tab):
     if not (PAGES_DIR / "tune.py").exists():
-        pytest.fail("pages/tune.py does not exist (yet): the Tune page cannot be tested")
+        pytest.fail("dashboard/tune.py does not exist (yet): the Tune page cannot be tested")
     tab.goto("tune")
     page = tab.page
     main = page.locator('[data-testid="stMain"]')
@@ -414,6 +414,24 @@ def test_a_password_guards_pages_opened_by_url(browser, guarded_server, bank_fil
         assert log.exists() and "correct horse" not in log.read_text(errors="replace")
     finally:
         page.close()
+
+
+def test_a_page_opened_by_its_url_on_a_fresh_dashboard_is_the_dashboards(browser, bank_file):
+    """A bookmarked page after a restart: the server's first session opens it by its URL. It runs
+    through app.py (its navigation, the bank in the sidebar), not as a file Streamlit found in a
+    folder, listed with the others by file name ("common" among them)."""
+    serving = _serve(bank_file[0])
+    url = next(serving)
+    page = browser.new_page()
+    try:
+        page.goto(f"{url}/browse")
+        page.get_by_text("Text contains").wait_for(timeout=60_000)
+        sidebar = page.get_by_test_id("stSidebar").inner_text()
+        assert all(title in sidebar for title, _ in PAGES.values()), sidebar
+        assert "common" not in sidebar.lower() and "Bank" in sidebar, sidebar
+    finally:
+        page.close()
+        serving.close()
 
 
 # -- markup on every page that shows memory text -------------------------------------------------

@@ -135,7 +135,7 @@ def test_the_dashboard_shows_the_error_instead_of_a_traceback(tmp_path, filled, 
     monkeypatch.setenv("MEMCTL_BANK", str(path))
     at = AppTest.from_file(APP, default_timeout=120).run()
     if not at.exception:  # the overview may open the bank before reading a damaged block
-        at.switch_page("pages/browse.py").run()
+        at.switch_page("dashboard/browse.py").run()
     assert not at.exception, at.exception
     shown = " ".join(e.value for e in at.error)
     assert str(path) in shown and "restore --from" in shown

@@ -17,7 +17,7 @@ from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
 from memory_core import MemoryBank
-from pages.common import is_loopback, password_matches
+from dashboard.common import is_loopback, password_matches
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -48,7 +48,7 @@ def test_which_addresses_are_loopback(address, loopback):
 
 
 @pytest.mark.parametrize("address", ["0.0.0.0", "192.168.1.20", None])
-@pytest.mark.parametrize("page", [None, "pages/browse.py", "pages/tune.py"])
+@pytest.mark.parametrize("page", [None, "dashboard/browse.py", "dashboard/tune.py"])
 def test_exposed_without_a_password_every_page_refuses(exposed_bank, caplog, address, page):
     st_config.set_option("server.address", address)
     caplog.set_level(logging.ERROR, logger="memory_console.dashboard")

@@ -224,7 +224,7 @@ def test_browse_search_with_sql_injects_nothing(tmp_path, embedder, monkeypatch)
         at.session_state["namespace_choice"] = "(all)"
         at.session_state["browse_contains"] = payload  # the "Text contains" box, as typed
         at.run()
-        at.switch_page("pages/browse.py").run()
+        at.switch_page("dashboard/browse.py").run()
         assert not at.exception, at.exception
         assert at.text_input(key="browse_contains").value == payload
         assert any("No memory matches" in m.value for m in at.markdown), "the payload matched literally: nothing"

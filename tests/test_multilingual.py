@@ -161,7 +161,7 @@ def test_the_tune_page_names_the_banks_model(tmp_path, monkeypatch) -> None:
     at = AppTest.from_file(app, default_timeout=60).run()
     assert not at.exception
     assert "Embedding model **use-multilingual-v3** · active preset **default**" in [c.value for c in at.sidebar.caption]
-    at.switch_page("pages/tune.py").run()  # (AppTest renders no sidebar after a page switch)
+    at.switch_page("dashboard/tune.py").run()  # (AppTest renders no sidebar after a page switch)
     assert not at.exception and at.title[0].value == "Tune recall"
     assert any(c.value.startswith("Embedding model **use-multilingual-v3**") for c in at.main.caption), \
         [c.value for c in at.main.caption]

@@ -17,7 +17,7 @@ def _app(path: Path, monkeypatch) -> AppTest:
     monkeypatch.setenv("MEMCTL_BANK", str(path))
     at = AppTest.from_file(APP, default_timeout=90).run()
     assert not at.exception, at.exception
-    at.switch_page("pages/access.py").run()
+    at.switch_page("dashboard/access.py").run()
     assert not at.exception, at.exception
     return at
 

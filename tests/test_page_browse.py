@@ -34,7 +34,7 @@ def browse(tmp_path, embedder, monkeypatch):
         assert [h.memory.id for h in bank.recall("night shifts at work", namespace="bob", record=True)] == [ids["night"]]
     monkeypatch.setenv("MEMCTL_BANK", str(path))
     at = AppTest.from_file(APP, default_timeout=60).run()
-    at.switch_page("pages/browse.py").run()
+    at.switch_page("dashboard/browse.py").run()
     assert not at.exception
     at.selectbox(key="browse_namespace").select("alice").run()
     assert not at.exception
@@ -182,7 +182,7 @@ def test_empty_bank_offers_the_add_form(tmp_path, embedder, monkeypatch):
     MemoryBank.open(path, embedder=embedder).close()
     monkeypatch.setenv("MEMCTL_BANK", str(path))
     at = AppTest.from_file(APP, default_timeout=60).run()
-    at.switch_page("pages/browse.py").run()
+    at.switch_page("dashboard/browse.py").run()
     assert not at.exception
     at.text_area(key="add_text").input("First memory")
     at.button(key="FormSubmitter:add_form-Add memory").click().run()

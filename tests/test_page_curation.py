@@ -51,7 +51,7 @@ def _conflict_bank(path: Path, embedder, older: str = "Lives in Paris", newer: s
 
 # -- empty banks --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("page", ["pages/conflicts.py", "pages/merges.py", "pages/maintenance.py"])
+@pytest.mark.parametrize("page", ["dashboard/conflicts.py", "dashboard/merges.py", "dashboard/maintenance.py"])
 def test_pages_explain_an_empty_bank(tmp_path, embedder, monkeypatch, page):
     path = tmp_path / f"empty-{Path(page).stem}.duckdb"
     MemoryBank.open(path, embedder=embedder).close()
@@ -64,7 +64,7 @@ def test_pages_explain_an_empty_bank(tmp_path, embedder, monkeypatch, page):
 def test_conflicts_newer_wins_then_undo(tmp_path, embedder, monkeypatch):
     path = tmp_path / "conflicts-newer.duckdb"
     a, b, cid = _conflict_bank(path, embedder)
-    at = _app(path, monkeypatch, "pages/conflicts.py")
+    at = _app(path, monkeypatch, "dashboard/conflicts.py")
     texts = _plain_texts(at)
     assert "Lives in Paris" in texts and "Moved to Berlin" in texts
     assert at.button(key=f"resolve-{cid}-newer_wins").proto.type == "primary"  # the suggestion stands out
@@ -88,7 +88,7 @@ def test_conflicts_newer_wins_then_undo(tmp_path, embedder, monkeypatch):
 def test_conflicts_dismiss_and_undo_from_recent(tmp_path, embedder, monkeypatch):
     path = tmp_path / "conflicts-dismiss.duckdb"
     a, b, cid = _conflict_bank(path, embedder)
-    at = _app(path, monkeypatch, "pages/conflicts.py")
+    at = _app(path, monkeypatch, "dashboard/conflicts.py")
     at.button(key=f"resolve-{cid}-dismiss").click().run()
     assert not at.exception, at.exception
     with MemoryBank.open(path, embedder=embedder) as bank:
@@ -105,7 +105,7 @@ def test_conflicts_dismiss_and_undo_from_recent(tmp_path, embedder, monkeypatch)
 def test_conflicts_edit_one_memory(tmp_path, embedder, monkeypatch):
     path = tmp_path / "conflicts-edit.duckdb"
     a, b, cid = _conflict_bank(path, embedder)
-    at = _app(path, monkeypatch, "pages/conflicts.py")
+    at = _app(path, monkeypatch, "dashboard/conflicts.py")
     at.text_input(key=f"edit-text-{cid}-{a}").input("Lived in Paris until 2025").run()
     at.button(key=f"resolve-{cid}-edit").click().run()
     assert not at.exception, at.exception
@@ -117,14 +117,14 @@ def test_conflicts_edit_one_memory(tmp_path, embedder, monkeypatch):
 def test_conflicts_explicit_wins_is_refused_readably_for_same_kinds(tmp_path, embedder, monkeypatch):
     path = tmp_path / "conflicts-kinds.duckdb"
     _, _, cid = _conflict_bank(path, embedder)
-    at = _app(path, monkeypatch, "pages/conflicts.py")
+    at = _app(path, monkeypatch, "dashboard/conflicts.py")
     assert at.button(key=f"resolve-{cid}-explicit_wins").disabled  # both memories are explicit
 
 
 def test_conflicts_show_markup_literally(tmp_path, embedder, monkeypatch):
     path = tmp_path / "conflicts-markup.duckdb"
     _conflict_bank(path, embedder, older=MARKUP, newer="Lives in Bergen")
-    at = _app(path, monkeypatch, "pages/conflicts.py")
+    at = _app(path, monkeypatch, "dashboard/conflicts.py")
     assert MARKUP in _plain_texts(at)
     assert "<b>x</b>" not in _markdown(at) and "**bold**" not in _markdown(at)
 
@@ -133,7 +133,7 @@ def test_conflicts_detection_button_runs(tmp_path, embedder, monkeypatch):
     path = tmp_path / "conflicts-detect.duckdb"
     with MemoryBank.open(path, embedder=embedder) as bank:
         bank.add_many([{"text": "Works night shifts", "namespace": "bob"}])
-    at = _app(path, monkeypatch, "pages/conflicts.py")
+    at = _app(path, monkeypatch, "dashboard/conflicts.py")
     assert any("No open conflicts" in i.value for i in at.info)
     next(b for b in at.button if b.label == "Run detection now").click().run()
     assert not at.exception, at.exception
@@ -154,7 +154,7 @@ def _dupes_bank(path: Path, embedder, text: str = "Prefers dark mode in every ed
 def test_merge_from_the_page_then_undo(tmp_path, embedder, monkeypatch):
     path = tmp_path / "merge-one.duckdb"
     a, b, other = _dupes_bank(path, embedder)
-    at = _app(path, monkeypatch, "pages/merges.py")
+    at = _app(path, monkeypatch, "dashboard/merges.py")
     key = f"{a}-{b}"
     assert at.text_area(key=f"merge-text-{key}").value == "Prefers dark mode in every editor"
     at.text_area(key=f"merge-text-{key}").input("Prefers dark mode in all editors").run()
@@ -183,7 +183,7 @@ def test_merge_from_the_page_then_undo(tmp_path, embedder, monkeypatch):
 def test_merge_all_and_markup_shown_literally(tmp_path, embedder, monkeypatch):
     path = tmp_path / "merge-all.duckdb"
     a, b, _ = _dupes_bank(path, embedder, text=MARKUP)
-    at = _app(path, monkeypatch, "pages/merges.py")
+    at = _app(path, monkeypatch, "dashboard/merges.py")
     assert MARKUP in _plain_texts(at)
     assert "<b>x</b>" not in _markdown(at)
     at.button(key="merge-all").click().run()
@@ -199,7 +199,7 @@ def test_merges_threshold_slider_changes_the_candidates(tmp_path, embedder, monk
     with MemoryBank.open(path, embedder=embedder) as bank:
         bank.add_many([{"text": "Works night shifts", "namespace": "bob"},
                        {"text": "Likes hiking in the Alps", "namespace": "bob"}])
-    at = _app(path, monkeypatch, "pages/merges.py")
+    at = _app(path, monkeypatch, "dashboard/merges.py")
     assert any("No merge candidates" in i.value for i in at.info)
     at.checkbox(key="merge_related_on").check().run()
     assert not at.exception, at.exception
@@ -220,7 +220,7 @@ def _expiry_bank(path: Path, embedder) -> tuple[int, int]:
 def test_maintenance_dry_run_changes_nothing_then_apply_archives(tmp_path, embedder, monkeypatch):
     path = tmp_path / "maintenance.duckdb"
     old, keep = _expiry_bank(path, embedder)
-    at = _app(path, monkeypatch, "pages/maintenance.py")
+    at = _app(path, monkeypatch, "dashboard/maintenance.py")
     assert not at.dataframe  # nothing previewed yet
 
     at.button(key="m_dry").click().run()
@@ -245,7 +245,7 @@ def test_maintenance_dry_run_changes_nothing_then_apply_archives(tmp_path, embed
 def test_maintenance_plan_inputs_change_the_dry_run(tmp_path, embedder, monkeypatch):
     path = tmp_path / "maintenance-plan.duckdb"
     old, _ = _expiry_bank(path, embedder)
-    at = _app(path, monkeypatch, "pages/maintenance.py")
+    at = _app(path, monkeypatch, "dashboard/maintenance.py")
     at.number_input(key="m_expire_after").set_value(500.0).run()  # the old memory is 400 days old
     at.button(key="m_dry").click().run()
     assert not at.exception, at.exception
@@ -258,7 +258,7 @@ def test_maintenance_plan_inputs_change_the_dry_run(tmp_path, embedder, monkeypa
 def test_maintenance_hard_expiry_needs_confirmation(tmp_path, embedder, monkeypatch):
     path = tmp_path / "maintenance-hard.duckdb"
     _expiry_bank(path, embedder)
-    at = _app(path, monkeypatch, "pages/maintenance.py")
+    at = _app(path, monkeypatch, "dashboard/maintenance.py")
     at.selectbox(key="m_action").select("hard").run()
     assert at.button(key="m_apply").disabled
     at.checkbox(key="m_confirm_hard").check().run()
@@ -273,7 +273,7 @@ def test_merges_of_a_large_namespace_wait_until_asked(tmp_path, embedder, monkey
     path = tmp_path / "merge-large.duckdb"
     a, b, _ = _dupes_bank(path, embedder)
     monkeypatch.setattr(merge, "LARGE_NAMESPACE", 3)
-    at = _app(path, monkeypatch, "pages/merges.py")
+    at = _app(path, monkeypatch, "dashboard/merges.py")
     assert f"merge-{a}-{b}" not in [button.key for button in at.button]
     assert any("bob holds 3 memories" in i.value for i in at.info)
     at.checkbox(key="merge_large::bob").check().run()
@@ -289,7 +289,7 @@ def test_many_conflicts_are_shown_a_page_at_a_time(tmp_path, embedder, monkeypat
                              for i in range(46)])
         bank.record_conflicts([{"a_id": ids[i], "b_id": ids[i + 1], "kind": "value_change", "evidence": f"pair {i}",
                                 "confidence": 0.7, "suggestion": "newer_wins", "path": "rules"} for i in range(45)])
-    at = _app(path, monkeypatch, "pages/conflicts.py")
+    at = _app(path, monkeypatch, "dashboard/conflicts.py")
     headings = [m.value for m in at.markdown if m.value.startswith("#### Conflict")]
     assert len(headings) == 20 and "Open conflicts (45)" in [s.value for s in at.subheader]
     at.selectbox(key="conflicts_page").set_value(3).run()
@@ -306,6 +306,6 @@ def test_many_merge_clusters_are_shown_a_page_at_a_time(tmp_path, embedder, monk
                                      "eggs", "muesli", "fruit", "bacon", "pancakes", "waffles", "bagels", "croissants",
                                      "oatmeal", "cereal", "smoothies", "kefir", "granola")
                        for d in (30, 10)])
-    at = _app(path, monkeypatch, "pages/merges.py")
+    at = _app(path, monkeypatch, "dashboard/merges.py")
     clusters = [m.value for m in at.markdown if m.value.startswith("#### Cluster")]
     assert len(clusters) == 20 and any(s.key == "merges_page" for s in at.selectbox)

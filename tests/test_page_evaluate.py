@@ -43,7 +43,7 @@ def eval_bank(tmp_path, embedder, monkeypatch):
 
 def open_page() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=90).run()
-    at.switch_page("pages/evaluate.py").run()
+    at.switch_page("dashboard/evaluate.py").run()
     assert not at.exception, at.exception
     return at
 

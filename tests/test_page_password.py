@@ -37,7 +37,7 @@ def test_a_password_shows_only_the_sign_in_form(tmp_path, embedder, monkeypatch)
 
 
 def test_password_check_is_exact(monkeypatch):
-    from pages.common import password_matches
+    from dashboard.common import password_matches
 
     monkeypatch.setenv("MEMCTL_DASHBOARD_PASSWORD", "correct horse")
     assert password_matches("correct horse")
@@ -54,7 +54,7 @@ def test_hard_delete_asks_for_the_password_again(tmp_path, embedder, monkeypatch
     at = AppTest.from_file(APP, default_timeout=60)
     at.session_state["signed_in"] = True  # as after signing in
     at.run()
-    at.switch_page("pages/browse.py").run()
+    at.switch_page("dashboard/browse.py").run()
     at.selectbox(key="browse_detail").select(mid).run()
     at.text_input(key=f"hard_confirm_{mid}").input(str(mid)).run()
     at.text_input(key=f"hard_password_{mid}").input("guess").run()

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from memory_core import MemoryBank, ScoringParams
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
-PAGE = "pages/tune.py"
+PAGE = "dashboard/tune.py"
 QUERY = "what food does she like for dinner"
 
 
@@ -348,7 +348,7 @@ def test_a_large_namespace_loads_under_a_progress_bar(tmp_path, embedder, monkey
     """The first ranking of a large namespace loads its index under a progress bar that names the
     namespace and its size and fills up; the ranking follows, and the next query (index loaded)
     shows no bar."""
-    import pages.common
+    import dashboard.common
     import streamlit as st
     from bench._util import unit_vectors
     from memory_core import merge
@@ -361,7 +361,7 @@ def test_a_large_namespace_loads_under_a_progress_bar(tmp_path, embedder, monkey
         bank.add_many([{"text": f"dinner idea number {i}", "namespace": "alice", "embedding": vectors[i]}
                        for i in range(n)])
     monkeypatch.setenv("MEMCTL_BANK", str(path))
-    monkeypatch.setattr(pages.common, "LOAD_PROGRESS_MIN", 100)  # 300 memories count as large here
+    monkeypatch.setattr(dashboard.common, "LOAD_PROGRESS_MIN", 100)  # 300 memories count as large here
     monkeypatch.setattr(merge, "LARGE_NAMESPACE", 100)  # and the home page leaves them alone
     shown = []
     real, real_st = DeltaGenerator.progress, st.progress

@@ -18,7 +18,7 @@ def usage_page(path: Path, monkeypatch) -> AppTest:
     """The Usage page, reached through the app's navigation."""
     monkeypatch.setenv("MEMCTL_BANK", str(path))
     at = AppTest.from_file(APP, default_timeout=60).run()
-    at.switch_page("pages/usage.py").run()
+    at.switch_page("dashboard/usage.py").run()
     assert not at.exception, at.exception
     return at
 

@@ -1,4 +1,4 @@
-"""The faces (app.py, pages/, memctl) use memory_core's public surface only.
+"""The faces (app.py, dashboard/, memctl) use memory_core's public surface only.
 
 Public means: a name in ``memory_core.__all__``, one of the submodules in
 ``memory_core.PUBLIC_MODULES``, or a name such a submodule defines itself (not one it imports) and
@@ -20,7 +20,7 @@ import pytest
 import memory_core
 
 ROOT = Path(__file__).resolve().parent.parent
-FACES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), ROOT / "memory_core" / "cli.py",
+FACES = [ROOT / "app.py", *sorted((ROOT / "dashboard").glob("*.py")), ROOT / "memory_core" / "cli.py",
          *sorted((ROOT / "memory_core" / "server").glob("*.py"))]
 PACKAGE = "memory_core"
 
@@ -86,7 +86,7 @@ def violations(source: str, filename: str = "<face>", package: str | None = None
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 if package is None:
-                    continue  # relative to pages/: not memory_core
+                    continue  # relative to dashboard/: not memory_core
                 base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
                 dotted = f"{base}.{node.module}" if node.module else base
             else:
@@ -155,7 +155,7 @@ def test_relative_imports_in_the_cli_are_checked_too() -> None:
     assert violations("from .store import utcnow", package=PACKAGE) != []
     assert violations("from . import conflicts", package=PACKAGE) != []
     assert violations("from . import MemoryBank, metrics", package=PACKAGE) == []
-    assert violations("from .common import get_bank") == []  # pages/: not memory_core
+    assert violations("from .common import get_bank") == []  # dashboard/: not memory_core
     assert violations("from .writes import WriteQueue", package="memory_core.server") == []  # its own module
     assert violations("from ..tokens import Token", package="memory_core.server") != []
 

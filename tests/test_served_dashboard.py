@@ -15,12 +15,12 @@ from pathlib import Path
 import httpx
 from streamlit.testing.v1 import AppTest
 
+from dashboard.common import PAGES as DASHBOARD_PAGES, page_file
 from memory_core import MemoryBank
 from memctl_server import Served
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
-PAGES = ["pages/overview.py", "pages/browse.py", "pages/tune.py", "pages/conflicts.py", "pages/merges.py",
-         "pages/maintenance.py", "pages/usage.py", "pages/evaluate.py", "pages/access.py"]
+PAGES = [page_file(module) for module, _, _ in DASHBOARD_PAGES]
 
 
 def test_every_page_loads_and_edits_reach_the_agents_while_a_server_takes_writes(tmp_path, embedder, monkeypatch):
@@ -69,12 +69,12 @@ def test_every_page_loads_and_edits_reach_the_agents_while_a_server_takes_writes
             assert not [e.value for e in at.error], (page, [e.value for e in at.error])
 
         # The operator archives a memory on Browse and resolves the conflict on Conflicts.
-        at.switch_page("pages/browse.py").run()
+        at.switch_page("dashboard/browse.py").run()
         at.selectbox(key="browse_namespace").select("alice").run()
         at.selectbox(key="browse_detail").select(veg).run()
         at.button(key=f"forget_{veg}").click().run()
         assert not at.exception and "Archived" in at.success[0].value
-        at.switch_page("pages/conflicts.py").run()
+        at.switch_page("dashboard/conflicts.py").run()
         at.button(key=f"resolve-{cid}-newer_wins").click().run()
         assert not at.exception, at.exception
 

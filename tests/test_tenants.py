@@ -177,8 +177,8 @@ def _everything(node) -> str:
     return "\n".join(out)
 
 
-@pytest.mark.parametrize("page", ["pages/browse.py", "pages/tune.py", "pages/conflicts.py", "pages/merges.py",
-                                  "pages/maintenance.py", "pages/usage.py"])
+@pytest.mark.parametrize("page", ["dashboard/browse.py", "dashboard/tune.py", "dashboard/conflicts.py", "dashboard/merges.py",
+                                  "dashboard/maintenance.py", "dashboard/usage.py"])
 def test_dashboard_pages_with_a_namespace_selected_show_only_it(tenant_bank, monkeypatch, page):
     path, alice, _ = tenant_bank
     monkeypatch.setenv("MEMCTL_BANK", str(path))
@@ -206,5 +206,5 @@ def test_the_page_dump_would_see_another_namespace(tenant_bank, monkeypatch):
     at = AppTest.from_file(APP, default_timeout=120)
     at.session_state["namespace_choice"] = "(all)"
     at.run()
-    at.switch_page("pages/browse.py").run()
+    at.switch_page("dashboard/browse.py").run()
     assert not at.exception and MARK in _everything(at._tree)

@@ -9,7 +9,7 @@ import streamlit as st
 
 from memory_core import MemoryCoreError, NotFoundError
 from memory_core import merge as merge_mod
-from pages.common import get_bank, namespace_picker, paged, readable_errors
+from dashboard.common import get_bank, namespace_picker, paged, readable_errors
 
 PAGE_SIZE = 20  # clusters drawn at once (each a text box and a button per member)
 

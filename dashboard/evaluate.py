@@ -15,7 +15,7 @@ import streamlit as st
 
 from memory_core import ablate, parse_cases
 from memory_core import metrics as mx
-from pages.common import get_bank, readable_errors
+from dashboard.common import get_bank, readable_errors
 
 VERDICT_LABELS = {"with": "better with memory", "without": "worse with memory", "tie": "tie", "error": "error"}
 

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from memory_core import MemoryCoreError, Token
-from pages.common import get_bank, readable_errors
+from dashboard.common import get_bank, readable_errors
 
 bank = get_bank()
 st.title("Access")

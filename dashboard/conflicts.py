@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from memory_core import Conflict, Memory
-from pages.common import get_bank, namespace_picker, paged, readable_errors
+from dashboard.common import get_bank, namespace_picker, paged, readable_errors
 
 RULES = [  # (rule, button label, what it does)
     ("newer_wins", "Newer wins", "the older memory becomes superseded by the newer one"),

@@ -14,7 +14,7 @@ import plotly.express as px
 import streamlit as st
 
 from memory_core import metrics as mx
-from pages.common import get_bank, namespace_picker, readable_errors
+from dashboard.common import get_bank, namespace_picker, readable_errors
 
 COLORS = {"returned": "#2e7d32", "empty": "#f9a825", "skipped": "#9e9e9e"}
 TIER_COLORS = {"hot": "#d84315", "warm": "#fb8c00", "cold": "#1e88e5"}

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from memory_core import ScoringParams, scoring, tuning
-from pages.common import ensure_loaded, get_bank, model_caption, namespace_picker, readable_errors
+from dashboard.common import ensure_loaded, get_bank, model_caption, namespace_picker, readable_errors
 
 CANDIDATES = 15  # at least this many candidates are shown, in or out
 # (ScoringParams field, label, min, max, step)

@@ -9,7 +9,7 @@ import plotly.express as px
 import streamlit as st
 
 from memory_core import merge
-from pages.common import bank_path, get_bank, readable_errors
+from dashboard.common import bank_path, get_bank, readable_errors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -77,7 +77,7 @@ with readable_errors():
     else:
         st.write("No open conflicts.")
     if os.path.exists(os.path.join(HERE, "conflicts.py")):
-        st.page_link("pages/conflicts.py", label="Review conflicts", icon="⚖️")
+        st.page_link("dashboard/conflicts.py", label="Review conflicts", icon="⚖️")
 
     st.subheader("Merge candidates")
     clusters = merge_candidates(bank_path(), bank.stats()["change_seq"])
@@ -92,7 +92,7 @@ with readable_errors():
                    + ", ".join(f"{ns} ({count:,} memories)" for ns, count in large)
                    + ". Search them on the Merges page.")
     if os.path.exists(os.path.join(HERE, "merges.py")):
-        st.page_link("pages/merges.py", label="Review merges", icon="🧩")
+        st.page_link("dashboard/merges.py", label="Review merges", icon="🧩")
 
     st.subheader("Maintenance and scoring")
     runs = bank.maintenance_runs(limit=1)

@@ -19,6 +19,23 @@ import streamlit as st
 from memory_core import LOAD_PROGRESS_MIN, BankLockedError, BankReadOnlyError, MemoryBank, MemoryCoreError
 
 DEFAULT_BANK = "data/demo.duckdb"
+# The dashboard's pages in the navigation's order, the first its home: (module in dashboard/, title, icon).
+PAGES = [
+    ("overview", "Overview", "🏠"),
+    ("browse", "Browse", "🔎"),
+    ("tune", "Tune", "🎚️"),
+    ("conflicts", "Conflicts", "⚖️"),
+    ("merges", "Merges", "🧩"),
+    ("maintenance", "Maintenance", "🧹"),
+    ("usage", "Usage", "📈"),
+    ("evaluate", "Evaluate", "🧪"),
+    ("access", "Access", "🔑"),
+]
+
+
+def page_file(module: str) -> str:
+    """A page's script, relative to app.py's folder (as st.Page and AppTest.switch_page take it)."""
+    return f"dashboard/{module}.py"
 log = logging.getLogger("memory_console.dashboard")
 
 
@@ -40,8 +57,9 @@ def _open(path: str) -> MemoryBank:
 def get_bank() -> MemoryBank:
     """The dashboard's bank, or a readable error and a stopped page.
 
-    Every page starts here, so the password check runs whichever way a page is reached
-    (Streamlit can also serve files in pages/ by URL on its own).
+    Every page starts here, so the password check runs whichever way a page is reached (app.py's
+    navigation, or a page run on its own as tests do). The folder is not named ``pages/``: Streamlit
+    would serve the files of one so named by URL, with a navigation of its own, before app.py ran.
     """
     require_password()
     path = bank_path()

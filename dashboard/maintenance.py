@@ -7,7 +7,7 @@ import streamlit as st
 
 from memory_core import maintenance
 from memory_core.maintenance import STEPS, MaintenancePlan
-from pages.common import get_bank, namespace_picker, readable_errors
+from dashboard.common import get_bank, namespace_picker, readable_errors
 
 bank = get_bank()
 st.title("Maintenance")
