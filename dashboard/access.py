@@ -15,6 +15,9 @@ st.caption("Agents reach the bank through `memctl serve` (REST at /v1, MCP at /m
            "every namespace. Secrets are stored hashed: a new token's secret is shown once, here.")
 
 
+ACTIVE_DAYS = 30  # the window of the table's counts
+
+
 def _access(token: Token) -> str:
     if token.admin:
         return "admin: every namespace" + (", read-only" if token.read_only else "")
@@ -61,10 +64,16 @@ if created is not None:
 
 with readable_errors():
     tokens = bank.tokens.list()
+    activity = bank.tokens.activity(days=ACTIVE_DAYS) if tokens else {}
     if tokens:
-        st.dataframe(pd.DataFrame([{"name": t.name, "namespaces": ", ".join(t.namespaces) or "(all)",
-                                    "access": _access(t), "created": t.created_at} for t in tokens]),
-                     hide_index=True, width="stretch")
+        st.dataframe(pd.DataFrame([{
+            "name": t.name, "namespaces": ", ".join(t.namespaces) or "(all)", "access": _access(t),
+            "created": t.created_at, "last used": activity[t.name].last_used,
+            f"changes ({ACTIVE_DAYS} d)": activity[t.name].changes,
+            f"recalls ({ACTIVE_DAYS} d)": activity[t.name].recalls} for t in tokens]),
+            hide_index=True, width="stretch")
+        st.caption(f"Last used and the counts come from the history and the recall log: what agents did "
+                   f"with each token (changes include adds), the counts over the last {ACTIVE_DAYS} days.")
     else:
         st.info("No tokens yet: `memctl serve` refuses every request until one exists. Create one below "
                 "(or with `memctl token create`).")
@@ -84,6 +93,9 @@ with readable_errors():
         st.subheader("Revoke a token")
         st.caption("Requests presenting it are refused from the next one on, by every server of the bank.")
         c1, c2 = st.columns([2, 1])
-        c1.selectbox("Token", [t.name for t in tokens], key="revoke-name")
+        gone = c1.selectbox("Token", [t.name for t in tokens], key="revoke-name")
+        last = activity[gone].last_used if gone in activity else None
+        c1.caption("Never used." if last is None else
+                   f"Last used {last:%Y-%m-%d %H:%M} UTC: an agent using it will be refused.")
         sure = c2.checkbox("I am sure", key="revoke-sure")
         st.button("Revoke", key="revoke", disabled=not sure, on_click=_revoke)

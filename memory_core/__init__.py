@@ -46,7 +46,7 @@ from .models import (
 )
 from .queries import ORDERS as _ORDER_SQL
 from .scoring import PRESETS, TIERS, ScoringParams
-from .tokens import Token
+from .tokens import Token, TokenActivity
 
 ORDERS = tuple(_ORDER_SQL)  # the sort orders MemoryBank.memories(order=...) takes
 
@@ -55,7 +55,7 @@ PUBLIC_MODULES = ("scoring", "metrics", "tuning", "merge", "maintenance", "demo"
 __all__ = [
     # the façade and its records
     "MemoryBank", "RemoteBank", "ScoringParams", "PRESETS", "Memory", "Hit", "Event", "ImportReport", "Conflict",
-    "MergeRecord", "Profile", "Feedback", "LabeledQuery", "format_for_prompt", "Token",
+    "MergeRecord", "Profile", "Feedback", "LabeledQuery", "format_for_prompt", "Token", "TokenActivity",
     # the recall gate
     "Gate", "GateDecision", "should_recall",
     # vocabularies (what a choice may name)

@@ -1065,6 +1065,10 @@ def token_create(obj: _Context, namespaces: tuple[str, ...], name: str, read_onl
     click.echo(secret)
 
 
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}" + ("" if n == 1 else "s")
+
+
 @token.command(name="list")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
@@ -1072,15 +1076,23 @@ def token_list(obj: _Context, as_json: bool) -> None:
     """The tokens: names, namespaces and scope (never their secrets)."""
     with obj.open() as bank:
         made = bank.tokens.list()
+        activity = bank.tokens.activity()
     if as_json:
-        click.echo(json.dumps([t.to_dict() for t in made], indent=1))
+        click.echo(json.dumps([{**t.to_dict(), "last_used": None if activity[t.name].last_used is None
+                                else activity[t.name].last_used.isoformat(),
+                                "changes_30d": activity[t.name].changes, "recalls_30d": activity[t.name].recalls}
+                               for t in made], indent=1))
         return
     if not made:
         click.echo("no tokens; create one: memctl token create --namespace NS --name NAME")
     for t in made:
         scope = "admin (every namespace)" if t.admin else ", ".join(t.namespaces)
+        used = activity[t.name]
+        last = "never used" if used.last_used is None else (
+            f"last used {used.last_used:%Y-%m-%d %H:%M}, {_count(used.changes, 'change')} and "
+            f"{_count(used.recalls, 'recall')} in 30 days")
         click.echo(f"{t.name}\t{scope}\t{'read-only' if t.read_only else 'read-write'}\t"
-                   f"created {t.created_at:%Y-%m-%d %H:%M}")
+                   f"created {t.created_at:%Y-%m-%d %H:%M}\t{last}")
 
 
 @token.command(name="revoke")

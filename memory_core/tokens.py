@@ -13,7 +13,7 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Iterable
 
 from .clock import to_naive_utc, utcnow
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .core import Core
 
 PREFIX = "mct_"  # every secret starts with it: easy to spot in a config file or a leaked log
+ACTOR_PREFIX = "token:"  # a token's changes and recalls are logged as made by "token:<name>"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -44,9 +45,30 @@ class Token:
     def may_use(self, namespace: str) -> bool:
         return self.admin or namespace in self.namespaces
 
+    @property
+    def actor(self) -> str:
+        """Who the bank's history and recall log name for what is done with this token."""
+        return ACTOR_PREFIX + self.name
+
     def to_dict(self) -> dict:
         return {"name": self.name, "namespaces": list(self.namespaces), "read_only": self.read_only,
                 "admin": self.admin, "created_at": self.created_at.isoformat()}
+
+
+@dataclass(frozen=True)
+class TokenActivity:
+    """What was done with a token: its latest change and recall (None: never), and how many of
+    each in the last ``days`` (see :meth:`Tokens.activity`)."""
+
+    last_change: datetime | None
+    last_recall: datetime | None
+    changes: int
+    recalls: int
+    days: float
+
+    @property
+    def last_used(self) -> datetime | None:
+        return max((t for t in (self.last_change, self.last_recall) if t is not None), default=None)
 
 
 def _match(secret: str, tokens: list[tuple[Token, str]]) -> Token | None:
@@ -109,6 +131,26 @@ class Tokens:
             tables.log_event(con, self.core.actor, "revoke_token", None, {"name": name}, None, utcnow())
         self.core.tokens = None
         return _token(row)
+
+    def activity(self, days: float = 30.0, now: datetime | None = None) -> dict[str, TokenActivity]:
+        """For every token, what was done with it (from the history and the recall log): its
+        latest change and recall, and how many in the last ``days``. An operator reads it before
+        revoking a token, to see whether an agent still uses it."""
+        if isinstance(days, bool) or not isinstance(days, (int, float)) or not days > 0:
+            raise ValidationError("days must be a number > 0")
+        since = to_naive_utc(now or utcnow()) - timedelta(days=float(days))
+        names = [t.name for t in self.list()]
+        found: dict[str, list[Any]] = {name: [None, None, 0, 0] for name in names}
+        if names:
+            with self.core.session(write=False) as con:
+                for column, table, at in ((0, "events", "happened_at"), (1, "retrievals", "recalled_at")):
+                    for actor, last, recent in con.execute(
+                            f"SELECT actor, max({at}), count(*) FILTER (WHERE {at} >= ?) FROM {table} "
+                            "WHERE actor LIKE ? GROUP BY actor", [since, ACTOR_PREFIX + "%"]).fetchall():
+                        row = found.get(actor[len(ACTOR_PREFIX):])  # None: a revoked token's past
+                        if row is not None:
+                            row[column], row[column + 2] = last, int(recent)
+        return {name: TokenActivity(*row, days=float(days)) for name, row in found.items()}
 
     def check(self, secret: str) -> Token | None:
         """The token this secret belongs to, or None. The secret's hash is compared with every

@@ -98,6 +98,27 @@ def test_a_token_revoked_on_the_page_is_refused_by_the_running_server(tmp_path, 
         server.stop()
 
 
+def test_the_page_shows_which_tokens_agents_still_use(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "activity.duckdb"
+    _bank(path, embedder)
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        busy, _ = bank.tokens.create("busy-agent", ["alice"])
+        bank.tokens.create("idle-agent", ["alice"])
+        with bank.acting_as(busy.actor):
+            bank.add("Alice takes the train", namespace="alice")
+            for q in ("how does she travel", "what does she drink"):
+                bank.recall(q, namespace="alice")
+    at = _app(path, monkeypatch)
+    table = at.dataframe[0].value.set_index("name")
+    assert (table.loc["busy-agent", "changes (30 d)"], table.loc["busy-agent", "recalls (30 d)"]) == (1, 2)
+    assert (table.loc["idle-agent", "changes (30 d)"], table.loc["idle-agent", "recalls (30 d)"]) == (0, 0)
+    assert table["last used"].notna().tolist() == [True, False]
+    at.selectbox(key="revoke-name").set_value("busy-agent").run()
+    assert any("Last used" in c.value for c in at.caption)
+    at.selectbox(key="revoke-name").set_value("idle-agent").run()
+    assert any("Never used." in c.value for c in at.caption)
+
+
 def test_revoking_needs_a_confirmation(tmp_path, embedder, monkeypatch):
     path = tmp_path / "confirm.duckdb"
     _bank(path, embedder)

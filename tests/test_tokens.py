@@ -4,10 +4,16 @@ test_server.py and test_mcp.py."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from datetime import datetime, timedelta, timezone
 
-from memory_core import MemoryBank
+import pytest
+from click.testing import CliRunner
+
+from memory_core import MemoryBank, ValidationError
+from memory_core.cli import cli
 
 
 def test_a_token_check_does_not_wait_for_a_write_in_progress(bank):
@@ -76,3 +82,50 @@ def test_a_token_is_checked_at_once_only_while_the_cached_tokens_are_known_true(
             known, stale = served.tokens.check_at_once(secret)
             assert stale is None, "the revoked token was taken from the old cache"
             assert served.tokens.check(secret) is None
+
+
+def test_activity_tells_which_tokens_are_still_used(bank):
+    """What an operator reads before revoking: a token's latest change and recall and how many of
+    each lately, from what was done in its name; an unused token has none, and the bank's own
+    work (the dashboard, a script) counts for no token."""
+    used, _ = bank.tokens.create("agent", ["a"])
+    bank.tokens.create("idle", ["a"])
+    bank.add("made by the bank itself", namespace="a")
+    bank.recall("made by the bank", namespace="a")
+    with bank.acting_as(used.actor):
+        mid = bank.add("Prefers tea in the morning", namespace="a")
+        bank.update(mid, importance=0.9)
+        bank.recall("what does she drink", namespace="a")
+    activity = bank.tokens.activity()
+    assert set(activity) == {"agent", "idle"}
+    agent, idle = activity["agent"], activity["idle"]
+    assert (agent.changes, agent.recalls) == (2, 1)
+    assert agent.last_change is not None and agent.last_recall is not None
+    assert agent.last_used == max(agent.last_change, agent.last_recall)
+    assert (idle.changes, idle.recalls, idle.last_used) == (0, 0, None)
+    # Counted over the last `days` only; the latest use is kept however old.
+    later = bank.tokens.activity(days=1, now=datetime.now(timezone.utc) + timedelta(days=3))["agent"]
+    assert (later.changes, later.recalls) == (0, 0) and later.last_used == agent.last_used
+    # A revoked token is no longer listed, though its history stays.
+    bank.tokens.revoke("agent")
+    assert set(bank.tokens.activity()) == {"idle"}
+    with pytest.raises(ValidationError):
+        bank.tokens.activity(days=0)
+
+
+def test_memctl_token_list_says_when_each_token_was_last_used(bank_path, embedder):
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        used, _ = bank.tokens.create("agent", ["a"])
+        bank.tokens.create("idle", ["a"])
+        with bank.acting_as(used.actor):
+            bank.add("Prefers tea", namespace="a")
+    runner = CliRunner()
+    out = runner.invoke(cli, ["--bank", str(bank_path), "token", "list"])
+    assert out.exit_code == 0, out.output
+    lines = dict(line.split("\t", 1) for line in out.output.splitlines())
+    assert "last used" in lines["agent"] and "1 change and 0 recalls in 30 days" in lines["agent"]
+    assert lines["idle"].endswith("never used")
+    listed = json.loads(runner.invoke(cli, ["--bank", str(bank_path), "token", "list", "--json"]).output)
+    by_name = {t["name"]: t for t in listed}
+    assert by_name["agent"]["changes_30d"] == 1 and by_name["agent"]["last_used"] is not None
+    assert by_name["idle"]["last_used"] is None and "secret" not in json.dumps(listed)

@@ -80,7 +80,7 @@ class Caller:
     @property
     def actor(self) -> str | None:
         """Who the bank's history names for this caller's changes (None: the server's own actor)."""
-        return None if self.token is None or self.anonymous else f"token:{self.token.name}"
+        return None if self.token is None or self.anonymous else self.token.actor
 
     @property
     def namespaces(self) -> tuple[str, ...] | None:
