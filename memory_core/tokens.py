@@ -55,6 +55,15 @@ class Token:
                 "admin": self.admin, "created_at": self.created_at.isoformat()}
 
 
+# Per actor named for a token: the latest change (then recall), and how many since a moment.
+_ACTIVITY_SQL = (
+    "SELECT actor, max(happened_at), count(*) FILTER (WHERE happened_at >= ?) FROM events "
+    "WHERE actor LIKE ? GROUP BY actor",
+    "SELECT actor, max(recalled_at), count(*) FILTER (WHERE recalled_at >= ?) FROM retrievals "
+    "WHERE actor LIKE ? GROUP BY actor",
+)
+
+
 @dataclass(frozen=True)
 class TokenActivity:
     """What was done with a token: its latest change and recall (None: never), and how many of
@@ -143,10 +152,8 @@ class Tokens:
         found: dict[str, list[Any]] = {name: [None, None, 0, 0] for name in names}
         if names:
             with self.core.session(write=False) as con:
-                for column, table, at in ((0, "events", "happened_at"), (1, "retrievals", "recalled_at")):
-                    for actor, last, recent in con.execute(
-                            f"SELECT actor, max({at}), count(*) FILTER (WHERE {at} >= ?) FROM {table} "
-                            "WHERE actor LIKE ? GROUP BY actor", [since, ACTOR_PREFIX + "%"]).fetchall():
+                for column, sql in enumerate(_ACTIVITY_SQL):
+                    for actor, last, recent in con.execute(sql, [since, ACTOR_PREFIX + "%"]).fetchall():
                         row = found.get(actor[len(ACTOR_PREFIX):])  # None: a revoked token's past
                         if row is not None:
                             row[column], row[column + 2] = last, int(recent)

@@ -244,6 +244,7 @@ REVIEWED_SQL_PIECES = {
     "curation.py": {"int(limit)", "where"},
     # existing(): tables.ids_in's condition (ids joined after int() each, a fixed column)
     "writer.py": {"where"},
+    "tokens.py": {"<sql>"},  # activity: each of _ACTIVITY_SQL's two constant statements
     # feedback_log(): the keyword AND or WHERE
     "feedback.py": {"'AND' if where else 'WHERE'", "where"},
     # the index's fixed info columns; a fixed where; store_fingerprint: sums over fixed column
