@@ -1,4 +1,4 @@
-"""Access: the tokens agents use with `memctl serve` (REST and MCP); create one, revoke one."""
+"""Access: the tokens agents use with `memctl serve` (REST and MCP); create, rotate or revoke one."""
 
 from __future__ import annotations
 
@@ -28,14 +28,25 @@ def _create() -> None:
     """Create the token the form describes; its secret is shown once, on the run that follows."""
     state = st.session_state
     try:
-        state["access-created"] = bank.tokens.create(
+        state["access-secret"] = (*bank.tokens.create(
             state["token-name"].strip(), state["token-namespaces"], read_only=state["token-read-only"],
-            admin=state["token-admin"])
+            admin=state["token-admin"]), "Created")
     except MemoryCoreError as exc:
         state["access-flash"] = ("error", f"{exc}")  # the form keeps what was typed, to correct it
         return
     state["token-name"], state["token-namespaces"] = "", []
     state["token-read-only"] = state["token-admin"] = False
+
+
+def _rotate() -> None:
+    """Give the chosen token a new secret, shown once on the run that follows."""
+    state = st.session_state
+    try:
+        state["access-secret"] = (*bank.tokens.rotate(state["revoke-name"]), "New secret for")
+    except MemoryCoreError as exc:
+        state["access-flash"] = ("error", f"{exc}")
+        return
+    state["revoke-sure"] = False
 
 
 def _revoke() -> None:
@@ -53,12 +64,13 @@ def _revoke() -> None:
 flash = st.session_state.pop("access-flash", None)
 if flash is not None:
     getattr(st, flash[0])(flash[1])
-created = st.session_state.pop("access-created", None)
-if created is not None:
-    token, secret = created
-    st.success(f"Created **{token.name}** ({_access(token)}"
+shown = st.session_state.pop("access-secret", None)
+if shown is not None:
+    token, secret, what = shown
+    st.success(f"{what} **{token.name}** ({_access(token)}"
                + (f"; {', '.join(token.namespaces)}" if token.namespaces else "") + ").")
-    st.warning("Copy the secret now: it is not stored and cannot be shown again.")
+    st.warning("Copy the secret now: it is not stored and cannot be shown again."
+               + (" The old secret no longer works." if what != "Created" else ""))
     st.code(secret, language=None)
     st.caption("Agents send it as `Authorization: Bearer <secret>`, MCP clients too.")
 
@@ -90,12 +102,16 @@ with readable_errors():
         st.form_submit_button("Create token", type="primary", on_click=_create)
 
     if tokens:
-        st.subheader("Revoke a token")
-        st.caption("Requests presenting it are refused from the next one on, by every server of the bank.")
+        st.subheader("Rotate or revoke a token")
+        st.caption("Rotating gives the token a new secret (same namespaces and scope, same history); "
+                   "revoking removes it. Either way, requests presenting the old secret are refused from "
+                   "the next one on, by every server of the bank.")
         c1, c2 = st.columns([2, 1])
         gone = c1.selectbox("Token", [t.name for t in tokens], key="revoke-name")
         last = activity[gone].last_used if gone in activity else None
         c1.caption("Never used." if last is None else
                    f"Last used {last:%Y-%m-%d %H:%M} UTC: an agent using it will be refused.")
         sure = c2.checkbox("I am sure", key="revoke-sure")
-        st.button("Revoke", key="revoke", disabled=not sure, on_click=_revoke)
+        b1, b2, _ = st.columns([1, 1, 4])
+        b1.button("Rotate secret", key="rotate", disabled=not sure, on_click=_rotate)
+        b2.button("Revoke", key="revoke", disabled=not sure, on_click=_revoke)

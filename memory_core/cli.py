@@ -1095,6 +1095,19 @@ def token_list(obj: _Context, as_json: bool) -> None:
                    f"created {t.created_at:%Y-%m-%d %H:%M}\t{last}")
 
 
+@token.command(name="rotate")
+@click.argument("name")
+@click.pass_obj
+def token_rotate(obj: _Context, name: str) -> None:
+    """Give token NAME a new secret (same namespaces and scope); the old one is refused from the
+    next request on. Prints the new secret once."""
+    with obj.open() as bank:
+        made, secret = bank.tokens.rotate(name)
+    click.echo(f"token {made.name!r} has a new secret; the old one no longer works. Keep it now, "
+               "it is not shown again:", err=True)
+    click.echo(secret)
+
+
 @token.command(name="revoke")
 @click.argument("name")
 @click.pass_obj

@@ -159,6 +159,22 @@ class Tokens:
                             row[column], row[column + 2] = last, int(recent)
         return {name: TokenActivity(*row, days=float(days)) for name, row in found.items()}
 
+    def rotate(self, name: str) -> tuple[Token, str]:
+        """Give a token a new secret, keeping its name, scope and history: the old secret is
+        refused from the next request on (a leaked secret, a routine change). Returns the token
+        and its new secret, the only time it is known."""
+        secret = PREFIX + secrets.token_urlsafe(32)
+        with self.core.session() as con:
+            row = con.execute("SELECT name, namespaces, read_only, admin, created_at FROM tokens WHERE name = ?",
+                              [name]).fetchone()
+            if row is None:
+                raise NotFoundError(f"no token named {name!r}; `memctl token list` shows them")
+            con.execute("UPDATE tokens SET secret_hash = ? WHERE name = ?", [hash_secret(secret), name])
+            tables.next_seq(con)  # other processes serving the bank drop their cached tokens
+            tables.log_event(con, self.core.actor, "rotate_token", None, {"name": name}, None, utcnow())
+        self.core.tokens = None
+        return _token(row), secret
+
     def check(self, secret: str) -> Token | None:
         """The token this secret belongs to, or None. The secret's hash is compared with every
         stored hash in constant time, so timing tells nothing of how close a guess came."""

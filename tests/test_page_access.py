@@ -119,12 +119,35 @@ def test_the_page_shows_which_tokens_agents_still_use(tmp_path, embedder, monkey
     assert any("Never used." in c.value for c in at.caption)
 
 
+def test_a_token_rotated_on_the_page_refuses_its_old_secret_on_the_running_server(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "rotate.duckdb"
+    _bank(path, embedder)
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        _, old = bank.tokens.create("alice-agent", ["alice"])
+    at = _app(path, monkeypatch)
+    server = Served(path)
+    try:
+        at.selectbox(key="revoke-name").set_value("alice-agent")
+        at.checkbox(key="revoke-sure").check()
+        at.run()
+        at.button(key="rotate").click().run()
+        assert not at.exception, at.exception
+        [new] = _secrets(at)
+        assert new != old and any("New secret for" in s.value for s in at.success)
+        with server.client(old) as before, server.client(new) as after:
+            assert before.post("/v1/recall", json={"query": "tea"}).status_code == 401
+            assert after.post("/v1/recall", json={"query": "tea"}).status_code == 200
+        assert at.dataframe[0].value["name"].tolist() == ["alice-agent"]
+    finally:
+        server.stop()
+
+
 def test_revoking_needs_a_confirmation(tmp_path, embedder, monkeypatch):
     path = tmp_path / "confirm.duckdb"
     _bank(path, embedder)
     with MemoryBank.open(path, embedder=embedder) as bank:
         bank.tokens.create("keep-me", ["alice"])
     at = _app(path, monkeypatch)
-    assert at.button(key="revoke").disabled
+    assert at.button(key="revoke").disabled and at.button(key="rotate").disabled
     with MemoryBank.open(path, embedder=embedder) as bank:
         assert [t.name for t in bank.tokens.list()] == ["keep-me"]

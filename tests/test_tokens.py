@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from click.testing import CliRunner
 
-from memory_core import MemoryBank, ValidationError
+from memory_core import MemoryBank, NotFoundError, ValidationError
 from memory_core.cli import cli
 
 
@@ -129,3 +129,31 @@ def test_memctl_token_list_says_when_each_token_was_last_used(bank_path, embedde
     by_name = {t["name"]: t for t in listed}
     assert by_name["agent"]["changes_30d"] == 1 and by_name["agent"]["last_used"] is not None
     assert by_name["idle"]["last_used"] is None and "secret" not in json.dumps(listed)
+
+
+def test_a_rotated_token_keeps_its_scope_and_history_with_a_new_secret(bank_path, embedder):
+    """A leaked secret: rotating refuses the old secret at once (also to another bank object that
+    had it cached), the new one works with the same namespaces, and the history keeps the name."""
+    with MemoryBank.open(bank_path, embedder=embedder) as bank, \
+            MemoryBank.open(bank_path, embedder=embedder) as serving:
+        token, old = bank.tokens.create("agent", ["a", "b"], read_only=True)
+        with bank.acting_as(token.actor):
+            bank.recall("anything", namespace="a")
+        assert serving.tokens.check(old) == token  # cached there
+        same, new = bank.tokens.rotate("agent")
+        assert new != old and same == token
+        assert bank.tokens.check(old) is None and serving.tokens.check(old) is None
+        assert serving.tokens.check(new) == token
+        assert bank.tokens.activity()["agent"].recalls == 1
+        assert [e.action for e in bank.events(action="rotate_token")] == ["rotate_token"]
+        with pytest.raises(NotFoundError):
+            bank.tokens.rotate("nobody")
+        assert [t.name for t in bank.tokens.list()] == ["agent"]
+    out = CliRunner().invoke(cli, ["--bank", str(bank_path), "token", "rotate", "agent"])
+    assert out.exit_code == 0, out.output
+    newest = out.stdout.strip().splitlines()[-1]
+    assert newest.startswith("mct_") and newest != new
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        assert bank.tokens.check(newest) == token and bank.tokens.check(new) is None
+    missing = CliRunner().invoke(cli, ["--bank", str(bank_path), "token", "rotate", "nobody"])
+    assert missing.exit_code != 0 and "no token named 'nobody'" in missing.output
