@@ -85,8 +85,7 @@ def _phrase(words: str) -> str:
     return body if CJK_CHAR.match(words) else rf"\b{body}\b"
 
 
-_ZH_NUMBER = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
-              "十一": 11, "十二": 12}
+_ZH_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"两": 2}
 _ZH_MONTH = r"1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九]"
 
 # One pattern per shape; where two match the same text (an ISO date and its year, say) the
@@ -111,8 +110,8 @@ _CHINESE = re.compile(
 )
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 # Days and weeks ago: "3 days ago", "two weeks ago", "för två veckor sedan", "三天前", "两周前".
-_COUNTS = {w: i for i, w in enumerate(("", "one", "two", "three", "four", "five", "six", "seven", "eight",
-                                       "nine", "ten", "eleven", "twelve")) if w}
+_COUNTS = {w: i for i, w in enumerate(("one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+                                       "ten", "eleven", "twelve"), start=1)}
 _COUNTS.update({"a": 1, "an": 1, "a couple of": 2, "en": 1, "ett": 1, "ett par": 2, "två": 2, "tre": 3,
                 "fyra": 4, "fem": 5, "sex": 6, "sju": 7, "åtta": 8, "nio": 9, "tio": 10, "elva": 11, "tolv": 12})
 _COUNT = r"\d{1,3}|" + "|".join(r"\s+".join(map(re.escape, w.split())) for w in sorted(_COUNTS, key=len, reverse=True))
@@ -140,6 +139,20 @@ def _utc(when: datetime) -> datetime:
     return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
 
 
+def _today(now: datetime) -> datetime:
+    return datetime(now.year, now.month, now.day, tzinfo=timezone.utc)
+
+
+def _days(start: datetime, days: int = 1) -> Span:
+    """The ``days`` days from ``start`` on (one: that day)."""
+    return start, start + timedelta(days=days)
+
+
+def _monday(today: datetime, weeks_back: int) -> datetime:
+    """The Monday of ``today``'s week, or of the week ``weeks_back`` weeks before it."""
+    return today - timedelta(days=today.weekday() + 7 * weeks_back)
+
+
 def _month(year: int, month: int) -> Span:
     start = datetime(year, month, 1, tzinfo=timezone.utc)
     return start, datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=timezone.utc)
@@ -154,23 +167,17 @@ def _date(year: int | None, month: int, day: int | None, now: datetime) -> Span:
     one not after ``now``."""
     y = year if year is not None else (now.year if month <= now.month else now.year - 1)
     if day and 1 <= day <= calendar.monthrange(y, month)[1]:
-        start = datetime(y, month, day, tzinfo=timezone.utc)
-        return start, start + timedelta(days=1)
+        return _days(datetime(y, month, day, tzinfo=timezone.utc))
     return _month(y, month)
 
 
 def _relative(which: str, unit: str, now: datetime) -> Span:
-    today = datetime(now.year, now.month, now.day, tzinfo=timezone.utc)
+    today = _today(now)
     if unit == "day":
-        back = 2 if which == "before last" else 1
-        return today - timedelta(days=back), today - timedelta(days=back - 1)
+        return _days(today - timedelta(days=2 if which == "before last" else 1))
     if unit in ("week", "weekend"):
-        monday = today - timedelta(days=today.weekday())
-        start = monday if which == "this" else monday - timedelta(days=7)
-        if unit == "weekend":
-            start = start + timedelta(days=5)
-            return start, start + timedelta(days=2)
-        return start, start + timedelta(days=7)
+        start = _monday(today, 0 if which == "this" else 1)
+        return _days(start + timedelta(days=5), 2) if unit == "weekend" else _days(start, 7)
     if unit == "month":
         if which == "this":
             return _month(now.year, now.month)
@@ -181,54 +188,46 @@ def _relative(which: str, unit: str, now: datetime) -> Span:
 def _weekday(m: re.Match, now: datetime) -> Span | None:
     """The day a weekday phrase names, counted from ``now``'s day; None for one still to come
     ("这周五" asked on a Wednesday: no memory was made then)."""
-    today = datetime(now.year, now.month, now.day, tzinfo=timezone.utc)
+    today = _today(now)
     if m["zh"]:
-        monday = today - timedelta(days=today.weekday()) - timedelta(days=7 * m["zh"].startswith("上"))
-        day = monday + timedelta(days=_ZH_WEEKDAYS[m["zhday"]])
+        day = _monday(today, int(m["zh"].startswith("上"))) + timedelta(days=_ZH_WEEKDAYS[m["zhday"]])
         if day > today:
             return None
     else:  # the latest one before today
         wanted = _WEEKDAYS[(m["en"] or m["sv"]).lower()]
         day = today - timedelta(days=(today.weekday() - wanted - 1) % 7 + 1)
-    return day, day + timedelta(days=1)
+    return _days(day)
 
 
-def _zh_count(text: str) -> int | None:
-    """A count in Chinese numerals up to 999 ("三", "十二", "二十", "两"), or digits."""
+def _zh_number(text: str) -> int | None:
+    """A number in digits or in Chinese numerals up to 99 ("三", "十二", "二十", "两"); None for
+    characters that make none."""
     if text.isdigit():
         return int(text)
-    digits = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"两": 2}
     if "十" not in text:
-        return digits[text] if len(text) == 1 and text in digits else None
+        return _ZH_DIGITS.get(text) if len(text) == 1 else None
     tens, _, units = text.partition("十")
-    if (tens and tens not in digits) or (units and units not in digits) or len(tens) > 1 or len(units) > 1:
+    if len(tens) > 1 or len(units) > 1 or (tens and tens not in _ZH_DIGITS) or (units and units not in _ZH_DIGITS):
         return None
-    return (digits[tens] if tens else 1) * 10 + (digits[units] if units else 0)
+    return (_ZH_DIGITS[tens] if tens else 1) * 10 + (_ZH_DIGITS[units] if units else 0)
 
 
 def _ago(m: re.Match, now: datetime) -> Span | None:
     """The day or week "N days/weeks ago" names; None for a count that is no number."""
     if m["zh_n"]:
-        n, weeks = _zh_count(m["zh_n"]), m["zh_unit"] not in ("天", "日")
+        n, weeks = _zh_number(m["zh_n"]), m["zh_unit"] not in ("天", "日")
     else:
         count = " ".join((m["n"] or m["sv_n"]).lower().split())
         n = int(count) if count.isdigit() else _COUNTS[count]
         weeks = (m["unit"] or m["sv_unit"]).lower().startswith(("week", "veck"))
     if n is None:
         return None
-    today = datetime(now.year, now.month, now.day, tzinfo=timezone.utc)
-    if weeks:
-        monday = today - timedelta(days=today.weekday() + 7 * n)
-        return monday, monday + timedelta(days=7)
-    return today - timedelta(days=n), today - timedelta(days=n - 1)
+    today = _today(now)
+    return _days(_monday(today, n), 7) if weeks else _days(today - timedelta(days=n))
 
 
 def _int(text: str | None) -> int | None:
     return int(text) if text else None
-
-
-def _zh_month(text: str) -> int:
-    return int(text) if text.isdigit() else _ZH_NUMBER[text]
 
 
 def _found(text: str, now: datetime) -> list[tuple[int, int, Span | None]]:
@@ -259,16 +258,16 @@ def _found(text: str, now: datetime) -> list[tuple[int, int, Span | None]]:
         if m["year"] and not m["month"]:
             span = _year(int(m["year"]))
         elif m["year"]:
-            span = _date(int(m["year"]), _zh_month(m["month"]), _int(m["day"]), now)
+            span = _date(int(m["year"]), _zh_number(m["month"]), _int(m["day"]), now)
         elif m["ago"]:
-            span = _date(now.year - _YEARS_BACK[m["ago"]], _zh_month(m["month3"]), _int(m["day3"]), now)
+            span = _date(now.year - _YEARS_BACK[m["ago"]], _zh_number(m["month3"]), _int(m["day3"]), now)
         else:
-            span = _date(None, _zh_month(m["month2"]), _int(m["day2"]), now)
+            span = _date(None, _zh_number(m["month2"]), _int(m["day2"]), now)
         out.append((m.start(), m.end(), span))
     for m in _YEAR.finditer(text):
         out.append((m.start(), m.end(), _year(int(m.group()))))
     # A weekday counts back from the first day the text names by date, if it names one.
-    days = [span[0] for _, _, span in sorted(out) if span and span[1] - span[0] == timedelta(days=1)]
+    days = [span[0] for _, _, span in sorted(out, key=lambda f: f[0]) if span[1] - span[0] == timedelta(days=1)]
     for m in _REL.finditer(text):
         out.append((m.start(), m.end(), _relative(*_RELATIVE[" ".join(m.group().lower().split())], now)))
     for m in _AGO.finditer(text):
