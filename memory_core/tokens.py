@@ -80,6 +80,10 @@ class TokenActivity:
         return max((t for t in (self.last_change, self.last_recall) if t is not None), default=None)
 
 
+def _new_secret() -> str:
+    return PREFIX + secrets.token_urlsafe(32)
+
+
 def _match(secret: str, tokens: list[tuple[Token, str]]) -> Token | None:
     """The token whose stored hash is this secret's; every hash is compared, in constant time."""
     digest = hash_secret(secret)
@@ -111,7 +115,7 @@ class Tokens:
         spaces = tuple(dict.fromkeys(check_namespace(ns) for ns in namespaces))
         if not spaces and not admin:
             raise ValidationError("a token needs at least one namespace (--namespace NS), or --admin for all")
-        secret = PREFIX + secrets.token_urlsafe(32)
+        secret = _new_secret()
         token = Token(name, spaces, bool(read_only), bool(admin), to_naive_utc(utcnow()))
         with self.core.session() as con:
             if con.execute("SELECT 1 FROM tokens WHERE name = ?", [name]).fetchone():
@@ -130,16 +134,7 @@ class Tokens:
 
     def revoke(self, name: str) -> Token:
         """Remove a token: requests presenting it are refused from the next one on."""
-        with self.core.session() as con:
-            row = con.execute("SELECT name, namespaces, read_only, admin, created_at FROM tokens WHERE name = ?",
-                              [name]).fetchone()
-            if row is None:
-                raise NotFoundError(f"no token named {name!r}; `memctl token list` shows them")
-            con.execute("DELETE FROM tokens WHERE name = ?", [name])
-            tables.next_seq(con)
-            tables.log_event(con, self.core.actor, "revoke_token", None, {"name": name}, None, utcnow())
-        self.core.tokens = None
-        return _token(row)
+        return self._change(name, "revoke_token", "DELETE FROM tokens WHERE name = ?", [name])
 
     def activity(self, days: float = 30.0, now: datetime | None = None) -> dict[str, TokenActivity]:
         """For every token, what was done with it (from the history and the recall log): its
@@ -163,17 +158,25 @@ class Tokens:
         """Give a token a new secret, keeping its name, scope and history: the old secret is
         refused from the next request on (a leaked secret, a routine change). Returns the token
         and its new secret, the only time it is known."""
-        secret = PREFIX + secrets.token_urlsafe(32)
+        secret = _new_secret()
+        token = self._change(name, "rotate_token", "UPDATE tokens SET secret_hash = ? WHERE name = ?",
+                             [hash_secret(secret), name])
+        return token, secret
+
+    def _change(self, name: str, action: str, sql: str, params: list[Any]) -> Token:
+        """Run ``sql`` (a constant statement) on the token named ``name`` and record ``action`` in
+        the history, in one transaction; the token as it was. It advances the change sequence, so
+        every process serving the bank drops its cached tokens."""
         with self.core.session() as con:
             row = con.execute("SELECT name, namespaces, read_only, admin, created_at FROM tokens WHERE name = ?",
                               [name]).fetchone()
             if row is None:
                 raise NotFoundError(f"no token named {name!r}; `memctl token list` shows them")
-            con.execute("UPDATE tokens SET secret_hash = ? WHERE name = ?", [hash_secret(secret), name])
-            tables.next_seq(con)  # other processes serving the bank drop their cached tokens
-            tables.log_event(con, self.core.actor, "rotate_token", None, {"name": name}, None, utcnow())
+            con.execute(sql, params)
+            tables.next_seq(con)
+            tables.log_event(con, self.core.actor, action, None, {"name": name}, None, utcnow())
         self.core.tokens = None
-        return _token(row), secret
+        return _token(row)
 
     def check(self, secret: str) -> Token | None:
         """The token this secret belongs to, or None. The secret's hash is compared with every

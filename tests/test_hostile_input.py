@@ -244,7 +244,7 @@ REVIEWED_SQL_PIECES = {
     "curation.py": {"int(limit)", "where"},
     # existing(): tables.ids_in's condition (ids joined after int() each, a fixed column)
     "writer.py": {"where"},
-    "tokens.py": {"<sql>"},  # activity: each of _ACTIVITY_SQL's two constant statements
+    "tokens.py": {"<sql>"},  # _ACTIVITY_SQL's two constant statements; revoke's and rotate's, passed to _change
     # feedback_log(): the keyword AND or WHERE
     "feedback.py": {"'AND' if where else 'WHERE'", "where"},
     # the index's fixed info columns; a fixed where; store_fingerprint: sums over fixed column
