@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import pandas as pd
 import streamlit as st
 
@@ -24,41 +26,43 @@ def _access(token: Token) -> str:
     return "read-only" if token.read_only else "read and write"
 
 
-def _create() -> None:
+def _on_click(action: Callable[[Any], str | None]) -> Callable[[], None]:
+    """A button's callback: ``action(session state)``, whose message (or the error it raised,
+    leaving the form as typed, to correct it) the run that follows shows under the title."""
+    def run() -> None:
+        state = st.session_state
+        try:
+            message = action(state)
+        except MemoryCoreError as exc:
+            state["access-flash"] = ("error", f"{exc}")
+            return
+        if message:
+            state["access-flash"] = ("success", message)
+    return run
+
+
+@_on_click
+def _create(state: Any) -> None:
     """Create the token the form describes; its secret is shown once, on the run that follows."""
-    state = st.session_state
-    try:
-        state["access-secret"] = (*bank.tokens.create(
-            state["token-name"].strip(), state["token-namespaces"], read_only=state["token-read-only"],
-            admin=state["token-admin"]), "Created")
-    except MemoryCoreError as exc:
-        state["access-flash"] = ("error", f"{exc}")  # the form keeps what was typed, to correct it
-        return
+    state["access-secret"] = (*bank.tokens.create(
+        state["token-name"].strip(), state["token-namespaces"], read_only=state["token-read-only"],
+        admin=state["token-admin"]), "Created")
     state["token-name"], state["token-namespaces"] = "", []
     state["token-read-only"] = state["token-admin"] = False
 
 
-def _rotate() -> None:
+@_on_click
+def _rotate(state: Any) -> None:
     """Give the chosen token a new secret, shown once on the run that follows."""
-    state = st.session_state
-    try:
-        state["access-secret"] = (*bank.tokens.rotate(state["revoke-name"]), "New secret for")
-    except MemoryCoreError as exc:
-        state["access-flash"] = ("error", f"{exc}")
-        return
+    state["access-secret"] = (*bank.tokens.rotate(state["revoke-name"]), "New secret for")
     state["revoke-sure"] = False
 
 
-def _revoke() -> None:
-    state = st.session_state
-    name = state["revoke-name"]
-    try:
-        bank.tokens.revoke(name)
-    except MemoryCoreError as exc:
-        state["access-flash"] = ("error", f"{exc}")
-        return
-    state["access-flash"] = ("success", f"Revoked **{name}**: requests presenting it are refused from now on.")
+@_on_click
+def _revoke(state: Any) -> str:
+    bank.tokens.revoke(state["revoke-name"])
     state["revoke-sure"] = False
+    return f"Revoked **{state['revoke-name']}**: requests presenting it are refused from now on."
 
 
 flash = st.session_state.pop("access-flash", None)

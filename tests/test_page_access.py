@@ -35,6 +35,16 @@ def _create(at: AppTest, name: str, namespaces: list[str], *, read_only: bool = 
     return at
 
 
+def _confirmed(at: AppTest, name: str, button: str) -> AppTest:
+    """Choose token ``name``, tick "I am sure", click ``button`` (rotate or revoke)."""
+    at.selectbox(key="revoke-name").set_value(name)
+    at.checkbox(key="revoke-sure").check()
+    at.run()
+    at.button(key=button).click().run()
+    assert not at.exception, at.exception
+    return at
+
+
 def _bank(path: Path, embedder) -> None:
     with MemoryBank.open(path, embedder=embedder) as bank:
         bank.add("Alice prefers tea", namespace="alice")
@@ -86,11 +96,7 @@ def test_a_token_revoked_on_the_page_is_refused_by_the_running_server(tmp_path, 
     try:
         with server.client(secret) as agent:
             assert agent.post("/v1/recall", json={"query": "what does she drink"}).status_code == 200
-            at.selectbox(key="revoke-name").set_value("alice-agent")
-            at.checkbox(key="revoke-sure").check()
-            at.run()
-            at.button(key="revoke").click().run()
-            assert not at.exception, at.exception
+            _confirmed(at, "alice-agent", "revoke")
             assert any("Revoked" in s.value for s in at.success)
             assert at.dataframe[0].value["name"].tolist() == ["other"]
             assert agent.post("/v1/recall", json={"query": "what does she drink"}).status_code == 401
@@ -127,11 +133,7 @@ def test_a_token_rotated_on_the_page_refuses_its_old_secret_on_the_running_serve
     at = _app(path, monkeypatch)
     server = Served(path)
     try:
-        at.selectbox(key="revoke-name").set_value("alice-agent")
-        at.checkbox(key="revoke-sure").check()
-        at.run()
-        at.button(key="rotate").click().run()
-        assert not at.exception, at.exception
+        _confirmed(at, "alice-agent", "rotate")
         [new] = _secrets(at)
         assert new != old and any("New secret for" in s.value for s in at.success)
         with server.client(old) as before, server.client(new) as after:
