@@ -80,7 +80,7 @@ if shown is not None:
 
 with readable_errors():
     tokens = bank.tokens.list()
-    activity = bank.tokens.activity(days=ACTIVE_DAYS) if tokens else {}
+    activity = bank.tokens.activity(days=ACTIVE_DAYS, names=[t.name for t in tokens])
     if tokens:
         st.dataframe(pd.DataFrame([{
             "name": t.name, "namespaces": ", ".join(t.namespaces) or "(all)", "access": _access(t),

@@ -1075,19 +1075,18 @@ def _count(n: int, thing: str) -> str:
 def token_list(obj: _Context, as_json: bool) -> None:
     """The tokens: names, namespaces and scope (never their secrets)."""
     with obj.open() as bank:
-        made = bank.tokens.list()
-        activity = bank.tokens.activity()
+        tokens = bank.tokens.list()
+        activity = bank.tokens.activity(names=[t.name for t in tokens])
+        made = [(t, activity[t.name]) for t in tokens]
     if as_json:
-        click.echo(json.dumps([{**t.to_dict(), "last_used": None if activity[t.name].last_used is None
-                                else activity[t.name].last_used.isoformat(),
-                                "changes_30d": activity[t.name].changes, "recalls_30d": activity[t.name].recalls}
-                               for t in made], indent=1))
+        click.echo(json.dumps([{**t.to_dict(), "last_used": used.last_used and used.last_used.isoformat(),
+                                "changes_30d": used.changes, "recalls_30d": used.recalls}
+                               for t, used in made], indent=1))
         return
     if not made:
         click.echo("no tokens; create one: memctl token create --namespace NS --name NAME")
-    for t in made:
+    for t, used in made:
         scope = "admin (every namespace)" if t.admin else ", ".join(t.namespaces)
-        used = activity[t.name]
         last = "never used" if used.last_used is None else (
             f"last used {used.last_used:%Y-%m-%d %H:%M}, {_count(used.changes, 'change')} and "
             f"{_count(used.recalls, 'recall')} in 30 days")

@@ -136,14 +136,16 @@ class Tokens:
         """Remove a token: requests presenting it are refused from the next one on."""
         return self._change(name, "revoke_token", "DELETE FROM tokens WHERE name = ?", [name])
 
-    def activity(self, days: float = 30.0, now: datetime | None = None) -> dict[str, TokenActivity]:
-        """For every token, what was done with it (from the history and the recall log): its
-        latest change and recall, and how many in the last ``days``. An operator reads it before
-        revoking a token, to see whether an agent still uses it."""
+    def activity(self, days: float = 30.0, now: datetime | None = None,
+                 names: Iterable[str] | None = None) -> dict[str, TokenActivity]:
+        """For every token (or the tokens ``names``: those a caller listed a moment before, though
+        another process may have revoked one since), what was done with it, from the history and
+        the recall log: its latest change and recall, and how many in the last ``days``. An
+        operator reads it before revoking a token, to see whether an agent still uses it."""
         if isinstance(days, bool) or not isinstance(days, (int, float)) or not days > 0:
             raise ValidationError("days must be a number > 0")
         since = to_naive_utc(now or utcnow()) - timedelta(days=float(days))
-        names = [t.name for t in self.list()]
+        names = [t.name for t in self.list()] if names is None else list(names)
         found: dict[str, list[Any]] = {name: [None, None, 0, 0] for name in names}
         if names:
             with self.core.session(write=False) as con:

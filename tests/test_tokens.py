@@ -157,3 +157,15 @@ def test_a_rotated_token_keeps_its_scope_and_history_with_a_new_secret(bank_path
         assert bank.tokens.check(newest) == token and bank.tokens.check(new) is None
     missing = CliRunner().invoke(cli, ["--bank", str(bank_path), "token", "rotate", "nobody"])
     assert missing.exit_code != 0 and "no token named 'nobody'" in missing.output
+
+
+def test_activity_for_the_tokens_a_caller_listed(bank):
+    """A page lists the tokens, then asks for their activity: a token revoked in between (by
+    another process) still gets its row, with what was done under it, instead of a missing key."""
+    token, _ = bank.tokens.create("agent", ["a"])
+    listed = bank.tokens.list()
+    with bank.acting_as(token.actor):
+        bank.add("Prefers tea", namespace="a")
+    bank.tokens.revoke("agent")
+    assert bank.tokens.activity(names=[t.name for t in listed])["agent"].changes == 1
+    assert bank.tokens.activity() == {}
