@@ -56,6 +56,7 @@ class Core:
         self.tokens: list | None = None  # the server's access tokens with their hashes (see tokens.py)
         self.tokens_holder: object | None = None  # the store's holder when they were last confirmed
         self.tokens_signature: object | None = None  # a shared store's signature when they were read
+        self.tokens_version: object | None = None  # and its tokens' version (Store.known_tokens_version)
         self.journal = RecallJournal(store.journal_folder)
         # A flush writes recalls to the file without holding the lock (see RecallWriter.flush):
         # while it does, other operations wait on this condition before touching the file, and
@@ -252,7 +253,8 @@ class Core:
             self.dim = int(meta["embedding_dim"])
         self.active_params = None
         self.acknowledged = None
-        self.tokens = None
+        if self.store.known_tokens_version() is None:  # else the tokens say for themselves (tokens.py)
+            self.tokens = None
         self.index_mode = meta.get("index_mode", "exact")
         for (mid,) in con.execute("SELECT id FROM removed_memories WHERE seq > ?", [self.synced_seq]).fetchall():
             self.memories.pop(mid, None)

@@ -203,7 +203,7 @@ class Tokens:
         before they are, as :meth:`_all` stores them in the other order: they are never older
         than what confirmed them."""
         core = self.core
-        holder_then, signature_then = core.tokens_holder, core.tokens_signature
+        holder_then, signature_then, version_then = core.tokens_holder, core.tokens_signature, core.tokens_version
         cached = core.tokens
         if cached is None:
             return None
@@ -211,6 +211,9 @@ class Tokens:
         if holder is not None and holder is holder_then:
             return cached
         if core.store.shared:
+            version = core.store.known_tokens_version()
+            if version is not None and version == version_then:
+                return cached  # no token changed since they were read, whatever else did
             known = core.store.known_signature()
             if known is not None and known == signature_then:
                 return cached
@@ -229,13 +232,15 @@ class Tokens:
         cached = core.tokens
         if core.store.shared:
             # A database others write all the time: its signature moves with every write, so read
-            # the tokens again when it moved, on a connection of their own, without the bank's lock.
+            # the tokens again when it moved (unless notifications say no token changed), on a
+            # connection of their own, without the bank's lock.
+            version = core.store.known_tokens_version()
             signature = core.store.signature()
             if cached is not None and signature == core.tokens_signature:
                 return cached
             with core.store.connect(write=False) as con:
                 tokens = self._read(con)
-            core.tokens, core.tokens_signature = tokens, signature
+            core.tokens, core.tokens_signature, core.tokens_version = tokens, signature, version
             return tokens
         with core.lock:
             if core.tokens is None or core.store.signature() != core.signature:

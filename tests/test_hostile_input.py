@@ -267,8 +267,8 @@ REVIEWED_SQL_PIECES = {
     # rewrite back (_HOLDING_SQL, a class constant with a named placeholder)
     "postgres.py": {"<sql>", "<text>", "<rows[0][0]>", "<stmt>", "cols", "name", "self._lock_timeout_ms()", "lock",
                     "<DIALECT.table_names()>", "<cls._HOLDING_SQL>"},
-    # storage/pg_notify.py: the fixed channel name
-    "pg_notify.py": {"CHANNEL"},
+    # storage/pg_notify.py: the fixed channel names (changes, tokens)
+    "pg_notify.py": {"CHANNEL", "TOKENS_CHANNEL"},
     # storage/copy.py: the bank's table names from information_schema, their column names
     "copy.py": {"cols", "name"},
     "schema.py": {"<stmt>"},

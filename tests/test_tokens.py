@@ -84,6 +84,34 @@ def test_a_token_is_checked_at_once_only_while_the_cached_tokens_are_known_true(
             assert served.tokens.check(secret) is None
 
 
+@pytest.mark.postgres
+def test_memories_written_elsewhere_leave_the_cached_tokens_confirmed(pg_url, embedder):
+    """On PostgreSQL every write moves the change number, and another server writes all the time.
+    The tokens are read again when a token changes (a notification of their own), not on every
+    request after another server's add: a token check then costs the request no round trip."""
+    with MemoryBank.open(pg_url, embedder=embedder) as served, \
+            MemoryBank.open(pg_url, embedder=embedder) as other:
+        token, secret = served.tokens.create("agent", ["a"])
+        served.watch_changes()  # as memctl serve does
+        _wait(lambda: served._store.known_tokens_version() is not None, "the listener")
+        assert served.tokens.check(secret) == token
+        for i in range(3):
+            other.add(f"another server's memory {i}", namespace="a")
+        _wait(lambda: served._store.known_signature() == other.seen_seq, "the adds' notifications")
+        assert [m.text for m in served.memories("a")][0] == "another server's memory 2"  # caught up
+        assert served.tokens.check_at_once(secret) == (True, token)
+        other.tokens.revoke("agent")
+        _wait(lambda: served.tokens.check_at_once(secret) != (True, token), "the revoke's notification")
+        assert served.tokens.check(secret) is None
+
+
+def _wait(done, what: str, seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, f"{what} did not arrive within {seconds:g} s"
+        time.sleep(0.01)
+
+
 def test_activity_tells_which_tokens_are_still_used(bank):
     """What an operator reads before revoking: a token's latest change and recall and how many of
     each lately, from what was done in its name; an unused token has none, and the bank's own

@@ -897,6 +897,10 @@ class DuckDBStore:
         process knows without looking."""
         return None
 
+    def known_tokens_version(self) -> None:
+        """None: nothing tells this process of token changes; :meth:`holder` vouches instead."""
+        return None
+
     def holder(self) -> object | None:
         """This process's lease of the file while only this store object has used it, else None:
         while the same lease lives, no other process and no other bank of this one can have

@@ -193,6 +193,11 @@ class Store(Protocol):
         latest notification's number while it :meth:`watch`-es), else None."""
         ...
 
+    def known_tokens_version(self) -> object | None:
+        """A value that changes whenever the bank's access tokens may have changed, known
+        without asking the store (notifications), else None: equal values mean no token changed."""
+        ...
+
     def holder(self) -> object | None:
         """A value that stays the same (``is``) for as long as no one but this store object can
         change the store (a DuckDB file this process keeps), else None: what was read under the

@@ -688,6 +688,12 @@ class PostgresStore:
         listener = self._listener if self._watching else None
         return None if listener is None else listener.latest()
 
+    def known_tokens_version(self) -> int | None:
+        """A number that changes whenever the bank's tokens may have changed, while this store
+        watches and its listener hears of token changes (see pg_notify.py); else None."""
+        listener = self._listener if self._watching else None
+        return None if listener is None else listener.tokens_version()
+
     def _read_seq(self) -> int:
         with self._raw() as raw:
             row = raw.execute("SELECT value FROM meta WHERE key = 'change_seq'").fetchone()
