@@ -187,8 +187,14 @@ class Embedder:
             self._batch = torch_batch
             return
 
+        def onnx_threads(n: int) -> int:
+            # A lone text (an add or a query someone waits for, nothing else queued) on two: ONNX
+            # Runtime's second thread stops when the run ends (embed_onnx), so it takes nothing
+            # from the rest of the request. A group means concurrent writers: the cores are busy.
+            return min(2, threads) if n == 1 else threads_for(n)
+
         def onnx_batch(texts: list[str], size: int) -> np.ndarray:
-            want = threads_for(len(texts))
+            want = onnx_threads(len(texts))
             return np.vstack([onnx.encode(texts[i:i + size], want) for i in range(0, len(texts), size)])
 
         self._batch = onnx_batch

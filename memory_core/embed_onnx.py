@@ -111,7 +111,7 @@ class OnnxEncoder:
         self._lock = threading.Lock()
 
     def _session(self, threads: int) -> Any:
-        """One session per thread count (one thread for an add or a query, all for bulk work)."""
+        """One session per thread count (two for a lone add or query, one for a small group, all for bulk work)."""
         with self._lock:
             if threads not in self._sessions:
                 import onnxruntime as ort
@@ -119,6 +119,9 @@ class OnnxEncoder:
                 options = ort.SessionOptions()
                 options.intra_op_num_threads = threads
                 options.inter_op_num_threads = 1
+                # Its threads spin while a run lasts (fast hand-offs between layers) and stop when
+                # it returns: left spinning, they took a core from DuckDB's next statements.
+                options.add_session_config_entry("session.force_spinning_stop", "1")
                 options.log_severity_level = 3
                 self._sessions[threads] = ort.InferenceSession(str(self.path), options,
                                                                providers=["CPUExecutionProvider"])
