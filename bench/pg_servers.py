@@ -13,7 +13,8 @@ the bundled model) over a fresh ``memctl_test_<random>`` database (``MEMCTL_TEST
 - **read-your-writes**: the same, with the ``min_seq`` A's answer carried (``X-Memory-Seq``):
   B's first answer must hold the memory, every time;
 - **adds**: 8 clients, 4 on each server, one add per request: aggregate adds/s, errors, and every
-  acknowledged id read back from the database;
+  acknowledged id read back from the database. Each add is a short statement an agent would write
+  (``bench._util.memory_statements``, as in ``bench.serve``), checked for contradictions;
 - **one client**: one add per request, sequentially, through one server, beside the same through a
   `memctl serve` of a DuckDB bank file in the same run;
 - **workers**: 8 clients through one port, served by one process and by ``--workers 2``, in turns.
@@ -183,19 +184,21 @@ def concurrent_adds(urls: list[str], token: str, seconds: float, clients: int = 
     """``clients`` clients spread over the servers, one add per request for ``seconds``."""
     import httpx
 
+    from bench._util import memory_statements
+
     headers = {"Authorization": f"Bearer {token}"}
     acked: list[int] = []
     errors: list[str] = []
     lock = threading.Lock()
     stop = threading.Event()
+    texts = iter(memory_statements(int(seconds * 1000) + 1000, seed=len(urls) * 100 + clients))
 
     def client(c: int) -> None:
         with httpx.Client(base_url=urls[c % len(urls)], headers=headers, timeout=60) as http:
-            n = 0
             while not stop.is_set():
-                n += 1
-                r = http.post("/v1/memories", json={"text": f"adder {c} memory {n} about the weekend plans",
-                                                    "namespace": "adds"})
+                with lock:
+                    text = next(texts)
+                r = http.post("/v1/memories", json={"text": text, "namespace": "adds"})
                 if r.status_code == 201:
                     with lock:
                         acked.append(r.json()["id"])
@@ -243,7 +246,7 @@ def run(quick: bool, smallest: bool = False) -> dict[str, Any]:
     from bench._util import model_ceiling
 
     os.environ.setdefault("MEMCTL_CACHE_DIR", tempfile.mkdtemp(prefix="memctl-bench-"))
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # No OMP_NUM_THREADS here: the servers run with the threads `memctl serve` takes by default.
     import psycopg
     import stores
 
