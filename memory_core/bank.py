@@ -565,7 +565,9 @@ class MemoryBank:
 
     def backup(self, dest: str | os.PathLike, *, overwrite: bool = False) -> int:
         """Write a consistent copy of the bank to the file ``dest`` (complete or absent; no index
-        caches, no hard-deleted text); returns the memories it holds. Safe while others use it."""
+        caches, no hard-deleted text); returns the memories it holds. Safe while others use it.
+        Recalls this bank still buffers are written first: the copy holds every recall made before."""
+        self.flush()
         return self._core.backup(dest, overwrite)
 
     @staticmethod

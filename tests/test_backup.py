@@ -76,6 +76,18 @@ def test_backup_and_restore_round_trip(tmp_path, embedder):
     assert store_invariants(path) == []
 
 
+def test_a_backup_holds_the_recalls_made_just_before_it(bank, tmp_path, embedder):
+    """Recalls are buffered and written with the bank's next operation; a backup is one, so a
+    recall made a moment before is in the copy, with the use it counted."""
+    mid = bank.add("Drinks tea every morning", namespace="alice")
+    hit = bank.recall("what does she drink", namespace="alice")[0]
+    assert hit.memory.id == mid
+    bank.backup(tmp_path / "copy.duckdb")
+    with MemoryBank.open(tmp_path / "copy.duckdb", embedder=embedder, read_only=True) as copy:
+        assert len(copy.retrievals("alice")) == 1
+        assert copy.get(mid).access_count == 1
+
+
 def test_backup_and_restore_refuse_what_would_lose_data(tmp_path, embedder):
     path = tmp_path / "bank.duckdb"
     with MemoryBank.open(path, embedder=embedder) as bank:
