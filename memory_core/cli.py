@@ -149,18 +149,21 @@ def recall(obj: _Context, query: str, namespace: str, preset: str | None, now: s
         _load_with_progress(bank, namespace)
         hits = bank.recall(query, namespace=namespace, params=preset, now=now, k=k, threshold=threshold,
                            gate=gate, record=not dry_run)
+        logged = bank.last_retrieval_id if not dry_run else None
     if as_json:
         click.echo(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
-        return
-    if not hits:
+    elif not hits:
         click.echo("no memory clears the threshold (an empty result is a correct answer)")
-        return
-    now_dt = parse_time(now) or datetime.now(timezone.utc)
-    click.echo(f"{'#':>2} {'score':>5} {'rel':>5} {'rec':>5} {'imp':>4} {'id':>6}  {'age':<13} text")
-    for h in hits:
-        c = h.components
-        click.echo(f"{h.rank:>2} {h.score:5.3f} {c['relevance']:5.2f} {c['recency']:5.2f} {c['importance']:4.2f} "
-                   f"{h.memory.id:>6}  {humanize_age(h.memory.created_at, now_dt):<13} {h.memory.text}")
+    else:
+        now_dt = parse_time(now) or datetime.now(timezone.utc)
+        click.echo(f"{'#':>2} {'score':>5} {'rel':>5} {'rec':>5} {'imp':>4} {'id':>6}  {'age':<13} text")
+        for h in hits:
+            c = h.components
+            click.echo(f"{h.rank:>2} {h.score:5.3f} {c['relevance']:5.2f} {c['recency']:5.2f} {c['importance']:4.2f} "
+                       f"{h.memory.id:>6}  {humanize_age(h.memory.created_at, now_dt):<13} {h.memory.text}")
+    if logged is not None and hits:  # on stderr: the table and the JSON stay what they were
+        click.echo(f"logged as retrieval {logged}; say what the answer used with: "
+                   f"memctl feedback {logged} --used ID", err=True)
 
 
 def _load_with_progress(bank: MemoryBank, namespace: str) -> None:

@@ -184,6 +184,19 @@ def test_recall_dry_run_changes_nothing_and_a_real_recall_counts_the_access(
     assert stats_json(bank_file)["retrievals"] == 1
 
 
+def test_recall_names_its_retrieval_so_feedback_can_follow(bank_file: Path, food_bank: dict[str, int]) -> None:
+    """The CLI's recall-then-feedback loop: the id `memctl feedback` takes is printed (on stderr,
+    so the table and the JSON stay as they are); a dry run logs nothing and names nothing."""
+    veg = food_bank["veg"]
+    out = memctl(bank_file, "recall", "is she vegetarian?", "--json")
+    assert json.loads(out.stdout)[0]["memory"]["id"] == veg
+    rid = int(out.stderr.split("retrieval ")[1].split(";")[0])
+    assert f"memctl feedback {rid} --used ID" in out.stderr
+    fb = memctl(bank_file, "feedback", str(rid), "--used", str(veg), "--json").stdout
+    assert {h["memory_id"]: h["used"] for h in json.loads(fb)["hits"]}[veg] is True
+    assert "retrieval" not in memctl(bank_file, "recall", "is she vegetarian?", "--dry-run").stderr
+
+
 # -- show, forget, restore -------------------------------------------------------------------------
 
 
