@@ -896,7 +896,7 @@ def _labeled_set(bank: MemoryBank, namespace: str | None, set_name: str | None) 
 @click.pass_obj
 def tune(obj: _Context, namespace: str | None, set_name: str | None, objective: str, folds: int, trials: int,
          seed: int, base_name: str | None, save_as: str | None, as_json: bool) -> None:
-    """Search weights, half-life and threshold on labeled queries (cross-validated); propose a preset."""
+    """Search weights, half-life, threshold and frequency_from on labeled queries (cross-validated); a preset."""
     from memory_core import tuning
 
     tuning.Objective.parse(objective)
