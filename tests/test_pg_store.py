@@ -339,7 +339,7 @@ def test_memctl_on_a_pg_bank(pg_url, tmp_path, embedder):
     def memctl(*args: str) -> str:
         result = CliRunner().invoke(cli, ["--bank", pg_url, *args])
         assert result.exit_code == 0, result.output
-        return result.output
+        return result.stdout
 
     assert "ready" in memctl("init")
     memctl("add", "Prefers vegetarian food", "-n", "alice", "-i", "0.8")
