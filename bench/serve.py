@@ -301,6 +301,10 @@ change on and off in one server, or old and new code on fresh banks, in turns:
   8 clients 0.96-0.99 of before, within noise. Left spinning (ONNX Runtime's default) the second
   thread gave PostgreSQL +20% but a bank file +4%: it kept a core from DuckDB's next statements
   (DuckDB on one thread with spinning threads: +16%). Without spinning at all: +12% and +4%.
+  What it costs: 8 clients recalling at once over HTTP (2,000 memories, blocks in turns, three
+  runs) keep their recalls/s (148-167 against 153-169 on one thread) and p50 (42-44 ms both), but
+  p95 rises from 52-53 to 61-64 ms: the second thread takes a core from the other requests'
+  Python. Using it only while no other run is in progress did not change that (63 and 61 ms).
 - *Token checks on PostgreSQL*: every add moved the change number, and a moved number sent the
   next request's token check to a thread that read the tokens table: 297 reads for 300 adds
   through one server. A trigger on `tokens` now notifies token changes on their own channel, and
