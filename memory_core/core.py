@@ -253,7 +253,7 @@ class Core:
             self.dim = int(meta["embedding_dim"])
         self.active_params = None
         self.acknowledged = None
-        if self.store.known_tokens_version() is None:  # else the tokens say for themselves (tokens.py)
+        if not self.store.shared:  # a shared store's tokens are checked against its own numbers (tokens.py)
             self.tokens = None
         self.index_mode = meta.get("index_mode", "exact")
         for (mid,) in con.execute("SELECT id FROM removed_memories WHERE seq > ?", [self.synced_seq]).fetchall():
