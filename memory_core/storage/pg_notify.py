@@ -131,14 +131,15 @@ class ChangeListener:
                         continue
                     row = conn.execute("SELECT value FROM meta WHERE key = 'change_seq'").fetchone()
                     self._set(int(row[0]) if row else 0)
-                    self._heard_tokens(TOKENS_TRIGGER in armed)
+                    hears_tokens = TOKENS_TRIGGER in armed  # else a bank no writer of this version opened
+                    self._heard_tokens(hears_tokens)
                     delay = 0.1
                     prefix = schema_name + ":"
                     while not self._stopped.is_set():
                         for note in conn.notifies(timeout=1.0):
                             if note.channel == TOKENS_CHANNEL:
                                 if note.payload == schema_name:
-                                    self._heard_tokens(TOKENS_TRIGGER in armed)
+                                    self._heard_tokens(hears_tokens)
                             elif note.payload.startswith(prefix):
                                 self._set(int(note.payload[len(prefix):]))
             except Exception:  # noqa: BLE001 - any failure: not listening until reconnected
