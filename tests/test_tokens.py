@@ -65,20 +65,14 @@ def test_a_token_is_checked_at_once_only_while_the_cached_tokens_are_known_true(
         served.add("keeps the file leased", namespace="a")
         # The add's own notification arrives a moment later and moves what confirms the cache:
         # wait for it, as a server's next request would find it arrived.
-        deadline = time.monotonic() + 5
-        while served._store.known_signature() not in (None, served.seen_seq):
-            assert time.monotonic() < deadline, "the add's notification did not arrive"
-            time.sleep(0.01)
+        _wait(lambda: served._store.known_signature() in (None, served.seen_seq), "the add's notification")
         assert served.tokens.check(secret) == token
         assert served.tokens.check_at_once(secret) == (True, token)
         assert served.tokens.check_at_once("mct_not-a-token") == (True, None)
         before = served._store.known_signature()  # a number while PostgreSQL notifies, else None
         with MemoryBank.open(bank_path, embedder=embedder) as other:
             other.tokens.revoke("temp")
-            deadline = time.monotonic() + 5
-            while before is not None and served._store.known_signature() == before:
-                assert time.monotonic() < deadline, "the revoke's notification did not arrive"
-                time.sleep(0.01)
+            _wait(lambda: before is None or served._store.known_signature() != before, "the revoke's notification")
             known, stale = served.tokens.check_at_once(secret)
             assert stale is None, "the revoked token was taken from the old cache"
             assert served.tokens.check(secret) is None
