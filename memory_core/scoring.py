@@ -102,6 +102,10 @@ class ScoringParams:
     # 0.66 -> 0.72; 0.5 gains little more with context and costs the demo set 3 points of on-topic
     # hits (distilled facts stored one after another are not a conversation's turns).
     neighbour_weight: float = 0.3
+    # The relevance of its own (dense and lexical, before any lift) a memory needs to be returned
+    # at all, or lifted by its neighbours or the query's dates: recency, importance and usage
+    # cannot carry a memory that has nothing to do with the question. 0 turns the rule off.
+    min_relevance: float = 0.05
     # The share of the gap up to full relevance a memory takes when it was created in a period the
     # query names ("What did Audrey sign up for in May 2023?"; scoring.date_match). Queries that
     # name no period are unchanged. 0.3 on LoCoMo 0-4: R@10 0.750 -> 0.777 (0.25-0.35 within 0.002).
@@ -151,7 +155,7 @@ class ScoringParams:
         if self.alpha + self.beta + self.gamma + self.delta <= 0:
             raise ValidationError("at least one of alpha, beta, gamma, delta must be above 0")
         for name in ("lexical_weight", "neighbour_weight", "date_weight", "similarity_floor", "recency_floor",
-                     "frequency_base"):
+                     "frequency_base", "min_relevance"):
             if getattr(self, name) > 1:
                 raise ValidationError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
         if not self.similarity_floor < self.similarity_ceiling <= 1:
@@ -223,12 +227,14 @@ PRESETS: dict[str, ScoringParams] = {
         alpha=0.6, beta=0.2, gamma=0.2, delta=0.0, lexical_weight=0.0,
         similarity_floor=0.0, similarity_ceiling=1.0,
         half_life_days=30.0, decay="exponential", k=3, threshold=0.45, neighbour_weight=0.0, date_weight=0.0,
+        min_relevance=0.0,
     ),
     "weighted-recall": ScoringParams(
         alpha=0.5, beta=0.2, gamma=0.2, delta=0.1, lexical_weight=0.0,
         similarity_floor=0.0, similarity_ceiling=1.0,
         decay="linear", linear_horizon_days=180.0, recency_floor=0.3,
         frequency_base=0.5, frequency_step=0.1, k=5, threshold=0.0, neighbour_weight=0.0, date_weight=0.0,
+        min_relevance=0.0,
     ),
 }
 
@@ -278,9 +284,10 @@ def blend(
     last = _last_touch(created, last, now)
 
     relevance = relevance_of(p, sim, lex)
-    dated = date_lift(p, relevance, date_match)
+    eligible = relevant(p, relevance)
+    dated = date_lift(p, relevance, date_match) * eligible
     relevance = relevance + dated
-    lift = neighbour_lift(p, relevance, neighbour_relevance)
+    lift = neighbour_lift(p, relevance, neighbour_relevance) * eligible
     relevance = relevance + lift
 
     ref = last if p.recency_from == "last_access" else created
@@ -305,6 +312,7 @@ def blend(
         touched_days < HOT_DAYS, p.tier_hot, np.where(touched_days <= COLD_DAYS, p.tier_warm, p.tier_cold)
     )
     score = tier * (p.alpha * relevance + p.beta * recency + p.gamma * imp + p.delta * frequency) / p.weight_sum
+    score = np.where(eligible, score, 0.0)  # never returned: top_k keeps only scores above 0
     components = {
         "similarity": sim,
         "lexical": lex,
@@ -317,6 +325,11 @@ def blend(
         "tier": tier,
     }
     return score, components
+
+
+def relevant(params: ScoringParams, relevance: np.ndarray) -> np.ndarray:
+    """Which memories have enough relevance of their own (:func:`relevance_of`) to be returned."""
+    return np.asarray(relevance) >= params.min_relevance
 
 
 def relevance_of(params: ScoringParams, similarity: np.ndarray, lexical: np.ndarray) -> np.ndarray:
@@ -357,7 +370,7 @@ def own_relevance(params: ScoringParams, similarity: np.ndarray, lexical: np.nda
     """A memory's relevance before its neighbours lift it: :func:`relevance_of` plus
     :func:`date_lift`. What a neighbour lends (``neighbour_relevance`` of :func:`blend`)."""
     rel = relevance_of(params, similarity, lexical)
-    return rel + date_lift(params, rel, match)
+    return rel + date_lift(params, rel, match) * relevant(params, rel)
 
 
 def neighbour_lift(params: ScoringParams, relevance: np.ndarray, neighbour_relevance: np.ndarray | None) -> np.ndarray:
@@ -424,11 +437,11 @@ def parts(params: ScoringParams, components: dict[str, float]) -> dict[str, floa
 
 
 def top_k(score: np.ndarray, ids: np.ndarray, k: int, threshold: float) -> np.ndarray:
-    """Positions of the best ``k`` scores that reach ``threshold``, best first.
+    """Positions of the best ``k`` scores that reach ``threshold`` (and are above 0), best first.
 
     Ties break by the smaller id, so results are deterministic whatever the storage order.
     """
-    keep = np.flatnonzero(score >= threshold)
+    keep = np.flatnonzero((score >= threshold) & (score > 0))
     if keep.size == 0:
         return keep
     if keep.size > k:
@@ -530,7 +543,7 @@ def top_k_rows(score: np.ndarray, ids: np.ndarray, k: int, threshold: float) -> 
         return [np.zeros(0, dtype=np.int64) for _ in range(q)]
     if n > 4096:  # one full sort per row would cost more than top_k's partition
         return [top_k(row, ids, k, threshold) for row in score]
-    masked = np.where(score >= threshold, score, -np.inf)
+    masked = np.where((score >= threshold) & (score > 0), score, -np.inf)
     order = np.lexsort((np.broadcast_to(ids, score.shape), -masked), axis=-1)[:, :k]
     keep = np.isfinite(np.take_along_axis(masked, order, axis=-1))
     return [order[i][keep[i]] for i in range(q)]

@@ -70,18 +70,21 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
     # periods: match 1 inside one or up to DATE_AFTER_DAYS after it, else exp(-days away /
     # DATE_SCALE_DAYS), the best over the periods), then the best of its neighbours' (the
     # NEIGHBOURS memories of the namespace created just before it and just after it, ties by id,
-    # within NEIGHBOUR_SECONDS of it; one created after now lends 0).
+    # within NEIGHBOUR_SECONDS of it; one created after now lends 0). A memory whose relevance
+    # before any lift is below min_relevance is lifted by nothing and never returned.
     own = []
+    eligible = []
     for i, r in enumerate(rows):
         sim = float(vecs[i] @ qvec)
         dense = min(1.0, max(0.0, (sim - p.similarity_floor) / (p.similarity_ceiling - p.similarity_floor)))
         created = r["created_at"].replace(tzinfo=timezone.utc).timestamp()
         rel = (1 - p.lexical_weight) * dense + p.lexical_weight * lex[i]
+        eligible.append(rel >= p.min_relevance)
         match = 0.0
         for start, end in periods:
             away = max(start - created, created - end - DATE_AFTER_DAYS * 86400, 0.0) / 86400
             match = max(match, math.exp(-away / DATE_SCALE_DAYS))
-        rel += p.date_weight * match * (1 - rel)
+        rel += p.date_weight * match * (1 - rel) * eligible[i]
         own.append(rel if created <= t_now else 0.0)
     order = sorted(range(n), key=lambda i: (rows[i]["created_at"], rows[i]["id"]))
     near_best = {}
@@ -92,7 +95,7 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
         near_best[i] = max((own[j] for j in near), default=0.0)
     for i, r in enumerate(rows):
         created = r["created_at"].replace(tzinfo=timezone.utc).timestamp()
-        if created > t_now:
+        if created > t_now or not eligible[i]:
             continue
         last = r["last_accessed_at"]
         last = last.replace(tzinfo=timezone.utc).timestamp() if last is not None else None
@@ -112,7 +115,7 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
         tier = p.tier_hot if touched < 7 else p.tier_warm if touched <= 90 else p.tier_cold
         s = tier * (p.alpha * rel + p.beta * rec + p.gamma * r["importance"] + p.delta * freq) / (
             p.alpha + p.beta + p.gamma + p.delta)
-        if s >= p.threshold:
+        if s >= p.threshold and s > 0:
             out.append((r["id"], s))
     out.sort(key=lambda x: (-x[1], x[0]))
     return out[: p.k]
@@ -120,7 +123,7 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
 
 def assert_exact(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, now: datetime, embedder) -> None:
     got = [(h.memory.id, h.score) for h in bank.recall(query, namespace=namespace, params=p, now=now, record=False)]
-    want = brute_force(bank, query, namespace, p, now, embedder.encode_one(query))
+    want = brute_force(bank, query, namespace, p, now, embedder.encode_one(query, kind="query"))
     # bm25s scores in float32, so scores agree to ~1e-7 and only exact ties may order differently.
     tol = 1e-6
     assert len(got) == len(want), (got, want)
