@@ -349,6 +349,15 @@ class Writer:
                 progress(len(chunk))
         with self.core.lock:  # the transaction and the caches taking it, as one step
             with self.core.session() as con:
+                # Memories added or edited by others while the model ran are embedded here too.
+                now_there = con.execute("SELECT id, text FROM memories WHERE text IS NOT NULL ORDER BY id").fetchall()
+                if now_there != ids_texts:
+                    done = {i: (t, v) for (i, t), v in zip(ids_texts, np.concatenate(vectors) if vectors else [])}
+                    redo = [(i, t) for i, t in now_there if i not in done or done[i][0] != t]
+                    fresh = dict(zip((i for i, _ in redo), embedder.encode([t for _, t in redo]))) if redo else {}
+                    ids_texts = now_there
+                    vectors = [np.array([fresh[i] if i in fresh else done[i][1] for i, _ in now_there],
+                                        dtype=np.float32).reshape(len(now_there), embedder.dim)]
                 seq = tables.next_seq(con)
                 if ids_texts:
                     allv = np.concatenate(vectors)
