@@ -175,7 +175,7 @@ def recall_matches_brute_force(bank: MemoryBank, queries: list[str], *, now: dat
         for query in queries:
             hits = bank.recall(query, namespace=ns, params=p, now=now, record=False)
             got = [(h.memory.id, h.score) for h in hits]
-            want = brute_force(bank.path, ns, query, bank.embedder.encode_one(query), p, now)
+            want = brute_force(bank.path, ns, query, bank.embedder.encode_one(query, kind="query"), p, now)
             if len(got) != len(want):
                 problems.append(f"{ns!r} {query!r}: recall returned {len(got)}, brute force {len(want)}")
                 continue

@@ -97,7 +97,7 @@ def measure(memories: int, repeats: int, with_cold_start: bool = True) -> dict:
         bank.add_many(synthetic_rows(memories, seed=7, vectors=vectors))
         result["import_with_vectors_s"] = time.perf_counter() - t
         query = "what did I decide about the database project?"
-        embedder.encode_one(query)
+        embedder.encode_one(query, kind="query")
         bank.recall(query, namespace="big", record=False)  # loads the namespace index once
         params = [ScoringParams().replace(alpha=a, threshold=0.0, k=15) for a in np.linspace(0.2, 0.9, repeats)]
         it = iter(params * 2)

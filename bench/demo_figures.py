@@ -73,7 +73,7 @@ def main() -> None:
                 bank.recall(q["query"], namespace=q["namespace"], now=q["at"], record=False)
                 timings["what_if_with_embedding"].append(time.perf_counter() - t)
             for q in queries:
-                embedder.encode_one(q["query"])
+                embedder.encode_one(q["query"], kind="query")
                 t = time.perf_counter()
                 bank.recall(q["query"], namespace=q["namespace"], now=q["at"], record=True)
                 timings["recorded_cached_vector"].append(time.perf_counter() - t)

@@ -32,7 +32,7 @@ def _shortcut(bank, namespace: str, query: str, params, now: datetime, n: int) -
 
     idx = bank._indexes[namespace]
     m = idx.n
-    vector = bank.embedder.encode_one(query)
+    vector = bank.embedder.encode_one(query, kind="query")
     sim = idx.similarities(vector)
     ts = now.timestamp()
     sim = np.where(idx.created[:m] <= ts, sim, -np.inf)  # an "as of" query sees no later memory

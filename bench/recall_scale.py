@@ -132,7 +132,7 @@ def brute_force(bank: MemoryBank, namespace: str, query: str, p: ScoringParams) 
     """Every live memory scored, no pruning: cosine by numpy, BM25 of every row, scoring.blend."""
     idx = bank._indexes[namespace]
     n = idx.n
-    q = bank.embedder.encode_one(query)
+    q = bank.embedder.encode_one(query, kind="query")
     sim = _dot64(idx.emb[:n], q)
     lexical = idx.lexical.relevance(p, lexical_tokens(query)) if p.lexical_weight > 0 else np.zeros(n)
     score, _ = blend(p, similarity=sim, lexical=lexical, created=idx.created[:n], last_access=idx.last_access[:n],
@@ -181,7 +181,7 @@ def exact_scale(folder: Path, n: int, queries: int, check: int, approximate: boo
         out["first_pruned_recall_s"] = round(time.perf_counter() - t, 2)
         flat = faiss.IndexFlatIP(DIM)
         flat.add(np.ascontiguousarray(idx.emb[: idx.n]))
-        vecs = [bank.embedder.encode_one(q)[None, :] for q in texts]
+        vecs = [bank.embedder.encode_one(q, kind="query")[None, :] for q in texts]
         rec, bare, pruned, cands, rec_cpu, bare_cpu = [], [], 0, [], [], []
         for q, v in zip(texts[:queries], vecs):
             t, c = time.perf_counter(), time.process_time()

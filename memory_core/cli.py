@@ -68,9 +68,9 @@ def cli(ctx: click.Context, bank_path: str) -> None:
 
 
 @cli.command()
-@click.option("--model", default=None, help="embedding model: use-multilingual-v3 (16 languages, questions and "
-              "memories in different languages), a sentence-transformers model name or folder (default: the "
-              "bundled all-MiniLM-L6-v2, English).")
+@click.option("--model", default=None, help="embedding model: multilingual-e5-small (the default: about 100 "
+              "languages, a question in one finds a memory in another), all-MiniLM-L6-v2 (English only, the fastest), "
+              "use-multilingual-v3, or a sentence-transformers model name or folder.")
 @click.pass_obj
 def init(obj: _Context, model: str | None) -> None:
     """Create an empty bank (opening an existing one just checks it)."""
@@ -298,9 +298,9 @@ def stats(obj: _Context, namespace: str | None, as_json: bool) -> None:
 @click.option("--force", is_flag=True, help="Rebuild even if the bank already has memories.")
 @click.option("--if-empty", is_flag=True,
               help="Build only if the bank has no memories (a new or empty file); otherwise say so and exit 0.")
-@click.option("--model", default=None, help="embedding model of a new demo bank: use-multilingual-v3 (questions and "
-              "memories in different languages), a sentence-transformers model name or folder (default: the "
-              "bundled all-MiniLM-L6-v2). An existing bank keeps its own: convert it with reembed --model.")
+@click.option("--model", default=None, help="embedding model of a new demo bank: multilingual-e5-small (the "
+              "default), all-MiniLM-L6-v2 (English only), use-multilingual-v3, or a sentence-transformers model name "
+              "or folder. An existing bank keeps its own: convert it with reembed --model.")
 @click.pass_obj
 def demo(obj: _Context, memories_file: str | None, queries_file: str | None, truth_file: str | None,
          force: bool, if_empty: bool, model: str | None) -> None:
@@ -357,8 +357,8 @@ class _StageBars:
 
 
 @cli.command()
-@click.option("--model", default=None, help="The model to move to: use-multilingual-v3, all-MiniLM-L6-v2 or a "
-              "sentence-transformers model name or folder (default: the bank's own).")
+@click.option("--model", default=None, help="The model to move to: multilingual-e5-small, all-MiniLM-L6-v2, "
+              "use-multilingual-v3 or a sentence-transformers model name or folder (default: the bank's own).")
 @click.pass_obj
 def reembed(obj: _Context, model: str | None) -> None:
     """Embed every memory again, with another model if given."""

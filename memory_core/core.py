@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import rows as rowmod
-from .embed import DEFAULT_MODEL, Embedder, canonical_model_name, get_embedder
+from .embed import DEFAULT_MODEL, Embedder, check_model, get_embedder
 from .errors import BankReadOnlyError, ModelMismatchError, NotFoundError, StateError, ValidationError
 from .index import NamespaceIndex
 from .index_cache import IndexCache, Progress
@@ -75,8 +75,8 @@ class Core:
             raise ValidationError("actor must be a non-empty string")
         if isinstance(lock_timeout, bool) or not isinstance(lock_timeout, (int, float)) or not lock_timeout >= 0:
             raise ValidationError("lock_timeout must be a number of seconds >= 0")
+        wanted = check_model(model) if model is not None else None
         store = open_store(path, lock_timeout=lock_timeout, read_only=read_only)
-        wanted = canonical_model_name(model) if model is not None else None
         if embedder is not None:
             wanted = wanted or embedder.name
             if embedder.name != wanted:

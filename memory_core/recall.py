@@ -76,7 +76,7 @@ class Recall:
         decision = self.gate.decide(query) if gate else None
         vector = None
         if (decision is None or decision.recall) and self.core.dim is not None:
-            vector = self.core.embedder.encode_one(query)
+            vector = self.core.embedder.encode_one(query, kind="query")
         with self.core.lock:
             self.core.check_open()
             # Reserved before ranking: taking a new block may catch up with other processes.
@@ -154,7 +154,7 @@ class Recall:
         if vectors is None and queries and self.core.dim is not None:
             # Outside the lock: the model is the slow part, and other callers need not wait for it.
             unique = list(dict.fromkeys(queries))
-            encoded = self.core.embedder.encode(unique)
+            encoded = self.core.embedder.encode(unique, kind="query")
             pos = {q: i for i, q in enumerate(unique)}
             vectors = encoded[[pos[q] for q in queries]]
         elif vectors is not None and len(vectors) != len(queries):
@@ -170,7 +170,7 @@ class Recall:
             max_idf = 0.0
             if n and queries:
                 if vectors is None:  # another process gave the bank its first vectors meanwhile
-                    vectors = self.core.embedder.encode(list(queries))
+                    vectors = self.core.embedder.encode(list(queries), kind="query")
                 # One product per query, as recall computes it, so rounding cannot reorder near-ties.
                 sim = np.array([idx.similarities(np.asarray(v, dtype=np.float32)) for v in vectors], dtype=np.float64)
                 matched = {q: idx.lexical.match(lexical_tokens(q)) for q in dict.fromkeys(queries)}

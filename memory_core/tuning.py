@@ -195,7 +195,7 @@ def prepare(bank: "MemoryBank", queries: Iterable[LabeledQuery], *, now: Any = N
     if vectors is not None:
         missing = list(dict.fromkeys(q.query for q in queries if q.query not in vectors))
         if missing:
-            vectors.update(zip(missing, bank.embedder.encode(missing)))
+            vectors.update(zip(missing, bank.embedder.encode(missing, kind="query")))
     blocks = []
     for ns, positions in by_ns.items():
         texts = [queries[i].query for i in positions]

@@ -32,7 +32,14 @@ from streamlit import config as _st_config  # noqa: E402
 _st_config.set_option("server.address", "127.0.0.1")
 
 # Caches of PostgreSQL banks (index files, recall journals) go to a folder of this run, not ~/.cache.
-os.environ.setdefault("MEMCTL_CACHE_DIR", tempfile.mkdtemp(prefix="memctl-cache-"))
+# Built models are the exception: the multilingual model's runtime takes a while to build and
+# check, so every run shares the machine's built models (tests of building use folders of their own).
+if "MEMCTL_CACHE_DIR" not in os.environ:
+    _cache = Path(tempfile.mkdtemp(prefix="memctl-cache-"))
+    _models = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memory-console" / "models"
+    _models.mkdir(parents=True, exist_ok=True)
+    (_cache / "models").symlink_to(_models, target_is_directory=True)
+    os.environ["MEMCTL_CACHE_DIR"] = str(_cache)
 
 from memory_core import MemoryBank  # noqa: E402
 from memory_core.embed import get_embedder  # noqa: E402

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from memory_core import MemoryBank, ModelMismatchError
 from memory_core.cli import cli
-from memory_core.embed import DEFAULT_MODEL, canonical_model_name, get_embedder
+from memory_core.embed import DEFAULT_MODEL, E5_MODEL, MINILM_MODEL, canonical_model_name, get_embedder
 
 
 def test_vectors_are_unit_length_and_batching_changes_nothing(embedder):
@@ -26,9 +26,12 @@ def test_paraphrases_are_closer_than_unrelated_texts(embedder):
     assert a @ b > a @ c + 0.2
 
 
-def test_bundled_model_has_one_name():
-    assert canonical_model_name(None) == canonical_model_name("all-MiniLM-L6-v2") == DEFAULT_MODEL
-    assert get_embedder("all-MiniLM-L6-v2") is get_embedder()
+def test_each_model_has_one_name_and_the_default_is_multilingual():
+    assert canonical_model_name(None) == DEFAULT_MODEL == E5_MODEL
+    assert canonical_model_name("intfloat/multilingual-e5-small") == canonical_model_name("E5") == E5_MODEL
+    assert canonical_model_name("all-MiniLM-L6-v2") == canonical_model_name("minilm") == MINILM_MODEL
+    assert get_embedder("all-MiniLM-L6-v2") is get_embedder(MINILM_MODEL)
+    assert get_embedder("multilingual-e5-small") is get_embedder()
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +71,8 @@ def test_memctl_reembed_back_to_the_bundled_model(tmp_path, embedder, small_mode
     result = CliRunner().invoke(cli, ["--bank", str(path), "reembed", "--model", "all-MiniLM-L6-v2"])
     assert result.exit_code == 0, result.output
     assert "re-embedded 1 memories" in result.output
-    with MemoryBank.open(path, embedder=embedder) as bank:
-        assert bank.model == DEFAULT_MODEL and bank.dim == 384
+    with MemoryBank.open(path) as bank:
+        assert bank.model == MINILM_MODEL and bank.dim == 384
         assert bank.recall("cello", namespace="n", record=False)[0].memory.text == "Plays the cello"
 
 
@@ -77,13 +80,13 @@ def test_warm_embeds_a_batch_that_encode_one_then_reuses(embedder, monkeypatch):
     """warm() embeds queries in one batch; encode_one then answers from memory, with the vectors
     a one-text encode gives (to float precision), and without running the model again."""
     texts = ["what did we decide about the database?", "when is my Swedish lesson?"]
-    single = [embedder.encode([t])[0] for t in texts]
+    single = [embedder.encode([t], kind="query")[0] for t in texts]
     embedder.warm(texts + texts[:1])
     calls = []
     model_encode = embedder.encode  # a spy that still runs the real model if called
     monkeypatch.setattr(embedder, "encode", lambda *a, **k: calls.append(a) or model_encode(*a, **k))
     for text, want in zip(texts, single):
-        got = embedder.encode_one(text)
+        got = embedder.encode_one(text, kind="query")
         assert np.allclose(got, want, atol=1e-5) and not got.flags.writeable
     assert calls == []
 

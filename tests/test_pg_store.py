@@ -52,7 +52,7 @@ HASH_EMBEDDER = textwrap.dedent(
                 out[i] /= max(np.linalg.norm(out[i]), 1e-9)
             return out
 
-        def encode_one(self, text):
+        def encode_one(self, text, **_):
             return self.encode([text])[0]
 
         def warm(self, texts):
