@@ -10,7 +10,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
@@ -1572,6 +1572,11 @@ CANDIDATE_BAND: Final = (0.3, 0.985)
 NEIGHBOURS: Final = 25
 
 
+def candidate_band(on_model: Callable[[float], float] = float) -> tuple[float, float]:
+    """:data:`CANDIDATE_BAND` on a model's scale (``ModelDefaults.on_model``)."""
+    return (on_model(CANDIDATE_BAND[0]), on_model(CANDIDATE_BAND[1]))
+
+
 def candidate_pairs(ids: np.ndarray, vectors: np.ndarray, rows: Sequence[int] | None = None,
                     band: tuple[float, float] = CANDIDATE_BAND, neighbours: int = NEIGHBOURS) -> list[tuple[int, int]]:
     """Pairs of memory ids on one topic: each row's nearest ``neighbours`` with cosine inside ``band``.
@@ -1642,7 +1647,8 @@ def pairs_to_judge(ids: np.ndarray, vectors: np.ndarray, memory_ids: Collection[
 
 def find(pairs: Sequence[tuple[int, int]], ids: np.ndarray, vectors: np.ndarray, memories: Mapping[int, Any],
          known: Collection[tuple[int, int]], *, memory_ids: Collection[int] | None = None,
-         client: LLMClient | None = None, max_per_memory: int = 3) -> list[dict[str, Any]]:
+         client: LLMClient | None = None, max_per_memory: int = 3,
+         to_reference: Callable[[float], float] = float) -> list[dict[str, Any]]:
     """Judge the candidate ``pairs`` (:func:`pairs_to_judge` of ``ids`` and ``vectors``) and return the
     contradictions worth recording, as rows for :meth:`MemoryBank.record_conflicts`. Writes nothing.
 
@@ -1650,7 +1656,8 @@ def find(pairs: Sequence[tuple[int, int]], ids: np.ndarray, vectors: np.ndarray,
     by how close in meaning the two are: :func:`topic_confidence`). ``memories`` holds at least the
     memories of ``pairs``; pairs in ``known`` (older id, newer id), recorded before whatever became of
     them, are not flagged again. With ``memory_ids`` (the new memories), each is flagged against at
-    most ``max_per_memory`` stored ones, the clearest first.
+    most ``max_per_memory`` stored ones, the clearest first. ``to_reference`` puts the model's cosine
+    on the scale :func:`topic_confidence` was measured on (``ModelDefaults.to_reference``).
     """
     row_of = {int(m): r for r, m in enumerate(ids.tolist())}
     wanted = set() if memory_ids is None else {int(i) for i in memory_ids}
@@ -1665,7 +1672,7 @@ def find(pairs: Sequence[tuple[int, int]], ids: np.ndarray, vectors: np.ndarray,
         cos = float(vectors[row_of[a.id]] @ vectors[row_of[b.id]])
         confidence = verdict.confidence
         if verdict.path == "rules":
-            confidence = min(confidence, topic_confidence(verdict.kind, cos))
+            confidence = min(confidence, topic_confidence(verdict.kind, to_reference(cos)))
             if confidence == 0.0:
                 continue
         suggestion = suggest(MemoryView.from_memory(a), MemoryView.from_memory(b), verdict.kind, confidence) \

@@ -18,6 +18,7 @@ from . import merge as merge_mod
 from . import rows as rowmod
 from .changes import Changes
 from .clock import to_aware, to_naive_utc, utcnow
+from .embed import model_defaults
 from .errors import MemoryCoreError, NotFoundError, StateError, ValidationError
 from .models import (
     CONFLICT_STATUSES, RESOLUTIONS, Conflict, Memory, MergeRecord, check_choice, check_id, check_namespace, check_text,
@@ -329,13 +330,15 @@ class Curation:
             with self.core.held() as con:
                 return [self.conflict_in(con, cid) for cid in self._check_in(con, {namespace: sorted(wanted)})]
         ids, vectors = self.queries.live_vectors(namespace)
-        pairs = conflicts.pairs_to_judge(ids, vectors, wanted)
+        scale = model_defaults(self.core.model)
+        pairs = conflicts.pairs_to_judge(ids, vectors, wanted, band=self._band())
         if not pairs:
             return []
         known = ({(c.a.id, c.b.id) for c in self.conflicts(namespace=namespace, status=None)} if wanted is None
                  else {(c.a.id, c.b.id) for mid in wanted for c in self.conflicts(status=None, memory_id=mid)})
         memories = self.queries.get_many(sorted({i for p in pairs for i in p}))
-        found = conflicts.find(pairs, ids, vectors, memories, known, memory_ids=wanted, client=client)
+        found = conflicts.find(pairs, ids, vectors, memories, known, memory_ids=wanted, client=client,
+                               to_reference=scale.to_reference)
         return [c for c in self.record_conflicts(found) if c is not None] if found else []
 
     def add(self, row: dict[str, Any], *, detect: bool = True, client: Any = None) -> int:
@@ -450,8 +453,14 @@ class Curation:
         """What the rules find the new memories contradict (what :meth:`detect_conflicts` finds for
         them without an LLM), checked for recording, a list per namespace: needs no store and no lock."""
         # Memories written in this very hold are in no recorded conflict yet: nothing is known.
-        return [self._check_found(conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=new))
+        scale = model_defaults(self.core.model)
+        return [self._check_found(conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=new,
+                                                 to_reference=scale.to_reference))
                 for pairs, ids, vectors, memories, new in work]
+
+    def _band(self) -> tuple[float, float]:
+        """The cosines between which two memories are on one topic, on the bank's model's scale."""
+        return conflicts.candidate_band(model_defaults(self.core.model).on_model)
 
     def _judging(self, con: Any, by_namespace: dict[str, list[int]]) -> list[Judging]:
         """:meth:`_judging_in` for the new memories of each namespace that has something to judge."""
@@ -464,7 +473,8 @@ class Curation:
         idx = self.core.ns_index(con, namespace)
         if idx is None:
             return None
-        pairs = conflicts.pairs_to_judge(idx.ids[: idx.n], idx.emb[: idx.n], new, row_of=idx.row_of)
+        pairs = conflicts.pairs_to_judge(idx.ids[: idx.n], idx.emb[: idx.n], new, row_of=idx.row_of,
+                                         band=self._band())
         if not pairs:
             return None
         members = sorted({i for p in pairs for i in p})
@@ -525,7 +535,8 @@ class Curation:
         found = report.extraction.memories
         if found:
             plan = extract.plan_ingest(found, self.core.embedder.encode([c.text for c in found]),
-                                       *self.queries.live_vectors(namespace), namespace)
+                                       *self.queries.live_vectors(namespace), namespace,
+                                       duplicate_threshold=model_defaults(self.core.model).on_model(0.9))
             for mid, cand in plan.reinforce:
                 self.changes.reinforce(mid, importance=cand.importance, at=cand.created_at)
                 report.reinforced.append((mid, cand.text))

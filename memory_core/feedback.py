@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from . import usage as usage_mod
 from .clock import to_aware, to_naive_utc, utcnow
+from .embed import model_defaults
 from .errors import NotFoundError, ValidationError
 from .models import Feedback, check_id, check_namespace, parse_time
 from .storage import tables
@@ -99,7 +100,8 @@ class FeedbackLog:
                 parts = usage_mod.sentences(answer)
                 svec = self.core.embedder.encode(parts) if parts else np.zeros((0, self.core.dim or 1), dtype=np.float32)
                 sims = usage_mod.best_similarities(svec, [vectors.get(mid) for mid in hit_ids])
-                decisions = usage_mod.decide_by_similarity(hit_ids, sims)
+                bar = model_defaults(self.core.model).on_model(usage_mod.USED_BAR)
+                decisions = usage_mod.decide_by_similarity(hit_ids, sims, bar)
         else:
             decisions = []
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from . import conflicts, merge
 from .clock import utcnow
+from .embed import model_defaults
 from .errors import ValidationError
 from .models import MAINTENANCE_STEPS, Conflict, Memory, parse_time
 
@@ -306,11 +307,12 @@ def _plan_cleanup(source: MaintenanceSource, work: MaintenanceWork, ns: str, gon
     first = len(work.findings)
     if plan.detect_conflicts:
         ids, vectors = _live_except(*source.live_vectors(ns), gone)
-        pairs = conflicts.pairs_to_judge(ids, vectors)
+        scale = model_defaults(source.model)
+        pairs = conflicts.pairs_to_judge(ids, vectors, band=conflicts.candidate_band(scale.on_model))
         if pairs:
             memories = source.get_many(sorted({i for p in pairs for i in p}))
             found = conflicts.find(pairs, ids, vectors, memories, {(c.a.id, c.b.id) for c in recorded},
-                                   client=client)
+                                   client=client, to_reference=scale.to_reference)
             work.findings += found
             new = conflicts.preview(found, memories, ns)
             work.counts["conflicts_detected"] += len(found)
