@@ -39,6 +39,8 @@ bank = get_bank()
 st.title("Memory Console")
 with readable_errors():
     stats = bank.stats()
+    if notice := bank.language_notice():
+        st.warning(notice, icon="🌐")
     open_conflicts = stats["open_conflicts"]
     cols = st.columns(5)
     cols[0].metric("active memories", stats["active"])

@@ -305,6 +305,15 @@ class MemoryBank:
         """Counts by status, kind, category and tier, plus the bank's model and activity."""
         return self._queries.stats(namespace, now)
 
+    def languages(self, sample: int = 2000) -> dict[str, float]:
+        """The share of the newest ``sample`` active memories in each language."""
+        return self._queries.languages(sample)
+
+    def language_notice(self) -> str | None:
+        """A warning, with the command that fixes it, when the bank's model reads English only but a
+        noticeable share of its memories is in another language; else None."""
+        return self._queries.language_notice()
+
     def profile(self, namespace: str, *, limit: int = 12, min_importance: float = 0.6) -> Profile:
         """The most important live memories on identity, work, goals and standing preferences."""
         return self._queries.profile(namespace, limit=limit, min_importance=min_importance)

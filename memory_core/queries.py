@@ -14,6 +14,7 @@ import numpy as np
 
 from . import rows as rowmod
 from .clock import to_aware, to_naive_utc, utcnow
+from .embed import E5_MODEL, ENGLISH_ONLY
 from .errors import ValidationError
 from .models import (
     CATEGORIES, KINDS, STATUSES, Memory, Profile, check_choice, check_id, check_importance, check_namespace,
@@ -22,6 +23,10 @@ from .models import (
 from .scoring import TIERS, tier_bounds, tier_of
 from .settings import Settings
 from .storage import tables
+from .text import detect_language
+
+NOTICEABLE_SHARE = 0.1  # of memories in other languages before an English-only model is worth a warning
+LANGUAGE_NAMES = {"en": "English", "sv": "Swedish", "zh": "Chinese"}
 
 if TYPE_CHECKING:
     from .core import Core
@@ -149,6 +154,32 @@ class Queries:
             return [(ns, int(n)) for ns, n in con.execute(
                 "SELECT namespace, count(*) FILTER (WHERE status = 'active') AS n FROM memories "
                 "GROUP BY namespace ORDER BY n DESC, namespace").fetchall()]
+
+    def languages(self, sample: int = 2000) -> dict[str, float]:
+        """The share of the newest ``sample`` active memories in each language (en, sv, zh)."""
+        with self.core.session(write=False) as con:
+            texts = [t for (t,) in con.execute(
+                "SELECT text FROM memories WHERE status = 'active' AND text IS NOT NULL ORDER BY id DESC LIMIT ?",
+                [int(sample)]).fetchall()]
+        counts: dict[str, int] = {}
+        for text in texts:
+            lang = detect_language(text)
+            counts[lang] = counts.get(lang, 0) + 1
+        return {lang: n / len(texts) for lang, n in sorted(counts.items(), key=lambda kv: -kv[1])}
+
+    def language_notice(self, share: float = NOTICEABLE_SHARE) -> str | None:
+        """What to tell an operator whose bank's model reads English only while at least ``share``
+        of its memories are in another language; None when there is nothing to tell."""
+        if self.core.model not in ENGLISH_ONLY:
+            return None
+        other = {lang: v for lang, v in self.languages().items() if lang != "en"}
+        if sum(other.values()) < share:
+            return None
+        names = ", ".join(f"{LANGUAGE_NAMES.get(lang, lang)} {v:.0%}" for lang, v in other.items())
+        return (f"This bank's model ({self.core.model}) reads English only, but {sum(other.values()):.0%} of its "
+                f"memories are in other languages ({names}): recall misses them and finds unrelated ones. "
+                f"Move it to the multilingual model with: memctl --bank {self.core.store.location} reembed "
+                f"--model {E5_MODEL}")
 
     def stats(self, namespace: str | None = None, now: Any = None) -> dict[str, Any]:
         """Counts by status, kind, category and tier, plus the bank's model and activity."""
