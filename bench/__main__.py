@@ -36,7 +36,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 HERE = Path(__file__).resolve().parent
 # The speed and scale benchmarks (issue 6), in the order they run. The crash and soak scripts,
 # LoCoMo and the tuning figures take minutes to hours and have their own commands.
-ORDER = ("import_speed", "add_speed", "recall_scale", "overfetch", "mem0_compare", "dashboard", "footprint", "serve", "pg_servers",
+ORDER = ("models", "import_speed", "add_speed", "recall_scale", "overfetch", "mem0_compare", "dashboard", "footprint", "serve", "pg_servers",
          "pg_store")
 
 

@@ -36,11 +36,13 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from memory_core import MemoryBank, conflicts, demo  # noqa: E402
-from memory_core.embed import DEFAULT_MODEL, MULTILINGUAL_MODEL  # noqa: E402
+from memory_core.embed import DEFAULT_MODEL, MINILM_MODEL, MULTILINGUAL_MODEL  # noqa: E402
 from memory_core.text import detect_language  # noqa: E402
 
 Pair = tuple[int, int]
-SWEEP = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80, 0.85, 0.88, 0.90)
+SWEEP = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80, 0.85, 0.88, 0.90, 0.92, 0.93, 0.94, 0.95, 0.96,
+         0.97)
+MODELS = (DEFAULT_MODEL, MINILM_MODEL, MULTILINGUAL_MODEL)
 
 
 def planted() -> tuple[set[Pair], set[Pair], dict[int, str]]:
@@ -94,7 +96,8 @@ def run(model: str, sweep: bool = False, log=print) -> dict[str, Any]:
         judged: set[Pair] = set()
         for ns, _ in bank.namespaces():
             judged.update(tuple(sorted((line_of[a], line_of[b])))  # type: ignore[misc]
-                          for a, b in conflicts.pairs_to_judge(*bank.live_vectors(ns)))
+                          for a, b in conflicts.pairs_to_judge(
+                              *bank.live_vectors(ns), band=conflicts.candidate_band(defaults.on_model)))
         result["conflict_candidates"] = score(judged, contra, langs)
         result["merges"] = score(merge_pairs(bank, line_of), dups, langs)
         result["merges_related"] = score(
@@ -137,12 +140,12 @@ def report(results: list[dict[str, Any]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", default=None,
-                        help=f"a model to measure (repeatable; default: {DEFAULT_MODEL} and {MULTILINGUAL_MODEL})")
+                        help=f"a model to measure (repeatable; default: {', '.join(MODELS)})")
     parser.add_argument("--sweep", action="store_true", help="also sweep the near-duplicate threshold")
     parser.add_argument("--json", dest="json_out", default=None, help="write the results here")
     args = parser.parse_args()
     load1 = os.getloadavg()[0]
-    results = [run(m, sweep=args.sweep) for m in (args.model or [DEFAULT_MODEL, MULTILINGUAL_MODEL])]
+    results = [run(m, sweep=args.sweep) for m in (args.model or MODELS)]
     print(report(results))
     load = [load1, os.getloadavg()[0]]
     print(f"\n1-minute load average: {load[0]:.1f} at the start, {load[1]:.1f} at the end")
