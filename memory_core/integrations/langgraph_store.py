@@ -39,7 +39,8 @@ Finding a key reads the namespace's active memories once per batch: cost grows w
 namespace, as a namespace per user or per topic keeps it small.
 
 Errors are LangGraph's: :class:`~langgraph.store.base.InvalidNamespaceError` for an empty tuple, a
-label that is not a non-empty string without a period, a root label ``"langgraph"``, a namespace
+label that is not a non-empty string without a period, a root label ``"langgraph"`` (through
+``put``: LangGraph keeps it for itself and reaches it through ``batch``), a namespace
 longer than the bank allows, and, through a served bank, a namespace the token may not use (such
 namespaces are simply absent from ``search`` and ``list_namespaces``); ``ValueError`` for a value
 that is not a JSON mapping or whose text the bank refuses.
@@ -264,9 +265,7 @@ class MemoryBankStore(BaseStore):
                 _count("limit", op.limit, 0)
                 _count("offset", op.offset, 0)
             elif isinstance(op, PutOp):
-                namespace = encode_namespace(op.namespace)
-                if op.value is not None and op.namespace[0] == "langgraph":
-                    raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {op.namespace}')
+                namespace = encode_namespace(op.namespace)  # (put() refuses the root "langgraph"; batch lets it in)
                 key = op.key
                 if not isinstance(key, str) or not key:
                     raise ValueError(f"key must be a non-empty string, got {key!r}")
