@@ -60,7 +60,7 @@ from langgraph.store.base import (
     Result, SearchItem, SearchOp, get_text_at_path, tokenize_path,
 )
 
-from memory_core import Memory, MemoryBank, PermissionDeniedError, RemoteBank, ScoringParams, ValidationError
+from memory_core import MAX_TEXT, Memory, MemoryBank, PermissionDeniedError, RemoteBank, ScoringParams, ValidationError
 
 __all__ = ["MemoryBankStore", "encode_namespace", "decode_namespace", "SEPARATOR", "SOURCE_PREFIX"]
 
@@ -292,6 +292,11 @@ class MemoryBankStore(BaseStore):
         text = self.text_of(value, index)
         if not text.strip():
             text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        # The bank's own rules for a text, checked here so that a batch fails before its first write.
+        if len(text) > MAX_TEXT:
+            raise ValueError(f"the item {key!r} has {len(text):,} characters of text; the bank takes {MAX_TEXT:,}")
+        if "\x00" in text:
+            raise ValueError(f"the item {key!r} has a NUL character in its text")
         importance = value.get("importance", self.importance)
         if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not 0 <= importance <= 1:
             importance = self.importance
