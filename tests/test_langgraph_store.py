@@ -99,6 +99,17 @@ def test_put_get_update_delete_keep_one_memory_per_key(store, bank) -> None:
     assert bank.count("users.alice.memories") == 1
 
 
+def test_a_store_opened_by_location_keeps_its_items(bank_path, embedder) -> None:
+    """Anything MemoryBank.open takes (here a file or a postgresql:// URL): the store opens and closes it."""
+    with MemoryBankStore(bank_path, embedder=embedder, now=lambda: NOW) as store:
+        store.put(ALICE, "diet", {"text": "Alice is vegetarian", "n": 1})
+    with MemoryBankStore(bank_path, embedder=embedder) as again:
+        item = again.get(ALICE, "diet")
+        assert (item.value, item.created_at) == ({"text": "Alice is vegetarian", "n": 1}, NOW)
+        assert again.bank.closed is False
+    assert again.bank.closed
+
+
 def test_hard_delete_erases_the_value_too(bank) -> None:
     store = MemoryBankStore(bank, hard_delete=True, now=lambda: NOW)
     store.put(ALICE, "secret", {"text": "Alice's door code is 4711", "code": 4711})
@@ -340,6 +351,12 @@ def test_a_bad_namespace_gets_invalid_namespace_error_and_changes_nothing(store,
     with pytest.raises(InvalidNamespaceError):  # and in a batch, a good put before it is not written either
         store.batch([PutOp(ALICE, "new", {"text": "should not be stored"}), PutOp(namespace, "k", {"text": "x"})])
     assert state(bank) == before
+    # Reading or deleting where nothing can be stored finds nothing, as in LangGraph's own store.
+    if isinstance(namespace, tuple) and all(isinstance(label, str) and label and "." not in label
+                                            for label in namespace):
+        assert store.get(namespace, "k") is None
+        store.delete(namespace, "k")
+        assert state(bank) == before
 
 
 def test_the_langgraph_root_is_refused_through_put_only(store, bank) -> None:

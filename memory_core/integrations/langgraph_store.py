@@ -88,6 +88,14 @@ def encode_namespace(namespace: tuple[str, ...]) -> str:
     return joined
 
 
+def _storable(namespace: tuple[str, ...]) -> str | None:
+    """The bank namespace of a tuple whose labels passed, or None when it cannot hold items."""
+    try:
+        return encode_namespace(namespace)
+    except InvalidNamespaceError:
+        return None
+
+
 def decode_namespace(name: str) -> tuple[str, ...] | None:
     """The tuple a bank namespace stands for, or None when no tuple encodes to it."""
     parts = tuple(name.split(SEPARATOR))
@@ -224,7 +232,8 @@ class MemoryBankStore(BaseStore):
         results: list[Result] = []
         for op in ops:
             if isinstance(op, GetOp):
-                results.append(run.get(encode_namespace(op.namespace), str(op.key)))
+                name = _storable(op.namespace)
+                results.append(None if name is None else run.get(name, str(op.key)))
             elif isinstance(op, SearchOp):
                 results.append(run.search(op))
             elif isinstance(op, ListNamespacesOp):
@@ -247,7 +256,7 @@ class MemoryBankStore(BaseStore):
         puts: dict[tuple[str, str], tuple[PutOp, dict[str, Any] | None]] = {}
         for op in ops:
             if isinstance(op, GetOp):
-                encode_namespace(op.namespace)
+                _check_labels(op.namespace)  # a namespace nothing can be put in (``()``) holds nothing: None
             elif isinstance(op, SearchOp):
                 _check_labels(op.namespace_prefix)
                 _count("limit", op.limit, 0)
@@ -265,6 +274,10 @@ class MemoryBankStore(BaseStore):
                 _count("limit", op.limit, 0)
                 _count("offset", op.offset, 0)
             elif isinstance(op, PutOp):
+                if op.value is None:  # a delete, as LangGraph's: of nothing, where nothing can be stored
+                    _check_labels(op.namespace)
+                    if _storable(op.namespace) is None:
+                        continue
                 namespace = encode_namespace(op.namespace)  # (put() refuses the root "langgraph"; batch lets it in)
                 key = op.key
                 if not isinstance(key, str) or not key:
