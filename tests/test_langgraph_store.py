@@ -270,7 +270,7 @@ def test_list_namespaces_prefix_suffix_wildcards_depth_and_paging(store) -> None
     assert store.list_namespaces(prefix=("nonexistent",)) == []
     assert store.list_namespaces(prefix=("users", "123")) == [("users", "123")]
 
-    # A namespace whose items are all deleted is gone from the list, as in LangGraph.
+    # A namespace whose items are all deleted is gone from the list (as in LangGraph's PostgresStore).
     store.delete(("users", "123"), "id_6")
     assert ("users", "123") not in store.list_namespaces()
 
