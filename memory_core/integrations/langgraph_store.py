@@ -32,7 +32,9 @@ How LangGraph's model maps onto the bank's:
   many as the namespace holds), then the filter picks. Without a query, items are listed, newest
   update first.
 - **Delete** archives the memory (restorable from the dashboard) unless ``hard_delete=True``.
-- **Batches** check every operation first: a bad one raises before anything is written. Reads
+- **Batches** check every operation first: a bad one raises before anything is written. A batch's
+  new items are added together (one embedding batch, one transaction; one add each on a served
+  bank). Reads
   run before writes, as in LangGraph's ``InMemoryStore``; several puts of one key keep the last.
 
 Finding a key reads the namespace's active memories once per batch: cost grows with the
@@ -242,6 +244,7 @@ class MemoryBankStore(BaseStore):
                 results.append(None)
         for (namespace, key), (op, row) in puts.items():
             run.write(namespace, key, op, row)
+        run.add_new()
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -367,6 +370,7 @@ class _Batch:
         self.bank = store.bank
         self.by_key: dict[str, dict[str, Memory]] = {}
         self.active: dict[str, int] | None = None
+        self.new: list[dict[str, Any]] = []  # rows of the batch's new items, added together at the end
 
     def now(self) -> datetime | None:
         return self.store.now() if self.store.now is not None else None
@@ -436,13 +440,28 @@ class _Batch:
                 self.bank.forget(memory.id, hard=store.hard_delete, reason=f"langgraph delete of {key!r}")
             return
         if memory is None:
-            try:
-                self.bank.add(row["text"], namespace=namespace, importance=row["importance"], source=row["source"],
-                              created_at=self.now(), detect_conflicts=store.detect_conflicts)
-            except ValidationError as e:
-                raise ValueError(f"the bank refused the item {key!r}: {e}") from e
+            self.new.append({"text": row["text"], "namespace": namespace, "importance": row["importance"],
+                             "source": row["source"], "created_at": self.now()})
             return
         changes = {field: row[field] for field in ("text", "source", "importance")
                    if getattr(memory, field) != row[field]}
         if changes:
             self.bank.update(memory.id, **changes)
+
+    def add_new(self) -> None:
+        """The batch's new items: together where the bank can (one embedding batch, one transaction,
+        each checked for contradictions as an add is), else one add each (a served bank)."""
+        if not self.new:
+            return
+        detect = self.store.detect_conflicts
+        if isinstance(self.bank, MemoryBank):
+            errors = [r for r in self.bank.add_each(self.new, detect_conflicts=detect) if not isinstance(r, int)]
+        else:
+            errors = []
+            for row in self.new:
+                try:
+                    self.bank.add(row.pop("text"), detect_conflicts=detect, **row)
+                except ValidationError as e:
+                    errors.append(e)
+        if errors:
+            raise ValueError(f"the bank refused {len(errors)} item(s): {errors[0]}") from errors[0]
