@@ -34,8 +34,8 @@ How LangGraph's model maps onto the bank's:
 - **Delete** archives the memory (restorable from the dashboard) unless ``hard_delete=True``.
 - **Batches** check every operation first: a bad one raises before anything is written. A batch's
   new items are added together (one embedding batch, one transaction; one add each on a served
-  bank). Reads
-  run before writes, as in LangGraph's ``InMemoryStore``; several puts of one key keep the last.
+  bank). Reads run before writes, as in LangGraph's ``InMemoryStore``; several puts of one key
+  keep the last.
 
 Finding a key reads the namespace's active memories once per batch: cost grows with the
 namespace, as a namespace per user or per topic keeps it small.
