@@ -30,7 +30,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test,bench]'
+	$(PY) -m pip install -q -e '.[test,bench,langgraph]'
 	touch $@
 
 # Builds the demo into a missing or empty bank (a file created by opening the dashboard first holds

@@ -40,7 +40,7 @@ from .evaluate import AblationCase, AblationResult, ablate, load_cases, parse_ca
 from .gate import Gate, GateDecision, should_recall
 from .llm import get_client
 from .models import (
-    CATEGORIES, CONFLICT_STATUSES, KINDS, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS, STATUSES, Conflict, Event,
+    MAX_TEXT, CATEGORIES, CONFLICT_STATUSES, KINDS, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS, STATUSES, Conflict, Event,
     Feedback, Hit, ImportReport, LabeledQuery, Memory, MergeRecord, Profile, format_for_prompt, humanize_age,
     parse_time,
 )
@@ -62,6 +62,7 @@ __all__ = [
     "KINDS", "CATEGORIES", "STATUSES", "TIERS", "ORDERS", "CONFLICT_STATUSES", "RESOLUTIONS", "PII_MODES", "MAINTENANCE_STEPS",
     "INDEX_MODES",
     "LOAD_PROGRESS_MIN",
+    "MAX_TEXT",  # the longest text (characters) a memory may have
     # time
     "parse_time", "humanize_age",
     # the configured LLM (MEMCTL_LLM_*), for bank.use_llm and curation

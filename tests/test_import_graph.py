@@ -7,7 +7,8 @@ function-level imports both count (a late import is still a run-time dependency)
 not from what a module depends on.
 
 The faces and the façade may depend on the façade: the package root (``memory_core/__init__.py``
-re-exports MemoryBank), ``cli.py``, the server package ``memory_core/server/``, ``bank.py`` itself, and anything under ``memory_core/bank/``
+re-exports MemoryBank), ``cli.py``, the server package ``memory_core/server/``, the framework
+adapters ``memory_core/integrations/``, ``bank.py`` itself, and anything under ``memory_core/bank/``
 should the façade become a package. No other module may reach ``memory_core.bank`` at run time,
 directly or through another module (the package root included). Modules added later are covered
 as they appear.
@@ -24,8 +25,10 @@ import pytest
 PACKAGE = "memory_core"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 FACADE = "memory_core.bank"
-# The server (memory_core.server and its modules) is a face too: it serves the façade over HTTP.
-FACES = {"memory_core", "memory_core.cli", "memory_core.server"}
+# The server (memory_core.server and its modules) is a face too: it serves the façade over HTTP;
+# so are the framework adapters (memory_core.integrations): they put it behind LangGraph's and
+# LangChain's interfaces.
+FACES = {"memory_core", "memory_core.cli", "memory_core.server", "memory_core.integrations"}
 
 Graph = dict[str, set[str]]
 
