@@ -161,6 +161,13 @@ def test_blocks_are_found_in_order():
     assert "serve --port 1 &" in to_script([("shell", f"memctl serve --port {SERVE_PORT} &\n")], 9, 1)
 
 
+def test_readme_is_a_front_door():
+    """At most 200 lines (issue 32): the reference material lives in docs/, the README links to it."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 200
+    assert ". .venv/bin/activate" in readme  # how the venv's commands are reached (issue 35 item 3)
+
+
 def test_readme_commands_run_in_order(tmp_path):
     """Every README command works pasted in order after the set-up command, on one bank: the
     dashboard `make run` opened holds the demo and what the library, the CLI and the server wrote."""
