@@ -1,8 +1,9 @@
-# The commands of the README: `make run` (dashboard on the demo bank), `make test` (the whole suite,
+# The commands of the README: `make run` (the dashboard on the bank every face uses by default,
+# data/memory.duckdb, with the demo built into it while it is empty), `make test` (the whole suite,
 # what CI runs) and `make check` (the fast loop: no slow, browser, soak or crash tests).
 VENV ?= .venv
 PY := $(VENV)/bin/python
-BANK ?= data/demo.duckdb
+BANK ?= data/memory.duckdb
 PORT ?= 8501
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
@@ -55,5 +56,6 @@ test: setup browser
 check: setup
 	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow and not browser and not soak and not crash and not postgres"
 
+# The venv only: the bank holds memories (delete data/memory.duckdb* yourself to start afresh).
 clean:
-	rm -rf $(VENV) $(BANK) $(BANK).wal $(BANK).index
+	rm -rf $(VENV)

@@ -1,6 +1,6 @@
 """Memory Console: the operator dashboard.
 
-    streamlit run app.py -- --bank data/demo.duckdb      (or MEMCTL_BANK=...; default: the demo bank)
+    streamlit run app.py -- --bank data/memory.duckdb    (or MEMCTL_BANK=...; the default, as for memctl)
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import streamlit as st
 
 from memory_core import LOAD_PROGRESS_MIN, BankLockedError, BankReadOnlyError, MemoryBank, MemoryCoreError
 
-DEFAULT_BANK = "data/demo.duckdb"
+DEFAULT_BANK = "data/memory.duckdb"  # the default of every face (memctl, MemoryBank.open, serve)
 # The dashboard's pages in the navigation's order, the first its home: (module in dashboard/, title, icon).
 PAGES = [
     ("overview", "Overview", "🏠"),
@@ -40,7 +40,7 @@ log = logging.getLogger("memory_console.dashboard")
 
 
 def bank_path() -> str:
-    """The bank chosen by `-- --bank PATH` on the streamlit command line, MEMCTL_BANK, or the demo bank."""
+    """The bank chosen by `-- --bank PATH` on the streamlit command line, MEMCTL_BANK, or data/memory.duckdb."""
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--bank", default=os.environ.get("MEMCTL_BANK", DEFAULT_BANK))
     args, _ = parser.parse_known_args()
@@ -67,7 +67,7 @@ def get_bank() -> MemoryBank:
         return _open(path)
     except MemoryCoreError as exc:
         st.error(f"Cannot open the bank `{path}`: {exc}")
-        st.info("Build the demo bank with `make demo` (or `memctl --bank data/demo.duckdb demo`), "
+        st.info("Build the demo bank with `make demo` (or `memctl demo --if-empty`), "
                 "or start the dashboard with `streamlit run app.py -- --bank PATH`.")
         st.stop()
 

@@ -50,9 +50,9 @@ with readable_errors():
     cols[4].metric("open conflicts", open_conflicts)
 
     if stats["total"] == 0:
-        st.info("This bank is empty. Build the demo bank with `make demo` "
-                "(or `memctl --bank data/demo.duckdb demo`) and start the dashboard with "
-                "`streamlit run app.py -- --bank data/demo.duckdb`; or add a memory by hand on the Browse page.")
+        st.info("This bank is empty. Build the demo into it with `make demo` "
+                f"(or `memctl --bank {bank.path} demo --if-empty`), let an agent write to it, "
+                "or add a memory by hand on the Browse page.")
     else:
         left, right = st.columns(2)
         with left:

@@ -440,7 +440,7 @@ def _llm(use_llm: bool) -> Any:
     client = get_client()
     if client is None:
         raise click.ClickException("no LLM is configured: set MEMCTL_LLM_BASE_URL and MEMCTL_LLM_MODEL "
-                                   "(see README), or leave out --llm to use the rules")
+                                   "(see docs/llm.md), or leave out --llm to use the rules")
     return client
 
 

@@ -229,7 +229,7 @@ def run_ablation(bank: Recaller, cases: Iterable[AblationCase], answer_client: L
     """
     if answer_client is None:
         raise LLMNotConfiguredError(
-            "ablation needs an answering model: set MEMCTL_LLM_BASE_URL and MEMCTL_LLM_MODEL (see README)")
+            "ablation needs an answering model: set MEMCTL_LLM_BASE_URL and MEMCTL_LLM_MODEL (see docs/llm.md)")
     judge_client = judge_client or answer_client
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValidationError(f"seed must be a whole number, got {seed!r}")

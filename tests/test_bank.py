@@ -38,7 +38,7 @@ def alice(bank: MemoryBank) -> dict[str, int]:
 
 
 def test_three_line_quick_start(bank_path, embedder):
-    """The README's quick start: open, add, recall."""
+    """The library's quick start (docs/library.md): open, add, recall."""
     with MemoryBank.open(bank_path) as bank:
         bank.add("Prefers vegetarian food", namespace="alice", importance=0.8, category="preference")
         hits = bank.recall("does she eat meat? vegetarian food", namespace="alice")
