@@ -76,14 +76,16 @@ def load(path: str | os.PathLike, conversations: int | None = None, context: boo
     return out
 
 
-def modes(k: int) -> dict[str, ScoringParams]:
+def modes(k: int, default: ScoringParams | None = None) -> dict[str, ScoringParams]:
     """The three ranking modes compared, at the same k and no threshold (recall@k, not precision).
-    Dense and lexical are relevance alone: the neighbours' lift, but not the dates' (issue 17)."""
+    Dense and lexical are relevance alone: the neighbours' lift, but not the dates' (issue 17).
+    Hybrid is ``default``: the bank's active preset, what an agent gets (ScoringParams() if None)."""
     base = {"k": k, "threshold": 0.0}
+    default = ScoringParams() if default is None else default
     return {
-        "dense": ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=0, date_weight=0, **base),
-        "lexical": ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, date_weight=0, **base),
-        "hybrid": ScoringParams().replace(**base),
+        "dense": default.replace(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=0, date_weight=0, **base),
+        "lexical": default.replace(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, date_weight=0, **base),
+        "hybrid": default.replace(**base),
     }
 
 
@@ -149,7 +151,7 @@ def run_conversation(bank: MemoryBank, conv: dict[str, Any], general: list[str],
         if not want:
             continue
         rec: dict[str, Any] = {"conversation": conv["index"], "category": q["category"], "ranks": {}, "scores": []}
-        for name, params in modes(kmax).items():
+        for name, params in modes(kmax, bank.active_preset()[1]).items():
             hits = bank.recall(q["question"], namespace=ns, params=params, now=conv["now"], record=False)
             got = [h.memory.id for h in hits]
             rec["ranks"][name] = [got.index(m) + 1 if m in got else None for m in want]
@@ -160,7 +162,7 @@ def run_conversation(bank: MemoryBank, conv: dict[str, Any], general: list[str],
     for text in general:
         no_memory.append(_no_memory(bank, text, ns, conv, "general"))
     return {"conversation": conv["index"], "turns": len(conv["turns"]), "records": records,
-            "no_memory": no_memory, "threshold": ScoringParams().threshold,
+            "no_memory": no_memory, "threshold": bank.active_preset()[1].threshold,
             "seconds": time.perf_counter() - started}
 
 
@@ -179,10 +181,12 @@ def _no_memory(bank: MemoryBank, query: str, ns: str, conv: dict[str, Any], kind
     One recall at k=1 without a threshold gives both: the default's result is empty exactly when
     that best score is under the default threshold (scores do not depend on k or the threshold).
     """
-    best = bank.recall(query, namespace=ns, params=ScoringParams().replace(k=1, threshold=0.0), now=conv["now"],
+    default = bank.active_preset()[1]
+    best = bank.recall(query, namespace=ns, params=default.replace(k=1, threshold=0.0), now=conv["now"],
                        record=False)
     top = best[0].score if best else 0.0
-    return {"set": kind, "conversation": conv["index"], "empty": top < ScoringParams().threshold, "top_score": top}
+    return {"set": kind, "conversation": conv["index"], "empty": top < default.threshold or top <= 0,
+            "top_score": top}
 
 
 def recall_at(records: list[dict[str, Any]], mode: str, k: int, threshold: float = 0.0) -> float | None:

@@ -88,7 +88,8 @@ MODEL_DEFAULTS: dict[str, ModelDefaults] = {
     # that precision clear of the cliff above 0.90 where recall halves. The related stage at 0.60,
     # with its mutual-neighbour rule, finds 13% of the planted pairs at precision 0.23. The English
     # model rates unrelated Chinese or Swedish sentences 0.85 and more: a pair must share words.
-    MINILM_MODEL: ModelDefaults(merge_threshold=0.88, related_threshold=0.60, across_languages=False),
+    MINILM_MODEL: ModelDefaults(merge_threshold=0.88, related_threshold=0.60, across_languages=False,
+                                recall={"similarity_ceiling": 0.75, "lexical_weight": 0.6, "threshold": 0.40}),
     # USE rates paraphrases lower (median planted pair 0.58) and translations lower still (the
     # demo's English/Chinese duplicates 0.36-0.72, its Swedish ones 0.16-0.28: USE has no Swedish),
     # so its scale needs its own bar (python -m bench.cross_language --sweep, BENCHMARKS.md): at 0.50
@@ -105,16 +106,18 @@ MODEL_DEFAULTS: dict[str, ModelDefaults] = {
     # hits clearing it 5 times as often (0.24 against 0.05). Chosen on the dev half, held on the test half.
     # The price: on the demo's labeled turns (mostly asked in the memories' language) recall 0.44 ->
     # 0.31 at precision 0.51 -> 0.55 (F0.5 0.496 -> 0.479).
-    # multilingual-e5-small rates every pair of short texts between about 0.7 and 1 (unrelated ones
-    # near 0.8), so each bar has its own value; BENCHMARKS.md ("A multilingual default") has how
-    # each was chosen. It reads the three languages in one space: a pair in two needs no shared word.
-    E5_MODEL: ModelDefaults(merge_threshold=0.72, related_threshold=0.33, across_languages=True,
+    # multilingual-e5-small, its shared directions projected out (embed_e5.directions): the default
+    # recall preset is ScoringParams() itself; the merge bars were swept on the demo set's planted
+    # duplicates (python -m bench.cross_language --sweep), the scale by quantile matching against
+    # MiniLM on the demo set's pairs. It reads the three languages in one space: a pair in two
+    # needs no shared word. Figures: BENCHMARKS.md, "A multilingual default".
+    E5_MODEL: ModelDefaults(merge_threshold=0.50, related_threshold=0.33, across_languages=True,
                             recall={},
                             scale=((-1.0, -1.0), (0.05, -0.006), (0.138, 0.077), (0.212, 0.129), (0.3, 0.168),
                                    (0.41, 0.203), (0.5, 0.248), (0.6, 0.333), (0.7, 0.453), (0.85, 0.692),
                                    (0.9, 0.738), (0.985, 0.908), (1.0, 1.0))),
     MULTILINGUAL_MODEL: ModelDefaults(merge_threshold=0.50, related_threshold=0.45, across_languages=True,
-                                      recall={"lexical_weight": 0.2, "threshold": 0.50}),
+                                      recall={"similarity_ceiling": 0.75, "lexical_weight": 0.2, "threshold": 0.50}),
 }
 
 

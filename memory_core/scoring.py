@@ -79,28 +79,26 @@ class ScoringParams:
     preset and :meth:`replace` for a modified copy.
     """
 
-    # Chosen on LoCoMo conversations 0-4 (turns as memories, neighbouring turns as context;
-    # conversations 5-9 held out; see BENCHMARKS.md): with the question words out of the lexical
-    # index, lexical match carries more than half of relevance (0.6: R@10 0.73 on 0-4, 0.4: 0.70),
-    # and a 180-day half-life keeps recency from burying questions about last year.
+    # The default is calibrated for the default model, multilingual-e5-small: chosen on the dev
+    # halves of the multilingual set and of LoCoMo, reported on the test halves (BENCHMARKS.md, "A
+    # multilingual default"; python -m bench.calibrate). Other models' values: embed.MODEL_DEFAULTS.
     alpha: float = 0.7  # relevance
     beta: float = 0.1  # recency
     gamma: float = 0.15  # importance
     delta: float = 0.05  # usage frequency
-    lexical_weight: float = 0.6
+    # The share of relevance that is lexical match (BM25 in the memory's language); the rest is dense.
+    lexical_weight: float = 0.4
     # A query must carry this many rarest-word idfs before one memory matching all its words
     # reaches full lexical relevance: "do you dream?" shares one word with many chatty memories.
     lexical_min_terms: float = 2.0
-    # MiniLM puts unrelated short texts around cosine 0.0-0.2 and paraphrases around 0.6-0.9;
-    # stretching that band to [0, 1] lets relevance outweigh the priors' spread.
+    # Cosines are stretched from [floor, ceiling] to [0, 1]: below the floor texts are unrelated,
+    # above the ceiling they say the same; relevance then outweighs the priors' spread.
     similarity_floor: float = 0.15
-    similarity_ceiling: float = 0.75
+    similarity_ceiling: float = 0.70
     # The share of the gap up to its best neighbour's relevance (NEIGHBOURS memories on each side,
     # by creation time) a memory's relevance takes: "Yes, last Sunday!" is found through the turn
     # before it. It only lifts (the best relevance in a namespace stays what it was, so the
-    # threshold keeps its meaning). 0.3 on LoCoMo 0-4: R@10 0.73 -> 0.75, stored without context
-    # 0.66 -> 0.72; 0.5 gains little more with context and costs the demo set 3 points of on-topic
-    # hits (distilled facts stored one after another are not a conversation's turns).
+    # threshold keeps its meaning). See BENCHMARKS.md, "LoCoMo".
     neighbour_weight: float = 0.3
     # The relevance of its own (dense and lexical, before any lift) a memory needs to be returned
     # at all, or lifted by its neighbours or the query's dates: recency, importance and usage
@@ -108,8 +106,9 @@ class ScoringParams:
     min_relevance: float = 0.05
     # The share of the gap up to full relevance a memory takes when it was created in a period the
     # query names ("What did Audrey sign up for in May 2023?"; scoring.date_match). Queries that
-    # name no period are unchanged. 0.3 on LoCoMo 0-4: R@10 0.750 -> 0.777 (0.25-0.35 within 0.002).
+    # name no period are unchanged. See BENCHMARKS.md, "LoCoMo".
     date_weight: float = 0.3
+    # A 180-day half-life keeps recency from burying questions about last year.
     half_life_days: float = 180.0
     decay: str = "exponential"
     linear_horizon_days: float = 180.0
@@ -125,10 +124,9 @@ class ScoringParams:
     tier_warm: float = 1.0
     tier_cold: float = 1.0
     k: int = 5
-    # Returns nothing for 91% of general-knowledge questions asked of the 10 LoCoMo banks, at 3.7
-    # points of evidence recall@10, and for 89% of the demo's off-topic turns (BENCHMARKS.md,
-    # "questions that need no memory"): an irrelevant memory is worse than none.
-    threshold: float = 0.40
+    # What a memory's score must reach to be returned: general questions that no memory answers
+    # get nothing (BENCHMARKS.md, "A multilingual default"): an irrelevant memory is worse than none.
+    threshold: float = 0.35
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

