@@ -30,6 +30,7 @@ from starlette.routing import Route
 import memory_core as mc
 from memory_core import STATUSES, Memory, MemoryBank, Token, format_for_prompt
 
+from .docs import add_docs
 from .metrics import CONTENT_TYPE, RequestMetrics, ServerMetrics
 from .writes import WriteQueue
 
@@ -342,6 +343,7 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
                 on_close()
 
     app = FastAPI(title="Memory Console", version=VERSION, lifespan=lifespan, responses=ERROR_RESPONSES,
+                  docs_url=None, redoc_url=None,  # add_docs serves them with local assets, not a CDN's
                   description="Long-term memory for LLM agents: store, recall, feedback and curation, "
                               "per namespace, with bearer tokens (memctl token create). Every answer carries "
                               f"{SEQ_HEADER}: the change number the server had caught up with (after a write, "
@@ -356,6 +358,7 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
     app.add_middleware(SeqHeader, bank=bank)
     app.add_middleware(RequestMetrics, metrics=metrics)  # last added, outermost: times it all
     _routes(app)
+    add_docs(app)
     if mcp is not None:
         # Routes, not a mount: a mount at /mcp answers /mcp itself with a redirect to /mcp/.
         endpoint = mcp.app()
