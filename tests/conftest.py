@@ -43,7 +43,7 @@ import stores  # noqa: E402
 # ``bank_path`` or ``bank``) runs once on a DuckDB file and once on a PostgreSQL database.
 BOTH_STORES = {
     "test_bank.py", "test_recall_exact.py", "test_curation_bank.py", "test_labels.py", "test_tenants.py",
-    "test_forgetting.py", "test_hostile_input.py", "test_storage_seam.py", "test_namespace_keys.py", "test_tokens.py",
+    "test_forgetting.py", "test_hostile_input.py", "test_dedupe.py", "test_storage_seam.py", "test_namespace_keys.py", "test_tokens.py",
 }
 
 

@@ -246,10 +246,14 @@ class NewRow(_Body):
 
 class NewMemory(NewRow):
     detect_conflicts: bool = Field(True, description="Check the new memory against stored ones for contradictions.")
+    dedupe: bool = Field(True, description="The same text as an active memory of the namespace reinforces that "
+                                           "memory (its id is returned) instead of storing it twice; false: store it anew.")
 
 
 class Batch(_Body):
     rows: list[NewRow] = Field(max_length=MAX_BATCH, description="Stored all or nothing.")
+    dedupe: bool = Field(True, description="A row with the text of an active memory of its namespace (or of an "
+                                           "earlier row) reinforces that memory and gets its id; false: store every row.")
 
 
 class MemoryChanges(_Body):
@@ -386,7 +390,8 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
     @acting
     def add_memory(body: NewMemory, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """Store one memory (checked for contradictions with stored ones unless ``detect_conflicts`` is
-        false); returns it as stored."""
+        false); returns it as stored. The same text as an active memory of the namespace returns that
+        memory, reinforced, unless ``dedupe`` is false."""
         row = body.model_dump()
         row["namespace"] = who.namespace(body.namespace, write=True)
         return json_response(svc.add(row, who).to_dict(), 201)
@@ -402,7 +407,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
             data = row.model_dump(exclude_none=True)
             data["namespace"] = who.namespace(row.namespace, write=True)
             rows.append(data)
-        ids = svc.bank.add_many(rows)
+        ids = svc.bank.add_many(rows, dedupe=body.dedupe)
         return {"ids": ids, "seq": svc.bank.seen_seq}
 
     @app.get("/v1/memories", tags=["memories"])
