@@ -382,35 +382,29 @@ class Curation:
                 results[i] = exc
         if not good:
             return results  # type: ignore[return-value]
-        stored, earlier = self.writer.repeats([c for _, c in good], [dedupe is None or dedupe[i] for i, _ in good])
-        repeats = {good[j][0]: (good[j][1], stored.get(j), good[earlier[j]][0] if j in earlier else None)
-                   for j in (*stored, *earlier)}  # position -> (row, stored id, earlier position)
-        good = [g for j, g in enumerate(good) if j not in stored and j not in earlier]
         checked = [c for _, c in good]
         wanted = [detect is None or detect[i] for i, _ in good]
         work: list[Judging] = []
-        if not good:  # every row repeats a stored memory
-            with self.core.held() as con:
-                self._reinforce_in(con, results, repeats)
-                if on_stored is not None:
-                    ids = [mid for mid in results if isinstance(mid, int)]
-                    on_stored(list(results), self.core.get_many(con, ids))  # type: ignore[arg-type]
-            return results  # type: ignore[return-value]
         with self.core.store.upcoming():
             try:
                 vectors = self.writer.vectors_for(checked)
             except MemoryCoreError as exc:  # e.g. a given vector of the wrong dimension: each row alone
                 if len(good) == 1:
                     results[good[0][0]] = exc
-                else:
-                    for i, _ in good:
-                        results[i] = self.add_each([rows[i]], detect=None if detect is None else [detect[i]],
-                                                   client=client, dedupe=[False])[0]
-                if repeats:
-                    with self.core.held() as con:
-                        self._reinforce_in(con, results, repeats)
+                    return results  # type: ignore[return-value]
+                for i, _ in good:
+                    results[i] = self.add_each([rows[i]], detect=None if detect is None else [detect[i]],
+                                               client=client, dedupe=None if dedupe is None else [dedupe[i]])[0]
                 return results  # type: ignore[return-value]
             with self.core.held() as con:
+                # Repeats are looked up in the hold that writes: no other writer adds the same text between.
+                stored, earlier = self.writer.repeats(checked, [dedupe is None or dedupe[i] for i, _ in good], con=con)
+                repeats = {good[j][0]: (good[j][1], stored.get(j), good[earlier[j]][0] if j in earlier else None)
+                           for j in (*stored, *earlier)}  # position -> (row, stored id, earlier position)
+                if repeats:
+                    keep = [j for j in range(len(good)) if good[j][0] not in repeats]
+                    good, wanted, vectors = [good[j] for j in keep], [wanted[j] for j in keep], vectors[keep]
+                    checked = [c for _, c in good]
                 by_namespace: dict[str, list[int]] = {}
                 for part in transaction_parts(self.core.store, [row["namespace"] for row in checked]):
                     try:

@@ -21,6 +21,7 @@ import pyarrow as pa
 from . import rows as rowmod
 from .clock import utcnow
 from .embed import canonical_model_name, get_embedder
+from .index import HASH_DTYPE
 from .errors import ModelMismatchError, ValidationError
 from .models import (
     CATEGORIES, KINDS, STATUSES, ImportReport, check_choice, check_context, check_importance, check_namespace,
@@ -235,26 +236,20 @@ class Writer:
             report.ids.extend(int(i) for i in ids)
         return [int(i) for i in ids]
 
-    def repeats(self, checked: list[dict[str, Any]], wanted: list[bool] | None = None
+    def repeats(self, checked: list[dict[str, Any]], wanted: list[bool] | None = None, *, con: Any = None
                 ) -> tuple[dict[int, int], dict[int, int]]:
         """Which checked rows repeat a memory (same text after normalising whitespace and Unicode:
         the content hash, in the same namespace): ``(position -> id of the active memory it
         repeats, position -> earlier position in the rows it repeats)``. Only rows without an id
         whose ``wanted`` is true (default all) count; an archived, merged or superseded memory is
-        not repeated (its text is stored anew)."""
+        not repeated (its text is stored anew). Read on ``con`` (a hold the caller writes in), else
+        in a read of its own."""
         keys = {(r["namespace"], r["content_hash"]) for i, r in enumerate(checked)
                 if r["id"] is None and (wanted is None or wanted[i])}
         if not keys:
             return {}, {}
-        found: dict[tuple[str, str], int] = {}
-        with self.core.session(write=False, flush=False) as con:
-            for ns, content_hash, mid in con.execute(
-                    "SELECT namespace, content_hash, min(id) FROM memories WHERE status = 'active' "
-                    "AND namespace IN (SELECT unnest(?)) AND content_hash IN (SELECT unnest(?)) "
-                    "GROUP BY namespace, content_hash",
-                    [sorted({k[0] for k in keys}), sorted({k[1] for k in keys})]).fetchall():
-                if (ns, content_hash) in keys:
-                    found[(ns, content_hash)] = int(mid)
+        with contextlib.nullcontext(con) if con is not None else self.core.session(write=False, flush=False) as c:
+            found = self._stored_hashes(c, keys)
         stored: dict[int, int] = {}
         earlier: dict[int, int] = {}
         first: dict[tuple[str, str], int] = {}
@@ -269,6 +264,31 @@ class Writer:
             else:
                 first[key] = i
         return stored, earlier
+
+    def _stored_hashes(self, con: Any, keys: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """The lowest id of an active memory per (namespace, content hash) of ``keys``, on ``con``
+        after its catch-up: from a namespace's loaded index (its live rows and their hashes, current
+        once caught up: a scan of an array), else from the store (a scan of the namespace's rows)."""
+        found: dict[tuple[str, str], int] = {}
+        unloaded: set[str] = set()
+        for ns in {k[0] for k in keys}:
+            idx = self.core.indexes.get(ns)
+            if idx is None:
+                unloaded.add(ns)
+                continue
+            wanted = np.array(sorted(h for n, h in keys if n == ns), dtype=HASH_DTYPE)
+            for r in np.flatnonzero(np.isin(idx.hashes[:len(idx)], wanted)):
+                key, mid = (ns, idx.hash_at(int(r))), int(idx.ids[r])
+                found[key] = min(mid, found.get(key, mid))
+        if unloaded:
+            for ns, content_hash, mid in con.execute(
+                    "SELECT namespace, content_hash, min(id) FROM memories WHERE status = 'active' "
+                    "AND namespace IN (SELECT unnest(?)) AND content_hash IN (SELECT unnest(?)) "
+                    "GROUP BY namespace, content_hash",
+                    [sorted(unloaded), sorted({h for n, h in keys if n in unloaded})]).fetchall():
+                if (ns, content_hash) in keys:
+                    found[(ns, content_hash)] = int(mid)
+        return found
 
     def existing(self, ids: list[int]) -> dict[int, str]:
         """Content hashes of the memories that already have these ids."""

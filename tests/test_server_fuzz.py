@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -164,7 +165,7 @@ def test_hostile_values_in_every_field_of_every_route_get_no_500_and_refusals_ch
 
 
 @pytest.mark.parametrize("body, content_type, says", [
-    (b'{"text": "Likes tea",', "application/json", "not valid JSON at line 1 column 21"),
+    (b'{"text": "Likes tea",', "application/json", "not valid JSON at line 1 column 22"),
     (b'{"text":\n "Likes tea"\n "namespace": "alice"}', "application/json", "not valid JSON at line 3 column 2"),
     (b"Likes tea", "text/plain", "the body was sent as text/plain"),
     (b'{"text": "Likes tea"}', "text/plain", "the body was sent as text/plain"),
@@ -213,8 +214,8 @@ def test_mcp_tools_answer_hostile_arguments_with_the_rest_apis_message(fuzzed):
     for what, result in anyio.run(main):
         text = "\n".join(c.text for c in result.content if c.type == "text")
         assert "Traceback" not in text and "-32603" not in text, what
-        if result.is_error:
-            assert text.strip(), what
+        if result.is_error:  # a reason, not the bare "Error executing tool X" the SDK gives for a crash
+            assert not re.fullmatch(r"Error executing tool \w+", text.strip()), what
 
     rest_says = {}
     with fuzzed.client(fuzzed.secrets["alice"]) as alice:
@@ -232,7 +233,7 @@ def test_mcp_tools_answer_hostile_arguments_with_the_rest_apis_message(fuzzed):
         assert r.status_code == 200, r.text
         answer = r.json()
         assert answer["id"] == 7 and answer["result"]["isError"] is True, answer
-        assert answer["result"]["content"][0]["text"] == f"ValidationError: {rest_says[field]}"
+        assert answer["result"]["content"][0]["text"] == f"Error executing tool {tool}: ValidationError: {rest_says[field]}"
     assert _bank_state(fuzzed) == state
     assert "Traceback" not in fuzzed.output()
 

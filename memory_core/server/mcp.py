@@ -424,13 +424,15 @@ def not_unicode_call(body: bytes) -> dict[str, Any] | None:
     arguments = params.get("arguments") if isinstance(params, dict) else None
     if not isinstance(arguments, dict):
         return None
+    tool = str(params.get("name")).encode("utf-8", "backslashreplace").decode()
     for name, value in arguments.items():
         for text in _strings(value):
             try:
                 check_unicode(text, str(name).encode("utf-8", "backslashreplace").decode())
             except mc.ValidationError as exc:
+                said = f"Error executing tool {tool}: ValidationError: {exc}"  # as the SDK words a tool's error
                 return {"jsonrpc": "2.0", "id": message.get("id"),
-                        "result": {"content": [{"type": "text", "text": f"ValidationError: {exc}"}], "isError": True}}
+                        "result": {"content": [{"type": "text", "text": said}], "isError": True}}
     return None
 
 
