@@ -134,7 +134,8 @@ def run_conversation(bank: MemoryBank, conv: dict[str, Any], general: list[str],
     started = time.perf_counter()
     ns = conv["id"]
     new_ids = bank.add_many([{"text": t["text"], "context": t["context"] or None, "namespace": ns,
-                              "created_at": t["created_at"]} for t in conv["turns"]])
+                              "created_at": t["created_at"]} for t in conv["turns"]],
+                            dedupe=False)  # each turn is its own memory, even one that repeats an earlier turn's words
     ids = {t["dia_id"]: i for t, i in zip(conv["turns"], new_ids)}
     records: list[dict[str, Any]] = []
     no_memory: list[dict[str, Any]] = []

@@ -41,8 +41,8 @@ from .gate import Gate, GateDecision, should_recall
 from .llm import get_client
 from .models import (
     MAX_TEXT, CATEGORIES, CONFLICT_STATUSES, KINDS, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS, STATUSES, Conflict, Event,
-    Feedback, Hit, ImportReport, LabeledQuery, Memory, MergeRecord, Profile, format_for_prompt, humanize_age,
-    parse_time,
+    Feedback, Hit, ImportReport, LabeledQuery, Memory, MergeRecord, Profile, check_unicode, format_for_prompt,
+    humanize_age, parse_time,
 )
 from .queries import ORDERS as _ORDER_SQL
 from .scoring import PRESETS, TIERS, ScoringParams
@@ -65,6 +65,8 @@ __all__ = [
     "MAX_TEXT",  # the longest text (characters) a memory may have
     # time
     "parse_time", "humanize_age",
+    # text a face was given: the check every field of a memory, a query and a note goes through
+    "check_unicode",
     # the configured LLM (MEMCTL_LLM_*), for bank.use_llm and curation
     "get_client",
     # ablation (an LLM answers with and without memory, a judge compares)

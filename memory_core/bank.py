@@ -234,35 +234,48 @@ class MemoryBank:
 
     def add(self, text: str, namespace: str = "default", importance: float = 0.5, kind: str = "explicit",
             category: str = "other", created_at: Any = None, source: str | None = None, embedding: Any = None,
-            pinned: bool = False, detect_conflicts: bool = True, context: str | None = None) -> int:
+            pinned: bool = False, detect_conflicts: bool = True, context: str | None = None,
+            dedupe: bool = True) -> int:
         """Store one memory (a short distilled statement) and return its id. ``importance`` is in
         [0, 1]; ``kind`` explicit (the user said it) or inferred; ``created_at`` default now. A
         contradiction of a stored memory is flagged at once (see :meth:`conflicts`) unless
         ``detect_conflicts=False``. ``context`` situates the memory (the turns around it): recall
-        matches its words, it is never shown, and it is set once."""
+        matches its words, it is never shown, and it is set once.
+
+        The same text again (whitespace and Unicode normalised) in a namespace where it is an
+        active memory is not stored twice: that memory is reinforced (one more access, the later
+        access time, the higher importance, a "reinforce" event in its history) and its id
+        returned. ``dedupe=False`` stores it as a new memory all the same. A text equal to an
+        archived memory is stored anew (restore the archived one to bring it back instead)."""
         row = {"text": text, "namespace": namespace, "importance": importance, "kind": kind,
                "category": category, "created_at": created_at, "source": source, "pinned": pinned,
                "context": context}
         if embedding is not None:
             row["embedding"] = embedding
-        return self._curation.add(row, detect=detect_conflicts, client=self.llm)
+        return self._curation.add(row, detect=detect_conflicts, client=self.llm, dedupe=dedupe)
 
     def add_many(self, rows: Iterable[dict[str, Any]], *, progress: Progress | None = None,
                  batch_size: int | None = None, skip_existing: bool = False,
-                 report: ImportReport | None = None) -> list[int]:
-        """Store many memories, all or nothing; returns their ids in order. See :meth:`Writer.add_many`."""
+                 report: ImportReport | None = None, dedupe: bool = True) -> list[int]:
+        """Store many memories, all or nothing; returns their ids in order. See :meth:`Writer.add_many`.
+        A row repeating an active memory of its namespace, or an earlier row, reinforces that
+        memory and gets its id, as :meth:`add` does, unless ``dedupe=False`` (rows with an ``id``
+        are never deduplicated)."""
         return self._writer.add_many(rows, progress=progress, batch_size=batch_size,
-                                     skip_existing=skip_existing, report=report)
+                                     skip_existing=skip_existing, report=report,
+                                     on_repeat=self._changes.reinforce_repeats if dedupe else None)
 
     def add_each(self, rows: Iterable[dict[str, Any]], *,
                  detect_conflicts: bool | list[bool] = True,
-                 on_stored: StoredHook | None = None) -> list[int | MemoryCoreError]:
+                 on_stored: StoredHook | None = None,
+                 dedupe: bool | list[bool] = True) -> list[int | MemoryCoreError]:
         """Store each row as :meth:`add` would, together (one embedding batch, one transaction): a
         bad row gets its error in its place, the others their ids. ``on_stored(results, memories)``
         hears of the commit before the contradiction check runs. See :meth:`Curation.add_each`."""
         rows = list(rows)
         detect = [detect_conflicts] * len(rows) if isinstance(detect_conflicts, bool) else list(detect_conflicts)
-        return self._curation.add_each(rows, detect=detect, client=self.llm, on_stored=on_stored)
+        again = [dedupe] * len(rows) if isinstance(dedupe, bool) else list(dedupe)
+        return self._curation.add_each(rows, detect=detect, client=self.llm, on_stored=on_stored, dedupe=again)
 
     def import_jsonl(self, source: str | os.PathLike | IO[str], *, on_error: str = "refuse",
                      progress: Progress | None = None, namespace: str | None = None) -> ImportReport:

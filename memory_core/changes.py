@@ -16,13 +16,14 @@ import numpy as np
 from . import rows as rowmod
 from .clock import to_aware, to_naive_utc, utcnow
 from .errors import NotFoundError, StateError, ValidationError
-from .models import Event, Memory, check_id, check_importance, parse_time
-from .storage import tables
+from .models import Event, Memory, check_id, check_importance, check_reason, parse_time
+from .storage import tables, transaction_parts
 from .writer import EDITABLE, Writer, check_changes
 
 if TYPE_CHECKING:
     from .core import Core
 
+REPEATED = "added again: the same text"  # the note of a reinforce event for a repeated add
 EVENT_COLUMNS = "id, happened_at, actor, action, memory_id, before, after, note, group_id, undone_by"
 
 
@@ -124,54 +125,106 @@ class Changes:
         # thread's catch-up in between would be undone (older rows, a lower change number) by ours.
         with self.core.lock:
             with self.core.session() as con:
-                ids = list(changes) + removals
-                befores = self.core.get_rows(con, ids)
-                for mid in changes:
-                    before = befores[mid]
-                    if before.status == "deleted":
-                        raise StateError(f"memory {mid} was hard-deleted; its text is gone and it cannot change")
-                    if require_status and before.status not in require_status:
-                        raise StateError(
-                            f"memory {mid} is {before.status}; {action} needs it to be {' or '.join(require_status)}")
-                group = tables.take_ids(con, "next_group_id", 1)
-                seq = tables.next_seq(con)
-                new_ids = self.writer.insert_rows(con, new_rows, new_vectors, seq, group) if new_rows else []
-                now = to_naive_utc(utcnow())
-                for mid, fields in changes.items():
-                    sets, params = ["seq = ?"], [seq]
-                    if "updated_at" not in fields:  # an undo puts the old one back
-                        sets.append("updated_at = ?")
-                        params.append(now)
-                    for key, value in fields.items():
-                        sets.append(f"{key} = ?")
-                        params.append(to_naive_utc(value) if isinstance(value, datetime) else value)
-                    if "text" in fields:
-                        sets += ["content_hash = ?", "embedding = ?"]
-                        params += [tables.content_hash(fields["text"]), vectors[mid].astype(np.float32)]
-                    con.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", params + [mid])
-                if removals:
-                    con.execute("INSERT INTO removed_memories SELECT id, namespace, ? FROM memories "
-                                "WHERE id IN (SELECT unnest(?))", [seq, removals])
-                    con.execute("DELETE FROM memories WHERE id IN (SELECT unnest(?))", [removals])
-                afters = self.core.get_rows(con, list(changes) + new_ids)
-                for mid, fields in changes.items():
-                    keys = [k for k in fields if k in Memory.__dataclass_fields__ and k != "updated_at"] + ["updated_at"]
-                    tables.log_event(con, self.core.actor, action, mid, rowmod.snapshot(befores[mid], keys),
-                                    rowmod.snapshot(afters[mid], keys), utcnow(), note, group)
-                for mid in removals:
-                    tables.log_event(con, self.core.actor, "remove", mid, {"id": mid, "status": befores[mid].status},
-                                    None, utcnow(), note, group)
-                if extra is not None:
-                    extra(con, group, new_ids)
-                rows = tables.fetch_rows(con, *tables.ids_in("id", list(changes) + new_ids), with_embedding=True)
-            self.core.advance(seq)
-            self.core.acknowledged = None
-            for mid in removals:
-                self.core.indexes.remove(mid)
-            self.core.forget_cached(removals)
-            self.core.apply_rows(rows)
-            self.core.indexes.save_due(self.core.model)
+                group, afters, new_ids, rows, seq = self._change_in(
+                    con, changes, action, vectors=vectors, require_status=require_status, note=note,
+                    new_rows=new_rows, new_vectors=new_vectors, removals=removals, extra=extra)
+            self._taken(seq, rows, removals)
             return group, afters, new_ids
+
+    def _taken(self, seq: int, rows: Any, removals: list[int]) -> None:
+        """After a change's commit, with the bank's lock held: the caches and indexes take its rows."""
+        self.core.advance(seq)
+        self.core.acknowledged = None
+        for mid in removals:
+            self.core.indexes.remove(mid)
+        self.core.forget_cached(removals)
+        self.core.apply_rows(rows)
+        self.core.indexes.save_due(self.core.model)
+
+    def _change_in(self, con: Any, changes: dict[int, dict[str, Any]], action: str, *,
+                   vectors: dict[int, np.ndarray], require_status: tuple[str, ...] | None, note: str | None,
+                   new_rows: list[dict[str, Any]] | None, new_vectors: np.ndarray | None, removals: list[int],
+                   extra: Callable[[Any, int, list[int]], None] | None) -> tuple[int, dict[int, Memory], list[int], Any, int]:
+        """The writes of :meth:`change` in the open transaction ``con``; with the rows to take after."""
+        ids = list(changes) + removals
+        befores = self.core.get_rows(con, ids)
+        for mid in changes:
+            before = befores[mid]
+            if before.status == "deleted":
+                raise StateError(f"memory {mid} was hard-deleted; its text is gone and it cannot change")
+            if require_status and before.status not in require_status:
+                raise StateError(
+                    f"memory {mid} is {before.status}; {action} needs it to be {' or '.join(require_status)}")
+        group = tables.take_ids(con, "next_group_id", 1)
+        seq = tables.next_seq(con)
+        new_ids = self.writer.insert_rows(con, new_rows, new_vectors, seq, group) if new_rows else []
+        now = to_naive_utc(utcnow())
+        for mid, fields in changes.items():
+            sets, params = ["seq = ?"], [seq]
+            if "updated_at" not in fields:  # an undo puts the old one back
+                sets.append("updated_at = ?")
+                params.append(now)
+            for key, value in fields.items():
+                sets.append(f"{key} = ?")
+                params.append(to_naive_utc(value) if isinstance(value, datetime) else value)
+            if "text" in fields:
+                sets += ["content_hash = ?", "embedding = ?"]
+                params += [tables.content_hash(fields["text"]), vectors[mid].astype(np.float32)]
+            con.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", params + [mid])
+        if removals:
+            con.execute("INSERT INTO removed_memories SELECT id, namespace, ? FROM memories "
+                        "WHERE id IN (SELECT unnest(?))", [seq, removals])
+            con.execute("DELETE FROM memories WHERE id IN (SELECT unnest(?))", [removals])
+        afters = self.core.get_rows(con, list(changes) + new_ids)
+        for mid, fields in changes.items():
+            keys = [k for k in fields if k in Memory.__dataclass_fields__ and k != "updated_at"] + ["updated_at"]
+            tables.log_event(con, self.core.actor, action, mid, rowmod.snapshot(befores[mid], keys),
+                            rowmod.snapshot(afters[mid], keys), utcnow(), note, group)
+        for mid in removals:
+            tables.log_event(con, self.core.actor, "remove", mid, {"id": mid, "status": befores[mid].status},
+                            None, utcnow(), note, group)
+        if extra is not None:
+            extra(con, group, new_ids)
+        rows = tables.fetch_rows(con, *tables.ids_in("id", list(changes) + new_ids), with_embedding=True)
+        return group, afters, new_ids, rows, seq
+
+    def reinforce_repeats(self, repeats: dict[int, list[dict[str, Any]]]) -> None:
+        """Reinforce memories that were added again (``{id: [the checked rows that repeat it]}``:
+        see :meth:`Writer.repeats`), one operation of "reinforce" events: each counts as that many
+        accesses, is last accessed at the latest of the rows' times and keeps the higher importance."""
+        if not repeats:
+            return
+        with self.core.lock:
+            with self.core.session() as con:
+                rows, seq = self._reinforce_in(con, repeats)
+            self._taken(seq, rows, [])
+
+    def reinforce_repeats_in(self, con: Any, repeats: dict[int, list[dict[str, Any]]]) -> None:
+        """:meth:`reinforce_repeats` in the hold ``con`` (``Core.held``, bank's lock held): one
+        transaction per namespace on a store that splits them, else one."""
+        ids = sorted(repeats)
+        namespaces = [rows[0]["namespace"] for rows in (repeats[i] for i in ids)]
+        for part in transaction_parts(self.core.store, namespaces):
+            with con.transaction():
+                rows, seq = self._reinforce_in(con, {ids[j]: repeats[ids[j]] for j in part})
+            self._taken(seq, rows, [])
+
+    def _reinforce_in(self, con: Any, repeats: dict[int, list[dict[str, Any]]]) -> tuple[Any, int]:
+        befores = self.core.get_rows(con, list(repeats))
+        changes: dict[int, dict[str, Any]] = {}
+        for mid, rows in repeats.items():
+            m = befores[mid]
+            at = max(r["created_at"] for r in rows)
+            fields: dict[str, Any] = {"access_count": m.access_count + len(rows),
+                                      "last_accessed_at": max(filter(None, (m.last_accessed_at, at)))}
+            importance = max(r["importance"] for r in rows)
+            if importance > m.importance:
+                fields["importance"] = importance
+            changes[mid] = fields
+        _, _, _, rows, seq = self._change_in(
+            con, changes, "reinforce", vectors={}, require_status=("active",), note=REPEATED,
+            new_rows=None, new_vectors=None, removals=[], extra=None)
+        return rows, seq
 
     def reinforce(self, memory_id: int, *, importance: float | None = None, at: Any = None) -> Memory:
         """Count a restatement of a stored memory as a use: one more access, the later access time,
@@ -191,6 +244,7 @@ class Changes:
         real: the text and vector are erased from the file and the history keeps only the id and
         a content hash."""
         mid = check_id(memory_id)
+        reason = check_reason(reason)
         if not hard:
             self.apply(mid, {"status": "archived"}, "forget", require_status=("active",), note=reason)
             return
@@ -208,6 +262,7 @@ class Changes:
         if isinstance(ids, (str, bytes)):
             raise ValidationError("ids must be a list of memory ids")
         member_ids = sorted({check_id(i) for i in ids})
+        reason = check_reason(reason)
         if not member_ids:
             return None
         if not hard:

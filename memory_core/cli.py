@@ -88,13 +88,16 @@ def init(obj: _Context, model: str | None) -> None:
 @click.option("--source", default=None)
 @click.option("--context", default=None,
               help="Text that situates the memory (e.g. the turns around it): recall matches it, never shows it.")
+@click.option("--no-dedupe", is_flag=True,
+              help="Store the text as a new memory even if an active memory of the namespace has the same text "
+                   "(default: that memory is reinforced and its id printed).")
 @click.pass_obj
 def add(obj: _Context, text: str, namespace: str, importance: float, kind: str, category: str,
-        created_at: str | None, source: str | None, context: str | None) -> None:
-    """Store one memory; prints its id."""
+        created_at: str | None, source: str | None, context: str | None, no_dedupe: bool) -> None:
+    """Store one memory; prints its id (an existing memory's, reinforced, when the namespace has the same text)."""
     with obj.open() as bank:
         mid = bank.add(text, namespace=namespace, importance=importance, kind=kind, category=category,
-                       created_at=created_at, source=source, context=context)
+                       created_at=created_at, source=source, context=context, dedupe=not no_dedupe)
     click.echo(mid)
 
 

@@ -188,18 +188,20 @@ class RemoteBank:
 
     def add(self, text: str, namespace: str | None = None, importance: float = 0.5, kind: str = "explicit",
             category: str = "other", created_at: Any = None, source: str | None = None, embedding: Any = None,
-            pinned: bool = False, detect_conflicts: bool = True, context: str | None = None) -> int:
+            pinned: bool = False, detect_conflicts: bool = True, context: str | None = None,
+            dedupe: bool = True) -> int:
         """Store one memory and return its id (see :meth:`MemoryBank.add`)."""
         body = {"text": text, "namespace": namespace, "importance": importance, "kind": kind, "category": category,
                 "created_at": _time(created_at, "created_at"), "source": source, "embedding": _vector(embedding),
-                "pinned": pinned, "detect_conflicts": detect_conflicts, "context": context}
+                "pinned": pinned, "detect_conflicts": detect_conflicts, "context": context, "dedupe": dedupe}
         return self._request("POST", "/v1/memories", body)["id"]
 
     def add_many(self, rows: Iterable[dict[str, Any]], *, progress: Callable[[int], None] | None = None,
                  batch_size: int | None = None, skip_existing: bool = False,
-                 report: ImportReport | None = None) -> list[int]:
+                 report: ImportReport | None = None, dedupe: bool = True) -> list[int]:
         """Store many memories; returns their ids in order. One request (one transaction, all or
-        nothing) for all rows, or one per ``batch_size`` rows; ``progress`` hears of each."""
+        nothing) for all rows, or one per ``batch_size`` rows; ``progress`` hears of each.
+        ``dedupe``: see :meth:`MemoryBank.add_many`."""
         if isinstance(rows, (str, bytes, dict)) or not isinstance(rows, Iterable):
             raise ValidationError("add_many takes a list of mappings (one per memory)")
         if skip_existing:
@@ -214,7 +216,7 @@ class RemoteBank:
         for start in range(0, len(rows), size):
             chunk = rows[start:start + size]
             try:
-                ids.extend(self._request("POST", "/v1/memories/batch", {"rows": chunk})["ids"])
+                ids.extend(self._request("POST", "/v1/memories/batch", {"rows": chunk, "dedupe": dedupe})["ids"])
             except (ValidationError, ModelMismatchError) as exc:
                 if start == 0 or not _ROW.match(str(exc)):
                     raise

@@ -341,20 +341,28 @@ class Curation:
                                to_reference=scale.to_reference)
         return [c for c in self.record_conflicts(found) if c is not None] if found else []
 
-    def add(self, row: dict[str, Any], *, detect: bool = True, client: Any = None) -> int:
+    def add(self, row: dict[str, Any], *, detect: bool = True, client: Any = None, dedupe: bool = True) -> int:
         """Store one memory and flag what it contradicts in its namespace; returns its id (see
         :meth:`add_each`)."""
-        result = self.add_each([row], detect=[detect], client=client)[0]
+        result = self.add_each([row], detect=[detect], client=client, dedupe=[dedupe])[0]
         if isinstance(result, Exception):
             raise result
         return result
 
     def add_each(self, rows: list[dict[str, Any]], *, detect: list[bool] | None = None,
-                 client: Any = None, on_stored: StoredHook | None = None) -> list[int | MemoryCoreError]:
+                 client: Any = None, on_stored: StoredHook | None = None,
+                 dedupe: list[bool] | None = None) -> list[int | MemoryCoreError]:
         """Store each row (of :meth:`Writer.add_many`) as :meth:`add` would, together: one
         embedding batch and one transaction for the rows that pass their checks; a bad row gets
         its error in its place and the others are stored. ``detect[i]`` (default: all) says
         whether row i is checked for contradictions.
+
+        A row whose text an active memory of its namespace already has (or an earlier row of the
+        call: the content hash, whitespace normalised) is not stored again unless ``dedupe[i]`` is
+        false (default: all are deduplicated): its result is that memory's id, and the memory is
+        reinforced (one more access, the later access time, the higher importance; a "reinforce"
+        event in its history), in the same hold as the write. A text equal to an archived (or
+        merged, superseded) memory is stored as a new memory: what was forgotten stays forgotten.
 
         The model embeds the rows first; then the write and, with the rules, the check take the
         file once (one hold; the write is one transaction, what the check found another: the
@@ -389,9 +397,17 @@ class Curation:
                     return results  # type: ignore[return-value]
                 for i, _ in good:
                     results[i] = self.add_each([rows[i]], detect=None if detect is None else [detect[i]],
-                                               client=client)[0]
+                                               client=client, dedupe=None if dedupe is None else [dedupe[i]])[0]
                 return results  # type: ignore[return-value]
             with self.core.held() as con:
+                # Repeats are looked up in the hold that writes: no other writer adds the same text between.
+                stored, earlier = self.writer.repeats(checked, [dedupe is None or dedupe[i] for i, _ in good], con=con)
+                repeats = {good[j][0]: (good[j][1], stored.get(j), good[earlier[j]][0] if j in earlier else None)
+                           for j in (*stored, *earlier)}  # position -> (row, stored id, earlier position)
+                if repeats:
+                    keep = [j for j in range(len(good)) if good[j][0] not in repeats]
+                    good, wanted, vectors = [good[j] for j in keep], [wanted[j] for j in keep], vectors[keep]
+                    checked = [c for _, c in good]
                 by_namespace: dict[str, list[int]] = {}
                 for part in transaction_parts(self.core.store, [row["namespace"] for row in checked]):
                     try:
@@ -406,6 +422,7 @@ class Curation:
                         results[good[j][0]] = mid
                         if wanted[j] and not isinstance(mid, MemoryCoreError):
                             by_namespace.setdefault(checked[j]["namespace"], []).append(mid)
+                self._reinforce_in(con, results, repeats)
                 ids = [mid for mid in results if isinstance(mid, int)]
                 if on_stored is not None:
                     on_stored(list(results), self.core.get_many(con, ids))  # type: ignore[arg-type]
@@ -426,6 +443,24 @@ class Curation:
             for ns, mids in by_namespace.items():
                 self.detect_conflicts(ns, memory_ids=mids, client=client)
         return results  # type: ignore[return-value]
+
+    def _reinforce_in(self, con: Any, results: list[Any],
+                      repeats: dict[int, tuple[dict[str, Any], int | None, int | None]]) -> None:
+        """Give each repeated row its memory's id in ``results`` and reinforce those memories in the
+        hold ``con`` (see :meth:`add_each`); a row whose memory cannot take it gets the error."""
+        targets: dict[int, list[dict[str, Any]]] = {}
+        for i, (row, mid, first) in sorted(repeats.items()):
+            results[i] = mid if mid is not None else results[first]  # type: ignore[index]
+            if isinstance(results[i], int):
+                targets.setdefault(results[i], []).append(row)
+        if not targets:
+            return
+        try:
+            self.changes.reinforce_repeats_in(con, targets)
+        except MemoryCoreError as exc:  # e.g. archived by another process since it was looked up
+            for i in repeats:
+                if results[i] in targets:
+                    results[i] = type(exc)(f"{exc}; add the memory again")
 
     def _check_in(self, con: Any, by_namespace: dict[str, list[int]]) -> list[int]:
         """Find with the rules and record what these new memories contradict, in the hold ``con``

@@ -16,7 +16,7 @@ from . import usage as usage_mod
 from .clock import to_aware, to_naive_utc, utcnow
 from .embed import model_defaults
 from .errors import NotFoundError, ValidationError
-from .models import Feedback, check_id, check_namespace, parse_time
+from .models import Feedback, check_id, check_namespace, check_unicode, parse_time
 from .storage import tables
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ class FeedbackLog:
                 raise ValidationError("answer must not be empty: pass the answer text, or leave it out")
             if "\x00" in answer:
                 raise ValidationError("answer contains a NUL character; remove it")
+            check_unicode(answer, "answer")
         if helpful is not None and not isinstance(helpful, bool):
             raise ValidationError(f"helpful must be true, false or None, got {helpful!r}")
         given: list[int] | None = None

@@ -319,9 +319,24 @@ def check_id(value: Any, what: str = "a memory id") -> int:
     return int(value)
 
 
+def check_unicode(value: str, what: str) -> str:
+    """``value`` if it is valid Unicode text; a lone surrogate (half of a UTF-16 pair, e.g. from a
+    JSON escape ``\\ud800`` without its partner) cannot be stored, hashed or sent as UTF-8."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = value[exc.start]
+        raise ValidationError(
+            f"{what} contains a lone surrogate (U+{ord(bad):04X}) at character {exc.start + 1}, which is not "
+            "Unicode text: half of a UTF-16 pair (a JSON escape such as \\ud800 without its partner) or bytes "
+            "that were not UTF-8. Send UTF-8 text") from None
+    return value
+
+
 def check_text(text: Any, what: str = "text") -> str:
     if not isinstance(text, str):
         raise ValidationError(f"{what} must be a string, got {type(text).__name__}")
+    check_unicode(text, what)
     if not text.strip():
         hint = "write the memory as a short statement" if what == "text" else f"pass a non-empty {what}"
         raise ValidationError(f"{what} must not be empty: {hint}")
@@ -332,12 +347,23 @@ def check_text(text: Any, what: str = "text") -> str:
     return text
 
 
+def check_reason(reason: Any) -> str | None:
+    """The optional note of a change (why a memory was forgotten): None or text."""
+    if reason is None:
+        return None
+    if not isinstance(reason, str):
+        raise ValidationError(f"reason must be a string or None, got {type(reason).__name__}")
+    if "\x00" in reason:
+        raise ValidationError("reason contains a NUL character; remove it")
+    return check_unicode(reason, "reason")
+
+
 def check_namespace(namespace: Any) -> str:
     if not isinstance(namespace, str) or not namespace.strip():
         raise ValidationError("namespace must be a non-empty string (an agent or user name)")
     if len(namespace) > 256 or "\x00" in namespace:
         raise ValidationError("namespace must be at most 256 characters, without NUL")
-    return namespace
+    return check_unicode(namespace, "namespace")
 
 
 def check_context(context: Any) -> str | None:
@@ -352,7 +378,7 @@ def check_context(context: Any) -> str | None:
         raise ValidationError(f"context is {len(context):,} characters; the limit is {MAX_TEXT:,}")
     if "\x00" in context:
         raise ValidationError("context contains a NUL character; remove it")
-    return context
+    return check_unicode(context, "context")
 
 
 def check_importance(value: Any) -> float:

@@ -161,6 +161,10 @@ class ScoringParams:
                 "similarity_floor must be below similarity_ceiling, and the ceiling at most 1 "
                 f"(got {self.similarity_floor} and {self.similarity_ceiling})"
             )
+        top = max(1.0, self.tier_hot, self.tier_warm, self.tier_cold)  # no score is higher (see upper_bound)
+        if self.threshold > top:
+            raise ValidationError(f"threshold must be between 0 and {top:g} (the highest score a memory can reach"
+                                  f"{' with these tier multipliers' if top > 1 else ''}), got {self.threshold:g}")
         if self.half_life_days <= 0 or self.linear_horizon_days <= 0:
             raise ValidationError("half_life_days and linear_horizon_days must be above 0")
         if self.decay not in ("exponential", "linear"):

@@ -21,10 +21,11 @@ import pyarrow as pa
 from . import rows as rowmod
 from .clock import utcnow
 from .embed import canonical_model_name, get_embedder
+from .index import HASH_DTYPE
 from .errors import ModelMismatchError, ValidationError
 from .models import (
     CATEGORIES, KINDS, STATUSES, ImportReport, check_choice, check_context, check_importance, check_namespace,
-    check_text, parse_time,
+    check_text, check_unicode, parse_time,
 )
 from .storage import IntegrityError, tables
 
@@ -74,7 +75,7 @@ def check_field(key: str, value: Any) -> Any:
     if key == "source":
         if value is not None and not isinstance(value, str):
             raise ValidationError("source must be a string or None")
-        return value
+        return value if value is None else check_unicode(value, "source")
     raise ValidationError(f"{key} is not an editable field; editable fields: {', '.join(EDITABLE)}")
 
 
@@ -167,8 +168,14 @@ class Writer:
         batch_size: int | None = None,
         skip_existing: bool = False,
         report: ImportReport | None = None,
+        on_repeat: Callable[[dict[int, list[dict[str, Any]]]], None] | None = None,
     ) -> list[int]:
         """Store many memories; returns their ids in order.
+
+        With ``on_repeat``, a row (without an id) whose text an active memory of its namespace
+        already has, or an earlier row of the same call, is not stored again: its id is that
+        memory's, and ``on_repeat({id: [rows that repeat it]})`` is called once the rest is written
+        (the façade reinforces them: :meth:`Changes.reinforce_repeats`).
 
         Every row is checked before anything is written (a bad row raises ValidationError naming
         its position and changes nothing). A row may carry ``embedding`` (a vector of the bank's
@@ -194,9 +201,14 @@ class Writer:
         # memory again (skipped when skip_existing) or a clash (refused, nothing written).
         existing = self.existing(given)
         ids: list[int | None] = [None] * len(checked)
+        stored, earlier = self.repeats(checked) if on_repeat is not None else ({}, {})
         todo = []
         for i, r in enumerate(checked):
-            if r["id"] in existing:
+            if i in stored:
+                ids[i] = stored[i]
+            elif i in earlier:
+                continue
+            elif r["id"] in existing:
                 if not (skip_existing and existing[r["id"]] == r["content_hash"]):
                     raise ValidationError(f"row {i + 1}: {clash(r['id'])}")
                 ids[i] = r["id"]
@@ -213,10 +225,70 @@ class Writer:
         batches = ([checked[i] for i in todo[start:start + batch_size]] for start in range(0, len(todo), batch_size))
         for i, mid in zip(todo, self.write_stream(batches, progress)):
             ids[i] = mid
+        repeated: dict[int, list[dict[str, Any]]] = {}
+        for i in sorted({**stored, **earlier}):
+            ids[i] = ids[i] if i in stored else ids[earlier[i]]
+            repeated.setdefault(int(ids[i]), []).append(checked[i])  # type: ignore[arg-type]
+        if repeated and on_repeat is not None:
+            on_repeat(repeated)
         if report is not None:
             report.added += len(todo)
             report.ids.extend(int(i) for i in ids)
         return [int(i) for i in ids]
+
+    def repeats(self, checked: list[dict[str, Any]], wanted: list[bool] | None = None, *, con: Any = None
+                ) -> tuple[dict[int, int], dict[int, int]]:
+        """Which checked rows repeat a memory (same text after normalising whitespace and Unicode:
+        the content hash, in the same namespace): ``(position -> id of the active memory it
+        repeats, position -> earlier position in the rows it repeats)``. Only rows without an id
+        whose ``wanted`` is true (default all) count; an archived, merged or superseded memory is
+        not repeated (its text is stored anew). Read on ``con`` (a hold the caller writes in), else
+        in a read of its own."""
+        keys = {(r["namespace"], r["content_hash"]) for i, r in enumerate(checked)
+                if r["id"] is None and (wanted is None or wanted[i])}
+        if not keys:
+            return {}, {}
+        with contextlib.nullcontext(con) if con is not None else self.core.session(write=False, flush=False) as c:
+            found = self._stored_hashes(c, keys)
+        stored: dict[int, int] = {}
+        earlier: dict[int, int] = {}
+        first: dict[tuple[str, str], int] = {}
+        for i, r in enumerate(checked):
+            if r["id"] is not None or not (wanted is None or wanted[i]):
+                continue
+            key = (r["namespace"], r["content_hash"])
+            if key in found:
+                stored[i] = found[key]
+            elif key in first:
+                earlier[i] = first[key]
+            else:
+                first[key] = i
+        return stored, earlier
+
+    def _stored_hashes(self, con: Any, keys: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """The lowest id of an active memory per (namespace, content hash) of ``keys``, on ``con``
+        after its catch-up: from a namespace's loaded index (its live rows and their hashes, current
+        once caught up: a scan of an array), else from the store (a scan of the namespace's rows)."""
+        found: dict[tuple[str, str], int] = {}
+        unloaded: set[str] = set()
+        for ns in {k[0] for k in keys}:
+            idx = self.core.indexes.get(ns)
+            if idx is None:
+                unloaded.add(ns)
+                continue
+            wanted = np.array(sorted(h for n, h in keys if n == ns), dtype=HASH_DTYPE)
+            for r in np.flatnonzero(np.isin(idx.hashes[:len(idx)], wanted)):
+                key, mid = (ns, idx.hash_at(int(r))), int(idx.ids[r])
+                found[key] = min(mid, found.get(key, mid))
+        if unloaded:
+            for ns, content_hash, mid in con.execute(
+                    "SELECT namespace, content_hash, min(id) FROM memories WHERE status = 'active' "
+                    "AND namespace IN (SELECT unnest(?)) AND content_hash IN (SELECT unnest(?)) "
+                    "GROUP BY namespace, content_hash",
+                    [sorted(unloaded), sorted({h for n, h in keys if n in unloaded})]).fetchall():
+                if (ns, content_hash) in keys:
+                    found[(ns, content_hash)] = int(mid)
+        return found
 
     def existing(self, ids: list[int]) -> dict[int, str]:
         """Content hashes of the memories that already have these ids."""

@@ -50,8 +50,8 @@ import stores  # noqa: E402
 # ``bank_path`` or ``bank``) runs once on a DuckDB file and once on a PostgreSQL database.
 BOTH_STORES = {
     "test_bank.py", "test_recall_exact.py", "test_curation_bank.py", "test_labels.py", "test_tenants.py",
-    "test_forgetting.py", "test_hostile_input.py", "test_storage_seam.py", "test_namespace_keys.py", "test_tokens.py",
-    "test_langgraph_store.py",
+    "test_forgetting.py", "test_hostile_input.py", "test_dedupe.py", "test_storage_seam.py", "test_namespace_keys.py",
+    "test_tokens.py", "test_langgraph_store.py",
 }
 
 
@@ -60,6 +60,7 @@ BOTH_STORES = {
 # crash"`); `make test` runs everything. The markers are registered in pyproject.toml.
 FILE_MARKERS = {
     "test_browser.py": "browser",  # the real dashboard in chromium (Playwright)
+    "test_server_docs.py": "browser",  # /docs and /redoc of a real server in chromium, offline
     "test_soak.py": "soak",  # bench.soak: three agent processes and the dashboard for 15 s
     "test_crash.py": "crash",  # bench.crash: writers killed with SIGKILL, and its checks
     "test_server_crash.py": "crash",  # memctl serve killed with SIGKILL under 8 writers

@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import math
+import unicodedata
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from memory_core import MemoryBank, MemoryCoreError, ScoringParams
+from memory_core import MemoryBank, MemoryCoreError, ScoringParams, ValidationError
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 HOSTILE = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
@@ -33,7 +34,9 @@ texts = st.one_of(
     st.text(max_size=200),  # any unicode, control characters and surrogates excluded by hypothesis itself
     st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=50),
     st.sampled_from(["", " ", "\x00", "a\x00b", "\u200b", "\ud7ff", "'; DROP TABLE memories; --",
-                           "Robert'); DELETE FROM memories; --", "%", "_", "\\", "\n\r\t"]),
+                           "Robert'); DELETE FROM memories; --", "%", "_", "\\", "\n\r\t",
+                           # lone surrogates (a JSON escape without its partner; argv bytes that were not UTF-8)
+                           "\ud800", "tea \udfff", "\udcff\udcfe", "\ud83d"]),
 )
 numbers = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(min_value=-10**30, max_value=10**30))
 times = st.one_of(
@@ -82,6 +85,12 @@ def attempt(bank: MemoryBank, call) -> tuple[bool, object]:
         return False, None
 
 
+def same_text(stored: str, given: str) -> bool:
+    """Equal but for whitespace and Unicode normal form (what makes an add repeat a memory)."""
+    norm = lambda t: " ".join(unicodedata.normalize("NFC", t).split())  # noqa: E731
+    return norm(stored) == norm(given)
+
+
 def _normal_time(value) -> datetime | None:
     if isinstance(value, datetime):
         return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
@@ -98,7 +107,8 @@ def test_add_works_or_refuses_cleanly(hostile_bank, text, namespace, importance,
         detect_conflicts=False))
     if ok:
         m = hostile_bank.get(mid)
-        assert m.text == text and m.namespace == namespace and m.importance == float(importance)
+        # The same text (whitespace aside) as a stored memory returns that one, reinforced.
+        assert same_text(m.text, text) and m.namespace == namespace and m.importance >= float(importance)
         if _normal_time(created_at) is not None:
             assert abs((m.created_at - _normal_time(created_at)).total_seconds()) < 1e-3
 
@@ -113,11 +123,52 @@ def test_add_works_or_refuses_cleanly(hostile_bank, text, namespace, importance,
         "pinned": junk, "surprise": junk})), max_size=4)))
 def test_add_many_is_all_or_nothing(hostile_bank, rows):
     n = hostile_bank.count(status=None)
+    existing = {m.id for m in hostile_bank.memories(status=None, limit=10_000)}
     ok, ids = attempt(hostile_bank, lambda: hostile_bank.add_many(rows))
     if ok:
-        assert len(ids) == len(rows) and hostile_bank.count(status=None) == n + len(rows)
+        # A row repeating a stored memory (or an earlier row) reinforces it instead of adding one.
+        assert len(ids) == len(rows) and hostile_bank.count(status=None) == n + len(set(ids) - existing)
         for mid, row in zip(ids, rows):
-            assert hostile_bank.get(mid).text == row["text"]
+            assert same_text(hostile_bank.get(mid).text, row["text"])
+
+
+LONE = ["\ud800", "Drinks tea \udfff", "\udced\udca0\udc80"]  # the last: the bytes of a surrogate, as argv decodes them
+
+
+@pytest.mark.parametrize("bad", LONE)
+def test_a_lone_surrogate_is_a_validation_error_naming_the_field_and_changes_nothing(hostile_bank, bad):
+    """Not a UnicodeEncodeError from the content hash or the store: a ValidationError that says what is wrong."""
+    mid = hostile_bank.memories("alice", limit=1, order="oldest")[0].id
+    hostile_bank.recall("tea", namespace="alice", threshold=0.0)
+    rid = hostile_bank.last_retrieval_id
+    hostile_bank.flush()  # the recall is written now, not by whichever call below opens the bank first
+    calls = {
+        "text": lambda: hostile_bank.add(bad, namespace="alice"),
+        "namespace": lambda: hostile_bank.add("Drinks tea", namespace=bad),
+        "context": lambda: hostile_bank.add("Drinks tea", namespace="alice", context=bad),
+        "source": lambda: hostile_bank.add("Drinks tea", namespace="alice", source=bad),
+        "row 2: text": lambda: hostile_bank.add_many([{"text": "fine", "namespace": "alice"},
+                                                      {"text": bad, "namespace": "alice"}]),
+        "query": lambda: hostile_bank.recall(bad, namespace="alice"),
+        "reason": lambda: hostile_bank.forget(mid, reason=bad),
+        "answer": lambda: hostile_bank.feedback(rid, answer=bad),
+    }
+    for field, call in calls.items():
+        before = snapshot(hostile_bank)
+        with pytest.raises(ValidationError) as caught:
+            call()
+        assert str(caught.value).startswith(f"{field} contains a lone surrogate"), (field, str(caught.value))
+        assert "Send UTF-8 text" in str(caught.value)
+        assert snapshot(hostile_bank) == before, field
+    with pytest.raises(ValidationError, match="text contains a lone surrogate"):
+        hostile_bank.update(mid, text=bad)
+
+
+def test_threshold_out_of_range_is_a_validation_error_like_k(hostile_bank):
+    for threshold in (1.5, 100, -0.1, float("nan")):
+        with pytest.raises(ValidationError, match="threshold must"):
+            hostile_bank.recall("tea", namespace="alice", threshold=threshold)
+    assert isinstance(hostile_bank.recall("tea", namespace="alice", threshold=1.0), list)
 
 
 @HOSTILE

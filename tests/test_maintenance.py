@@ -58,10 +58,12 @@ QUERIES = [("alice", "what did I run"), ("alice", "food"), ("alice", "kitchen"),
 
 
 def build(bank: MemoryBank, rows=REALISTIC) -> dict[str, int]:
+    # dedupe=False: exact duplicates are stored as given (a bank written before adds reinforced
+    # the memory already there, or by a caller who asked for copies), for the merge step to find.
     ids = bank.add_many([
         {"text": text, "namespace": ns, "importance": imp, "created_at": ago(created),
          "last_accessed_at": None if used is None else ago(used), "access_count": count, "pinned": pinned}
-        for _, ns, text, imp, created, used, count, pinned in rows])
+        for _, ns, text, imp, created, used, count, pinned in rows], dedupe=False)
     return dict(zip([r[0] for r in rows], ids))
 
 
@@ -127,7 +129,7 @@ def test_real_run_archives_the_expiring_memories_and_writes_one_report(bank: Mem
         {"text": "Prefers dark mode in every editor", "namespace": "bob", "importance": 0.6, "created_at": ago(40),
          "last_accessed_at": ago(2), "access_count": 3},
         {"text": "Prefers dark mode in every editor", "namespace": "bob", "importance": 0.5, "created_at": ago(20)},
-    ])
+    ], dedupe=False)  # exact duplicates, as build() stores them
 
     report = bank.maintain(now=NOW, steps=list(STEPS))
 

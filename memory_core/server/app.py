@@ -30,6 +30,7 @@ from starlette.routing import Route
 import memory_core as mc
 from memory_core import STATUSES, Memory, MemoryBank, Token, format_for_prompt
 
+from .docs import add_docs
 from .metrics import CONTENT_TYPE, RequestMetrics, ServerMetrics
 from .writes import WriteQueue
 
@@ -245,10 +246,14 @@ class NewRow(_Body):
 
 class NewMemory(NewRow):
     detect_conflicts: bool = Field(True, description="Check the new memory against stored ones for contradictions.")
+    dedupe: bool = Field(True, description="The same text as an active memory of the namespace reinforces that "
+                                           "memory (its id is returned) instead of storing it twice; false: store it anew.")
 
 
 class Batch(_Body):
     rows: list[NewRow] = Field(max_length=MAX_BATCH, description="Stored all or nothing.")
+    dedupe: bool = Field(True, description="A row with the text of an active memory of its namespace (or of an "
+                                           "earlier row) reinforces that memory and gets its id; false: store every row.")
 
 
 class MemoryChanges(_Body):
@@ -342,6 +347,7 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
                 on_close()
 
     app = FastAPI(title="Memory Console", version=VERSION, lifespan=lifespan, responses=ERROR_RESPONSES,
+                  docs_url=None, redoc_url=None,  # add_docs serves them with local assets, not a CDN's
                   description="Long-term memory for LLM agents: store, recall, feedback and curation, "
                               "per namespace, with bearer tokens (memctl token create). Every answer carries "
                               f"{SEQ_HEADER}: the change number the server had caught up with (after a write, "
@@ -356,6 +362,7 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
     app.add_middleware(SeqHeader, bank=bank)
     app.add_middleware(RequestMetrics, metrics=metrics)  # last added, outermost: times it all
     _routes(app)
+    add_docs(app)
     if mcp is not None:
         # Routes, not a mount: a mount at /mcp answers /mcp itself with a redirect to /mcp/.
         endpoint = mcp.app()
@@ -383,7 +390,8 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
     @acting
     def add_memory(body: NewMemory, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """Store one memory (checked for contradictions with stored ones unless ``detect_conflicts`` is
-        false); returns it as stored."""
+        false); returns it as stored. The same text as an active memory of the namespace returns that
+        memory, reinforced, unless ``dedupe`` is false."""
         row = body.model_dump()
         row["namespace"] = who.namespace(body.namespace, write=True)
         return json_response(svc.add(row, who).to_dict(), 201)
@@ -399,7 +407,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
             data = row.model_dump(exclude_none=True)
             data["namespace"] = who.namespace(row.namespace, write=True)
             rows.append(data)
-        ids = svc.bank.add_many(rows)
+        ids = svc.bank.add_many(rows, dedupe=body.dedupe)
         return {"ids": ids, "seq": svc.bank.seen_seq}
 
     @app.get("/v1/memories", tags=["memories"])
@@ -533,6 +541,8 @@ def json_response(content: dict[str, Any], status: int = 200) -> JSONResponse:
 
 
 def error_response(status: int, kind: str, message: str) -> JSONResponse:
+    # A message may quote what the caller sent; a lone surrogate in it could not be sent as UTF-8.
+    message = message.encode("utf-8", "backslashreplace").decode("utf-8")
     headers = {"Retry-After": RETRY_AFTER} if status == 503 else None
     if status == 401:
         headers = {"WWW-Authenticate": "Bearer"}
@@ -553,6 +563,9 @@ def _errors(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        body = _body_problem(request, exc)
+        if body is not None:
+            return error_response(400, "ValidationError", body)
         problems = []
         for e in exc.errors()[:10]:
             where = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
@@ -561,13 +574,53 @@ def _errors(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            # FastAPI's answer to a body it could not decode: bytes that are not UTF-8 text.
+            return error_response(400, "ValidationError", f"{SEND_JSON}; the body is not UTF-8 text")
         kind = {404: "NotFoundError", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
         return error_response(exc.status_code, kind, str(exc.detail))
+
+    @app.exception_handler(UnicodeError)
+    async def not_unicode(request: Request, exc: UnicodeError) -> JSONResponse:
+        # A lone surrogate in a field no check names (the checked ones say which field and where).
+        return error_response(400, "ValidationError", "the request contains a lone surrogate (half of a UTF-16 "
+                                                      "pair, e.g. a JSON escape \\ud800 without its partner): it "
+                                                      "is not valid Unicode text; send UTF-8 text")
 
     @app.exception_handler(Exception)
     async def crash(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
         return error_response(500, "InternalError", "the server failed on this request; its log says why")
+
+
+SEND_JSON = "send a JSON object with Content-Type: application/json"
+
+
+def _body_problem(request: Request, exc: RequestValidationError) -> str | None:
+    """What to send instead, when the body as a whole was wrong (not JSON, not an object, missing),
+    not one of its fields; None otherwise."""
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    loc = tuple(first.get("loc", ()))
+    kind = first.get("type")
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind == "json_invalid":
+        at = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else None
+        where = ""
+        body = exc.body if isinstance(exc.body, (str, bytes)) else None
+        if at is not None and body is not None:
+            text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+            line = text.count("\n", 0, at) + 1
+            where = f" at line {line} column {at - (text.rfind(chr(10), 0, at) + 1) + 1}"
+        reason = (first.get("ctx") or {}).get("error")
+        return f"{SEND_JSON}; the body is not valid JSON{where}" + (f" ({reason})" if reason else "")
+    if loc != ("body",) or kind not in ("missing", "model_attributes_type", "dict_type"):
+        return None
+    if kind == "missing":
+        return f"{SEND_JSON}; the body was empty"
+    if content_type and content_type != "application/json" and not content_type.endswith("+json"):
+        return f"{SEND_JSON}; the body was sent as {content_type[:60]}"
+    return f"{SEND_JSON} ({{\"field\": value, ...}}); the body is JSON but not an object"
 
 
 class BodyLimit:

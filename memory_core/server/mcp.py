@@ -26,12 +26,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import json
 import logging
 import os
 import signal
 import threading
 from datetime import datetime, timezone
-from typing import Annotated, Any, AsyncContextManager, Callable, Literal
+from typing import Annotated, Any, AsyncContextManager, Callable, Iterator, Literal
 
 import anyio
 import anyio.to_thread
@@ -41,9 +42,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 import memory_core as mc
-from memory_core import CATEGORIES, MemoryBank, Token, format_for_prompt
+from memory_core import CATEGORIES, MemoryBank, Token, check_unicode, format_for_prompt
 
 from .app import MAX_INT64, VERSION, Caller, Service, caller_of, error_response, status_of
 
@@ -379,6 +381,12 @@ class McpEndpoint:
             response = error_response(status_of(exc), type(exc).__name__, str(exc))
             return await response(scope, receive, send)
         request.state.memory_access = granted
+        if scope.get("method") == "POST":
+            body = await request.body()
+            refused = not_unicode_call(body)
+            if refused is not None:
+                return await JSONResponse(refused)(scope, receive, send)
+            receive = replay(body, receive)
         await self.sessions.handle_request(scope, receive, send)
 
     def authorise(self, request: Request) -> Access:
@@ -397,6 +405,61 @@ class McpEndpoint:
         if granted is None:  # cannot happen through handle(); refuse rather than guess a namespace
             raise mc.AuthenticationError("this MCP request was not authorised")
         return granted
+
+
+def not_unicode_call(body: bytes) -> dict[str, Any] | None:
+    """The tool error to answer a ``tools/call`` with when an argument holds a lone surrogate (a
+    JSON escape such as ``\\ud800`` without its partner, which JavaScript's JSON.stringify writes for
+    a broken string): the message :func:`memory_core.models.check_unicode` gives through REST, where
+    the SDK's parser would answer only "Parse error: unexpected end of hex escape". None otherwise."""
+    if b"\\u" not in body:
+        return None
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None  # the SDK answers what is not JSON
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return None
+    params = message.get("params")
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    if not isinstance(arguments, dict):
+        return None
+    tool = str(params.get("name")).encode("utf-8", "backslashreplace").decode()
+    for name, value in arguments.items():
+        for text in _strings(value):
+            try:
+                check_unicode(text, str(name).encode("utf-8", "backslashreplace").decode())
+            except mc.ValidationError as exc:
+                said = f"Error executing tool {tool}: ValidationError: {exc}"  # as the SDK words a tool's error
+                return {"jsonrpc": "2.0", "id": message.get("id"),
+                        "result": {"content": [{"type": "text", "text": said}], "isError": True}}
+    return None
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def replay(body: bytes, receive: Callable) -> Callable:
+    """An ASGI ``receive`` that hands over ``body`` (already read) first, then what ``receive`` says."""
+    sent = False
+
+    async def again() -> dict:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return again
 
 
 # -- over stdio: memctl mcp --namespace NS ---------------------------------------------------------

@@ -100,7 +100,7 @@ class WriteQueue:
     def write_rows(self, items: list[tuple[dict[str, Any], Future]]) -> None:
         """Store rows of one actor; answer each request once committed, then (in the same hold of
         the store) check the stored memories for contradictions."""
-        rows = [{k: v for k, v in row.items() if k != "detect_conflicts"} for row, _ in items]
+        rows = [{k: v for k, v in row.items() if k not in ("detect_conflicts", "dedupe")} for row, _ in items]
         answered = False
 
         def answer(results: list[Any], stored: dict[int, "Memory"]) -> None:
@@ -119,7 +119,7 @@ class WriteQueue:
 
         try:
             results = self.bank.add_each(rows, detect_conflicts=[row.get("detect_conflicts", True) for row, _ in items],
-                                         on_stored=answer)
+                                         on_stored=answer, dedupe=[row.get("dedupe", True) for row, _ in items])
             if not answered:  # rows stored one by one (a bad vector in the group), or none at all
                 ids = [r for r in results if isinstance(r, int)]
                 answer(results, self.bank.get_many(ids) if ids else {})
