@@ -602,8 +602,8 @@ def maintain(obj: _Context, dry_run: bool, all_steps: bool, steps: tuple[str, ..
         def progress(done: int, total: int, label: str) -> None:
             bar.update(int(100 * done / total) - bar.pos)
 
-        report = maintenance.run(bank, now=now, plan=plan, steps=chosen, namespace=namespace, dry_run=dry_run,
-                                 client=client, progress=progress)
+        report = bank.maintain(now=now, plan=plan, steps=chosen, namespace=namespace, dry_run=dry_run,
+                               client=client, progress=progress)
     if as_json:
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
         return
