@@ -59,3 +59,43 @@ EXTRACT_SCHEMA_HINT: Final = (
     'fact|profile|other", "kind": "explicit|inferred", "importance": 0.6, "source_turn": 0, '
     '"evidence": "I really prefer tea in the mornings"}]}'
 )
+
+
+# --------------------------------------------------------------------------- #
+# LLM judge
+# --------------------------------------------------------------------------- #
+
+CONFLICT_SYSTEM_PROMPT: Final = """\
+You check the long-term memory of an AI assistant for contradictions. Each memory is a short \
+statement the assistant keeps about one user (in English, Swedish or Chinese). You get two memories \
+that are about the same topic. Decide whether they CONTRADICT: they cannot both be true of the user \
+at the same time, so one of them must be outdated or wrong.
+
+Not contradictions: paraphrases and duplicates ("Prefers tea" / "Likes tea best"); refinements that \
+add detail ("Likes coffee" / "Likes coffee with oat milk"); compatible facts on one topic ("Runs on \
+Sundays" / "Training for a half marathon"); two negative statements ("Doesn't eat meat" / "Never eats \
+pork"); a past fact and the present one that follows it ("Used to live in Manchester" / "Lives in \
+Stockholm").
+
+Contradictions, by kind:
+- "polarity": one negates what the other affirms ("Doesn't like maths" / "Finds maths fun now").
+- "value_change": the same attribute with a new value ("Lives in Paris" / "Moved to Berlin").
+- "switch": explicit change words replace the old statement ("Prefers tea" / "Switched to coffee").
+Use "none" when there is no contradiction.
+
+Suggest a resolution:
+- "newer_wins": a direct contradiction where the newer memory is the current truth.
+- "explicit_wins": one memory is explicit (the user said it) and the other inferred (the assistant \
+concluded it); the explicit one should win.
+- "keep_both": both can be true in context, or there is no contradiction.
+- "review": you are unsure; a person should decide.
+
+"confidence" is how sure you are of "conflict", from 0 to 1. "evidence" is one short sentence naming \
+the words or values that disagree. Refer to memories only by the ids you were given.
+"""
+
+CONFLICT_SCHEMA_HINT: Final = (
+    '{"conflict": true or false, "kind": "polarity|value_change|switch|none", '
+    '"evidence": "one short sentence", "confidence": a number from 0 to 1, '
+    '"suggestion": "newer_wins|explicit_wins|keep_both|review"}'
+)
