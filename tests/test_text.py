@@ -30,7 +30,7 @@ def test_every_cjk_token_is_recognised_by_the_one_class() -> None:
         for token in text.tokenize(sample):
             cjk = [bool(text.CJK_CHAR.fullmatch(c)) for c in token]
             assert all(cjk) or not any(cjk), token
-    assert conflicts.CJK_CHAR is text.CJK_CHAR and merge.mostly_cjk is text.mostly_cjk
+    assert conflicts.rule_judge.CJK_CHAR is text.CJK_CHAR and merge.mostly_cjk is text.mostly_cjk
 
 
 def test_units_count_a_cjk_character_or_a_latin_word() -> None:

@@ -1,5 +1,5 @@
 """The contradiction rules' tables: per language, negators, negative and positive cues, antonyms,
-change and past cues, attribute templates, and the filler and subject word lists. ``conflicts.py``
+change and past cues, attribute templates, and the filler and subject word lists. ``conflicts/rule_judge.py``
 compiles and runs them."""
 
 from __future__ import annotations
