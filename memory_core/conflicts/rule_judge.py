@@ -669,92 +669,137 @@ def judge_rules(a: MemoryView, b: MemoryView) -> Verdict:
     a, b = _check_pair(a, b)
     older, newer = _order(a, b)
     po, pn = _parse(older.text), _parse(newer.text)
-    shared = po.topic & pn.topic
-
-    def none(why: str, confidence: float) -> Verdict:
-        return _verdict(a, b, "none", f"no conflict: {why}", confidence)
-
     if po.low.strip(" .!。") == pn.low.strip(" .!。"):
-        return none("the same statement", 0.95)
+        return _no_conflict(a, b, "the same statement", 0.95)
     if po.subject and pn.subject and po.subject != pn.subject:
-        return none(f'about different people ("{po.subject}" / "{pn.subject}")', 0.8)
+        return _no_conflict(a, b, f'about different people ("{po.subject}" / "{pn.subject}")', 0.8)
+    pair = _Pair.of(a, b, po, pn)
+    verdict = _past_rule(pair) or _opposite_rule(pair) or _polarity_rule(pair)
+    if verdict is not None:
+        return verdict
+    values = _slot_findings(pair)
+    if values.strong:
+        confidence, kind, evidence = max(values.strong)
+        return _verdict(a, b, kind, evidence, confidence)
+    verdict = _number_rule(pair)
+    if verdict is not None:
+        return verdict
+    if values.agree:
+        return _no_conflict(a, b, f"same value for {values.agree[0]}", 0.85)
+    if values.weak:
+        confidence, kind, evidence = max(values.weak)
+        return _verdict(a, b, kind, evidence, confidence)
+    return _switch_rule(pair) or _no_conflict_left(pair, values.multi)
 
-    shared = _meaningful(po, pn, shared)
-    pol_o, pol_n = _polarity(po, shared), _polarity(pn, shared)
-    flips = sorted(t for t in set(pol_o) & set(pol_n)
-                   if len(pol_o[t]) == 1 and len(pol_n[t]) == 1 and pol_o[t] != pol_n[t])
-    # A comparison ("rather X than Y") puts one topic word on each side; reading the two sides as
-    # a flip would misread a preference, so a mixed comparison never counts as one.
-    ambiguous = (po.dispreferred and _mixed(pol_o)) or (pn.dispreferred and _mixed(pol_n))
 
-    # 1. A memory about the past. The newer one saying "used to" about what the older one states
-    #    as current means it is no longer so; an older "used to" is history the newer one follows.
+def _no_conflict(a: MemoryView, b: MemoryView, why: str, confidence: float) -> Verdict:
+    return _verdict(a, b, "none", f"no conflict: {why}", confidence)
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """A pair as the rules read it: the memories, their parses (older, newer), the topic words they
+    share, each side's polarity per topic word, the words whose polarity flips, whether a mixed
+    comparison makes a flip ambiguous, and whether the newer one reports a change."""
+
+    a: MemoryView
+    b: MemoryView
+    po: _Parsed
+    pn: _Parsed
+    shared: frozenset[str]
+    pol_o: dict[str, set[bool]]
+    pol_n: dict[str, set[bool]]
+    flips: list[str]
+    ambiguous: bool
+    new_changes: bool
+
+    @classmethod
+    def of(cls, a: MemoryView, b: MemoryView, po: _Parsed, pn: _Parsed) -> _Pair:
+        shared = _meaningful(po, pn, po.topic & pn.topic)
+        pol_o, pol_n = _polarity(po, shared), _polarity(pn, shared)
+        flips = sorted(t for t in set(pol_o) & set(pol_n)
+                       if len(pol_o[t]) == 1 and len(pol_n[t]) == 1 and pol_o[t] != pol_n[t])
+        # A comparison ("rather X than Y") puts one topic word on each side; reading the two sides as
+        # a flip would misread a preference, so a mixed comparison never counts as one.
+        ambiguous = bool((po.dispreferred and _mixed(pol_o)) or (pn.dispreferred and _mixed(pol_n)))
+        return cls(a, b, po, pn, shared, pol_o, pol_n, flips, ambiguous, bool(pn.change or pn.weak))
+
+
+def _past_rule(p: _Pair) -> Verdict | None:
+    """1. A memory about the past. The newer one saying "used to" about what the older one states
+    as current means it is no longer so; an older "used to" is history the newer one follows."""
+    po, pn, shared = p.po, p.pn, p.shared
     if pn.past and not po.past:
-        if shared and not flips:
-            return _verdict(a, b, "switch",
+        if shared and not p.flips:
+            return _verdict(p.a, p.b, "switch",
                             f'switch: "{_quote(pn.display)}" puts "{_quote(po.display)}" in the past '
                             f'(about "{_topic_quote(po, shared)}")', _CONF_PAST)
-        return none("the newer memory only describes the past", 0.6)
+        return _no_conflict(p.a, p.b, "the newer memory only describes the past", 0.6)
     if po.past and not pn.past:
-        return none("the older memory already describes the past", 0.7)
+        return _no_conflict(p.a, p.b, "the older memory already describes the past", 0.7)
+    return None
 
-    # 2. Opposite words about the same thing.
-    opposite = _antonym(po, pn, shared)
-    if opposite:
-        about = f' about "{_topic_quote(po, shared)}"' if shared else ""
-        return _verdict(a, b, "polarity", f'polarity: "{opposite[0]}" vs "{opposite[1]}"{about}',
-                        _CONF_POLARITY if shared else _CONF_NUMBER)
 
-    # 3. Polarity: one negates what the other affirms about a shared topic word. It takes explicit
-    #    evidence: a change word in the newer memory's clause about the topic ("… now", "stopped
-    #    …", "fixed"), a positive word on the affirmative side ("loves …", "… is available"), or a
-    #    newer memory that negates a negative word ("not allergic … after all"). Otherwise a
-    #    paraphrase that merely lacks one negative word ("finds German paperwork overwhelming" /
-    #    "German bureaucracy stresses him out") would pass for a flip.
+def _opposite_rule(p: _Pair) -> Verdict | None:
+    """2. Opposite words about the same thing."""
+    opposite = _antonym(p.po, p.pn, p.shared)
+    if not opposite:
+        return None
+    about = f' about "{_topic_quote(p.po, p.shared)}"' if p.shared else ""
+    return _verdict(p.a, p.b, "polarity", f'polarity: "{opposite[0]}" vs "{opposite[1]}"{about}',
+                    _CONF_POLARITY if p.shared else _CONF_NUMBER)
+
+
+def _polarity_rule(p: _Pair) -> Verdict | None:
+    """3. Polarity: one negates what the other affirms about a shared topic word. It takes explicit
+    evidence: a change word in the newer memory's clause about the topic ("… now", "stopped
+    …", "fixed"), a positive word on the affirmative side ("loves …", "… is available"), or a
+    newer memory that negates a negative word ("not allergic … after all"). Otherwise a
+    paraphrase that merely lacks one negative word ("finds German paperwork overwhelming" /
+    "German bureaucracy stresses him out") would pass for a flip."""
+    po, pn, flips = p.po, p.pn, p.flips
+    if not flips or p.ambiguous:
+        return None
     flipped = frozenset(flips)
-    if flips and not ambiguous:
-        positive_side = po if pol_o[flips[0]] == {False} else pn
-        signalled = _near_cue(pn, flipped, ("chg", "fix"), None)
-        affirmed = _near_cue(positive_side, flipped, ("pos",), CUE_WINDOW)
-        if not (signalled or affirmed or _corrects(pn, flipped)):
-            flips = []
-    if flips and not ambiguous:
-        confidence = _CONF_POLARITY
-        if flipped <= _GENERIC_TOPIC:
-            confidence = _CONF_WEAK  # only "work"/"morning" in common: maybe two different things
-        elif pn.change or pn.weak or len(flipped) >= 2:
-            confidence += 0.05
-        return _verdict(a, b, "polarity",
-                        f'polarity: "{_quote(_predicate_quote(po, shared))}" vs '
-                        f'"{_quote(_predicate_quote(pn, shared))}" about "{_topic_quote(po, flipped)}"', confidence)
+    positive_side = po if p.pol_o[flips[0]] == {False} else pn
+    signalled = _near_cue(pn, flipped, ("chg", "fix"), None)
+    affirmed = _near_cue(positive_side, flipped, ("pos",), CUE_WINDOW)
+    if not (signalled or affirmed or _corrects(pn, flipped)):
+        return None
+    confidence = _CONF_POLARITY
+    if flipped <= _GENERIC_TOPIC:
+        confidence = _CONF_WEAK  # only "work"/"morning" in common: maybe two different things
+    elif pn.change or pn.weak or len(flipped) >= 2:
+        confidence += 0.05
+    return _verdict(p.a, p.b, "polarity",
+                    f'polarity: "{_quote(_predicate_quote(po, p.shared))}" vs '
+                    f'"{_quote(_predicate_quote(pn, p.shared))}" about "{_topic_quote(po, flipped)}"', confidence)
 
-    # 4. Attribute values (slots) of both memories.
-    strong: list[tuple[float, str, str]] = []
-    weak: list[tuple[float, str, str]] = []
-    agree: list[str] = []
-    multi: list[str] = []
-    new_changes = bool(pn.change or pn.weak)
+
+@dataclass
+class _SlotFindings:
+    """What comparing the two memories' attribute values found: sure and unsure changes
+    (confidence, kind, evidence), values both state, and attributes that hold several values."""
+
+    strong: list[tuple[float, str, str]] = field(default_factory=list)
+    weak: list[tuple[float, str, str]] = field(default_factory=list)
+    agree: list[str] = field(default_factory=list)
+    multi: list[str] = field(default_factory=list)
+
+
+def _slot_findings(p: _Pair) -> _SlotFindings:
+    """4. Attribute values (slots) of both memories."""
+    po, pn = p.po, p.pn
+    found = _SlotFindings()
     for n in pn.slots:
         if n.role == "past":
-            # "Moved from VS Code to Neovim", "… instead of taking the bus": the newer memory names
-            # what it replaces. Does the older memory state that?
-            for o in po.slots:
-                if o.role != "past" and _compatible(o, n) and _same_value(o.vtok, n.vtok):
-                    new_value = next((s.value for s in pn.slots if s.role == "target"), "")
-                    arrow = f' → "{new_value}"' if new_value else " (replaced)"
-                    strong.append((_CONF_STRONG, "value_change",
-                                   f'value_change: {_attr_name(o, n)} "{o.value}"{arrow}'))
-            replaced = n.vtok & po.topic
-            if not po.slots and replaced and len(replaced) * 2 >= len(n.vtok):
-                cue = ", ".join(dict.fromkeys(pn.change_text)) or "instead"
-                strong.append((_CONF_STRONG - 0.05, "switch",
-                               f'switch: "{cue}": "{n.value}" is what "{_quote(po.display)}" said'))
+            _replaced_findings(po, pn, n, found)
             continue
         for o in po.slots:
             if o.role == "past" or not _compatible(o, n):
                 continue
             if _same_value(o.vtok, n.vtok):
-                agree.append(f'{_attr_name(o, n)} "{n.value}"')
+                found.agree.append(f'{_attr_name(o, n)} "{n.value}"')
                 continue
             evidence = f'value_change: {_attr_name(o, n)} "{o.value}" → "{n.value}"'
             # A newer change target replaces whatever the older memory said; otherwise only a
@@ -764,41 +809,56 @@ def judge_rules(a: MemoryView, b: MemoryView) -> Verdict:
                 if o.ctx & n.ctx:
                     # Two tools for the same purpose ("Uses SQLite for the side project" / "Uses
                     # PostgreSQL for the side project"): probably a change, possibly both.
-                    weak.append((_CONF_SWITCH, "value_change",
-                                 evidence + f' (both for "{_topic_quote(pn, o.ctx & n.ctx)}")'))
+                    found.weak.append((_CONF_SWITCH, "value_change",
+                                       evidence + f' (both for "{_topic_quote(pn, o.ctx & n.ctx)}")'))
                 else:
-                    multi.append(f'{_attr_name(o, n)} "{o.value}" / "{n.value}"')
+                    found.multi.append(f'{_attr_name(o, n)} "{o.value}" / "{n.value}"')
                 continue
             if _ctx_compatible(o, n):
                 context = o.ctx & n.ctx
                 if context:
                     evidence += f' (both about "{_topic_quote(pn, context)}")'
-                strong.append((_CONF_VALUE + (0.05 if new_changes else 0.0), "value_change", evidence))
-            elif new_changes:
-                weak.append((_CONF_WEAK, "value_change", evidence + " in different contexts"))
-    if strong:
-        confidence, kind, evidence = max(strong)
-        return _verdict(a, b, kind, evidence, confidence)
+                found.strong.append((_CONF_VALUE + (0.05 if p.new_changes else 0.0), "value_change", evidence))
+            elif p.new_changes:
+                found.weak.append((_CONF_WEAK, "value_change", evidence + " in different contexts"))
+    return found
 
-    # 5. A number next to the same words changed ("allows 3 users" -> "allows 5 users"), in a newer
-    #    memory that reports a change: without one, two numbers are usually two events ("Did 14 km
-    #    for the long run" / "Did 20 km for the long run"), both true.
-    changed = _number_change(po, pn)
-    if changed and shared:
-        old_number, new_number, near = changed
-        confidence = _CONF_NUMBER + (0.05 if new_changes else 0.0)
-        return _verdict(a, b, "value_change",
-                        f'value_change: "{old_number}" → "{new_number}" '
-                        f'(next to "{_topic_quote(po, near) if near & po.topic else ", ".join(sorted(near))}")',
-                        confidence)
 
-    if agree:
-        return none(f"same value for {agree[0]}", 0.85)
-    if weak:
-        confidence, kind, evidence = max(weak)
-        return _verdict(a, b, kind, evidence, confidence)
+def _replaced_findings(po: _Parsed, pn: _Parsed, n: _Slot, found: _SlotFindings) -> None:
+    """A newer slot that names what it replaces ("Moved from VS Code to Neovim", "… instead of
+    taking the bus"): a change when the older memory states that."""
+    for o in po.slots:
+        if o.role != "past" and _compatible(o, n) and _same_value(o.vtok, n.vtok):
+            new_value = next((s.value for s in pn.slots if s.role == "target"), "")
+            arrow = f' → "{new_value}"' if new_value else " (replaced)"
+            found.strong.append((_CONF_STRONG, "value_change",
+                                 f'value_change: {_attr_name(o, n)} "{o.value}"{arrow}'))
+    replaced = n.vtok & po.topic
+    if not po.slots and replaced and len(replaced) * 2 >= len(n.vtok):
+        cue = ", ".join(dict.fromkeys(pn.change_text)) or "instead"
+        found.strong.append((_CONF_STRONG - 0.05, "switch",
+                             f'switch: "{cue}": "{n.value}" is what "{_quote(po.display)}" said'))
 
-    # 6. Switch: the newer memory reports a change and replaces part of what the older one said.
+
+def _number_rule(p: _Pair) -> Verdict | None:
+    """5. A number next to the same words changed ("allows 3 users" -> "allows 5 users"), in a newer
+    memory that reports a change: without one, two numbers are usually two events ("Did 14 km
+    for the long run" / "Did 20 km for the long run"), both true."""
+    po = p.po
+    changed = _number_change(po, p.pn)
+    if not (changed and p.shared):
+        return None
+    old_number, new_number, near = changed
+    confidence = _CONF_NUMBER + (0.05 if p.new_changes else 0.0)
+    return _verdict(p.a, p.b, "value_change",
+                    f'value_change: "{old_number}" → "{new_number}" '
+                    f'(next to "{_topic_quote(po, near) if near & po.topic else ", ".join(sorted(near))}")',
+                    confidence)
+
+
+def _switch_rule(p: _Pair) -> Verdict | None:
+    """6. Switch: the newer memory reports a change and replaces part of what the older one said."""
+    po, pn, shared = p.po, p.pn, p.shared
     switch_cues = [text for label, text in zip(pn.change, pn.change_text) if label in SWITCH_LABELS]
     only_old, only_new = po.topic - pn.topic, pn.topic - po.topic
     # "搬到校外" (moved off campus) is a change of residence; an older memory that says nothing about
@@ -806,20 +866,24 @@ def judge_rules(a: MemoryView, b: MemoryView) -> Verdict:
     specific = {s.attr for s in pn.slots if s.role == "target" and s.attr != "switch"}
     if specific and not specific & {s.attr for s in po.slots}:
         switch_cues = []
-    if switch_cues and shared and only_old and only_new:
-        confidence = _CONF_SWITCH + (0.05 if len(shared) >= 2 else 0.0)
-        return _verdict(a, b, "switch",
-                        f'switch: "{", ".join(dict.fromkeys(switch_cues))}": '
-                        f'"{_quote(_predicate_quote(po, shared))}" → "{_quote(_predicate_quote(pn, shared))}" '
-                        f'about "{_topic_quote(po, shared)}"', confidence)
+    if not (switch_cues and shared and only_old and only_new):
+        return None
+    confidence = _CONF_SWITCH + (0.05 if len(shared) >= 2 else 0.0)
+    return _verdict(p.a, p.b, "switch",
+                    f'switch: "{", ".join(dict.fromkeys(switch_cues))}": '
+                    f'"{_quote(_predicate_quote(po, shared))}" → "{_quote(_predicate_quote(pn, shared))}" '
+                    f'about "{_topic_quote(po, shared)}"', confidence)
 
-    negative_o = pol_o and all(v == {True} for v in pol_o.values())
-    negative_n = pol_n and all(v == {True} for v in pol_n.values())
+
+def _no_conflict_left(p: _Pair, multi: list[str]) -> Verdict:
+    """No rule found a conflict: say why, as precisely as the pair allows."""
+    negative_o = p.pol_o and all(v == {True} for v in p.pol_o.values())
+    negative_n = p.pol_n and all(v == {True} for v in p.pol_n.values())
     if negative_o and negative_n:
-        return none(f'both negative about "{_topic_quote(po, shared)}"', 0.8)
+        return _no_conflict(p.a, p.b, f'both negative about "{_topic_quote(p.po, p.shared)}"', 0.8)
     if multi:
-        return none(f"different values of an attribute that can hold several: {multi[0]}", 0.6)
-    return none("no negation flip, value change or change word between them", 0.6)
+        return _no_conflict(p.a, p.b, f"different values of an attribute that can hold several: {multi[0]}", 0.6)
+    return _no_conflict(p.a, p.b, "no negation flip, value change or change word between them", 0.6)
 
 
 # --------------------------------------------------------------------------- #
