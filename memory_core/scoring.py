@@ -121,8 +121,8 @@ class ScoringParams:
     tier_warm: float = 1.0
     tier_cold: float = 1.0
     k: int = 5
-    # Returns nothing for 91% of general-knowledge questions asked of the 10 LoCoMo banks, at 3.7
-    # points of evidence recall@10, and for 89% of the demo's off-topic turns (BENCHMARKS.md,
+    # Returns nothing for most general-knowledge questions asked of the LoCoMo banks, at a small
+    # cost in evidence recall, and for most of the demo's off-topic turns (BENCHMARKS.md,
     # "questions that need no memory"): an irrelevant memory is worse than none.
     threshold: float = 0.40
 

@@ -14,8 +14,8 @@ again. Nothing is lost when they are deleted.
 
 Memory: a large namespace's vectors live in an unlinked, memory-mapped scratch file (the process
 holds only the pages it reads), or, loaded from the cache and unchanged since, in the saved file
-mapped read-only; its BM25 postings and per-row fields in compact arrays; at a million memories
-the recall process holds about 2 GB, the embedding model included.
+mapped read-only; its BM25 postings and per-row fields in compact arrays (the footprint at a
+million memories: BENCHMARKS.md, "Memory footprint at 1,000,000 memories").
 """
 
 from .formats import FORMAT_VERSION, HASH_DTYPE, namespace_key

@@ -49,7 +49,7 @@ def _savez(path: Path, **arrays: np.ndarray) -> None:
         np.savez(fh, **arrays)
 
 
-_CHUNK_ROWS = 16_384  # rows copied at a time between vector arrays (24 MB at 384 dimensions)
+_CHUNK_ROWS = 16_384  # rows copied at a time between vector arrays: a bounded buffer
 
 
 def _mmap_of(array: np.ndarray) -> mmap.mmap | None:
@@ -64,7 +64,8 @@ def _mmap_of(array: np.ndarray) -> mmap.mmap | None:
 def _sequential(array: np.ndarray) -> Iterator[None]:
     """Read a memory-mapped array's rows in order inside the block: the mapping is read ahead as
     an ordinary file would be, then back to MADV_RANDOM (recall reads scattered rows). Without it,
-    rows the page cache let go are read a page per fault: 3 s instead of 0.5 s for 300 MB."""
+    rows the page cache let go are read a page per fault, several times slower (see BENCHMARKS.md, "Figures behind
+    the code")."""
     mm = _mmap_of(array)
     if mm is None:
         yield

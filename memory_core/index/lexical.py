@@ -38,16 +38,17 @@ class LexicalIndex:
     term ids and counts of each row, and each term's rows and counts); rows added, moved or removed
     since live in small dicts beside them, and the arrays' entries of such rows are "detached"
     (ignored). When the dicts grow past an eighth of the rows, everything is compacted into arrays
-    again. At a million memories the arrays take about 150 MB where a dict per row and per term
-    took 1.7 GB.
+    again. The arrays take a tenth of what a dict per row and per term took (see BENCHMARKS.md, "Figures behind the
+    code").
     """
 
     k1 = 1.5
     b = 0.4
     COMPACT_MIN = 4096  # changed rows kept in dicts before a compaction is considered
     # Term lookups answered from a loaded index's saved vocabulary text before the dict of every
-    # term is built (0.6 s for the million terms of a million memories; a lookup in the text costs
-    # ~5 ms there, so a namespace's first recalls answer without waiting for the dict).
+    # term is built (building it takes far longer than a few lookups in the text, see BENCHMARKS.md, "Figures behind
+    # the code"),
+    # so a namespace's first recalls answer without waiting for the dict.
     TEXT_LOOKUPS = 64
 
     def __init__(self) -> None:
@@ -151,7 +152,7 @@ class LexicalIndex:
             extra = self._postings.get(tid)
             if not extra and not self._n_detached:
                 # Slices of the arrays as they are: nothing to cache (copies of every queried
-                # term's postings would grow with the queries, to 160 MB at 1M memories).
+                # term's postings would grow with the queries, without bound).
                 return (rows, tf) if rows.size else None
             if extra:
                 rows = np.concatenate([rows, np.fromiter(extra.keys(), dtype=np.int32, count=len(extra))])
@@ -393,7 +394,7 @@ class LexicalIndex:
             for rows_t, vals_t in zip(parts_rows, parts_vals):
                 dense[rows_t] += vals_t
             # Every matching row scores above 0 (idf > 0, tf > 0). A boolean mask's nonzero is
-            # 9x faster than a float array's (0.44 against 3.8 ms at 1M rows).
+            # much faster than a float array's (see BENCHMARKS.md, "Figures behind the code").
             uniq = np.flatnonzero(dense != 0)
             total = dense[uniq]
         return uniq, total, idf_sum, max_idf
@@ -425,8 +426,8 @@ class LexicalIndex:
 
 
 def _unique(a: np.ndarray) -> np.ndarray:
-    """``np.unique`` of integer rows by sorting: numpy's hashing unique took 3-7 ms for the 30k-60k
-    posting-list rows of a query at 1M memories, a sort 0.8-1.6 ms."""
+    """``np.unique`` of integer rows by sorting: faster than numpy's hashing unique for a query's
+    posting-list rows (see BENCHMARKS.md, "Figures behind the code")."""
     a = np.sort(a)
     if a.size > 1:
         a = a[np.concatenate(([True], a[1:] != a[:-1]))]

@@ -87,16 +87,16 @@ class NamespaceIndex:
     def __len__(self) -> int:
         return self.n
 
-    # Vectors of a namespace from this many rows on (384 MB at 384 dimensions) live in a
-    # memory-mapped scratch file. Below it they stay in memory: reading a recall's scattered rows
-    # from the file costs ~1.3 us each (0.3 ms of a 3 ms recall at 100k memories), a price worth
-    # paying for the 1.5 GB a million memories' vectors would hold, not for 150 MB at 100k.
+    # Vectors of a namespace from this many rows on live in a memory-mapped scratch file. Below it
+    # they stay in memory: reading a recall's scattered rows from the file costs a tenth of a small
+    # recall, a price worth paying for a million memories' vectors, not for a hundred thousand's
+    # (see BENCHMARKS.md, "Figures behind the code").
     MAP_MIN_ROWS = 262_144
     # Up to this many scattered rows are read from the scratch file with pread, not through the
-    # mapping: a read through the mapping maps 64 KB around the row, and those pages then stay
-    # (a long-lived process at 1M memories held the whole 1.5 GB file after 1,000 recalls), or
-    # must be let go and mapped again (42 ms p50 per recall at 1M against 25 ms). pread costs
-    # about 1.3 us a row: 1 ms for the ~1,000 rows a recall scores at 1M.
+    # mapping: a read through the mapping maps the pages around the row, and those pages then stay
+    # (a long-lived process ends up holding the whole file), or must be let go and mapped again
+    # (slower per recall); pread costs little for the rows a recall scores (see BENCHMARKS.md, "Figures behind the
+    # code").
     PREAD_MAX_ROWS = 20_000
 
     def _grow(self, need: int) -> None:
@@ -127,7 +127,7 @@ class NamespaceIndex:
         of taking anonymous memory: the kernel keeps the vectors in its page cache, the process
         holds only the pages it touched since :func:`_release` let them go, and the kernel can take
         those back under memory pressure. Loading, saving and full scans release as they go, so a
-        million memories' 1.5 GB of vectors is never resident at once while the index is built;
+        million memories' vectors are never resident at once while the index is built;
         pruned recall reads its rows with pread (:meth:`vectors`), mapping nothing. The file is
         unlinked at once (nothing is left behind, not even after a crash).
         """
@@ -144,7 +144,7 @@ class NamespaceIndex:
                 raise
             mapped._file = fh  # kept open for vectors(); closed (and gone) with the array
             # Recall reads scattered rows: without this, each read maps a whole large folio of the
-            # page cache (up to 2 MB), and a few hundred rows make most of the file resident.
+            # page cache, and a few hundred rows make most of the file resident.
             mapped._mmap.madvise(mmap.MADV_RANDOM)
             return mapped
         except OSError:  # an unwritable or full folder: memory it is
@@ -161,7 +161,7 @@ class NamespaceIndex:
             return _take_rows(self.emb, rows)
         if len(rows) > self.PREAD_MAX_ROWS:
             # Through the mapping, in row order, letting each block's pages go before the next:
-            # a few thousand rows map at most ~128 MB at a time.
+            # a few thousand rows map a bounded share of the file at a time.
             rows = np.asarray(rows)
             order = np.argsort(rows, kind="stable")
             out = np.empty((len(rows), self.dim), dtype=np.float32)
@@ -389,8 +389,8 @@ class NamespaceIndex:
     # What float32 rounding of a projected bound can take off it (scores are at most a few units).
     MARGIN = 1e-5
     # Rows reaching the threshold by the first block's bound above which a k-th best score is set
-    # before the second block reads them (below it the second block costs less than the scoring:
-    # 0.3 ms for the ~6,000 rows of a query at 100k memories); and rows left after the second
+    # before the second block reads them (below it the second block costs less than the scoring,
+    # see BENCHMARKS.md, "Figures behind the code"); and rows left after the second
     # block above which one is set before all of them are scored.
     SEED_FIRST_ROWS = 16_384
     SEED_ROWS = 1024
@@ -435,7 +435,7 @@ class NamespaceIndex:
             rows = self._projected_candidates(ranking)
             # A query the projected bound could not narrow (a quarter of the rows or more still
             # in) is scored whole: the 8-bit first pass reads as many bytes' worth of work as a
-            # flat scan (57 against 59 ms at 1M) and its codes would take 384 MB more.
+            # flat scan and its codes would take as much memory again (see BENCHMARKS.md, "Figures behind the code").
             if rows is None and not ranking.stats.get("projected"):
                 rows = self._pruned_candidates(ranking)
             if rows is not None:
@@ -663,7 +663,7 @@ class NamespaceIndex:
         if self._side_stale(self._ivf):
             self._ivf = _Ivf(self.emb[: self.n])
         ivf = self._ivf
-        # Candidates are rescored exactly, and the priors reorder them: a wide net costs ~1 ms and
+        # Candidates are rescored exactly, and the priors reorder them: a wide net costs little and
         # is what keeps recall@k high (200 candidates gave 0.52 at 1M; see bench/recall_scale.py).
         k = min(ivf.m, max(2000, 100 * p.k))
         with _one_thread():
@@ -690,7 +690,7 @@ class NamespaceIndex:
         """Write the vectors, the BM25 arrays and a header; atomic per file, header last.
 
         The vectors are written straight from the index's array (no copy: at a million memories a
-        copy is 1.5 GB).
+        copy would be as large as the vectors).
         """
         folder.mkdir(parents=True, exist_ok=True)
         stem = folder / namespace_key(self.namespace)

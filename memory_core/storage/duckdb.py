@@ -207,9 +207,10 @@ class DuckDBStore:
     """One DuckDB bank file (a :class:`~memory_core.storage.Store`). Open a connection per
     operation with :meth:`connect`."""
 
-    # DuckDB's buffer pool per connection. Its default, 80% of the machine, let a commit's
-    # checkpoint of a million-memory bank take 2.7 GB and a namespace's load keep every block it
-    # read (1.8 GB); 512 MB kept a 400k import at the same speed with its peak 1.4 GB lower. An
+    # DuckDB's buffer pool per connection. Its default, most of the machine, let a commit's
+    # checkpoint of a million-memory bank and a namespace's load keep every block they read; this
+    # limit kept a large import at the same speed with a much lower peak (see BENCHMARKS.md, "Figures behind the
+    # code"). An
     # operation needing more spills to ``<bank>.tmp/`` for its duration.
     shared = False  # one process at a time has the file
     splits_namespaces = False  # a file is never distributed: one transaction costs less than several
@@ -623,7 +624,7 @@ class DuckDBStore:
         return False
 
     def wait_for_change(self, seq: int, timeout: float) -> bool:
-        """No notifications: wait a moment (at most 50 ms) and let the caller look again."""
+        """No notifications: wait a moment (a twentieth of a second at most) and let the caller look again."""
         time.sleep(max(0.0, min(timeout, 0.05)))
         return False
 

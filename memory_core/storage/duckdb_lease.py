@@ -111,7 +111,8 @@ KEEP_MAX = 1.0
 class _Lease:
     """This process's hold on a bank file between its operations.
 
-    Opening a DuckDB file costs about 11 ms and closing the last connection checkpoints it, which
+    Opening a DuckDB file costs time (see BENCHMARKS.md, "Figures behind the code") and closing the last connection
+    checkpoints it, which
     is what a small write cost: an agent adding memories one at a time opened the file for each
     step. So when an operation ends, its connection is kept (``keeper``, holding one count of the
     file lock and DuckDB's database instance) and the next operation of this process takes a
