@@ -82,7 +82,7 @@ with readable_errors():
     apply = right.button("Apply", key="m_apply", type="primary", disabled=not steps or not confirmed)
 
     if dry:
-        report = maintenance.run(bank, plan=plan, steps=steps, namespace=namespace, dry_run=True, client=bank.llm)
+        report = bank.maintain(plan=plan, steps=steps, namespace=namespace, dry_run=True)
         st.session_state["m_last"] = ("Dry run: what would change", report.to_dict())
     if apply:
         bar = st.progress(0.0, text="Maintaining…")
@@ -90,8 +90,7 @@ with readable_errors():
         def progress(done: int, total: int, label: str) -> None:
             bar.progress(min(done / max(total, 1), 1.0), text=label)
 
-        report = maintenance.run(bank, plan=plan, steps=steps, namespace=namespace, dry_run=False, client=bank.llm,
-                                 progress=progress)
+        report = bank.maintain(plan=plan, steps=steps, namespace=namespace, dry_run=False, progress=progress)
         bar.progress(1.0, text="Done")
         st.session_state["m_last"] = ("Applied: what changed", report.to_dict())
         st.success(f"Maintenance applied (run {report.run_id}).")

@@ -471,12 +471,16 @@ class MemoryBank:
         return self._curation.detect_conflicts(namespace, memory_ids=memory_ids, client=client or self.llm)
 
     def maintain(self, *, dry_run: bool = False, now: Any = None, steps: list[str] | None = None,
-                 namespace: str | None = None, plan: Any = None, progress: Any = None) -> Any:
-        """Run (or preview) maintenance: :func:`maintenance.plan_run`, then :meth:`apply_maintenance`."""
+                 namespace: str | None = None, plan: Any = None, progress: Any = None, client: Any = None) -> Any:
+        """Run (or preview) maintenance: :func:`maintenance.plan_run`, then :meth:`apply_maintenance`.
+
+        ``client`` is the LLM that judges conflicts and writes merges for this run (a face picks it
+        per run, ``memctl maintain --llm``); else the bank's own (:meth:`use_llm`), else the rules.
+        """
         from . import maintenance
 
-        work = maintenance.plan_run(self, now=now, plan=plan, steps=steps, namespace=namespace, client=self.llm,
-                                    progress=progress)
+        work = maintenance.plan_run(self, now=now, plan=plan, steps=steps, namespace=namespace,
+                                    client=client or self.llm, progress=progress)
         return self.apply_maintenance(work, dry_run=dry_run)
 
     def apply_maintenance(self, work: Any, *, dry_run: bool = False) -> Any:

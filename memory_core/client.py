@@ -36,7 +36,7 @@ conflicts, namespaces), so whichever server answers first catches up with everyt
 wrote or saw: an ``add`` on one server is in the next ``recall`` on another. A server that is
 already caught up answers at once; one that is behind waits (up to 5 s; milliseconds in
 practice). ``read_your_writes=False`` reads whatever the answering server has (another server's
-write then shows up within its notification delay, about 10 ms).
+write then shows up within its notification delay (see BENCHMARKS.md, "Figures behind the code").
 
 One :class:`httpx.Client` (kept-alive connections) serves every call; a RemoteBank may be shared by
 threads, and :attr:`last_retrieval_id`, like the local bank's, is per thread. Nothing is sent until

@@ -51,27 +51,7 @@ class FeedbackLog:
         nothing changes then. With ``namespaces`` (a server passes its caller's), a recall of
         another namespace is not found either.
         """
-        if isinstance(retrieval_id, bool) or not isinstance(retrieval_id, (int, np.integer)):
-            raise ValidationError(f"retrieval_id is a whole number (bank.last_retrieval_id), got {retrieval_id!r}")
-        rid = check_id(retrieval_id, "retrieval_id")
-        if answer is not None:
-            if not isinstance(answer, str):
-                raise ValidationError(f"answer must be a string, got {type(answer).__name__}")
-            if not answer.strip():
-                raise ValidationError("answer must not be empty: pass the answer text, or leave it out")
-            if "\x00" in answer:
-                raise ValidationError("answer contains a NUL character; remove it")
-            check_unicode(answer, "answer")
-        if helpful is not None and not isinstance(helpful, bool):
-            raise ValidationError(f"helpful must be true, false or None, got {helpful!r}")
-        given: list[int] | None = None
-        if used_ids is not None:
-            if isinstance(used_ids, (str, bytes)) or not isinstance(used_ids, Iterable):
-                raise ValidationError("used_ids must be a list of memory ids")
-            given = [check_id(i) for i in used_ids]
-        if answer is None and given is None and helpful is None:
-            raise ValidationError("give at least one of answer, used_ids or helpful")
-        given_at = parse_time(at, "at") or utcnow()
+        rid, given, given_at = _checked(retrieval_id, answer, used_ids, helpful, at)
 
         with self.core.session(write=False) as con:
             head = con.execute("SELECT namespace FROM retrievals WHERE id = ?", [rid]).fetchone()
@@ -185,3 +165,30 @@ class FeedbackLog:
                 "SELECT fh.memory_id, count(*) FROM feedback_hits fh JOIN feedback f USING (retrieval_id) "
                 f"{where} {'AND' if where else 'WHERE'} fh.used GROUP BY fh.memory_id", params).fetchall()
         return {int(m): int(n) for m, n in rows}
+
+
+def _checked(retrieval_id: Any, answer: Any, used_ids: Any, helpful: Any, at: Any) -> tuple[int, list[int] | None, Any]:
+    """Feedback's arguments checked before anything is read: the retrieval id, the used ids given
+    (or None) and when it was given; ValidationError for a wrong type or nothing given."""
+    if isinstance(retrieval_id, bool) or not isinstance(retrieval_id, (int, np.integer)):
+        raise ValidationError(f"retrieval_id is a whole number (bank.last_retrieval_id), got {retrieval_id!r}")
+    rid = check_id(retrieval_id, "retrieval_id")
+    if answer is not None:
+        if not isinstance(answer, str):
+            raise ValidationError(f"answer must be a string, got {type(answer).__name__}")
+        if not answer.strip():
+            raise ValidationError("answer must not be empty: pass the answer text, or leave it out")
+        if "\x00" in answer:
+            raise ValidationError("answer contains a NUL character; remove it")
+        check_unicode(answer, "answer")
+    if helpful is not None and not isinstance(helpful, bool):
+        raise ValidationError(f"helpful must be true, false or None, got {helpful!r}")
+    given: list[int] | None = None
+    if used_ids is not None:
+        if isinstance(used_ids, (str, bytes)) or not isinstance(used_ids, Iterable):
+            raise ValidationError("used_ids must be a list of memory ids")
+        given = [check_id(i) for i in used_ids]
+    if answer is None and given is None and helpful is None:
+        raise ValidationError("give at least one of answer, used_ids or helpful")
+    given_at = parse_time(at, "at") or utcnow()
+    return rid, given, given_at

@@ -199,8 +199,8 @@ class IndexCache:
         """Bring loaded namespace indexes in line with these store rows (an Arrow table)."""
         if rows.num_rows == 0:
             return
-        # Vectors stay in Arrow (read by embeddings_of): as Python lists, 1M memories' vectors take
-        # over 10 GB.
+        # Vectors stay in Arrow (read by embeddings_of): as Python lists they take many times the
+        # memory (see BENCHMARKS.md, "Figures behind the code").
         cols = rowmod.columns(rows)
         vectors = None
         for i, mid in enumerate(cols["id"]):
@@ -247,7 +247,7 @@ class IndexCache:
                 np.array([r["importance"] for r in rows], dtype=np.float64),
                 np.array([r["access_count"] for r in rows], dtype=np.float64),
                 # A hit's Memory is built from these: without them, each new memory's first recall
-                # read it back from the file (~20 ms: an open of the file for 10 memories).
+                # read it back from the file (an open of the file for a handful of memories).
                 infos=[_inserted_info(r, model) for r in rows],
                 use_count=np.array([r["use_count"] for r in rows], dtype=np.float64), seqs=seq,
             )
@@ -297,7 +297,8 @@ def fingerprint(idx: NamespaceIndex, rows: np.ndarray) -> tuple[int, ...]:
     :func:`store_fingerprint`)."""
     n = idx.n
     # Only the digits summed, looked up one column at a time (every digit of every hash as int64
-    # took 0.4 s and 100 MB at 200,000 rows). Two halves of 28 bits each: their sums fit int64.
+    # was slow and large, see BENCHMARKS.md, "Figures behind the code"). Two halves of 28 bits each: their sums fit
+    # int64.
     digits = idx.hashes[:n].view(np.uint8).reshape(n, -1)[:, :_HASH_DIGITS][rows]
     half = _HASH_DIGITS // 2
     sums = []

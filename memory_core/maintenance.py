@@ -34,7 +34,6 @@ from .errors import ValidationError
 from .models import MAINTENANCE_STEPS, Conflict, Memory, parse_time
 
 if TYPE_CHECKING:
-    from .bank import MemoryBank
     from .llm import LLMClient
 
 ProgressFn = Callable[[int, int, str], None]
@@ -347,24 +346,3 @@ def _live_except(ids: np.ndarray, vectors: np.ndarray, gone: set[int]) -> tuple[
         return ids, vectors
     keep = ~np.isin(ids, np.fromiter(gone, dtype=np.int64, count=len(gone)))
     return (ids, vectors) if keep.all() else (ids[keep], vectors[keep])
-
-
-def run(
-    bank: MemoryBank,
-    *,
-    now: Any = None,
-    plan: MaintenancePlan | None = None,
-    steps: Iterable[str] | str | None = None,
-    namespace: str | None = None,
-    dry_run: bool = False,
-    client: LLMClient | None = None,
-    progress: ProgressFn | None = None,
-) -> MaintenanceReport:
-    """Plan (:func:`plan_run`) and apply (:meth:`MemoryBank.apply_maintenance`) a run, or with
-    ``dry_run`` only record its preview; returns the report, also stored in the bank.
-
-    What :meth:`MemoryBank.maintain` does with the bank's own LLM, for a face that picks ``client``
-    per run (``memctl maintain --llm``). The bank never calls this: it composes the two itself.
-    """
-    work = plan_run(bank, now=now, plan=plan, steps=steps, namespace=namespace, client=client, progress=progress)
-    return bank.apply_maintenance(work, dry_run=dry_run)

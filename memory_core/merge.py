@@ -49,7 +49,7 @@ LARGE_NAMESPACE = 20_000
 # lower, only offered when asked for, always previewed. Loose
 # paraphrases ("Prefers dark mode everywhere" / "Always asks for dark themes", 0.54) sit among
 # unrelated pairs of the same namespace (templated logs, the English model on Chinese text), so a
-# cosine bar alone is weak: on the demo set at 0.70 it puts 13% of the planted duplicate pairs in
+# cosine bar alone is weak: on the demo set at 0.70 it puts few of the planted duplicate pairs in
 # a suggestion (12 of 34 planted clusters) at pair precision 0.22, and lowering it to 0.60 gains
 # recall (0.19, 16 clusters) at precision 0.17. Also requiring every pair to be among each other's
 # RELATED_MUTUAL_RANK closest memories (mutual nearest neighbours: a subject's paraphrases pick
@@ -75,7 +75,7 @@ _REASON_RANK = {REASON_EXACT: 0, REASON_NEAR: 1, REASON_LLM: 2, REASON_RELATED: 
 # chat model takes; a namespace larger than that is grouped chunk by chunk (see llm_groups).
 LLM_GROUP_CHUNK = 150
 
-# Rows of the similarity matrix computed at once: 1024 x 20k float32 is 80 MB, small enough for a
+# Rows of the similarity matrix computed at once: a block of 1024 x 20k float32, small enough for a
 # laptop, large enough that BLAS (not Python) does the work.
 _BLOCK_ROWS = 1024
 # Neighbours kept per memory when building the candidate graph. A cluster holds at most max_size

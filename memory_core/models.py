@@ -60,7 +60,8 @@ class Memory:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, dates as ISO 8601 strings."""
-        out = _shallow(self)  # every field is a plain value: asdict's deep copy cost 0.3 ms a memory
+        # every field is a plain value: asdict's deep copy is slow (see BENCHMARKS.md, "Figures behind the code")
+        out = _shallow(self)
         for key in ("created_at", "updated_at", "last_accessed_at"):
             if out[key] is not None:
                 out[key] = out[key].isoformat()

@@ -57,8 +57,9 @@ class RecallWriter:
         """Write buffered recalls (this process's, and any a crashed process left in its journal)
         to the store now; returns how many.
 
-        The file work (opening it, the update, committing, the checkpoint of closing it: 150 ms at
-        a million memories) runs without the bank's lock, so recalls from other threads go on
+        The file work (opening it, the update, committing, the checkpoint of closing it: long at a
+        million memories, see BENCHMARKS.md, "Figures behind the code") runs without the bank's lock, so recalls from
+        other threads go on
         meanwhile; other operations wait for the flush to finish before they open the file.
         """
         core = self.core
@@ -80,7 +81,8 @@ class RecallWriter:
             # its own write (recall trusts the indexes meanwhile, see flush_current).
             with core.store.locked():
                 # One engine thread: the scan, the update and the checkpoint then leave the other
-                # core to recall (with DuckDB, two threads cost more CPU in all, 100 ms against 70).
+                # core to recall (with DuckDB, two threads cost more CPU in all, see BENCHMARKS.md, "Figures behind
+                # the code").
                 with core.store.hold(threads=1) as con:
                     with core.lock:
                         core.catch_up(con)

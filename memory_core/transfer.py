@@ -112,29 +112,8 @@ class Transfer:
                         held.append(checked)
             except UnicodeDecodeError as exc:
                 raise ImportFormatError(f"the file is not UTF-8 text ({exc})") from None
-            existing = self.writer.existing([i for i in line_ids if isinstance(i, int)])
-            first_line: dict[int, int] = {}
-            present: set[int] = set()  # line numbers of memories the bank already holds
-            for lineno, mid, h in zip(line_numbers, line_ids, line_hashes):
-                if mid is None:
-                    continue
-                if mid in first_line:
-                    report.errors.append((lineno, f"id {mid} appears again (first on line {first_line[mid]})"))
-                elif mid in existing:
-                    if existing[mid] != h:
-                        report.errors.append((lineno, clash(mid)))
-                    else:
-                        present.add(lineno)
-                first_line.setdefault(mid, lineno)
-            report.errors.sort()
+            present = self._check_ids(line_numbers, line_ids, line_hashes, report, on_error)
             bad_lines = {n for n, _ in report.errors}
-            if report.errors and on_error == "refuse":
-                shown = "; ".join(f"line {n}: {m}" for n, m in report.errors[:5])
-                more = f" (and {len(report.errors) - 5} more)" if len(report.errors) > 5 else ""
-                raise ImportFormatError(
-                    f"{len(report.errors)} malformed line(s), nothing imported: {shown}{more}. Fix them, "
-                    "or import with on_error='skip' (memctl import --skip-errors) to import the rest",
-                    report.errors)
             good = [n for n in line_numbers if n not in bad_lines]
             todo = {n for n in good if n not in present}
             report.skipped_existing += len(good) - len(todo)
@@ -172,3 +151,33 @@ class Transfer:
         report.added += len(todo)
         report.ids.extend(int(ids_by_line[n]) for n in good)
         return report
+
+    def _check_ids(self, line_numbers: list[int], line_ids: list[Any], line_hashes: list[str], report: ImportReport,
+                   on_error: str) -> set[int]:
+        """The import's ids against each other and the bank: a repeated id, or one the bank holds
+        with other content, is an error of its line; one it holds with the same content is already
+        present (the numbers of those lines are returned). Raises ImportFormatError, listing the
+        errors, when there are any and ``on_error`` is "refuse"."""
+        existing = self.writer.existing([i for i in line_ids if isinstance(i, int)])
+        first_line: dict[int, int] = {}
+        present: set[int] = set()  # line numbers of memories the bank already holds
+        for lineno, mid, h in zip(line_numbers, line_ids, line_hashes):
+            if mid is None:
+                continue
+            if mid in first_line:
+                report.errors.append((lineno, f"id {mid} appears again (first on line {first_line[mid]})"))
+            elif mid in existing:
+                if existing[mid] != h:
+                    report.errors.append((lineno, clash(mid)))
+                else:
+                    present.add(lineno)
+            first_line.setdefault(mid, lineno)
+        report.errors.sort()
+        if report.errors and on_error == "refuse":
+            shown = "; ".join(f"line {n}: {m}" for n, m in report.errors[:5])
+            more = f" (and {len(report.errors) - 5} more)" if len(report.errors) > 5 else ""
+            raise ImportFormatError(
+                f"{len(report.errors)} malformed line(s), nothing imported: {shown}{more}. Fix them, "
+                "or import with on_error='skip' (memctl import --skip-errors) to import the rest",
+                report.errors)
+        return present

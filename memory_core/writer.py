@@ -507,7 +507,7 @@ class _BulkWriter:
             self.release()
             # Another process waiting for the file blocks on <bank>.lock and is woken the moment
             # it is let go; leave it a moment to take it, or a long import could hold the file for
-            # good by reopening at once. (0.15 s cost an import carrying vectors 12% of its time.)
+            # good by reopening at once. The gap's cost to an import: see BENCHMARKS.md, "Figures behind the code".
             time.sleep(self.gap)
         return ids
 

@@ -261,3 +261,18 @@ def downgrade(path: Path | str, version: int) -> None:
             con.commit()
     finally:
         con.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """``memctl serve`` over a fresh bank file, one per test module, with a token each for alice,
+    bob, alice read-only, alice and bob, and an admin (their secrets in ``.tokens`` by name);
+    stopped cleanly at the module's end."""
+    from memctl_server import serve_with_tokens
+
+    path = tmp_path_factory.mktemp("served") / "bank.duckdb"
+    server = serve_with_tokens(path, [("alice", ["alice"], False, False), ("bob", ["bob"], False, False),
+                                      ("alice-ro", ["alice"], True, False), ("both", ["alice", "bob"], False, False),
+                                      ("root", [], False, True)])
+    yield server
+    assert server.stop() == 0, server.output()

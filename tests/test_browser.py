@@ -95,7 +95,7 @@ def _fill(bank: MemoryBank) -> dict[str, int]:
 # -- fixtures -----------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def bank_file(tmp_path_factory, embedder):
+def browser_bank(tmp_path_factory, embedder):
     """A small bank: three namespaces, one open conflict (tea vs coffee), a markup memory, logged recalls.
 
     Yields (path, ids); at teardown (after the server stopped) checks that "newer wins" really
@@ -119,15 +119,15 @@ _RESOLVED: dict[str, bool] = {}  # set by the Conflicts test, checked in the ban
 
 
 @pytest.fixture(scope="module")
-def server(bank_file):
+def server(browser_bank):
     """`streamlit run app.py -- --bank PATH` on a free port; yields its base URL, kills it at the end."""
-    yield from _serve(bank_file[0])
+    yield from _serve(browser_bank[0])
 
 
 @pytest.fixture(scope="module")
-def guarded_server(bank_file):
+def guarded_server(browser_bank):
     """The same dashboard with a password."""
-    yield from _serve(bank_file[0], MEMCTL_DASHBOARD_PASSWORD="correct horse")
+    yield from _serve(browser_bank[0], MEMCTL_DASHBOARD_PASSWORD="correct horse")
 
 
 def _serve(path: Path | str, address: str = "127.0.0.1", log_dir: Path | None = None, **extra_env: str):
@@ -369,8 +369,8 @@ def test_tune_ranking_reacts_to_sliders(tab):
     tab.screenshot("tune-moved")
 
 
-def test_conflicts_newer_wins(tab, bank_file):
-    _, ids = bank_file
+def test_conflicts_newer_wins(tab, browser_bank):
+    _, ids = browser_bank
     tab.goto("conflicts")
     page = tab.page
     main = page.locator('[data-testid="stMain"]')
@@ -389,7 +389,7 @@ def test_conflicts_newer_wins(tab, bank_file):
     tab.screenshot("conflicts-resolved")
 
 
-def test_a_password_guards_pages_opened_by_url(browser, guarded_server, bank_file):
+def test_a_password_guards_pages_opened_by_url(browser, guarded_server, browser_bank):
     """Every page, even opened by its URL, shows only the sign-in form until the password is given."""
     page = browser.new_page()
     try:
@@ -410,17 +410,17 @@ def test_a_password_guards_pages_opened_by_url(browser, guarded_server, bank_fil
         assert "Wrong password" not in page.inner_text("body")
         # The password is never echoed into a page, nor into the server's log.
         assert "correct horse" not in page.content()
-        log = bank_file[0].parent / f"streamlit-{urlparse(guarded_server).port}.log"
+        log = browser_bank[0].parent / f"streamlit-{urlparse(guarded_server).port}.log"
         assert log.exists() and "correct horse" not in log.read_text(errors="replace")
     finally:
         page.close()
 
 
-def test_a_page_opened_by_its_url_on_a_fresh_dashboard_is_the_dashboards(browser, bank_file):
+def test_a_page_opened_by_its_url_on_a_fresh_dashboard_is_the_dashboards(browser, browser_bank):
     """A bookmarked page after a restart: the server's first session opens it by its URL. It runs
     through app.py (its navigation, the bank in the sidebar), not as a file Streamlit found in a
     folder, listed with the others by file name ("common" among them)."""
-    serving = _serve(bank_file[0])
+    serving = _serve(browser_bank[0])
     url = next(serving)
     page = browser.new_page()
     try:
@@ -505,10 +505,10 @@ def test_markup_in_memories_is_inert_on_every_page(browser, markup_server, modul
         context.close()
 
 
-def test_an_exposed_dashboard_without_a_password_refuses(browser, bank_file):
+def test_an_exposed_dashboard_without_a_password_refuses(browser, browser_bank):
     """Listening on every interface (0.0.0.0) with no password configured: every page refuses,
     says what to do, and the server logs why; nothing of the bank is shown."""
-    for url in _serve(bank_file[0], address="0.0.0.0"):
+    for url in _serve(browser_bank[0], address="0.0.0.0"):
         page = browser.new_page()
         try:
             for module in ("", "browse"):
@@ -519,7 +519,7 @@ def test_an_exposed_dashboard_without_a_password_refuses(browser, bank_file):
                 assert "Drinks" not in body and "Prefers" not in body and "Text contains" not in body
         finally:
             page.close()
-        log = bank_file[0].parent / f"streamlit-{urlparse(url).port}.log"
+        log = browser_bank[0].parent / f"streamlit-{urlparse(url).port}.log"
         assert "refuses to serve on 0.0.0.0" in log.read_text(errors="replace")
 
 

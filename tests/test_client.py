@@ -20,7 +20,7 @@ from memory_core import (
     StateError, ValidationError,
 )
 from memory_core.client import RemoteBank as RemoteBankFromModule
-from memctl_server import free_port, serve_with_tokens
+from memctl_server import free_port
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 ROWS = [  # text, importance, category, days before NOW
@@ -40,16 +40,6 @@ _names = itertools.count()
 def rows(namespace: str) -> list[dict]:
     return [{"text": t, "namespace": namespace, "importance": i, "category": c, "created_at": NOW - timedelta(days=d)}
             for t, i, c, d in ROWS]
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """A server over a fresh bank, with tokens for alice, bob, alice read-only, and an admin."""
-    path = tmp_path_factory.mktemp("served") / "bank.duckdb"
-    server = serve_with_tokens(path, [("alice", ["alice"], False, False), ("bob", ["bob"], False, False),
-                                      ("alice-ro", ["alice"], True, False), ("root", [], False, True)])
-    yield server
-    assert server.stop() == 0, server.output()
 
 
 @pytest.fixture(params=["local", "remote"])

@@ -20,9 +20,9 @@ from memory_core.cli import cli
 NOW = "2026-11-30T12:00:00Z"
 
 
-def memctl(bank_file: Path, *args: str, ok: bool = True) -> Result:
+def memctl(imported_bank: Path, *args: str, ok: bool = True) -> Result:
     """Run ``memctl --bank BANK ARGS...``; a Python traceback is always a failure."""
-    result = CliRunner().invoke(cli, ["--bank", str(bank_file), *args])
+    result = CliRunner().invoke(cli, ["--bank", str(imported_bank), *args])
     assert "Traceback" not in result.output, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit), (
         f"memctl {' '.join(args)} raised {result.exception!r}:\n{result.output}")
@@ -38,17 +38,17 @@ def one_error_line(result: Result) -> str:
     return lines[0]
 
 
-def export(bank_file: Path) -> list[dict[str, Any]]:
-    out = memctl(bank_file, "export").stdout
+def export(imported_bank: Path) -> list[dict[str, Any]]:
+    out = memctl(imported_bank, "export").stdout
     return sorted((json.loads(line) for line in out.splitlines() if line.strip()), key=lambda m: m["id"])
 
 
-def show(bank_file: Path, memory_id: int) -> dict[str, Any]:
-    return json.loads(memctl(bank_file, "show", str(memory_id), "--json").stdout)["memory"]
+def show(imported_bank: Path, memory_id: int) -> dict[str, Any]:
+    return json.loads(memctl(imported_bank, "show", str(memory_id), "--json").stdout)["memory"]
 
 
-def conflicts_json(bank_file: Path, status: str = "open") -> list[dict[str, Any]]:
-    return json.loads(memctl(bank_file, "conflicts", "list", "--status", status, "--json").stdout)
+def conflicts_json(imported_bank: Path, status: str = "open") -> list[dict[str, Any]]:
+    return json.loads(memctl(imported_bank, "conflicts", "list", "--status", status, "--json").stdout)
 
 
 MEMORIES = [
@@ -78,7 +78,7 @@ TEA, COFFEE, UX, GOAL, RUN_LOG, BERLIN1, BERLIN2, ENGINEER, DARK1, DARK2 = range
 
 
 @pytest.fixture
-def bank_file(tmp_path: Path, embedder) -> Path:
+def imported_bank(tmp_path: Path, embedder) -> Path:
     """A bank imported from JSON lines (import runs no conflict checks, so nothing is flagged yet)."""
     path = tmp_path / "banks" / "bank.duckdb"
     source = tmp_path / "memories.jsonl"
@@ -99,95 +99,95 @@ def no_llm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 # -- conflicts and undo ------------------------------------------------------------------------
 
 
-def test_conflicts_detect_list_resolve_and_undo(bank_file: Path) -> None:
-    assert memctl(bank_file, "conflicts", "list").stdout.strip() == "no open conflicts"
-    before = export(bank_file)
+def test_conflicts_detect_list_resolve_and_undo(imported_bank: Path) -> None:
+    assert memctl(imported_bank, "conflicts", "list").stdout.strip() == "no open conflicts"
+    before = export(imported_bank)
 
-    out = memctl(bank_file, "conflicts", "detect").stdout
+    out = memctl(imported_bank, "conflicts", "detect").stdout
     assert "1 new conflict(s)" in out
-    assert export(bank_file) == before  # detecting flags, it changes no memory
+    assert export(imported_bank) == before  # detecting flags, it changes no memory
 
-    listed = memctl(bank_file, "conflicts", "list").stdout
+    listed = memctl(imported_bank, "conflicts", "list").stdout
     assert "[alice] open" in listed and "suggests newer_wins" in listed
     assert f"#{TEA} explicit: Prefers tea in the morning" in listed
     assert f"#{COFFEE} explicit: Prefers coffee in the morning" in listed
-    [c] = conflicts_json(bank_file)
+    [c] = conflicts_json(imported_bank)
     assert (c["a"]["id"], c["b"]["id"], c["status"]) == (TEA, COFFEE, "open")
-    assert memctl(bank_file, "conflicts", "list", "-n", "bob").stdout.strip() == "no open conflicts"
+    assert memctl(imported_bank, "conflicts", "list", "-n", "bob").stdout.strip() == "no open conflicts"
     # Detecting again finds nothing new.
-    assert "0 new conflict(s)" in memctl(bank_file, "conflicts", "detect").stdout
+    assert "0 new conflict(s)" in memctl(imported_bank, "conflicts", "detect").stdout
 
-    out = memctl(bank_file, "conflicts", "resolve", str(c["id"]), "newer_wins").stdout
+    out = memctl(imported_bank, "conflicts", "resolve", str(c["id"]), "newer_wins").stdout
     match = re.search(r"conflict (\d+): resolved \(newer_wins\); undo with: memctl undo (\d+)", out)
     assert match and int(match.group(1)) == c["id"]
-    tea = show(bank_file, TEA)
+    tea = show(imported_bank, TEA)
     assert (tea["status"], tea["superseded_by"]) == ("superseded", COFFEE)
-    assert conflicts_json(bank_file) == []
-    assert [x["resolution"] for x in conflicts_json(bank_file, "resolved")] == ["newer_wins"]
-    after_detect = export(bank_file)
+    assert conflicts_json(imported_bank) == []
+    assert [x["resolution"] for x in conflicts_json(imported_bank, "resolved")] == ["newer_wins"]
+    after_detect = export(imported_bank)
     assert after_detect != before
 
-    assert f"undid operation {match.group(2)}" in memctl(bank_file, "undo", match.group(2)).stdout
-    assert [m for m in export(bank_file) if m["id"] == TEA][0]["status"] == "active"
-    restored = export(bank_file)
+    assert f"undid operation {match.group(2)}" in memctl(imported_bank, "undo", match.group(2)).stdout
+    assert [m for m in export(imported_bank) if m["id"] == TEA][0]["status"] == "active"
+    restored = export(imported_bank)
     assert [{k: v for k, v in m.items() if k != "updated_at"} for m in restored] == \
            [{k: v for k, v in m.items() if k != "updated_at"} for m in before]
     assert restored == before  # even the bookkeeping time is put back
-    assert [x["id"] for x in conflicts_json(bank_file)] == [c["id"]]
+    assert [x["id"] for x in conflicts_json(imported_bank)] == [c["id"]]
 
 
-def test_undo_of_an_undo_and_a_second_undo_give_one_clear_line(bank_file: Path) -> None:
-    memctl(bank_file, "conflicts", "detect")
-    [c] = conflicts_json(bank_file)
-    out = memctl(bank_file, "conflicts", "resolve", str(c["id"]), "newer_wins").stdout
+def test_undo_of_an_undo_and_a_second_undo_give_one_clear_line(imported_bank: Path) -> None:
+    memctl(imported_bank, "conflicts", "detect")
+    [c] = conflicts_json(imported_bank)
+    out = memctl(imported_bank, "conflicts", "resolve", str(c["id"]), "newer_wins").stdout
     group = int(re.search(r"memctl undo (\d+)", out).group(1))
-    memctl(bank_file, "undo", str(group))
-    before = export(bank_file)
+    memctl(imported_bank, "undo", str(group))
+    before = export(imported_bank)
 
-    assert "already undone" in one_error_line(memctl(bank_file, "undo", str(group), ok=False))
+    assert "already undone" in one_error_line(memctl(imported_bank, "undo", str(group), ok=False))
     # The undo is the next operation; it is not undone, whether by operation or by event.
-    assert "an undo cannot be undone" in one_error_line(memctl(bank_file, "undo", str(group + 1), ok=False))
-    history = json.loads(memctl(bank_file, "show", str(TEA), "--json").stdout)["history"]
+    assert "an undo cannot be undone" in one_error_line(memctl(imported_bank, "undo", str(group + 1), ok=False))
+    history = json.loads(memctl(imported_bank, "show", str(TEA), "--json").stdout)["history"]
     assert [e["action"] for e in history] == ["add", "resolve_conflict", "undo"]
     undo_event = history[-1]["id"]
-    assert "an undo cannot be undone" in one_error_line(memctl(bank_file, "undo", "--event", str(undo_event),
+    assert "an undo cannot be undone" in one_error_line(memctl(imported_bank, "undo", "--event", str(undo_event),
                                                                ok=False))
-    assert "no operation with group id 999" in one_error_line(memctl(bank_file, "undo", "999", ok=False))
-    usage = memctl(bank_file, "undo", ok=False)
+    assert "no operation with group id 999" in one_error_line(memctl(imported_bank, "undo", "999", ok=False))
+    usage = memctl(imported_bank, "undo", ok=False)
     assert usage.exit_code == 2 and "OPERATION_ID" in usage.output
-    assert export(bank_file) == before
+    assert export(imported_bank) == before
 
 
-def test_the_undo_of_a_dismissal_is_an_operation_too(bank_file: Path) -> None:
-    memctl(bank_file, "conflicts", "detect")
-    [c] = conflicts_json(bank_file)
-    out = memctl(bank_file, "conflicts", "resolve", str(c["id"]), "dismiss").stdout
+def test_the_undo_of_a_dismissal_is_an_operation_too(imported_bank: Path) -> None:
+    memctl(imported_bank, "conflicts", "detect")
+    [c] = conflicts_json(imported_bank)
+    out = memctl(imported_bank, "conflicts", "resolve", str(c["id"]), "dismiss").stdout
     group = int(re.search(r"memctl undo (\d+)", out).group(1))
-    memctl(bank_file, "undo", str(group))
-    assert [x["id"] for x in conflicts_json(bank_file)] == [c["id"]]  # open again
-    assert "an undo cannot be undone" in one_error_line(memctl(bank_file, "undo", str(group + 1), ok=False))
+    memctl(imported_bank, "undo", str(group))
+    assert [x["id"] for x in conflicts_json(imported_bank)] == [c["id"]]  # open again
+    assert "an undo cannot be undone" in one_error_line(memctl(imported_bank, "undo", str(group + 1), ok=False))
 
 
 # -- merges ------------------------------------------------------------------------------------
 
 
-def test_merge_plan_previews_and_changes_nothing(bank_file: Path) -> None:
-    before = export(bank_file)
-    out = memctl(bank_file, "merge", "plan").stdout
+def test_merge_plan_previews_and_changes_nothing(imported_bank: Path) -> None:
+    before = export(imported_bank)
+    out = memctl(imported_bank, "merge", "plan").stdout
     assert f"[bob] near duplicate, similarity >= 0.9" in out and f"[{BERLIN1}, {BERLIN2}]" in out
     assert f"[bob] exact duplicate" in out and f"[{DARK1}, {DARK2}]" in out
     assert "-> Prefers dark mode in every editor" in out
     assert "[alice]" not in out  # tea and coffee contradict; they are not duplicates
-    assert export(bank_file) == before
-    assert memctl(bank_file, "merge", "plan", "-n", "alice").stdout.strip() == "nothing to merge"
+    assert export(imported_bank) == before
+    assert memctl(imported_bank, "merge", "plan", "-n", "alice").stdout.strip() == "nothing to merge"
 
 
-def test_merge_plan_apply_then_merge_undo(bank_file: Path) -> None:
-    before = export(bank_file)
-    out = memctl(bank_file, "merge", "plan", "--apply").stdout
+def test_merge_plan_apply_then_merge_undo(imported_bank: Path) -> None:
+    before = export(imported_bank)
+    out = memctl(imported_bank, "merge", "plan", "--apply").stdout
     match = re.search(r"merged 2 cluster\(s\); undo one with: memctl merge undo MERGE_ID \(ids (\d+), (\d+)\)", out)
     assert match, out
-    after = {m["id"]: m for m in export(bank_file)}
+    after = {m["id"]: m for m in export(imported_bank)}
     assert {after[i]["status"] for i in (BERLIN1, BERLIN2, DARK1, DARK2)} == {"merged"}
     merged_ids = {after[i]["merged_into"] for i in (BERLIN1, BERLIN2, DARK1, DARK2)}
     assert len(merged_ids) == 2
@@ -196,39 +196,39 @@ def test_merge_plan_apply_then_merge_undo(bank_file: Path) -> None:
     assert after[after[BERLIN1]["merged_into"]]["importance"] == 0.75  # the highest of the members
 
     for merge_id in match.groups():
-        assert f"merge {merge_id} undone" in memctl(bank_file, "merge", "undo", merge_id).stdout
-    assert export(bank_file) == before
-    assert "already undone" in one_error_line(memctl(bank_file, "merge", "undo", match.group(1), ok=False))
-    assert "no merge with id 99" in one_error_line(memctl(bank_file, "merge", "undo", "99", ok=False))
+        assert f"merge {merge_id} undone" in memctl(imported_bank, "merge", "undo", merge_id).stdout
+    assert export(imported_bank) == before
+    assert "already undone" in one_error_line(memctl(imported_bank, "merge", "undo", match.group(1), ok=False))
+    assert "no merge with id 99" in one_error_line(memctl(imported_bank, "merge", "undo", "99", ok=False))
 
 
-def test_merge_apply_ids_with_a_text(bank_file: Path) -> None:
-    out = memctl(bank_file, "merge", "apply", str(UX), str(GOAL), "--text",
+def test_merge_apply_ids_with_a_text(imported_bank: Path) -> None:
+    out = memctl(imported_bank, "merge", "apply", str(UX), str(GOAL), "--text",
                  "UX researcher in Stockholm, training for the Stockholm half marathon").stdout
     match = re.search(r"merge (\d+): memory (\d+) = '(.*)'; undo with: memctl merge undo (\d+)", out)
     assert match and match.group(1) == match.group(4)
-    merged = show(bank_file, int(match.group(2)))
+    merged = show(imported_bank, int(match.group(2)))
     assert merged["text"] == "UX researcher in Stockholm, training for the Stockholm half marathon"
     assert merged["namespace"] == "alice" and merged["importance"] == 0.8
-    assert show(bank_file, UX)["merged_into"] == merged["id"]
+    assert show(imported_bank, UX)["merged_into"] == merged["id"]
     # Bad merges: one clear line, nothing changed.
-    before = export(bank_file)
-    assert "one namespace" in one_error_line(memctl(bank_file, "merge", "apply", str(TEA), str(ENGINEER),
+    before = export(imported_bank)
+    assert "one namespace" in one_error_line(memctl(imported_bank, "merge", "apply", str(TEA), str(ENGINEER),
                                                     ok=False))
-    assert "only live memories" in one_error_line(memctl(bank_file, "merge", "apply", str(UX), str(TEA),
+    assert "only live memories" in one_error_line(memctl(imported_bank, "merge", "apply", str(UX), str(TEA),
                                                          ok=False))
-    assert "at least two" in one_error_line(memctl(bank_file, "merge", "apply", str(TEA), ok=False))
-    assert export(bank_file) == before
+    assert "at least two" in one_error_line(memctl(imported_bank, "merge", "apply", str(TEA), ok=False))
+    assert export(imported_bank) == before
 
 
 # -- maintain ----------------------------------------------------------------------------------
 
 
-def test_maintain_dry_run_prints_what_would_change_and_changes_nothing(bank_file: Path) -> None:
-    memctl(bank_file, "conflicts", "detect")  # the open tea/coffee conflict is one the rules can settle
-    before = export(bank_file)
+def test_maintain_dry_run_prints_what_would_change_and_changes_nothing(imported_bank: Path) -> None:
+    memctl(imported_bank, "conflicts", "detect")  # the open tea/coffee conflict is one the rules can settle
+    before = export(imported_bank)
 
-    out = memctl(bank_file, "maintain", "--dry-run", "--all", "--now", NOW).stdout
+    out = memctl(imported_bank, "maintain", "--dry-run", "--all", "--now", NOW).stdout
 
     assert f"cleanup: would expire [{RUN_LOG}] (alice): 'Long run: 9 km at 6:40/km'" in out
     assert "never recalled" in out
@@ -238,15 +238,15 @@ def test_maintain_dry_run_prints_what_would_change_and_changes_nothing(bank_file
     assert "undo:" not in out  # nothing was done
     assert re.search(r"dry run \d+ \(cleanup, merge\): expired 1, merged 4, merges 2, superseded 1", out)
     assert "live 10," in out
-    assert export(bank_file) == before
+    assert export(imported_bank) == before
 
 
-def test_maintain_all_applies_and_reports_json(bank_file: Path) -> None:
-    memctl(bank_file, "conflicts", "detect")
-    dry = memctl(bank_file, "maintain", "--dry-run", "--all", "--now", NOW).stdout
+def test_maintain_all_applies_and_reports_json(imported_bank: Path) -> None:
+    memctl(imported_bank, "conflicts", "detect")
+    dry = memctl(imported_bank, "maintain", "--dry-run", "--all", "--now", NOW).stdout
     previewed = sorted(re.findall(r"^(cleanup|merge): would (\w+) \[([\d, ]+)\]", dry, re.M))
 
-    report = json.loads(memctl(bank_file, "maintain", "--all", "--now", NOW, "--json").stdout)
+    report = json.loads(memctl(imported_bank, "maintain", "--all", "--now", NOW, "--json").stdout)
 
     assert report["dry_run"] is False and report["steps"] == ["cleanup", "merge"]
     assert report["counts"] == {"expired": 1, "merged": 4, "merges": 2, "superseded": 1, "conflicts_detected": 0}
@@ -257,42 +257,42 @@ def test_maintain_all_applies_and_reports_json(bank_file: Path) -> None:
     assert report["stats"]["active"] == 6
     # Touched as of NOW: only the merged dark-mode memory (dated 2026-11-01, its newest member) is warm.
     assert report["stats"]["by_tier"] == {"hot": 0, "warm": 1, "cold": 5}
-    after = {m["id"]: m for m in export(bank_file)}
+    after = {m["id"]: m for m in export(imported_bank)}
     assert after[RUN_LOG]["status"] == "archived" and after[TEA]["status"] == "superseded"
     # The expiry is undone with the id the report gives.
     [expiry] = [c for c in report["changes"] if c["action"] == "expire"]
-    memctl(bank_file, "undo", str(expiry["group_id"]))
-    assert show(bank_file, RUN_LOG)["status"] == "active"
+    memctl(imported_bank, "undo", str(expiry["group_id"]))
+    assert show(imported_bank, RUN_LOG)["status"] == "active"
     # Nothing is due a day later; --all is what forces a run.
-    assert "nothing is due" in memctl(bank_file, "maintain", "--now", "2026-12-01T12:00:00Z").stdout
+    assert "nothing is due" in memctl(imported_bank, "maintain", "--now", "2026-12-01T12:00:00Z").stdout
 
 
-def test_maintain_text_output_names_the_undo_of_each_change(bank_file: Path) -> None:
-    out = memctl(bank_file, "maintain", "--step", "cleanup", "--now", NOW, "-n", "alice").stdout
+def test_maintain_text_output_names_the_undo_of_each_change(imported_bank: Path) -> None:
+    out = memctl(imported_bank, "maintain", "--step", "cleanup", "--now", NOW, "-n", "alice").stdout
     assert re.search(rf"cleanup: did expire \[{RUN_LOG}\] \(alice\): .*\[undo: memctl undo \d+\]", out)
     assert re.search(r"^run \d+ \(cleanup\): expired 1,", out, re.M)
-    assert show(bank_file, RUN_LOG)["status"] == "archived"
-    assert show(bank_file, DARK1)["status"] == "active"  # bob was not maintained, nor was merging
+    assert show(imported_bank, RUN_LOG)["status"] == "archived"
+    assert show(imported_bank, DARK1)["status"] == "active"  # bob was not maintained, nor was merging
 
 
 # -- profile -----------------------------------------------------------------------------------
 
 
-def test_profile_prints_the_core_of_a_namespace(bank_file: Path) -> None:
-    out = memctl(bank_file, "profile", "alice").stdout.splitlines()
+def test_profile_prints_the_core_of_a_namespace(imported_bank: Path) -> None:
+    out = memctl(imported_bank, "profile", "alice").stdout.splitlines()
     assert out == ["About: Works as a UX researcher in Stockholm",
                    "Goals: Goal is to run the Stockholm half marathon",
                    "Preferences: Prefers coffee in the morning; Prefers tea in the morning"]
-    data = json.loads(memctl(bank_file, "profile", "bob", "--json").stdout)
+    data = json.loads(memctl(imported_bank, "profile", "bob", "--json").stdout)
     assert data["namespace"] == "bob"
     assert {m["id"] for m in data["memories"]} == {BERLIN1, BERLIN2, ENGINEER, DARK1, DARK2}
     assert data["memories"][0]["id"] == ENGINEER  # the most important first
-    assert memctl(bank_file, "profile", "nobody").stdout.strip() == "nothing important known about nobody yet"
+    assert memctl(imported_bank, "profile", "nobody").stdout.strip() == "nothing important known about nobody yet"
     # The profile follows curation: a superseded preference drops out.
-    memctl(bank_file, "conflicts", "detect")
-    [c] = conflicts_json(bank_file)
-    memctl(bank_file, "conflicts", "resolve", str(c["id"]), "newer_wins")
-    assert "Preferences: Prefers coffee in the morning" in memctl(bank_file, "profile", "alice").stdout.splitlines()
+    memctl(imported_bank, "conflicts", "detect")
+    [c] = conflicts_json(imported_bank)
+    memctl(imported_bank, "conflicts", "resolve", str(c["id"]), "newer_wins")
+    assert "Preferences: Prefers coffee in the morning" in memctl(imported_bank, "profile", "alice").stdout.splitlines()
 
 
 # -- ingest ------------------------------------------------------------------------------------
@@ -306,47 +306,47 @@ CONVERSATION = [
 ]
 
 
-def test_ingest_a_conversation_file(bank_file: Path, tmp_path: Path) -> None:
+def test_ingest_a_conversation_file(imported_bank: Path, tmp_path: Path) -> None:
     conv = tmp_path / "conversation.json"
     conv.write_text(json.dumps(CONVERSATION), encoding="utf-8")
 
-    out = memctl(bank_file, "ingest", str(conv), "-n", "anna").stdout
+    out = memctl(imported_bank, "ingest", str(conv), "-n", "anna").stdout
 
     assert "extracted 2 memories (rules:" in out
     added = [int(x) for x in re.findall(r"added #(\d+)", out)]
     assert len(added) == 2
     assert "skipped turn 1: assistant turn" in out and "redacted in turn 2: email" in out
-    texts = {show(bank_file, mid)["text"]: show(bank_file, mid) for mid in added}
+    texts = {show(imported_bank, mid)["text"]: show(imported_bank, mid) for mid in added}
     assert set(texts) == {"Works as a nurse in Uppsala", "Prefers tea in the morning"}
     assert all(m["source"] == "conversation" and m["created_at"] == "2025-03-01T08:00:00+00:00"
                for m in texts.values())
-    assert "anna.berg" not in json.dumps(export(bank_file))
+    assert "anna.berg" not in json.dumps(export(imported_bank))
 
     # The same conversation again reinforces instead of duplicating; --json for tools.
-    report = json.loads(memctl(bank_file, "ingest", str(conv), "-n", "anna", "--json").stdout)
+    report = json.loads(memctl(imported_bank, "ingest", str(conv), "-n", "anna", "--json").stdout)
     assert report["added"] == [] and sorted(mid for mid, _ in report["reinforced"]) == sorted(added)
     assert report["extraction"]["path"] == "rules"
     assert len(report["extraction"]["memories"]) == 2
-    assert sum(1 for m in export(bank_file) if m["namespace"] == "anna") == 2
+    assert sum(1 for m in export(imported_bank) if m["namespace"] == "anna") == 2
 
     # A contradiction is reported at once.
     later = tmp_path / "later.json"
     later.write_text(json.dumps([{"role": "user", "content": "I now prefer coffee in the morning.",
                                   "at": "2025-09-01T08:00:00Z"}]), encoding="utf-8")
-    out = memctl(bank_file, "ingest", str(later), "-n", "anna").stdout
+    out = memctl(imported_bank, "ingest", str(later), "-n", "anna").stdout
     assert re.search(r"conflict #\d+: 'Prefers tea in the morning' vs 'Now prefers coffee in the morning' "
                      r"\(suggests newer_wins\)", out)
 
 
-def test_ingest_bad_files_give_one_clear_line(bank_file: Path, tmp_path: Path) -> None:
-    before = export(bank_file)
+def test_ingest_bad_files_give_one_clear_line(imported_bank: Path, tmp_path: Path) -> None:
+    before = export(imported_bank)
     broken = tmp_path / "broken.json"
     broken.write_text("{not json", encoding="utf-8")
-    assert "is not a JSON file" in one_error_line(memctl(bank_file, "ingest", str(broken), "-n", "anna", ok=False))
+    assert "is not a JSON file" in one_error_line(memctl(imported_bank, "ingest", str(broken), "-n", "anna", ok=False))
     robot = tmp_path / "robot.json"
     robot.write_text(json.dumps([{"role": "robot", "content": "beep"}]), encoding="utf-8")
-    assert "role must be one of" in one_error_line(memctl(bank_file, "ingest", str(robot), "-n", "anna", ok=False))
-    assert export(bank_file) == before
+    assert "role must be one of" in one_error_line(memctl(imported_bank, "ingest", str(robot), "-n", "anna", ok=False))
+    assert export(imported_bank) == before
 
 
 # -- --llm without a configured LLM ------------------------------------------------------------
@@ -358,16 +358,16 @@ def test_ingest_bad_files_give_one_clear_line(bank_file: Path, tmp_path: Path) -
     ["maintain", "--all", "--llm", "--now", NOW],
     ["ingest", "CONVERSATION", "-n", "anna", "--llm"],
 ])
-def test_llm_without_configuration_is_one_clear_line(bank_file: Path, tmp_path: Path, no_llm, args) -> None:
+def test_llm_without_configuration_is_one_clear_line(imported_bank: Path, tmp_path: Path, no_llm, args) -> None:
     conv = tmp_path / "conversation.json"
     conv.write_text(json.dumps(CONVERSATION), encoding="utf-8")
     args = [str(conv) if a == "CONVERSATION" else a for a in args]
-    before = export(bank_file)
+    before = export(imported_bank)
 
-    result = memctl(bank_file, *args, ok=False)
+    result = memctl(imported_bank, *args, ok=False)
 
     assert result.exception is None or isinstance(result.exception, SystemExit)
     line = one_error_line(result)
     assert "no LLM is configured" in line and "MEMCTL_LLM_BASE_URL" in line
-    assert export(bank_file) == before
-    assert conflicts_json(bank_file, "all") == []
+    assert export(imported_bank) == before
+    assert conflicts_json(imported_bank, "all") == []

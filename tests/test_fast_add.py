@@ -25,6 +25,7 @@ import pytest
 
 from memory_core import MemoryBank
 from memory_core.storage import duckdb as duckdb_store
+from memory_core.storage import duckdb_lease
 
 ROOT = Path(__file__).resolve().parents[1]
 TOPICS = ("coffee", "tea", "running", "Berlin", "Python", "the cello", "pasta", "budgeting", "Swedish", "cycling")
@@ -379,7 +380,7 @@ def test_a_block_that_keeps_the_file_hands_it_to_a_waiting_process_once_not_per_
 
 
 def test_a_block_keeps_a_waiting_process_out_for_a_bounded_time_only(bank_path, embedder, monkeypatch):
-    monkeypatch.setattr(duckdb_store, "KEEP_MAX", 0.2)
+    monkeypatch.setattr(duckdb_lease, "KEEP_MAX", 0.2)
     bank = MemoryBank.open(bank_path, embedder=embedder, lock_timeout=30)
     waiting = open(str(bank_path) + ".waiting", "a+b")
     try:
@@ -400,7 +401,7 @@ def test_a_block_keeps_a_waiting_process_out_for_a_bounded_time_only(bank_path, 
 def test_blocks_back_to_back_still_hand_the_file_to_a_waiting_process(bank_path, embedder, monkeypatch):
     """Page after page, each in its own block: together they keep a waiting process out for at most
     KEEP_MAX per lease, not for as long as the pages go on (a server's writes would time out)."""
-    monkeypatch.setattr(duckdb_store, "KEEP_MAX", 0.2)
+    monkeypatch.setattr(duckdb_lease, "KEEP_MAX", 0.2)
     bank = MemoryBank.open(bank_path, embedder=embedder, lock_timeout=30)
     waiting = open(str(bank_path) + ".waiting", "a+b")
     try:

@@ -2,7 +2,8 @@
 
 The graph is read from the source with ``ast``, not by importing anything. Module-level and
 function-level imports both count (a late import is still a run-time dependency); imports under
-``if TYPE_CHECKING:`` do not (type hints only). The implicit import of a parent package (importing
+``if TYPE_CHECKING:`` do not count for the façade rule (type hints only), but they do for cycles:
+a module whose type hints name a module that imports it back is one subject split in two. The implicit import of a parent package (importing
 ``memory_core.x`` runs ``memory_core/__init__.py`` first) is left out: it follows from the layout,
 not from what a module depends on.
 
@@ -48,13 +49,13 @@ def _type_checking(test: ast.expr) -> bool:
             or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
 
 
-def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+def _runtime_imports(tree: ast.AST, type_hints: bool = False) -> Iterator[ast.Import | ast.ImportFrom]:
     """Every import statement that runs: at module level, in functions and classes, in try blocks;
-    not in the body of ``if TYPE_CHECKING:`` (its ``else`` runs)."""
+    not in the body of ``if TYPE_CHECKING:`` (its ``else`` runs), unless ``type_hints``."""
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _type_checking(node.test):
+        if isinstance(node, ast.If) and _type_checking(node.test) and not type_hints:
             stack.extend(node.orelse)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
@@ -72,13 +73,14 @@ def _ours(dotted: str, modules: dict[str, tuple[Path, bool]]) -> str | None:
     return None
 
 
-def import_graph(root: Path = ROOT, package: str = PACKAGE) -> Graph:
-    """Module -> the modules of the package it imports at run time."""
+def import_graph(root: Path = ROOT, package: str = PACKAGE, type_hints: bool = False) -> Graph:
+    """Module -> the modules of the package it imports at run time (and for type hints only, with
+    ``type_hints``)."""
     modules = _modules(root, package)
     graph: Graph = {name: set() for name in modules}
     for name, (path, is_package) in modules.items():
         here = name.split(".") if is_package else name.split(".")[:-1]  # where relative imports start
-        for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), type_hints):
             if isinstance(node, ast.Import):
                 targets = [_ours(alias.name, modules) for alias in node.names]
             else:
@@ -176,15 +178,21 @@ def facade_imports(graph: Graph, facade: str = FACADE, faces: set[str] = FACES) 
 def test_the_graph_sees_the_package() -> None:
     graph = import_graph()
     assert {"memory_core", "memory_core.bank", "memory_core.cli", "memory_core.storage"} <= set(graph)
-    # The CLI imports the package (its public surface) at the top and maintenance inside a command.
-    assert "memory_core.bank" in graph["memory_core"] and "memory_core" in graph["memory_core.cli"]
-    assert "memory_core.maintenance" in graph["memory_core.cli"]
+    # The CLI's commands import the package (its public surface) at the top and maintenance inside a command.
+    assert "memory_core.bank" in graph["memory_core"] and "memory_core" in graph["memory_core.cli.base"]
+    assert "memory_core.maintenance" in graph["memory_core.cli.curation"]
     assert all(targets <= set(graph) for targets in graph.values())
 
 
 def test_memory_core_has_no_import_cycles() -> None:
     found = cycles(import_graph())
     assert found == [], "import cycles in memory_core:\n" + "\n".join(" -> ".join(c) for c in found)
+
+
+def test_memory_core_has_no_import_cycles_counting_type_hints() -> None:
+    found = cycles(import_graph(type_hints=True))
+    assert found == [], ("import cycles in memory_core through `if TYPE_CHECKING:` imports (pass the data, or "
+                         "name a Protocol the other side satisfies):\n" + "\n".join(" -> ".join(c) for c in found))
 
 
 def test_nothing_below_the_facade_imports_it() -> None:
@@ -213,6 +221,8 @@ def planted(tmp_path: Path) -> Path:
                      "else:\n    from . import store\n"),
         "sneaky.py": "def f():\n    import pkg.bank\n",
         "rooted.py": "from pkg import Bank\n",
+        "hinted.py": "from . import hinting\n",
+        "hinting.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from .hinted import X\n",
         "sub/__init__.py": "",
         "sub/deep.py": "from ..store import os\nfrom .. import typed\n",
     }
@@ -224,7 +234,14 @@ def planted(tmp_path: Path) -> Path:
 def test_the_checker_finds_a_cycle_through_a_function_level_import(planted: Path) -> None:
     graph = import_graph(planted, "pkg")
     assert graph["pkg.sub.deep"] == {"pkg.store", "pkg.typed"}
-    assert cycles(graph) == [["pkg.engine", "pkg.helper", "pkg.engine"]]
+    assert cycles(graph) == [["pkg.engine", "pkg.helper", "pkg.engine"]]  # the type-only one does not count here
+
+
+def test_the_checker_counts_type_hints_for_cycles_when_asked(planted: Path) -> None:
+    graph = import_graph(planted, "pkg", type_hints=True)
+    assert graph["pkg.typed"] == {"pkg.bank", "pkg.store"}  # both branches of the TYPE_CHECKING test
+    assert graph["pkg.sub.deep"] == {"pkg.store", "pkg.typed"}
+    assert cycles(graph) == [["pkg.engine", "pkg.helper", "pkg.engine"], ["pkg.hinted", "pkg.hinting", "pkg.hinted"]]
 
 
 def test_the_checker_finds_modules_that_import_the_facade(planted: Path) -> None:

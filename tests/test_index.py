@@ -1,4 +1,4 @@
-"""index.py: tokenizing three languages, exact incremental BM25, namespace indexes and their cache files."""
+"""index/: tokenizing three languages, exact incremental BM25, namespace indexes and their cache files."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scheduled maintenance (memory_core.maintenance.run / MemoryBank.maintain) on small realistic banks.
+"""Scheduled maintenance (MemoryBank.maintain: maintenance.plan_run, then apply_maintenance) on small realistic banks.
 
 Every bank here is built with explicit dates, access times and importances, and every run gets a
 fixed ``now``, so nothing depends on the wall clock. What an operator relies on:
@@ -485,7 +485,7 @@ def test_an_unknown_step_is_refused_and_changes_nothing(bank: MemoryBank) -> Non
     with pytest.raises(ValidationError, match="unknown maintenance step 'defrag'"):
         bank.maintain(now=NOW, steps=["cleanup", "defrag"])
     with pytest.raises(ValidationError):
-        maintenance.run(bank, now=NOW, steps=["Cleanup"])
+        bank.maintain(now=NOW, steps=["Cleanup"])
     with pytest.raises(ValidationError):
         bank.maintain(now="last tuesday")
     assert content(bank) == before and curation_state(bank) == state

@@ -31,22 +31,6 @@ TOOLS = {"add_memory", "search_memories", "get_memory", "delete_memory", "memory
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """One server for the module, with tokens for alice, bob, alice read-only, alice+bob, and an admin."""
-    path = tmp_path_factory.mktemp("mcp") / "bank.duckdb"
-    with MemoryBank.open(path) as bank:
-        server_tokens = {name: bank.tokens.create(name, spaces, read_only=ro, admin=admin)[1]
-                         for name, spaces, ro, admin in [
-                             ("alice", ["alice"], False, False), ("bob", ["bob"], False, False),
-                             ("alice-ro", ["alice"], True, False), ("both", ["alice", "bob"], False, False),
-                             ("root", [], False, True)]}
-    server = Served(path)
-    server.tokens = server_tokens
-    yield server
-    assert server.stop() == 0, server.output()
-
-
 @contextlib.asynccontextmanager
 async def session(url: str, token: str | None = None, namespace: str | None = None,
                   mode: str = "auto", min_seq: int | None = None) -> AsyncIterator[Client]:

@@ -20,7 +20,7 @@ import pytest
 import memory_core
 
 ROOT = Path(__file__).resolve().parent.parent
-FACES = [ROOT / "app.py", *sorted((ROOT / "dashboard").glob("*.py")), ROOT / "memory_core" / "cli.py",
+FACES = [ROOT / "app.py", *sorted((ROOT / "dashboard").glob("*.py")), *sorted((ROOT / "memory_core" / "cli").glob("*.py")),
          *sorted((ROOT / "memory_core" / "server").glob("*.py")),
          *sorted((ROOT / "memory_core" / "integrations").glob("*.py"))]
 PACKAGE = "memory_core"
@@ -129,7 +129,7 @@ def violations(source: str, filename: str = "<face>", package: str | None = None
 
 @pytest.mark.parametrize("face", FACES, ids=[str(p.relative_to(ROOT)) for p in FACES])
 def test_faces_use_the_public_surface_only(face: Path) -> None:
-    package = {PACKAGE: PACKAGE, "server": f"{PACKAGE}.server",
+    package = {PACKAGE: PACKAGE, "server": f"{PACKAGE}.server", "cli": f"{PACKAGE}.cli",
                "integrations": f"{PACKAGE}.integrations"}.get(face.parent.name)
     assert violations(face.read_text(encoding="utf-8"), str(face.relative_to(ROOT)), package) == []
 

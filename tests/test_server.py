@@ -7,18 +7,7 @@ import json
 import pytest
 
 from memory_core import MemoryBank
-from memctl_server import Served, memctl, serve_with_tokens
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """A server over a fresh bank, with tokens for alice, bob, alice read-only, and an admin."""
-    path = tmp_path_factory.mktemp("served") / "bank.duckdb"
-    server = serve_with_tokens(path, [("alice", ["alice"], False, False), ("bob", ["bob"], False, False),
-                                      ("alice-ro", ["alice"], True, False), ("both", ["alice", "bob"], False, False),
-                                      ("root", [], False, True)])
-    yield server
-    assert server.stop() == 0, server.output()
+from memctl_server import Served, memctl
 
 
 @pytest.fixture

@@ -6,19 +6,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
-
-from memctl_server import serve_with_tokens
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    path = tmp_path_factory.mktemp("metrics") / "bank.duckdb"
-    server = serve_with_tokens(path, [("alice", ["alice"], False, False), ("bob", ["bob"], False, False),
-                                      ("root", [], False, True)])
-    yield server
-    assert server.stop() == 0, server.output()
 
 
 def scrape(served) -> tuple[dict[tuple[str, tuple], float], str]:

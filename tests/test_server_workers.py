@@ -78,7 +78,7 @@ def _start(url: str) -> Served:
 
 
 @pytest.fixture(scope="module")
-def served(pg_databases):
+def two_workers(pg_databases):
     """Two workers shared by the tests that leave them running."""
     server = _start(pg_databases())
     yield server
@@ -94,55 +94,55 @@ def own(pg_url):
         server.stop(timeout=60)
 
 
-def test_both_workers_answer_on_one_port(served):
-    seen = _workers_seen(served.url)
+def test_both_workers_answer_on_one_port(two_workers):
+    seen = _workers_seen(two_workers.url)
     assert set(seen) == {1, 2}, seen
     # Spread, not all but one to one worker.
     assert min(seen.count(1), seen.count(2)) >= 5, seen
-    assert len(_children(served.proc.pid)) == 2
+    assert len(_children(two_workers.proc.pid)) == 2
 
 
-def test_a_write_through_one_worker_is_read_through_either(served):
+def test_a_write_through_one_worker_is_read_through_either(two_workers):
     for i in range(6):
-        added = _fresh(served.url, "/v1/memories", served.alice, method="POST",
+        added = _fresh(two_workers.url, "/v1/memories", two_workers.alice, method="POST",
                        json={"text": f"Parks the bike in garage number {i}"})
         assert added.status_code == 201, added.text
         seq = int(added.headers["X-Memory-Seq"])
-        answers = [_fresh(served.url, "/v1/recall", served.alice, method="POST",
+        answers = [_fresh(two_workers.url, "/v1/recall", two_workers.alice, method="POST",
                           json={"query": f"where is the bike parked, garage {i}?", "k": 3, "min_seq": seq})
                    for _ in range(4)]
         for answer in answers:
             assert answer.status_code == 200, answer.text
             assert added.json()["id"] in [h["memory"]["id"] for h in answer.json()["hits"]]
     # The other tenant's token cannot see it through either worker (the control: alice can).
-    with MemoryBank.open(served.bank_path) as bank:
+    with MemoryBank.open(two_workers.bank_path) as bank:
         bob = bank.tokens.create("bob", ["bob"])[1]
     for _ in range(6):
-        assert _fresh(served.url, f"/v1/memories/{added.json()['id']}", bob).status_code == 404
-        assert _fresh(served.url, f"/v1/memories/{added.json()['id']}", served.alice).status_code == 200
+        assert _fresh(two_workers.url, f"/v1/memories/{added.json()['id']}", bob).status_code == 404
+        assert _fresh(two_workers.url, f"/v1/memories/{added.json()['id']}", two_workers.alice).status_code == 200
 
 
-def test_request_metrics_are_summed_over_the_workers(served):
-    before = _health_count(served.url, served.admin)
-    seen = _workers_seen(served.url, 30)
+def test_request_metrics_are_summed_over_the_workers(two_workers):
+    before = _health_count(two_workers.url, two_workers.admin)
+    seen = _workers_seen(two_workers.url, 30)
     assert set(seen) == {1, 2}
-    assert _health_count(served.url, served.admin) - before == 30
+    assert _health_count(two_workers.url, two_workers.admin) - before == 30
     # What a worker knows alone is labelled with it.
-    assert re.search(r'^memctl_change_seq_seen\{worker="[12]"\} ', _fresh(served.url, "/metrics", served.admin).text,
+    assert re.search(r'^memctl_change_seq_seen\{worker="[12]"\} ', _fresh(two_workers.url, "/metrics", two_workers.admin).text,
                      re.M)
 
 
-def test_a_killed_worker_is_started_again_and_no_request_fails(served):
-    first = _children(served.proc.pid)
+def test_a_killed_worker_is_started_again_and_no_request_fails(two_workers):
+    first = _children(two_workers.proc.pid)
     os.kill(first[0], signal.SIGKILL)
     # Requests the kernel hands to the dead worker's socket wait there until it is back.
-    seen = _workers_seen(served.url, 20)
+    seen = _workers_seen(two_workers.url, 20)
     assert len(seen) == 20
     deadline = time.monotonic() + 120
-    while set(_workers_seen(served.url, 10)) != {1, 2}:
-        assert time.monotonic() < deadline, served.output()[-3000:]
-    assert "starting it again" in served.output()
-    now = _children(served.proc.pid)
+    while set(_workers_seen(two_workers.url, 10)) != {1, 2}:
+        assert time.monotonic() < deadline, two_workers.output()[-3000:]
+    assert "starting it again" in two_workers.output()
+    now = _children(two_workers.proc.pid)
     assert len(now) == 2 and first[0] not in now
 
 
@@ -198,11 +198,11 @@ def test_a_bank_file_refuses_several_workers(tmp_path):
     assert "one writer at a time" in done.stderr and "PostgreSQL" in done.stderr
 
 
-def test_a_port_in_use_is_a_clear_error(served):
-    port = str(served.port)
+def test_a_port_in_use_is_a_clear_error(two_workers):
+    port = str(two_workers.port)
     # Refused at once: never a second server joining the first one's port (it would take a share
     # of its connections).
-    done = memctl(served.bank_path, "serve", "--port", port, "--workers", "2", check=False, timeout=60)
+    done = memctl(two_workers.bank_path, "serve", "--port", port, "--workers", "2", check=False, timeout=60)
     assert done.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr and "Traceback" not in done.stderr
-    assert set(_workers_seen(served.url, 10)) <= {1, 2}  # the server there goes on
+    assert set(_workers_seen(two_workers.url, 10)) <= {1, 2}  # the server there goes on

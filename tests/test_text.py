@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from memory_core import conflicts, extract, gate, merge, text, words
+from memory_core import conflicts, extract, merge, text, words
+from memory_core.rules import extract_patterns, gate_patterns
 
 
 def test_chinese_runs_become_words_and_their_characters() -> None:
@@ -29,7 +30,7 @@ def test_every_cjk_token_is_recognised_by_the_one_class() -> None:
         for token in text.tokenize(sample):
             cjk = [bool(text.CJK_CHAR.fullmatch(c)) for c in token]
             assert all(cjk) or not any(cjk), token
-    assert conflicts.CJK_CHAR is text.CJK_CHAR and merge.mostly_cjk is text.mostly_cjk
+    assert conflicts.rule_judge.CJK_CHAR is text.CJK_CHAR and merge.mostly_cjk is text.mostly_cjk
 
 
 def test_units_count_a_cjk_character_or_a_latin_word() -> None:
@@ -45,7 +46,8 @@ def test_fold_chinese_keeps_offsets() -> None:
 
 def test_gate_and_extraction_share_the_people_and_pet_words() -> None:
     for name in ("EN_PEOPLE", "EN_PETS", "SV_PEOPLE", "SV_PETS", "ZH_PEOPLE", "ZH_PETS"):
-        assert getattr(gate, name) is getattr(words, name), name
+        assert getattr(gate_patterns, name) is getattr(words, name), name
+        assert getattr(extract_patterns, name) is getattr(words, name), name
     assert extract.SV_DEFINITE is words.SV_DEFINITE
 
 

@@ -379,13 +379,26 @@ def acting(route: Callable) -> Callable:
     return run
 
 
-def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
+def _routes(app: FastAPI) -> None:
+    """Every route, in the order the API lists them: one function per group."""
+    _health_route(app)
+    _memory_routes(app)
+    _recall_routes(app)
+    _curation_routes(app)
+    _server_routes(app)
+
+
+def _health_route(app: FastAPI) -> None:
+    """Whether the server is up."""
     @app.get("/v1/health", tags=["server"])
     def health(svc: Service = Depends(service)) -> dict:
         """Whether the server is up (no token needed); ``worker`` is the worker that answered
         (``memctl serve --workers``), else null."""
         return {"status": "ok", "version": VERSION, "model": svc.bank.model, "auth": svc.auth, "worker": svc.worker}
 
+
+def _memory_routes(app: FastAPI) -> None:
+    """Adding, reading, changing, forgetting and restoring memories, and their history."""
     @app.post("/v1/memories", status_code=201, tags=["memories"])
     @acting
     def add_memory(body: NewMemory, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
@@ -462,6 +475,9 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         svc.memory(who, memory_id)
         return {"events": [e.to_dict() for e in svc.bank.history(memory_id)]}
 
+
+def _recall_routes(app: FastAPI) -> None:
+    """Recall and feedback on what a recall returned."""
     @app.post("/v1/recall", tags=["recall"])
     @acting
     def recall(body: RecallRequest, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
@@ -491,6 +507,9 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         return svc.bank.feedback(body.retrieval_id, body.answer, body.used_ids, body.helpful, at=body.at,
                                  namespaces=who.namespaces).to_dict()
 
+
+def _curation_routes(app: FastAPI) -> None:
+    """Recorded contradictions and resolving them."""
     @app.get("/v1/conflicts", tags=["curation"])
     def conflicts(namespace: str | None = None,
                   status: str = Query("open", description="open, resolved, acknowledged, dismissed, or any"),
@@ -511,6 +530,9 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         svc.conflict(who, conflict_id)
         return svc.bank.resolve_conflict(conflict_id, body.rule, memory_id=body.memory_id, text=body.text).to_dict()
 
+
+def _server_routes(app: FastAPI) -> None:
+    """The bank's namespaces, the server's metrics and its tokens."""
     @app.get("/v1/namespaces", tags=["server"])
     def namespaces(svc: Service = Depends(service), who: Caller = Depends(fresh)) -> dict:
         """The namespaces this token may use that hold memories, with their active counts."""

@@ -196,6 +196,10 @@ def text_result(text: str, structured: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
 
 
+# What build_server hands the tool groups: registers a function as a tool with its annotations.
+Tool = Callable[[ToolAnnotations], Callable[[Callable[..., Any]], Callable[..., Any]]]
+
+
 def build_server(access: Callable[[Context], Access]) -> MCPServer:
     """The MCP server of the memory tools; ``access(ctx)`` says who calls and in which namespace."""
     # log_level: the SDK configures the root logger at it when nothing else has (serve does first).
@@ -209,6 +213,15 @@ def build_server(access: Callable[[Context], Access]) -> MCPServer:
             return fn
         return register
 
+    _store_tool(tool, access)
+    _read_tools(tool, access)
+    _delete_tool(tool, access)
+    _feedback_tool(tool, access)
+    return server
+
+
+def _store_tool(tool: Tool, access: Callable[[Context], Access]) -> None:
+    """add_memory: store one memory."""
     @tool(ToolAnnotations(title="Store a memory", read_only_hint=False, destructive_hint=False,
                                              idempotent_hint=False, open_world_hint=False))
     def add_memory(
@@ -238,6 +251,9 @@ def build_server(access: Callable[[Context], Access]) -> MCPServer:
         memory = svc.add(row, who.caller)
         return text_result(f"Stored memory {memory.id}: {memory.text}", {**memory.to_dict(), "seq": svc.bank.seen_seq})
 
+
+def _read_tools(tool: Tool, access: Callable[[Context], Access]) -> None:
+    """search_memories and get_memory: recall for a question, read one memory."""
     @tool(ToolAnnotations(title="Search memories", read_only_hint=True, open_world_hint=False))
     def search_memories(
         ctx: Context,
@@ -290,6 +306,9 @@ def build_server(access: Callable[[Context], Access]) -> MCPServer:
         return text_result(f"Memory {memory.id} ({memory.category}, importance {memory.importance:g}, {memory.status}, "
                            f"stored {when}): {memory.text}", memory.to_dict())
 
+
+def _delete_tool(tool: Tool, access: Callable[[Context], Access]) -> None:
+    """delete_memory: archive one memory."""
     @tool(ToolAnnotations(title="Delete a memory", read_only_hint=False, destructive_hint=True,
                                              idempotent_hint=True, open_world_hint=False))
     def delete_memory(
@@ -310,6 +329,9 @@ def build_server(access: Callable[[Context], Access]) -> MCPServer:
         memory = svc.bank.get(id)
         return text_result(f"Memory {id} is archived: it no longer comes up in searches.", memory.to_dict())
 
+
+def _feedback_tool(tool: Tool, access: Callable[[Context], Access]) -> None:
+    """memory_feedback: which memories of a search an answer used."""
     @tool(ToolAnnotations(title="Feedback on a search", read_only_hint=False,
                                              destructive_hint=False, idempotent_hint=True, open_world_hint=False))
     def memory_feedback(
@@ -339,8 +361,6 @@ def build_server(access: Callable[[Context], Access]) -> MCPServer:
                 + ("" if fb.helpful is None else ("; helpful" if fb.helpful else "; not helpful"))
                 + (" (replaced the earlier feedback)" if fb.replaced else "") + ".")
         return text_result(text, {**fb.to_dict(), "used_ids": used})
-
-    return server
 
 
 # -- over HTTP: mounted at /mcp by memctl serve ----------------------------------------------------

@@ -20,21 +20,24 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
-import itertools
 import os
 import random
 import shutil
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import duckdb
 import pyarrow as pa
 
-from ..errors import BankLockedError, BankReadOnlyError, CorruptBankError, StateError, ValidationError
 from . import schema, tables
+from ..errors import BankLockedError, BankReadOnlyError, CorruptBankError, StateError, ValidationError
+from .duckdb_lease import (_announced, _counted, _end_leases, _FILE_LOCKS, _FILE_LOCKS_GUARD, FileSignature,
+                           _flock_within, _KEPT, _Lease, _LEASE_CHANGED, LEASE_IDLE, _lease_loop, LEASE_MAX,
+                           _LEASE_THREAD, _LEASES, release_file_lock, _signature, _STORE_NUMBERS, _UPCOMING, _WRITERS,
+                           _YIELD_UNTIL)
+from .duckdb_lease import release_file  # noqa: F401 (re-exported: tests and bench import it from here)
 from .interface import IntegrityError, LockWaits
 
 
@@ -119,24 +122,6 @@ def _remove(path: Path) -> None:
     Path(str(path) + ".wal").unlink(missing_ok=True)
 
 
-@dataclass
-class FileSignature:
-    """Size and modification time of the database and its WAL: unchanged means nobody wrote."""
-
-    parts: tuple
-
-    @classmethod
-    def of(cls, path: Path) -> "FileSignature":
-        parts = []
-        for p in (path, Path(str(path) + ".wal")):
-            try:
-                st = p.stat()
-                parts.append((st.st_size, st.st_mtime_ns))
-            except FileNotFoundError:
-                parts.append(None)
-        return cls(tuple(parts))
-
-
 class DuckDBConnection:
     """A DuckDB connection as :class:`~memory_core.storage.Connection`: every statement starts clean.
 
@@ -208,282 +193,7 @@ class DuckDBConnection:
         self.execute("COMMIT")
 
 
-# Per process: the ``<bank>.lock`` files this process holds, as [open file, connections using it].
-_FILE_LOCKS: dict[str, list] = {}
-_FILE_LOCKS_GUARD = threading.Lock()
-# Per process: one writer at a time per bank file. The file lock above is shared by every thread
-# of the process (DuckDB shares one database instance per process), so two threads' write
-# transactions (two banks on one file, or a bank's flush thread beside another bank's operation)
-# could otherwise overlap, and DuckDB refuses the second one's update ("Conflict on update").
-_WRITERS: dict[str, threading.RLock] = {}
-
-
-def _flock_within(fh: Any, mode: int, timeout: float) -> bool:
-    """A blocking ``flock`` that gives up after ``timeout`` seconds (True: locked). The wait runs
-    in a helper thread; given up on, that thread unlocks and closes ``fh`` once it gets the lock."""
-    done = threading.Event()
-    guard = threading.Lock()
-    state = {"locked": False, "abandoned": False}
-
-    def wait() -> None:
-        try:
-            fcntl.flock(fh, mode)
-        except OSError:
-            done.set()
-            return
-        with guard:
-            if state["abandoned"]:
-                fcntl.flock(fh, fcntl.LOCK_UN)
-                fh.close()
-                return
-            state["locked"] = True
-        done.set()
-
-    threading.Thread(target=wait, name="memory-bank-file-lock", daemon=True).start()
-    done.wait(timeout)
-    with guard:
-        if state["locked"]:
-            return True
-        state["abandoned"] = True
-        return False
-
-
-# -- leases: the file kept between two operations of one process --------------------------------
-
-# How long the file is kept after an operation with nothing to do, and at most in all (the lease
-# then ends after the operation running at that moment, and the next one opens the file again).
-# Another memory_core process announces that it waits and gets the file at once, whatever these
-# say; the idle time only spares a busy process (a server between two requests) the open and the
-# checkpoint, which cost more than a small write.
-LEASE_IDLE = 0.25
-LEASE_MAX = 1.0
-LEASE_POLL = 0.005  # how often an idle lease looks for a process waiting for the file
-# After a lease ended because another process waited, this process lets that process take the file
-# first (it was woken, but may not have run yet), for at most this long.
-YIELD_MAX = 0.2
-# A block of operations that keeps the file between them (:meth:`DuckDBStore.keep`: a dashboard
-# page's reads) holds a process that waits for it for at most this long.
-KEEP_MAX = 1.0
-
-
-class _Lease:
-    """This process's hold on a bank file between its operations.
-
-    Opening a DuckDB file costs about 11 ms and closing the last connection checkpoints it, which
-    is what a small write cost: an agent adding memories one at a time opened the file for each
-    step. So when an operation ends, its connection is kept (``keeper``, holding one count of the
-    file lock and DuckDB's database instance) and the next operation of this process takes a
-    cursor of it: no open, no checkpoint. The lease ends (the keeper closes: one checkpoint for
-    every operation of the lease; then the file lock is released) when
-
-    * no operation used it for :data:`LEASE_IDLE` seconds (not counting while an operation of this
-      process prepares to use it: :meth:`DuckDBStore.upcoming`), or the operation running when it turns
-      :data:`LEASE_MAX` seconds old ends: a process that does not announce itself (an older
-      memory_core, the ``duckdb`` shell) gets the file within that long;
-    * another process waits for the file: a waiter holds a shared lock on ``<bank>.waiting`` while
-      it waits (see :func:`_announced`), which the lease thread tests every :data:`LEASE_POLL`
-      seconds and an operation before it takes the lease; this process then lets it take the file
-      first (:data:`YIELD_MAX`);
-    * the bank closes (:meth:`DuckDBStore.release`), before the process forks, at exit, and before
-      a compaction or restore replaces the file.
-
-    Inside a block of :meth:`DuckDBStore.keep` (for :data:`KEEP_MAX` seconds of a lease) none of the
-    first two apply: the block's operations share one open of the file, and a process that waits
-    gets it when the block ends.
-
-    Durability does not wait for the end of a lease: every commit is in the WAL on disk (DuckDB
-    syncs it) before the operation returns, and a killed process's WAL is replayed by the next one.
-    """
-
-    def __init__(self, path: Path, key: str, keeper: duckdb.DuckDBPyConnection, read_only: bool, idle: float):
-        self.path = path
-        self.key = key
-        self.keeper = keeper
-        self.read_only = read_only
-        self.idle = idle
-        try:
-            self.wait_fh: Any = open(str(path) + ".waiting", "a+b")
-        except OSError:  # a read-only folder: nobody can announce, the lease ends when idle
-            self.wait_fh = None
-        self.users = 0  # operations using it now
-        self.stores: set[int] = set()  # numbers of the DuckDBStore objects that used it (see DuckDBStore.holder)
-        self.started = self.last = time.monotonic()
-        self.ending = False
-        self.kept_since: float | None = None  # when a block of DuckDBStore.keep first kept this lease
-
-    def kept(self, now: float) -> bool:
-        """With the guard held: does a block of :meth:`DuckDBStore.keep` keep this lease from ending?
-        For :data:`KEEP_MAX` seconds of the lease at most, counted from the first time one did, so
-        that blocks back to back (page after page) still hand the file over once a second."""
-        if not _KEPT.get(self.key):
-            return False
-        if self.kept_since is None:
-            self.kept_since = now
-        return now - self.kept_since < KEEP_MAX
-
-    def waiters(self) -> bool:
-        """Does another process wait for the file? (Only it holds ``<bank>.waiting`` shared.)"""
-        if self.wait_fh is None:
-            return False
-        try:
-            fcntl.flock(self.wait_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        fcntl.flock(self.wait_fh, fcntl.LOCK_UN)
-        return False
-
-    def due(self, now: float, idle: bool = True) -> bool:
-        """With the guard held: should this unused lease end now (counting the time it has been
-        idle, unless an operation is about to use it)? Marks it ending."""
-        if self.users or self.ending or self.kept(now):
-            return False
-        waited = self.waiters()
-        idle = idle and not _UPCOMING.get(self.key) and now - self.last >= self.idle
-        if waited or idle or now - self.started >= LEASE_MAX:
-            if waited:
-                _YIELD_UNTIL[self.key] = now + YIELD_MAX
-            self.ending = True
-        return self.ending
-
-    def end(self) -> None:
-        """Close the keeper (the checkpoint) and let go of the file. Called once, after :meth:`due`
-        or with ``ending`` set, without the guard."""
-        before = _signature(self.path, wait=False)
-        try:
-            with contextlib.suppress(duckdb.Error):
-                self.keeper.close()
-            # Nobody else can have written since ``before``: the lock is still ours. Recall compares
-            # signatures to know whether anyone wrote; the checkpoint alone must not look like it.
-            with _LEASE_CHANGED:
-                _SIGNATURE_ALIAS[self.key] = (FileSignature.of(self.path), before)
-        finally:
-            with _LEASE_CHANGED:
-                _LEASES.pop(self.key, None)
-                _LEASE_CHANGED.notify_all()
-            DuckDBStore._release_file_lock(self.key)
-            if self.wait_fh is not None:
-                self.wait_fh.close()
-
-
-_LEASES: dict[str, _Lease] = {}  # by lock key; guarded by _FILE_LOCKS_GUARD
-_LEASE_CHANGED = threading.Condition(_FILE_LOCKS_GUARD)
-_LEASE_THREAD: list[threading.Thread] = []
-_YIELD_UNTIL: dict[str, float] = {}  # lock key -> until when waiters announced may go first
-_UPCOMING: dict[str, int] = {}  # lock key -> operations of this process about to use the file
-_KEPT: dict[str, int] = {}  # lock key -> blocks of DuckDBStore.keep under way
-# lock key -> (the file's signature after a lease's checkpoint, its signature before it)
-_SIGNATURE_ALIAS: dict[str, tuple["FileSignature", "FileSignature"]] = {}
 _EXITING = False
-_STORE_NUMBERS = itertools.count(1)
-
-
-@contextlib.contextmanager
-def _counted(counts: dict[str, int], key: str) -> Iterator[None]:
-    """Count the block in ``counts[key]`` (under the guard) while it runs; no entry once none does."""
-    with _FILE_LOCKS_GUARD:
-        counts[key] = counts.get(key, 0) + 1
-    try:
-        yield
-    finally:
-        with _FILE_LOCKS_GUARD:
-            counts[key] -= 1
-            if not counts[key]:
-                del counts[key]
-
-
-def _signature(path: Path, wait: bool = True) -> FileSignature:
-    """The file's signature, a lease's checkpoint not counted as a change (see :meth:`_Lease.end`).
-    With ``wait``, not while this process's lease is ending: its checkpoint is under way."""
-    key = str(path) + ".lock"
-    with _LEASE_CHANGED:
-        while wait and (lease := _LEASES.get(key)) is not None and lease.ending:
-            _LEASE_CHANGED.wait()
-        sig = FileSignature.of(path)
-        alias = _SIGNATURE_ALIAS.get(key)
-    return alias[1] if alias is not None and alias[0] == sig else sig
-
-
-def _lease_loop() -> None:
-    """The lease thread: ends idle leases (see :class:`_Lease`), one at a time."""
-    while True:
-        with _LEASE_CHANGED:
-            while not _LEASES:
-                _LEASE_CHANGED.wait()
-            now = time.monotonic()
-            due = next((lease for lease in list(_LEASES.values()) if lease.due(now)), None)
-        if due is not None:
-            due.end()
-        else:
-            time.sleep(LEASE_POLL)
-
-
-def _end_leases(key: str | None = None, wait: bool = True) -> None:
-    """End this process's leases (of ``key`` only, when given) that no operation uses, and wait
-    for those already ending (a keeper closing in the lease thread when the interpreter exits
-    aborts the process); with ``wait``, also wait for the operations using them to end."""
-    while True:
-        with _LEASE_CHANGED:
-            found = [lease for k, lease in _LEASES.items() if key is None or k == key]
-            idle = [lease for lease in found if not lease.users and not lease.ending]
-            for lease in idle:
-                lease.ending = True
-            if not idle:
-                if not any(lease.ending or wait for lease in found):
-                    return
-                _LEASE_CHANGED.wait(0.05)
-                continue
-        for lease in idle:
-            lease.end()
-
-
-def release_file(path: str | os.PathLike) -> None:
-    """Let go of the bank file at ``path`` if this process keeps it between operations: before a
-    tool in this process opens it with DuckDB directly (DuckDB refuses to open a file it has open
-    with other settings) or reads its bytes (the last operations may still be in the WAL)."""
-    _end_leases(str(Path(path)) + ".lock")
-
-
-@contextlib.contextmanager
-def _announced(path: Path) -> Iterator[None]:
-    """Tell whoever holds the file that this process waits for it (for the block)."""
-    try:
-        fh = open(str(path) + ".waiting", "a+b")
-    except OSError:
-        yield
-        return
-    try:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fh, fcntl.LOCK_SH)  # a holder testing for waiters has it for a moment
-        yield
-    finally:
-        fh.close()
-
-
-def _before_fork() -> None:
-    """A child must not inherit a kept connection (it would checkpoint the file as it exits):
-    end the idle leases, and hold the guard across the fork."""
-    _end_leases(wait=False)
-    _FILE_LOCKS_GUARD.acquire()
-
-
-def _after_fork_in_parent() -> None:
-    _FILE_LOCKS_GUARD.release()
-
-
-def _after_fork_in_child() -> None:
-    _FILE_LOCKS_GUARD.release()
-    # Leases in use by another thread of the parent: that thread does not exist here. Keep the
-    # objects (closing the keeper would write the parent's file) but forget them.
-    _ORPHANS.extend(_LEASES.values())
-    _LEASES.clear()
-    _LEASE_THREAD.clear()
-    _YIELD_UNTIL.clear()
-
-
-_ORPHANS: list[_Lease] = []
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
-                        after_in_child=_after_fork_in_child)
 
 
 @atexit.register
@@ -497,9 +207,10 @@ class DuckDBStore:
     """One DuckDB bank file (a :class:`~memory_core.storage.Store`). Open a connection per
     operation with :meth:`connect`."""
 
-    # DuckDB's buffer pool per connection. Its default, 80% of the machine, let a commit's
-    # checkpoint of a million-memory bank take 2.7 GB and a namespace's load keep every block it
-    # read (1.8 GB); 512 MB kept a 400k import at the same speed with its peak 1.4 GB lower. An
+    # DuckDB's buffer pool per connection. Its default, most of the machine, let a commit's
+    # checkpoint of a million-memory bank and a namespace's load keep every block they read; this
+    # limit kept a large import at the same speed with a much lower peak (see BENCHMARKS.md, "Figures behind the
+    # code"). An
     # operation needing more spills to ``<bank>.tmp/`` for its duration.
     shared = False  # one process at a time has the file
     splits_namespaces = False  # a file is never distributed: one transaction costs less than several
@@ -634,15 +345,7 @@ class DuckDBStore:
 
     @staticmethod
     def _release_file_lock(key: str | None) -> None:
-        if key is None:
-            return
-        with _FILE_LOCKS_GUARD:
-            held = _FILE_LOCKS[key]
-            held[1] -= 1
-            if held[1] == 0:
-                del _FILE_LOCKS[key]
-                fcntl.flock(held[0], fcntl.LOCK_UN)
-                held[0].close()
+        release_file_lock(key)
 
     def _open(self, lease: bool = True) -> tuple[duckdb.DuckDBPyConnection, Any]:
         """A DuckDB connection and the file lock it holds (or the lease it came from): close with
@@ -921,7 +624,7 @@ class DuckDBStore:
         return False
 
     def wait_for_change(self, seq: int, timeout: float) -> bool:
-        """No notifications: wait a moment (at most 50 ms) and let the caller look again."""
+        """No notifications: wait a moment (a twentieth of a second at most) and let the caller look again."""
         time.sleep(max(0.0, min(timeout, 0.05)))
         return False
 

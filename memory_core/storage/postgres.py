@@ -676,7 +676,8 @@ class PostgresStore:
 
     def signature(self) -> int:
         """The bank's change sequence: every write that other processes must notice advances it.
-        Read from the database (one indexed row, about 0.1-0.3 ms on a local socket) unless the
+        Read from the database (one indexed row, cheap on a local socket: see BENCHMARKS.md, "Figures behind the
+        code") unless the
         store :meth:`watch`-es: a notification arrives a few milliseconds after the commit, and a
         recall in between would miss a change another process has already acknowledged, which a
         library caller does not expect (a server opts in and offers ``min_seq`` instead)."""

@@ -101,7 +101,7 @@ def take_counters(con: Connection, wanted: dict[str, int]) -> dict[str, int]:
     if not wanted:
         return {}
     # The keys as an IN list of placeholders: planning IN (SELECT unnest(?)) made the statement a
-    # quarter slower (4.8 against 3.6 ms on DuckDB, side by side).
+    # quarter slower on DuckDB, side by side (see BENCHMARKS.md, "Figures behind the code").
     case = " ".join("WHEN ? THEN ?" for _ in wanted)
     keys = ", ".join("?" for _ in wanted)
     params: list[Any] = [x for k, n in wanted.items() for x in (k, n)] + list(wanted)
@@ -160,9 +160,9 @@ def _insert_few(con: Connection, rows: dict[str, list], embeddings: np.ndarray,
                 log: tuple[str, datetime, int | None] | None, first_event: int | None) -> None:
     """:func:`insert_memories` for a few rows (a single add, a server's group): one ``INSERT ...
     VALUES`` for the memories and one for their events, built in Python. Registering a one-row
-    Arrow table and planning the bulk SQL cost twice as much (measured side by side on DuckDB:
-    3.0 against 6.9 ms for one memory; 1.9 against 2.8 ms for its event as one statement rather
-    than ``executemany``). A vector goes as a numpy parameter: a list on DuckDB, bytes on PostgreSQL."""
+    Arrow table and planning the bulk SQL cost about twice as much, measured side by side on DuckDB
+    (see BENCHMARKS.md, "Figures behind the code"). A vector goes as a numpy parameter: a list on DuckDB, bytes on
+    PostgreSQL."""
     n = len(rows["id"])
     vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
     insert_values(con, "memories", MEMORY_COLUMNS + ("embedding",),
@@ -214,8 +214,8 @@ def ids_in(column: str, ids: Iterable[int]) -> tuple[str, list[Any]]:
     """The condition "``column`` is one of these ids" and its parameters, for a fixed column name.
 
     Up to :data:`_IN_LIST_MAX` ids go in as a constant IN list, which DuckDB answers by the key
-    where ``IN (SELECT unnest(?))`` plans a join (a million memories and 300 ids: 12 ms of CPU
-    against 50-70 ms; one id, 1.4 against 2.3 ms). Longer lists (a large replayed journal) take
+    where ``IN (SELECT unnest(?))`` plans a join, several times slower (see BENCHMARKS.md, "Figures behind the code").
+    Longer lists (a large replayed journal) take
     the join, whose cost does not grow with the list.
     """
     wanted = [int(i) for i in ids]  # ints only: nothing else reaches the SQL
@@ -236,7 +236,7 @@ def access_rows(con: Connection, ids: list[int]) -> list[dict[str, Any]]:
 def stream_rows(con: Connection, where: str, params: list[Any], with_embedding: bool = False,
                 batch_rows: int = 65_536) -> Iterator[pa.Table]:
     """Memory rows as Arrow tables of up to ``batch_rows`` rows, in storage order: a namespace of
-    a million memories loads without the whole result (4 GB with vectors) in memory at once."""
+    a million memories loads without the whole result (vectors included) in memory at once."""
     cols = ", ".join(MEMORY_COLUMNS + (("embedding",) if with_embedding else ()))
     with con.scanning():
         yield from con.arrow_stream(f"SELECT {cols} FROM memories WHERE {where}", params, batch_rows)

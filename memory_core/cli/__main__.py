@@ -1,0 +1,5 @@
+"""``python -m memory_core.cli``: memctl, as the console script runs it."""
+
+from . import main
+
+main()

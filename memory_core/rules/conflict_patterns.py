@@ -1,0 +1,411 @@
+"""The contradiction rules' tables: per language, negators, negative and positive cues, antonyms,
+change and past cues, attribute templates, and the filler and subject word lists. ``conflicts/rule_judge.py``
+compiles and runs them."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+
+# --------------------------------------------------------------------------- #
+# Rule tables
+# --------------------------------------------------------------------------- #
+# Patterns run on NFKC-normalised, casefolded text with traditional Chinese folded to simplified
+# (as in gate.py), so they are lowercase and use simplified characters. Each table maps a
+# language to (label, pattern) rows; the label names the cue in evidence and for people reading.
+#
+# Polarity has three kinds of cue, so that two negatives can cancel:
+#   NEGATORS        turn a statement around: not, never, no longer, stopped, sold, 不, 不再, inte...
+#   NEGATIVE_WORDS  are a negative stance or a problem by themselves: hates, boring, struggles,
+#                   allergic, bug, too <adjective>, 讨厌, 枯燥, svårt...
+#   REMEDIES        only undo a problem: "the bug was fixed", "improved the slow import".
+# A negator just before a negative word ("doesn't mind", "no longer hates", "不再讨厌") and a remedy
+# next to one ("fixed the bug") cancel each other. A cue only counts within a few words of the
+# shared topic and in the same clause, so "Customers can't find where to change the VAT rate"
+# says nothing negative about "VAT rate".
+
+NEGATORS: dict[str, list[tuple[str, str]]] = {
+    "en": [
+        ("not", r"\bnot\b|n't\b|\bcannot\b"),
+        ("never", r"\bnever\b"),
+        ("no longer", r"\bno longer\b|\bno more\b"),
+        ("no", r"\bno\b(?! longer| more)|\bnone\b|\bwithout\b"),      # forward only: "no heavy ORM"
+        # "Stopped running" is a negation; "the bank feed stopped, usually because..." is an event.
+        ("stopped", r"\b(?:stop(?:s|ped|ping)?|quit(?:s|ting)?)\b(?=\s+[^\W\d_])"),
+        ("gave up", r"\b(?:gave|given|gives|giving) up\b|\bgot rid of\b|\bgave away\b"),
+        ("lost", r"\b(?:sold|stolen|lost)\b|\bwas stolen\b"),
+        ("undecided", r"\bundecided\b|\bunsure\b|\bnot sure\b|\bhesitant\b"),
+        ("uninstalled", r"\buninstall(?:ed|s)?\b|\bdeleted\b|\bcancel(?:l?ed|s)\b"),
+    ],
+    "sv": [
+        ("inte", r"\binte\b|\bej\b"),
+        ("aldrig", r"\baldrig\b"),
+        ("ingen", r"\bingen\b|\binget\b|\binga\b|\butan\b"),      # forward only
+        ("slutat", r"\bslut(?:at|ade|ar)\b(?=\s+[^\W\d_])|\b(?:gett|gav|givit|ger) upp\b|"
+                   r"\b(?:lagt|lade|la) av\b"),
+        ("sålt", r"\bsål(?:t|de)\b|\bstul(?:en|its)\b|\bstals\b|\btappa(?:t|de)\b"),
+        ("osäker", r"\bosäker\b|\btveksam\b|\bobestämd\b"),
+    ],
+    "zh": [
+        # 不 also starts words that negate nothing: 不错 (good), 不过 (but), 不少 (many), 不得不
+        # (must), 差不多 (about)...
+        ("不", r"(?<![差得])不(?!错|过|同|少|断|仅|久|管|但|得不|论|如|然|止)"),
+        ("没", r"没(?!错|关系|问题)"),
+        ("别", r"别(?!的|人|处|墅)"),
+        ("戒", r"戒(?:掉|了|烟|酒)"),
+        ("放弃", r"放弃|停止|停了|卸载|删掉|删除"),
+        ("卖了", r"卖(?:了|掉)|丢了|被偷"),
+        ("犹豫", r"犹豫|不确定|没决定"),
+    ],
+}
+
+NEGATIVE_WORDS: dict[str, list[tuple[str, str]]] = {
+    "en": [
+        ("hates", r"\bhat(?:e|es|ed|ing)\b|\bdislik(?:e|es|ed|ing)\b|\bdetest\w*|\bcan't stand\b"),
+        ("avoids", r"\bavoid(?:s|ed|ing)?\b|\bskip(?:s|ped|ping)?\b|\bleave (?:[\w'-]+ ){0,3}out\b"),
+        ("boring", r"\bbor(?:ing|ed)\b|\bdull\b|\btedious\b|\bfiddly\b|\bannoy\w*|\bfrustrat\w*"),
+        ("hard", r"\bhard\b|\bdifficult\w*|\bstruggl\w*|\bconfus\w*|\bmix(?:es|ed)? up\b|\bmixed up\b"),
+        ("stress", r"\bstress\w*|\banxious\b|\banxiety\b|\boverwhelm\w*|\bworr(?:y|ies|ied)\b|\bafraid\b|"
+                   r"\bscared\b|\bfears?\b|\btired of\b|\bfed up\b|\bsick of\b"),
+        ("bad", r"\bbad(?:ly)?\b|\bworse\b|\bworst\b|\bterrible\b|\bawful\b|\bpoor(?:ly)?\b|\bweak(?:er|est)?\b|"
+                r"\bwrong\b|\bslow(?:ly|er)?\b|\bbroken\b|\bfail(?:s|ed|ing|ure)?\b|\bkeeps? missing\b"),
+        ("problem", r"\bbugs?\b|\bproblems?\b|\bissues?\b|\berrors?\b|\bmistakes?\b|\bglitch\w*"),
+        ("allergic", r"\ballerg\w*|\bintoleran\w*"),
+        ("too", r"\btoo (?!much\b|many\b|\.|$)[^\W\d_]+|\btoo (?:much|many)\b(?=\s+\w)"),
+    ],
+    "sv": [
+        ("ogillar", r"\bogill(?:ar|ade|at)\b|\bhat(?:ar|ade|at)\b|\bundvik(?:er|it)\b|\bundvek\b|\bhoppar över\b"),
+        # Swedish compounds put intensifiers in front: "jättesvårt", "supertråkigt".
+        ("svårt", r"svår(?:t|a|are|ast)?\b|\bjobbig(?:t|a)?\b|\bkämpar\b|\bblandar ihop\b"),
+        ("tråkigt", r"tråkig(?:t|a)?\b|\bstress\w*|\borolig\w*|\brädd\b|\bnervös\w*"),
+        ("dålig", r"\bdålig(?:t|a)?\b|\bsämre\b|\bsämst\b|\blångsam\w*|\bfel\b|\bproblem\w*|\bbugg\w*"),
+        ("allergisk", r"\ballergi\w*|\bintolerant\w*|\böverkänslig\w*"),
+    ],
+    "zh": [
+        ("讨厌", r"讨厌|厌恶|受不了|反感"),
+        ("枯燥", r"枯燥|无聊|没意思|烦"),
+        ("难", r"(?<!困)难(?!忘|得)|困难|吃力|头疼|头痛|短板|弱|差(?!不多)|慢|卡在|起不来"),
+        ("怕", r"害?怕|焦虑|压力|紧张|担心"),
+        ("问题", r"问题|毛病|bug|故障|拖延"),
+        ("过敏", r"过敏|不耐受"),
+    ],
+}
+
+REMEDIES: dict[str, list[tuple[str, str]]] = {
+    "en": [("fixed", r"\bfix(?:ed|es)\b|\bresolv(?:ed|es)\b|\bsolv(?:ed|es)\b|\bimprov(?:ed|es)\b|\bovercame\b")],
+    "sv": [("fixat", r"\bfixa(?:t|de|d)\b|\blös(?:t|te)\b|\båtgärda(?:t|de)\b|\bförbättra(?:t|de)\b")],
+    "zh": [("修复", r"修复|修好|解决|改善|改进|克服")],
+}
+
+# Phrases built from negations that mean something positive: blanked before negation is looked for.
+NEGATED_POSITIVES: dict[str, list[tuple[str, str]]] = {
+    "en": [("can't get enough", r"\bcan't get enough of\b|\bnever misses\b|\bcan't wait\b|\bno problem\b|"
+                                r"\bnot bad\b|\bno doubt\b")],
+    "sv": [("kan inte få nog", r"\bkan inte få nog\b|\binte dåligt\b|\binga problem\b")],
+    "zh": [("无辣不欢", r"无.{1,2}不欢|没问题|不错")],
+}
+
+# Words that state a negative without a negator: "Is vegetarian" says "does not eat meat".
+# Each row: (label, pattern, topic words the negation is about). They count as negative words,
+# so "Is no longer vegetarian" comes out positive.
+IMPLIED_NEGATIONS: dict[str, list[tuple[str, str, str]]] = {
+    "en": [
+        # Everyday "vegetarian" excludes fish too; a pescatarian eats fish.
+        ("vegetarian", r"\bvegetarian\b", "meat fish"),
+        ("pescatarian", r"\bpescatarian\b", "meat"),
+        ("vegan", r"\bvegan\b", "meat fish dairy eggs milk cheese"),
+        ("teetotal", r"\bteetotal(?:ler)?\b|\bsober\b", "alcohol drinks"),
+        ("non-smoker", r"\bnon-?smoker\b", "smokes smoking"),
+    ],
+    "sv": [
+        ("vegetarian", r"\bvegetarian\b", "kött fisk"),
+        ("vegan", r"\bvegan\b", "kött fisk mjölk ost ägg"),
+        ("nykterist", r"\bnykterist\b|\bnykter\b", "alkohol dricker"),
+        ("icke-rökare", r"\bicke-?rökare\b", "röker röka"),
+    ],
+    "zh": [
+        ("素食", r"素食|吃素", "肉 鱼"),
+    ],
+}
+
+# Opposite words: one memory says A, the other B, about the same thing. Each row: (label A,
+# pattern A, label B, pattern B).
+ANTONYMS: dict[str, list[tuple[str, str, str, str]]] = {
+    "en": [
+        ("optional", r"\boptional\b", "mandatory", r"\bmandatory\b|\brequired\b|\bcompulsory\b|\bobligatory\b"),
+        ("enabled", r"\benabled\b|\bturned on\b", "disabled", r"\bdisabled\b|\bturned off\b"),
+        ("free", r"\bfree of charge\b|\bis free\b|\bfor free\b", "paid", r"\bpaid\b|\bcosts? extra\b"),
+        ("public", r"\bpublic\b", "private", r"\bprivate\b"),
+        ("single", r"\bsingle\b", "married", r"\bmarried\b|\bengaged\b|\bhusband\b|\bwife\b"),
+        ("allowed", r"\ballowed\b|\bpermitted\b", "forbidden", r"\bforbidden\b|\bprohibited\b|\bbanned\b"),
+        ("morning person", r"\bmorning person\b|\bearly bird\b", "night owl", r"\bnight owl\b"),
+        ("introvert", r"\bintrovert\w*", "extrovert", r"\bextrovert\w*"),
+    ],
+    "sv": [
+        ("valfri", r"\bvalfri(?:tt|a)?\b|\bfrivillig\w*", "obligatorisk", r"\bobligatorisk\w*|\bkrävs\b"),
+        ("singel", r"\bsingel\b", "gift", r"\bgift\b|\bförlovad\b"),
+        ("gratis", r"\bgratis\b|\bkostnadsfri\w*", "betald", r"\bbetal(?:d|t|as)\b|\bkostar\b"),
+        ("tillåten", r"\btillåt(?:en|et|na)\b", "förbjuden", r"\bförbjud(?:en|et|na)\b"),
+    ],
+    "zh": [
+        ("可选", r"可选|可以不", "必须", r"必须|强制|必选"),
+        ("免费", r"免费", "收费", r"收费|付费"),
+        ("单身", r"单身", "结婚", r"结婚|已婚|订婚"),
+        ("允许", r"允许", "禁止", r"禁止"),
+    ],
+}
+
+# Explicitly positive words. A polarity flip needs explicit evidence on the affirmative side (one
+# of these near the topic) unless the newer memory itself signals a change: a paraphrase that
+# merely lacks a negative word ("Finds German paperwork overwhelming" beside "German bureaucracy
+# stresses him out") is not a flip.
+POSITIVE_CUES: dict[str, list[tuple[str, str]]] = {
+    "en": [("likes", r"\blik(?:e|es|ed|ing)\b"), ("loves", r"\blov(?:e|es|ed|ing)\b"),
+           ("enjoys", r"\benjoy(?:s|ed|ing)?\b"), ("fun", r"\bfun\b|\binteresting\b|\bgreat\b|\bgood at\b"),
+           ("prefers", r"\bprefer(?:s|red)?\b"), ("fond of", r"\bfond of\b|\bkeen on\b|\binto\b"),
+           ("available", r"\bavailable\b|\bsupported\b|\bincluded\b|\bworks fine\b|\bconfident\b")],
+    "sv": [("gillar", r"\bgill(?:ar|ade|at)\b"), ("älskar", r"\bälsk(?:ar|ade|at)\b"),
+           ("tycker om", r"\btyck(?:er|te) om\b"), ("rolig", r"\brolig(?:t|a)?\b|\bkul\b"),
+           ("föredrar", r"\bföredr(?:ar|og)\b"), ("trivs", r"\btrivs\b|\bsäker(?:are)?\b|\bbra på\b"),
+           ("tillgänglig", r"\btillgänglig\w*|\bstöds\b|\bingår\b")],
+    "zh": [("喜欢", r"喜欢|喜爱|热爱|偏爱"), ("爱", r"爱"), ("有趣", r"有趣|好玩|有意思|不错"),
+           ("享受", r"享受"), ("支持", r"支持|可用|上线")],
+}
+# Words of opinion that are neither positive nor negative; kept out of the topic all the same.
+NEUTRAL_CUES: dict[str, list[tuple[str, str]]] = {
+    "en": [("finds", r"\bfind(?:s)?\b|\bthinks?\b|\bfeels?\b|\bsays?\b")],
+    "sv": [("tycker", r"\btycker\b|\bkänner\b|\btänker\b")],
+    "zh": [("觉得", r"觉得|感觉|认为")],
+}
+
+# Change words: the memory reports a change. Only the labels in SWITCH_LABELS make the generic
+# switch rule fire: "Started learning Swedish" does not replace "Takes Swedish classes", and a bare
+# "change" is as often a topic ("how to change the VAT rate") as a change.
+CHANGE_CUES: dict[str, list[tuple[str, str]]] = {
+    "en": [
+        ("switched", r"\bswitch(?:ed|es)\b"), ("changed", r"\bchanged\b"),
+        ("moved", r"\bmov(?:ed|es)\b|\brelocated\b"), ("migrated", r"\bmigrated\b"),
+        ("replaced", r"\breplaced\b|\bswapped\b"), ("instead", r"\binstead\b|\brather than\b"),
+        ("upgraded", r"\bupgraded\b|\bdowngraded\b|\brewrote\b|\brebuilt\b|\bported\b|\bredesigned\b"),
+        ("postponed", r"\bpostpon\w*|\bpushed\b|\bdelayed\b|\bbrought forward\b|\bextended\b|\btightened\b|"
+                      r"\braised\b|\blowered\b|\bcut down\b|\breduced\b|\bincreased\b"),
+        ("launched", r"\blaunch(?:ed|es)\b|\breleased\b|\bintroduced\b|\badded\b|\bshipped\b"),
+        ("decided", r"\bdecided\b|\bsigned up\b|\bregistered\b|\benrolled\b|\bbooked\b|\bcommitted\b"),
+        ("no longer", r"\bno longer\b|\bany ?more\b|\bany longer\b"),
+        ("stopped", r"\bstop(?:s|ped|ping)?\b|\bquit(?:s|ting)?\b|\b(?:gave|given|gives) up\b"),
+        ("started", r"\bstart(?:s|ed|ing)\b|\bbeg(?:an|un|ins)\b|\b(?:took|taken|takes) up\b"),
+        ("again", r"\bagain\b"),
+        # Losing something is a change event too ("His Brompton was stolen"). Finishing is not
+        # counted: "finished the half marathon" does not end "easy weeks after the half marathon".
+        ("lost", r"\b(?:sold|stolen|lost|got rid of|gave away|uninstall(?:ed|s)?|deleted|cancell?ed)\b"),
+    ],
+    "sv": [
+        ("bytt", r"\bbyt(?:t|te)\b"), ("flyttat", r"\bflytt(?:at|ade)\b"),
+        ("ändrat", r"\bändr(?:at|ade)\b"), ("istället", r"\bistället\b|\bi stället\b"),
+        ("gått över", r"\b(?:gått|gick) över\b|\bövergått\b|\buppgraderat\b"),
+        ("inte längre", r"\binte(?: [^\W\d_]+){0,3}? längre\b"),
+        ("slutat", r"\bslut(?:at|ade|ar)\b"), ("börjat", r"\börj(?:at|ade|ar)\b"), ("igen", r"\bigen\b"),
+        ("skjutit upp", r"\bskjut(?:it|er) upp\b|\bsköt upp\b|\bförläng\w*|\bhöj(?:t|de)\b|\bsänk(?:t|te)\b"),
+        ("lanserat", r"\blansera(?:t|de)\b|\bsläppt\b|\binför(?:t|de)\b"),
+        ("bestämt", r"\bbestäm(?:t|de)\b|\banmäl(?:t|de)\b|\bbokat\b"),
+        ("sålt", r"\bsål(?:t|de)\b|\bstul(?:en|its)\b|\bstals\b|\btappa(?:t|de)\b|\bavinstallera\w*"),
+    ],
+    "zh": [
+        ("改成", r"改成|换成|改为|换为|改用|换用|换到|转到|转而|改去|换了"), ("搬到", r"搬到|搬去|搬回"),
+        ("不再", r"不再"), ("开始", r"开始"), ("而不是", r"而不是"), ("戒", r"戒(?:掉|了)"),
+        ("推迟", r"推迟|提前|提高|降低|延长|调整"), ("卖了", r"卖(?:了|掉)|丢了|被偷|卸载|删掉"),
+        ("上线", r"上线|推出|发布"), ("决定", r"决定|报名|报了"),
+    ],
+}
+SWITCH_LABELS: Final = frozenset({"switched", "changed", "moved", "migrated", "replaced", "instead", "upgraded",
+                                  "bytt", "flyttat", "ändrat", "istället", "gått över", "改成", "搬到", "而不是"})
+
+# Weak change words: "now" often only stresses the present ("Now works remotely on Fridays").
+WEAK_CHANGE_CUES: dict[str, list[tuple[str, str]]] = {
+    "en": [("now", r"\bnow\b|\bnowadays\b|\bthese days\b|\bcurrently\b|\blately\b"),
+           ("new", r"\bnew\b|\bupdated?\b")],
+    "sv": [("nu", r"\bnu\b|\bnumera\b|\bnumer\b|\bnuförtiden\b"), ("ny", r"\bny(?:tt|a)?\b")],
+    "zh": [("现在", r"现在|目前|如今|已经|最近"), ("新", r"新的|换新|更新")],
+}
+
+# The whole memory is about the past ("Used to live in Manchester").
+PAST_CUES: dict[str, list[tuple[str, str]]] = {
+    "en": [("used to", r"\bused to\b|\bformerly\b|\bpreviously\b|\bin the past\b")],
+    "sv": [("brukade", r"\bbrukade\b|\btidigare\b|\bförut\b|\bförr\b")],
+    "zh": [("以前", r"^(?:我)?(?:以前|曾经|过去)")],
+}
+
+# Clause boundaries: a negation in one clause says nothing about a word in the next.
+CLAUSE_BREAKS: Final = (r"[;!?。，；！？]|[,.](?!\d)|\b(?:but|however|although|though|whereas|while|and)\b|"
+                        r"\b(?:men|och|utan att)\b|但是|但|不过|可是|而且|并且|以及|和")
+# What follows these is the dispreferred side ("would rather run outside than on a treadmill").
+DISPREFERRED: Final = (r"\b(?:than|rather than|instead of|over)\b|\b(?:hellre|snarare) än\b|"
+                       r"\b(?:istället|i stället) för\b|而不是|比起")
+# How many words (or Chinese characters) away from a topic word a polarity cue still counts.
+CUE_WINDOW: Final = 5
+# Negators that are determiners or prepositions reach only forward, to their noun: "without a
+# dictionary" says nothing about "read", "no heavy ORM" nothing about "SQL".
+FORWARD_ONLY: Final = frozenset({"no", "ingen"})
+
+# --- attribute templates ----------------------------------------------------
+# A value runs to the first qualifier ("Uses SQLite | for the side project"); residence values
+# keep "in" ("a flat in Paris") so that "Lives in a flat in Paris" still agrees with "Lives in Paris".
+_EN_CUT = (r"(?=\s+(?:in|at|for|on|as|with|since|because|after|before|during|when|instead|over|from|to|"
+           r"every|each|this|next|last|until|but|so|now|again|anymore|any more)\b|\s*[,;:.!?()](?!\d)|$)")
+_EN_RES_CUT = (r"(?=\s+(?:with|since|because|after|when|for|until|but|so|now|again|and)\b|"
+               r"\s*[,;:.!?()](?!\d)|$)")
+_SV_CUT = (r"(?=\s+(?:i|på|för|som|med|sedan|sen|eftersom|efter|när|istället|till|varje|nu|numera|igen|"
+           r"och|men)\b|\s*[,;:.!?()](?!\d)|$)")
+_SV_RES_CUT = r"(?=\s+(?:med|sedan|sen|eftersom|efter|när|för|och|men|nu|numera)\b|\s*[,;:.!?()](?!\d)|$)"
+_ZH_CUT = r"(?=[了的啦呢吧啊]*(?:$|[,.;:!?，。；：！？](?!\d)|和|跟|与|工作|上班|读书|生活|写|来))"
+
+# A point or colon between digits belongs to a number ("6.5", "8:00"), not to the punctuation.
+_NUM_SEP = r"(?<=\d)[.:,](?=\d)"
+_VAL = rf"(?:[^,;:.!?()]|{_NUM_SEP})+?"
+_EN_V = rf"(?P<v>{_VAL}){_EN_CUT}"
+_EN_RES_V = rf"(?P<v>{_VAL}){_EN_RES_CUT}"
+_SV_V = rf"(?P<v>{_VAL}){_SV_CUT}"
+_SV_RES_V = rf"(?P<v>{_VAL}){_SV_RES_CUT}"
+# Chinese values may hold Latin words with spaces ("一台 Windows 笔记本"); a leading measure
+# word ("一台", "一个") is not part of the value.
+_ZH_MEASURE = r"(?:[一两几]\s*[台个部辆家间只本件款]\s*)?"
+_ZH_V = rf"{_ZH_MEASURE}(?P<v>(?:[^,.;:!?，。；：！？]|{_NUM_SEP})+?){_ZH_CUT}"
+_EN_ADV = r"(?:(?:now|currently|still|also|actually|recently|just|finally|has|have|had|then|later)\s+)*"
+_SV_ADV = r"(?:(?:nu|numera|numer|fortfarande|också|har|hade|nyss|precis|just|äntligen|sedan)\s+)*"
+# Attributes with one value at a time. Not "goal": people have several (numbers in goals are
+# still compared by the numeric rule).
+_EN_HEADS = (r"budget|deadline|due date|salary|rent|name|birthday|hometown|main \w+|"
+             r"primary \w+|preferred \w+|go-to \w+|default \w+|favou?rite \w+")
+_SV_HEADS = r"budget(?:en)?|deadline(?:n)?|lönen|hyran|namnet|huvud\w+|favorit\w+"
+_ZH_HEADS = r"预算|截止日期|工资|房租|名字|最(?:喜欢|爱)的[^是]{1,6}"
+_EN_CHANGE_VERB = (r"(?:switch(?:ed|es|ing)?|chang(?:e|ed|es|ing)|mov(?:e|ed|es|ing)|migrat(?:e|ed|es|ing)|"
+                   r"convert(?:ed|s|ing)?|transition(?:ed|s)?|upgrad(?:e|ed|es)|downgrad(?:e|ed|es)|"
+                   r"pushed|postponed|raised|lowered|increased|reduced|extended|tightened|cut)")
+
+# Each row: (attribute, single-valued?, role, pattern). Roles: "current" (holds now), "target" (the
+# value after a change), "past" (the value before a change). A pattern may also name groups
+# "old" (a past value), "attr" (refines the attribute) and "obj" (context, kept out of the value).
+TEMPLATES: dict[str, list[tuple[str, bool, str, str]]] = {
+    "en": [
+        ("residence", True, "current",
+         rf"\b(?:lives|living|live|resides|residing|based|settled|staying) in {_EN_RES_V}"),
+        ("residence", True, "target",
+         rf"^{_EN_ADV}(?:moved|relocated|moving|relocating|moves) (?:back |over )?to {_EN_RES_V}"),
+        ("employer", True, "current",
+         rf"\b(?:works|working|work|employed|job|employee|intern|engineer|designer|researcher) "
+         rf"(?:at|for|with) {_EN_V}"),
+        ("employer", True, "target",
+         rf"\b(?:joined|(?:started|starting|got|took|accepted) (?:a |the )?(?:new )?(?:job|position|role|working) "
+         rf"(?:at|with|for)|new job at|hired (?:at|by)) {_EN_V}"),
+        ("tool", False, "current", rf"\b(?:uses|using|use) {_EN_V}"),
+        ("preference", True, "current", rf"\bprefer(?:s|red)? {_EN_V}"),
+        ("age", True, "current", r"\b(?P<v>\d{1,3}) (?:years?|yrs?) old\b"),
+        ("age", True, "target", r"\b(?:turned|turns|just turned) (?P<v>\d{1,3})\b"),
+        ("head", True, "current",
+         rf"\b(?P<attr>{_EN_HEADS})(?: for (?P<obj>[\w' -]+?))? (?:is|are|was|will be) {_EN_ADV}"
+         rf"(?:set (?:to|for) )?{_EN_RES_V}"),
+        ("head", True, "target",
+         rf"\b(?P<attr>{_EN_HEADS})(?: for (?P<obj>[\w' -]+?))? (?:was |has been |got |is |have been )?"
+         rf"{_EN_CHANGE_VERB}(?: back| forward| up| down)? to {_EN_RES_V}"),
+        ("switch", False, "target",
+         rf"\bfrom (?P<old>[^,;:.!?()]+?) to {_EN_V}"),
+        ("switch", False, "target",
+         rf"\b{_EN_CHANGE_VERB}(?P<obj>(?: (?!to\b|from\b)[\w'-]+){{0,4}}?)(?: over| back)? to (?!be\b){_EN_V}"),
+        ("switch", False, "target",
+         rf"\b(?:rewrote|rebuilt|ported|redid|redesigned)(?P<obj>(?: (?!in\b)[\w'-]+){{0,4}}?) "
+         rf"(?:in|with|using) {_EN_V}"),
+        ("switch", False, "target", rf"\breplac(?:ed|es|ing) (?P<old>[^,;:.!?()]+?) with {_EN_V}"),
+        ("switch", False, "past", rf"\b(?:instead of|rather than) (?P<v>[^,;:.!?()]+)"),
+    ],
+    "sv": [
+        ("residence", True, "current", rf"\b(?:bor|bosatt|boende) (?:i|på) {_SV_RES_V}"),
+        ("residence", True, "target",
+         rf"^{_SV_ADV}(?:flyttat|flyttade|flyttar|flytta) (?:hem |tillbaka )?till {_SV_RES_V}"),
+        ("employer", True, "current",
+         rf"\b(?:jobbar|arbetar|jobbade|arbetade|anställd|praktiserar) (?:{_SV_ADV})?(?:på|hos|för|vid) {_SV_V}"),
+        ("employer", True, "target",
+         rf"\b(?:(?:börjat|började|börjar) (?:jobba |arbeta )?|nytt jobb )(?:på|hos) {_SV_V}"),
+        ("tool", False, "current", rf"\b(?:använder|kör med) {_SV_V}"),
+        ("preference", True, "current", rf"\bföredr(?:ar|og) {_SV_V}"),
+        ("age", True, "current", r"\b(?:är|blev|fyllde|fyller) (?P<v>\d{1,3}) år\b"),
+        ("head", True, "current",
+         rf"\b(?P<attr>{_SV_HEADS})(?: för (?P<obj>[\w -]+?))? (?:är|var|blir) {_SV_ADV}{_SV_RES_V}"),
+        ("switch", False, "target", rf"\bfrån (?P<old>[^,;:.!?()]+?) till {_SV_V}"),
+        ("switch", False, "target",
+         rf"\b(?:byt(?:t|te|er|a)|gått över|gick över|övergått|ändr(?:at|ade|ar)|flytt(?:at|ade|ar|a)|"
+         rf"uppgraderat)"
+         rf"(?P<obj>(?: (?!till\b|från\b)[\w-]+){{0,3}}?) till {_SV_V}"),
+        ("switch", False, "target", rf"\bersatt (?P<old>[^,;:.!?()]+?) med {_SV_V}"),
+        ("switch", False, "past", r"\b(?:istället|i stället) för (?:att )?(?P<v>[^,;:.!?()]+)"),
+    ],
+    "zh": [
+        ("residence", True, "current", rf"(?:住在|定居在?|居住在|生活在){_ZH_V}"),
+        ("residence", True, "target", rf"(?:搬到|搬去|搬回|迁到|移居到?)了?{_ZH_V}"),
+        ("employer", True, "current",
+         r"在(?P<v>[^,.;:!?，。；：！？\s找想要做准备]{1,8}?)(?:工作|上班|任职|实习)"),
+        ("employer", True, "target",
+         r"(?:入职|跳槽到|加入)了?(?P<v>[^,.;:!?，。；：！？\s]{1,12}?)(?=$|[了的,.;:!?，。；：！？\s]|工作|上班)|"
+         r"(?:换到|转到|去|到)了?(?P<v2>[^,.;:!?，。；：！？\s]{1,12}?)(?:工作|上班|任职)"),
+        ("tool", False, "current", rf"^(?:现在|目前|平时|一直|主要)?(?:使用|在用|用){_ZH_V}"),
+        ("preference", True, "current", rf"(?:更喜欢|最喜欢|最爱|偏爱|偏好)(?!的){_ZH_V}"),
+        ("age", True, "current", r"(?P<v>\d{1,3})\s*岁"),
+        ("head", True, "current", rf"(?P<attr>{_ZH_HEADS})(?:是|为|定为|定在){_ZH_V}"),
+        ("head", True, "target", rf"(?P<attr>{_ZH_HEADS})(?:提高|降低|改|调整|推迟|提前)(?:到|为|成)了?{_ZH_V}"),
+        ("switch", False, "target",
+         rf"从(?P<old>[^,.;:!?，。；：！？]+?)(?:换|改|搬|转|切换)(?:成|到|为|去)了?{_ZH_V}"),
+        ("switch", False, "target", rf"(?:改成|换成|改为|换为|改用|换用|切换到|转到|换到|换了)了?{_ZH_V}"),
+        ("switch", False, "past", r"而不是(?P<v>[^,.;:!?，。；：！？]+)"),
+    ],
+}
+
+# Values that name a setting, not an attribute's value ("Works at home", "在家工作").
+GENERIC_VALUES: Final = frozenset({"home", "office", "work", "night", "weekend", "hemma", "jobbet", "kontoret",
+                                   "家", "公司", "家里"})
+# Words that carry no topic: auxiliaries and fillers that bm25s' short English list keeps.
+_TOPIC_FILLER: Final = frozenset({
+    "has", "have", "had", "doe", "does", "did", "doesn", "don", "didn", "isn", "wasn", "aren", "won", "can",
+    "is", "be", "been", "get", "got", "gets", "also", "just", "still", "only", "realli", "really", "veri", "very",
+    "all", "ani", "any", "want", "wants", "decid", "decided", "plan", "plans", "will", "would", "user", "think",
+    "feel", "thing", "lot", "much", "mani", "more", "after", "year", "week", "day", "month", "time", "usual",
+    "often", "alway", "always", "keep", "keeps", "most", "mostli",
+    "är", "har", "hade", "blir", "vill", "ska", "kan", "mycket", "också", "bara", "helt", "ganska",
+    "是", "了", "的", "在", "很", "也", "都", "就", "还", "会", "要", "想", "觉", "得", "觉得", "有", "天", "每", "每天",
+    "自己", "我们", "他们", "她们", "大家",
+})
+# A shared topic made only of these is too vague to carry a polarity flip with full confidence.
+_GENERIC_TOPIC: Final = frozenset({"work", "job", "jobb", "day", "morn", "even", "night", "home", "week",
+                                   "time", "peopl", "thing", "工作", "时间", "早上", "晚上"})
+_CJK_PARTICLES: Final = frozenset("了的是在很也都就还把被着吗呢吧啊")
+_VALUE_FILLER: Final = frozenset({
+    "the", "a", "an", "my", "his", "her", "their", "its", "our", "in", "on", "at", "to", "of", "and", "or", "some",
+    "en", "ett", "den", "det", "min", "mitt", "sin", "sitt", "sina", "och", "eller", "i", "på", "till",
+})
+_SV_MARKERS: Final = frozenset({
+    "och", "att", "är", "har", "inte", "jag", "med", "för", "till", "av", "om", "en", "ett", "den", "det", "som",
+    "bor", "nu", "varje", "på", "sig", "sin", "sitt", "gillar", "tycker", "aldrig", "numera", "igen", "hos",
+    "slutat", "börjat", "bytt", "flyttat", "istället", "längre", "brukade", "helgerna",
+})
+_SV_SUFFIXES: Final = ("arna", "erna", "orna", "heten", "ande", "ende", "ade", "are", "ast", "het",
+                       "en", "et", "ar", "er", "or", "at", "na", "a", "e")
+
+# A memory's named subject: a capitalised name opening it, followed by a verb from this list
+# ("Anders moved to Oslo", "Elin bor i Umeå") or by a possessive and a noun ("Yara's father lives
+# in Porto"). Two memories about different named people never contradict each other; a memory
+# without such a subject ("Prefers tea", "User is vegan", "I moved to Oslo") names nobody.
+SUBJECT_VERBS: Final = frozenset({
+    "is", "was", "are", "were", "has", "had", "have", "lives", "lived", "moved", "moves", "works", "worked",
+    "prefers", "preferred", "likes", "liked", "loves", "loved", "hates", "hated", "dislikes", "disliked",
+    "drinks", "drank", "eats", "ate", "plays", "played", "studies", "studied", "owns", "owned", "uses", "used",
+    "wants", "wanted", "plans", "planned", "will", "would", "can", "cannot", "can't", "does", "did", "doesn't",
+    "didn't", "isn't", "wasn't", "never", "always", "now", "no", "just", "recently", "started", "stopped", "quit",
+    "got", "became", "switched", "teaches", "taught", "runs", "ran", "speaks", "spoke", "joined", "left",
+    "bor", "bodde", "flyttade", "flyttar", "jobbar", "jobbade", "arbetar", "arbetade", "föredrar", "gillar",
+    "älskar", "hatar", "har", "hade", "är", "var", "ska", "vill", "kan", "dricker", "äter", "spelar", "studerar",
+    "pluggar", "äger", "använder", "slutade", "började", "bytte", "talar", "pratar", "tycker", "brukar",
+})
+# Openers that are capitalised but are no one's name.
+_NOT_NAMES: Final = frozenset({"i", "user", "the", "my", "we", "he", "she", "they", "you", "it", "this", "that",
+                               "our", "his", "her", "their", "jag", "vi", "han", "hon", "de", "den", "det", "min",
+                               "mitt", "användaren"})
+_SUBJECT: Final = re.compile(r"([A-ZÅÄÖÆØÉ][\w-]*(?: [A-ZÅÄÖÆØÉ][\w-]*)*)(?:(['’]s|s['’]) ([a-zåäö][\w-]*)| ([\w'’-]+))")
