@@ -26,6 +26,17 @@ def _bar(title: str, counts: dict, x: str) -> None:
     st.plotly_chart(fig, width="stretch", key=f"chart_{x}")
 
 
+def growth(by_month: dict[str, int]) -> pd.DataFrame:
+    """New memories per month ("YYYY-MM" → count) as labelled rows ("Mar 2026"), from the first month
+    to the last with the months between at zero, so the bars keep the spacing of time; and the total."""
+    first, last = min(by_month), max(by_month)
+    months = [str(p) for p in pd.period_range(first, last, freq="M")]
+    df = pd.DataFrame({"month": [pd.Period(m, freq="M").strftime("%b %Y") for m in months],
+                       "new memories": [int(by_month.get(m, 0)) for m in months]})
+    df["total"] = df["new memories"].cumsum()
+    return df
+
+
 @st.cache_data(ttl=300, show_spinner="Looking for merge candidates…")
 def merge_candidates(path: str, change_seq: int) -> dict[str, int]:
     """Near-duplicate clusters per namespace small enough to search on every visit (see
@@ -61,13 +72,12 @@ with readable_errors():
             _bar("Active memories by tier", stats["by_tier"], "tier")
 
         # Growth: every memory (any status) by the month it was created, counted by the bank.
-        by_month = stats["by_month"]
-        if by_month:
-            months = sorted(by_month)
-            df = pd.DataFrame({"month": months, "new memories": [by_month[k] for k in months]})
-            df["total"] = df["new memories"].cumsum()
+        if stats["by_month"]:
+            df = growth(stats["by_month"])
             st.markdown("**Growth: memories by created month**")
             fig = px.bar(df, x="month", y="new memories", hover_data=["total"], height=280)
+            # Months as categories: a date axis given one or two bars zooms into hours (ticks like 23:59:59.9996).
+            fig.update_xaxes(type="category", title=None)
             fig.update_layout(margin=dict(l=10, r=10, t=10, b=10))
             st.plotly_chart(fig, width="stretch", key="chart_growth")
 
