@@ -12,7 +12,7 @@ import ipaddress
 import logging
 import math
 import os
-from typing import Iterator
+from typing import Any, Iterator
 
 import streamlit as st
 
@@ -140,6 +140,21 @@ def namespace_picker(bank: MemoryBank, key: str = "namespace", allow_all: bool =
     choice = st.selectbox("Namespace", options, index=index, key=key)
     st.session_state["namespace_choice"] = choice
     return None if choice == "(all)" else choice
+
+
+THRESHOLD_LABEL_ROOM = 26  # px above a chart's plot area for one threshold label
+
+
+def threshold_line(fig: Any, x: float, label: str, span: tuple[float, float], row: int = 0) -> None:
+    """A dashed red line at a threshold on the x axis, its label above the plot area (in the top
+    margin, which the caller leaves ``THRESHOLD_LABEL_ROOM`` px per label for): inside it, the label
+    covered bars. ``span`` is the x range drawn; the label runs from the line towards its middle,
+    so it is not cut at either edge. ``row`` stacks the labels of several thresholds."""
+    fig.add_vline(x=x, line_dash="dash", line_color="red")
+    lo, hi = span
+    fig.add_annotation(x=x, xref="x", y=1, yref="paper", yanchor="bottom", yshift=4 + 18 * row,
+                       xanchor="left" if x <= (lo + hi) / 2 else "right", text=label, showarrow=False,
+                       font={"color": "red", "size": 12})
 
 
 PASSWORD_ENV = "MEMCTL_DASHBOARD_PASSWORD"

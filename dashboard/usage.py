@@ -14,7 +14,7 @@ import plotly.express as px
 import streamlit as st
 
 from memory_core import metrics as mx
-from dashboard.common import get_bank, namespace_picker, readable_errors
+from dashboard.common import THRESHOLD_LABEL_ROOM, get_bank, namespace_picker, readable_errors, threshold_line
 
 COLORS = {"returned": "#2e7d32", "empty": "#f9a825", "skipped": "#9e9e9e"}
 TIER_COLORS = {"hot": "#d84315", "warm": "#fb8c00", "cold": "#1e88e5"}
@@ -28,8 +28,8 @@ def _ms(x: float | None) -> str:
     return "—" if x is None else f"{x:.0f} ms"
 
 
-def _show(fig, key: str, height: int = 280) -> None:
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10))
+def _show(fig, key: str, height: int = 280, top: int = 10) -> None:
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=top, b=10))
     st.plotly_chart(fig, width="stretch", key=key)
 
 
@@ -155,9 +155,10 @@ with readable_errors():
             st.caption("no hits in this window")
         else:
             fig = px.histogram(pd.DataFrame({"score": dist["scores"]}), x="score", nbins=30)
-            for t, n in dist["thresholds"].items():
-                fig.add_vline(x=t, line_dash="dash", line_color="red", annotation_text=f"threshold {t:g} ({n} hits)")
-            _show(fig, "usage_scores")
+            span = (min(dist["scores"] + list(dist["thresholds"])), max(dist["scores"] + list(dist["thresholds"])))
+            for row, (t, n) in enumerate(dist["thresholds"].items()):
+                threshold_line(fig, t, f"threshold {t:g} ({n} hits)", span, row=row)
+            _show(fig, "usage_scores", top=10 + THRESHOLD_LABEL_ROOM * len(dist["thresholds"]))
             if dist["below_threshold"]:
                 st.caption(f"{dist['below_threshold']} hit(s) below their threshold: partners of "
                            "acknowledged conflicts come back together.")

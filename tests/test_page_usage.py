@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from pathlib import Path
 
@@ -45,6 +46,11 @@ def test_usage_page_shows_the_history_and_filters_change_the_numbers(tmp_path, e
     assert at.date_input(key="usage_dates").value == (date(2026, 3, 2), date(2026, 3, 5))
     assert len(at.get("plotly_chart")) == 6  # daily, frequency, empty share, scores, ranks, tiers
     assert any("bank.feedback" in c.value for c in at.caption)
+    scores = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "usage_scores" in c.proto.id)
+    [label] = scores["layout"]["annotations"]  # the threshold's label, above the bars (in the top margin)
+    assert label["text"].startswith("threshold 0 (") and label["xanchor"] == "left"
+    assert (label["yref"], label["y"], label["yanchor"]) == ("paper", 1, "bottom")
+    assert scores["layout"]["margin"]["t"] >= 30
     most = frame(at, "recalls")
     assert most["recalls"].sum() == 5  # every hit of every recall
     never = frame(at, "age_days")
