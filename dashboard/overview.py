@@ -9,7 +9,7 @@ import plotly.express as px
 import streamlit as st
 
 from memory_core import merge
-from dashboard.common import bank_path, get_bank, readable_errors
+from dashboard.common import get_bank, merge_candidates, readable_errors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -35,15 +35,6 @@ def growth(by_month: dict[str, int]) -> pd.DataFrame:
                        "new memories": [int(by_month.get(m, 0)) for m in months]})
     df["total"] = df["new memories"].cumsum()
     return df
-
-
-@st.cache_data(ttl=300, show_spinner="Looking for merge candidates…")
-def merge_candidates(path: str, change_seq: int) -> dict[str, int]:
-    """Near-duplicate clusters per namespace small enough to search on every visit (see
-    ``merge.LARGE_NAMESPACE``), recomputed only when the bank changed."""
-    del path, change_seq  # the cache key: this bank, as of this change
-    return {ns: n for ns in (name for name, count in bank.namespaces() if 0 < count < merge.LARGE_NAMESPACE)
-            if (n := len(merge.find_clusters(bank.merge_candidates(ns), model=bank.model)))}
 
 
 bank = get_bank()
@@ -90,7 +81,7 @@ with readable_errors():
         st.page_link("dashboard/conflicts.py", label="Review conflicts", icon="⚖️")
 
     st.subheader("Merge candidates")
-    clusters = merge_candidates(bank_path(), bank.stats()["change_seq"])
+    clusters = merge_candidates(bank)
     if clusters:
         st.write(f"**{sum(clusters.values())}** cluster(s) of near-duplicates could be merged: "
                  + ", ".join(f"{ns} {n}" for ns, n in clusters.items()) + ".")
