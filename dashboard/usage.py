@@ -17,6 +17,7 @@ from memory_core import metrics as mx
 from dashboard.common import THRESHOLD_LABEL_ROOM, get_bank, namespace_picker, readable_errors, threshold_line
 
 COLORS = {"returned": "#2e7d32", "empty": "#f9a825", "skipped": "#9e9e9e"}
+DAY_MS = 86_400_000  # a day on a plotly date axis
 TIER_COLORS = {"hot": "#d84315", "warm": "#fb8c00", "cold": "#1e88e5"}
 
 
@@ -31,6 +32,16 @@ def _ms(x: float | None) -> str:
 def _show(fig, key: str, height: int = 280, top: int = 10) -> None:
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=top, b=10))
     st.plotly_chart(fig, width="stretch", key=key)
+
+
+def _day_axis(fig, view: str):
+    """Ticks on whole days (weeks), never on the hours between them (a date axis zooms into hours
+    when it holds a few days); the x axis untitled, the chart's heading says what it is."""
+    fig.update_xaxes(title=None)
+    days = {d for trace in fig.data for d in (trace.x if trace.x is not None else ())}
+    if len(days) <= 10:  # a short span: one tick per day (per week), not plotly's hourly ones
+        fig.update_xaxes(dtick=(7 if view == "weekly" else 1) * DAY_MS)
+    return fig
 
 
 bank = get_bank()
@@ -119,33 +130,44 @@ with readable_errors():
                 + ("" if namespace is None else f" in namespace {namespace}")
                 + f". Recalls were logged from {first} to {last}.")
     else:
-        per_day = mx.daily(df, start, end)
         st.subheader("Retrievals over time")
-        long = per_day[["day", *mx.OUTCOMES]].melt(id_vars="day", var_name="outcome", value_name="turns")
+        view = st.radio("View", mx.VIEWS, horizontal=True, key="usage_view",
+                        help="A quiet day holds a recall or two, so its rates are 0 or 100 %: a "
+                             f"{mx.ROLLING_DAYS}-day window or a week reads as a trend. Days without "
+                             "recalls are left out (no rate), never drawn as 0 %.")
+        counts = mx.retrievals_over_time(df, "weekly") if view == "weekly" else mx.daily(df, start, end)
+        long = counts[["day", *mx.OUTCOMES]].melt(id_vars="day", var_name="outcome", value_name="turns")
         long["outcome"] = long["outcome"].replace({"skipped": "skipped by gate"})
-        _show(px.bar(long, x="day", y="turns", color="outcome", barmode="stack",
-                     color_discrete_map={**COLORS, "skipped by gate": COLORS["skipped"]}), "usage_daily")
+        fig = px.bar(long, x="day", y="turns", color="outcome", barmode="stack",
+                     color_discrete_map={**COLORS, "skipped by gate": COLORS["skipped"]},
+                     labels={"day": "week" if view == "weekly" else "day"})
+        _show(_day_axis(fig, view), "usage_daily")
 
+        rates = mx.retrievals_over_time(df, view)
         a, b = st.columns(2)
         with a:
-            st.markdown("**Retrieval frequency by day**")
-            fig = px.line(per_day, x="day", y="retrieval_frequency", markers=True)
+            st.markdown(f"**Retrieval frequency ({view})**")
+            fig = px.line(rates, x="day", y="retrieval_frequency", markers=True, hover_data=["turns"],
+                          labels={"retrieval_frequency": "retrieval frequency"})
             fig.update_yaxes(tickformat=".0%", range=[0, 1.05])
-            _show(fig, "usage_frequency", 240)
+            _show(_day_axis(fig, view), "usage_frequency", 240)
         with b:
-            st.markdown("**Share of searches with empty results by day**")
-            fig = px.line(per_day, x="day", y="empty_share", markers=True, color_discrete_sequence=[COLORS["empty"]])
+            st.markdown(f"**Share of searches with empty results ({view})**")
+            fig = px.line(rates, x="day", y="empty_share", markers=True, color_discrete_sequence=[COLORS["empty"]],
+                          hover_data=["turns"], labels={"empty_share": "empty results"})
             fig.update_yaxes(tickformat=".0%", range=[0, 1.05])
-            _show(fig, "usage_empty", 240)
+            _show(_day_axis(fig, view), "usage_empty", 240)
 
     if fb is not None:
-        st.subheader("Usage rate by day")
-        per_day = mx.daily_usage(mx.feedback_frame(bank, namespace, since=start, until=end))
-        fig = px.bar(per_day, x="day", y="usage_rate", hover_data=["used", "judged"])
+        view = st.session_state.get("usage_view", mx.VIEWS[0])
+        st.subheader(f"Usage rate ({view})")
+        per_day = mx.usage_over_time(mx.feedback_frame(bank, namespace, since=start, until=end), view)
+        fig = px.line(per_day, x="day", y="usage_rate", markers=True, hover_data=["used", "judged"],
+                      labels={"usage_rate": "usage rate"})
         fig.update_yaxes(tickformat=".0%", range=[0, 1.05])
-        _show(fig, "usage_rate_daily", 240)
-        st.caption("Share of the memories each day's recalls returned that the answer used "
-                   "(from `bank.feedback`; days without feedback are absent).")
+        _show(_day_axis(fig, view), "usage_rate_daily", 240)
+        st.caption("Share of the memories the recalls returned that the answer used (from `bank.feedback`), "
+                   f"{view}; days without feedback are left out.")
 
     a, b = st.columns(2)
     with a:

@@ -122,6 +122,28 @@ def test_daily_counts_per_day_including_quiet_days(history):
     assert len(padded) == 6 and padded["turns"].sum() == 6
 
 
+def test_over_time_windows_and_weeks_leave_out_days_without_turns():
+    """Each rolling point sums its day and the six before (days between with nothing count as
+    zero); weeks start on Monday; a day (week) without turns has no row; the usage rate follows."""
+    counts = pd.DataFrame({"day": [date(2026, 3, 1), date(2026, 3, 2), date(2026, 3, 9), date(2026, 3, 9)],
+                           "turns": [2, 1, 4, 1], "returned": [1, 1, 0, 1]})
+    rolling = mx.over_time(counts, "7-day rolling", by="turns")
+    assert rolling["day"].tolist() == [date(2026, 3, 1), date(2026, 3, 2), date(2026, 3, 9)]
+    assert rolling["turns"].tolist() == [2, 3, 5] and rolling["returned"].tolist() == [1, 2, 1]  # 03-09: 03-03..09
+    weekly = mx.over_time(counts, "weekly", by="turns")
+    assert weekly["day"].tolist() == [date(2026, 2, 23), date(2026, 3, 2), date(2026, 3, 9)]  # Mondays
+    assert weekly["turns"].tolist() == [2, 1, 5]
+    assert mx.over_time(counts, "daily", by="turns")["turns"].tolist() == [2, 1, 5]
+    assert mx.over_time(counts.iloc[:0], "weekly", by="turns").empty
+    with pytest.raises(ValueError, match="view must be one of"):
+        mx.over_time(counts, "monthly", by="turns")
+
+    fb = pd.DataFrame({"day": [date(2026, 3, 2), date(2026, 3, 2), date(2026, 3, 5)], "used": [True, False, True]})
+    usage = mx.usage_over_time(fb, "7-day rolling")
+    assert usage["day"].tolist() == [date(2026, 3, 2), date(2026, 3, 5)]
+    assert usage["usage_rate"].tolist() == pytest.approx([1 / 2, 2 / 3])
+
+
 def test_scores_and_ranks_match_the_recalls(history):
     bank, h = history
     hits = mx.hits_frame(bank)

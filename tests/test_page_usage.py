@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import date
 from pathlib import Path
+
+import numpy as np
+import pytest
 
 from streamlit.testing.v1 import AppTest
 
@@ -125,3 +129,37 @@ def test_usage_page_shows_usage_rate_and_ablation_figures(tmp_path, embedder, mo
     at.date_input(key="usage_dates").set_value((date(2026, 3, 4), date(2026, 3, 5))).run()
     assert not at.exception and tiles(at)["net benefit"] == "—"
     assert any("1 run(s) at other dates" in c.value for c in at.caption)
+
+
+def _line(at, key: str) -> tuple[list[str], list[float]]:
+    """The days and values of a one-line chart of the page."""
+    spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if key in c.proto.id)
+    [trace] = spec["data"]
+    y = trace["y"]
+    if isinstance(y, dict):  # plotly's typed-array encoding
+        y = np.frombuffer(base64.b64decode(y["bdata"]), dtype=np.dtype(y["dtype"])).tolist()
+    return [str(d)[:10] for d in trace["x"]], [float(v) for v in y]
+
+
+def test_rates_over_time_read_as_a_trend_and_skip_days_without_recalls(tmp_path, embedder, monkeypatch):
+    """Six turns: 03-02 one of three returned something, 03-03 two of two, none on 03-04, 03-05 none
+    of one. Daily, the line jumps 33 % → 100 % → 0 %; the page opens on a 7-day rolling view
+    (3 of 5, then 3 of 6 by 03-05), offers weekly and daily, and never draws 03-04 as 0 %."""
+    path = tmp_path / "trend.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        build_history(bank)
+    at = usage_page(path, monkeypatch)
+    assert at.radio(key="usage_view").value == "7-day rolling"
+    assert at.radio(key="usage_view").options == ["7-day rolling", "weekly", "daily"]
+    days, freq = _line(at, "usage_frequency")
+    assert days == ["2026-03-02", "2026-03-03", "2026-03-05"]  # 03-04 had no recall: no point
+    assert freq == pytest.approx([1 / 3, 3 / 5, 3 / 6])
+    assert _line(at, "usage_empty")[1] == pytest.approx([1 / 2, 1 / 4, 1 / 4])
+
+    at.radio(key="usage_view").set_value("weekly").run()
+    assert not at.exception
+    assert _line(at, "usage_frequency") == (["2026-03-02"], [pytest.approx(0.5)])  # the week of Monday 03-02
+
+    at.radio(key="usage_view").set_value("daily").run()
+    days, freq = _line(at, "usage_frequency")
+    assert days == ["2026-03-02", "2026-03-03", "2026-03-05"] and freq == pytest.approx([1 / 3, 1.0, 0.0])
