@@ -132,15 +132,19 @@ with readable_errors():
     else:
         st.subheader("Retrievals over time")
         view = st.radio("View", mx.VIEWS, horizontal=True, key="usage_view",
-                        help="A quiet day holds a recall or two, so its rates are 0 or 100 %: a "
-                             f"{mx.ROLLING_DAYS}-day window or a week reads as a trend. Days without "
-                             "recalls are left out (no rate), never drawn as 0 %.")
+                        index=mx.VIEWS.index(mx.readable_view(everything)),
+                        help="A quiet day holds a recall or two, so its rates are 0 or 100 %: a rolling "
+                             "window or a week reads as a trend. The page opens on the shortest window "
+                             f"that typically holds {mx.READABLE_TURNS} recalls. Days without recalls are "
+                             "left out (no rate), never drawn as 0 %.")
         counts = mx.retrievals_over_time(df, "weekly") if view == "weekly" else mx.daily(df, start, end)
         long = counts[["day", *mx.OUTCOMES]].melt(id_vars="day", var_name="outcome", value_name="turns")
         long["outcome"] = long["outcome"].replace({"skipped": "skipped by gate"})
         fig = px.bar(long, x="day", y="turns", color="outcome", barmode="stack",
                      color_discrete_map={**COLORS, "skipped by gate": COLORS["skipped"]},
                      labels={"day": "week" if view == "weekly" else "day"})
+        if counts["turns"].max() <= 10:
+            fig.update_yaxes(dtick=1)  # whole turns, not 0.5
         _show(_day_axis(fig, view), "usage_daily")
 
         rates = mx.retrievals_over_time(df, view)

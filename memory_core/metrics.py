@@ -23,7 +23,7 @@ __all__ = [
     "score_distribution", "rank_distribution", "most_recalled", "never_recalled", "weekly_dates",
     "tiers_over_time", "feedback_metrics", "span", "wilson_interval", "net_benefit_interval",
     "feedback_frame", "daily_usage", "stored_labels", "precision_at_k", "ablation_rates", "ablation_metrics",
-    "report", "VIEWS", "over_time", "retrievals_over_time", "usage_over_time",
+    "report", "VIEWS", "readable_view", "over_time", "retrievals_over_time", "usage_over_time",
 ]
 
 OUTCOMES: tuple[str, ...] = ("returned", "empty", "skipped")
@@ -152,10 +152,22 @@ def daily(df: pd.DataFrame, start: date | None = None, end: date | None = None) 
     return out[cols]
 
 
-ROLLING_DAYS = 7
 # How a chart of daily rates reads the days: on a quiet bank a day holds one or two recalls, so its
 # rate is 0 or 100 % and a daily line jumps between them; a window's rate reads as a trend.
-VIEWS: tuple[str, ...] = (f"{ROLLING_DAYS}-day rolling", "weekly", "daily")
+ROLLING: dict[str, int] = {"7-day rolling": 7, "30-day rolling": 30}
+VIEWS: tuple[str, ...] = (*ROLLING, "weekly", "daily")
+READABLE_TURNS = 10  # a rate over fewer turns moves 10 % or more with each one
+
+
+def readable_view(df: pd.DataFrame) -> str:
+    """The shortest rolling window of :data:`VIEWS` whose typical point (the median over the days
+    with turns) holds at least ``READABLE_TURNS`` turns of a :func:`usage_frame`; else the longest."""
+    if df.empty:
+        return VIEWS[0]
+    for view in ROLLING:
+        if over_time(daily(df)[["day", "turns"]], view, by="turns")["turns"].median() >= READABLE_TURNS:
+            return view
+    return list(ROLLING)[-1]
 
 
 def over_time(counts: pd.DataFrame, view: str, by: str) -> pd.DataFrame:
@@ -176,7 +188,7 @@ def over_time(counts: pd.DataFrame, view: str, by: str) -> pd.DataFrame:
     elif view != "daily":
         first, last = c.index[0], c.index[-1]
         days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
-        window = c.reindex(days, fill_value=0).rolling(ROLLING_DAYS, min_periods=1).sum().astype(int)
+        window = c.reindex(days, fill_value=0).rolling(ROLLING[view], min_periods=1).sum().astype(int)
         c = window.loc[c.index[c[by] > 0]]
     return c.loc[c[by] > 0].rename_axis("day").reset_index()
 

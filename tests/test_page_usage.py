@@ -143,14 +143,20 @@ def _line(at, key: str) -> tuple[list[str], list[float]]:
 
 def test_rates_over_time_read_as_a_trend_and_skip_days_without_recalls(tmp_path, embedder, monkeypatch):
     """Six turns: 03-02 one of three returned something, 03-03 two of two, none on 03-04, 03-05 none
-    of one. Daily, the line jumps 33 % → 100 % → 0 %; the page opens on a 7-day rolling view
-    (3 of 5, then 3 of 6 by 03-05), offers weekly and daily, and never draws 03-04 as 0 %."""
+    of one. Daily, the line jumps 33 % → 100 % → 0 %; the page opens on a rolling window (the
+    30-day one: so few turns fill no 7-day window with ten), reading 3 of 5, then 3 of 6 by 03-05;
+    it offers a 7-day window, weekly and daily, and never draws 03-04 as 0 %."""
     path = tmp_path / "trend.duckdb"
     with MemoryBank.open(path, embedder=embedder) as bank:
         build_history(bank)
     at = usage_page(path, monkeypatch)
-    assert at.radio(key="usage_view").value == "7-day rolling"
-    assert at.radio(key="usage_view").options == ["7-day rolling", "weekly", "daily"]
+    assert at.radio(key="usage_view").value == "30-day rolling"
+    assert at.radio(key="usage_view").options == ["7-day rolling", "30-day rolling", "weekly", "daily"]
+    days, freq = _line(at, "usage_frequency")
+    assert days == ["2026-03-02", "2026-03-03", "2026-03-05"] and freq == pytest.approx([1 / 3, 3 / 5, 3 / 6])
+
+    at.radio(key="usage_view").set_value("7-day rolling").run()
+    assert not at.exception
     days, freq = _line(at, "usage_frequency")
     assert days == ["2026-03-02", "2026-03-03", "2026-03-05"]  # 03-04 had no recall: no point
     assert freq == pytest.approx([1 / 3, 3 / 5, 3 / 6])
