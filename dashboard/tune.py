@@ -262,7 +262,7 @@ def mark_results(rows: list[dict]) -> None:
         current = ("relevant" if existing and mid in existing.relevant else
                    "not relevant" if existing and mid in existing.irrelevant else "unlabeled")
         key = f"tune_mark_{tag}_{mid}"
-        t, m = st.columns([3, 2])
+        t, m = st.columns([1, 1])  # room for the three marks on one line beside the text
         t.text(f"{'✅' if r['in'] else '⬜'} #{mid} {r['text']}")
         m.radio(f"mark #{mid}", MARKS, index=MARKS.index(current), key=key, horizontal=True,
                 label_visibility="collapsed", on_change=on_mark, args=(mid, key))
