@@ -7,7 +7,7 @@ Memory texts are shown as plain text (dataframe cells), never as markdown.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 
 import pandas as pd
 import plotly.express as px
@@ -38,9 +38,17 @@ def _day_axis(fig, view: str):
     """Ticks on whole days (weeks), never on the hours between them (a date axis zooms into hours
     when it holds a few days); the x axis untitled, the chart's heading says what it is."""
     fig.update_xaxes(title=None)
-    days = {d for trace in fig.data for d in (trace.x if trace.x is not None else ())}
-    if len(days) <= 10:  # a short span: one tick per day (per week), not plotly's hourly ones
-        fig.update_xaxes(dtick=(7 if view == "weekly" else 1) * DAY_MS)
+    days = sorted({pd.Timestamp(d) for trace in fig.data for d in (trace.x if trace.x is not None else ())})
+    if 0 < len(days) <= 10:  # a short span: one tick per day (per week), padded by one on each side
+        step = timedelta(days=7 if view == "weekly" else 1)
+        fig.update_xaxes(dtick=step.days * DAY_MS, range=[days[0] - step, days[-1] + step])
+    return fig
+
+
+def _whole_counts(fig, most: int):
+    """Counts of a few things tick 0, 1, 2 …, not 0.2, 0.4 …"""
+    if most <= 10:
+        fig.update_yaxes(dtick=1)
     return fig
 
 
@@ -143,9 +151,7 @@ with readable_errors():
         fig = px.bar(long, x="day", y="turns", color="outcome", barmode="stack",
                      color_discrete_map={**COLORS, "skipped by gate": COLORS["skipped"]},
                      labels={"day": "week" if view == "weekly" else "day"})
-        if counts["turns"].max() <= 10:
-            fig.update_yaxes(dtick=1)  # whole turns, not 0.5
-        _show(_day_axis(fig, view), "usage_daily")
+        _show(_day_axis(_whole_counts(fig, int(counts["turns"].max())), view), "usage_daily")
 
         rates = mx.retrievals_over_time(df, view)
         a, b = st.columns(2)
@@ -184,6 +190,7 @@ with readable_errors():
             span = (min(dist["scores"] + list(dist["thresholds"])), max(dist["scores"] + list(dist["thresholds"])))
             for row, (t, n) in enumerate(dist["thresholds"].items()):
                 threshold_line(fig, t, f"threshold {t:g} ({n} hits)", span, row=row)
+            _whole_counts(fig, len(dist["scores"]))
             _show(fig, "usage_scores", top=10 + THRESHOLD_LABEL_ROOM * len(dist["thresholds"]))
             if dist["below_threshold"]:
                 st.caption(f"{dist['below_threshold']} hit(s) below their threshold: partners of "
@@ -195,7 +202,8 @@ with readable_errors():
             st.caption("no hits in this window")
         else:
             fig = px.bar(ranks.astype({"rank": str}), x="rank", y="hits")
-            _show(fig, "usage_ranks")
+            fig.update_xaxes(type="category")  # ranks 1, 2, 3 …: a number axis drew 0.6 … 1.4 for one
+            _show(_whole_counts(fig, int(ranks["hits"].max())), "usage_ranks")
 
     a, b = st.columns(2)
     with a:
@@ -219,8 +227,10 @@ with readable_errors():
 
     st.subheader("Memories by tier over time")
     tiers = mx.tiers_over_time(bank, namespace, mx.weekly_dates(start, end))
-    fig = px.area(tiers, x="date", y="memories", color="tier", color_discrete_map=TIER_COLORS,
-                  category_orders={"tier": ["hot", "warm", "cold"]})
-    _show(fig, "usage_tiers")
+    # One point (a window of a week or less) has no area to fill: stacked bars show it.
+    chart = px.area if tiers["date"].nunique() > 1 else px.bar
+    fig = chart(tiers, x="date", y="memories", color="tier", color_discrete_map=TIER_COLORS,
+                category_orders={"tier": ["hot", "warm", "cold"]})
+    _show(_day_axis(fig, "weekly"), "usage_tiers")
     st.caption("Weekly points, each as of the end of that day. Status and last access are today's "
                "(the bank keeps no history of them), so past points are approximate.")

@@ -169,3 +169,26 @@ def test_rates_over_time_read_as_a_trend_and_skip_days_without_recalls(tmp_path,
     at.radio(key="usage_view").set_value("daily").run()
     days, freq = _line(at, "usage_frequency")
     assert days == ["2026-03-02", "2026-03-03", "2026-03-05"] and freq == pytest.approx([1 / 3, 1.0, 0.0])
+
+
+def test_a_single_day_draws_days_and_ranks_not_hours_and_fractions(tmp_path, embedder, monkeypatch):
+    """One day of recalls: the time axes tick whole days around it (a date axis holding one day
+    zooms into hours, ticks like 23:59:59.999), the tiers' one point is drawn (bars: an area
+    of one point is nothing), ranks are 1, 2 (not 0.6 … 1.4) and counts tick 0, 1, 2."""
+    path = tmp_path / "one-day.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        build_history(bank)
+    at = usage_page(path, monkeypatch)
+    at.date_input(key="usage_dates").set_value((date(2026, 3, 3), date(2026, 3, 3))).run()
+    assert not at.exception
+    charts = {c.proto.id: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    spec = {key: next(s for i, s in charts.items() if key in i) for key in
+            ("usage_daily", "usage_frequency", "usage_ranks", "usage_tiers", "usage_scores")}
+    for key in ("usage_daily", "usage_frequency"):
+        axis = spec[key]["layout"]["xaxis"]
+        assert axis["dtick"] == 86_400_000 and [str(d)[:10] for d in axis["range"]] == ["2026-03-02", "2026-03-04"]
+    assert spec["usage_ranks"]["layout"]["xaxis"]["type"] == "category"
+    assert [t["type"] for t in spec["usage_tiers"]["data"]] == ["bar"] * 3
+    assert spec["usage_tiers"]["layout"]["xaxis"]["dtick"] == 7 * 86_400_000
+    for key in ("usage_daily", "usage_ranks", "usage_scores"):
+        assert spec[key]["layout"]["yaxis"]["dtick"] == 1
