@@ -23,7 +23,7 @@ __all__ = [
     "score_distribution", "rank_distribution", "most_recalled", "never_recalled", "weekly_dates",
     "tiers_over_time", "feedback_metrics", "span", "wilson_interval", "net_benefit_interval",
     "feedback_frame", "daily_usage", "stored_labels", "precision_at_k", "ablation_rates", "ablation_metrics",
-    "report", "VIEWS", "readable_view", "over_time", "retrievals_over_time", "usage_over_time",
+    "report", "VIEWS", "READABLE_TURNS", "readable_view", "over_time", "retrievals_over_time", "usage_over_time",
 ]
 
 OUTCOMES: tuple[str, ...] = ("returned", "empty", "skipped")
