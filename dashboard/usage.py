@@ -41,7 +41,8 @@ def _day_axis(fig, view: str):
     days = sorted({pd.Timestamp(d) for trace in fig.data for d in (trace.x if trace.x is not None else ())})
     if 0 < len(days) <= 10:  # a short span: one tick per day (per week), padded by one on each side
         step = timedelta(days=7 if view == "weekly" else 1)
-        fig.update_xaxes(dtick=step.days * DAY_MS, range=[days[0] - step, days[-1] + step])
+        fig.update_xaxes(dtick=step.days * DAY_MS, tick0=days[0], range=[days[0] - step, days[-1] + step])
+        fig.update_traces(width=0.8 * step.days * DAY_MS, selector={"type": "bar"})  # else one bar is a hairline
     return fig
 
 

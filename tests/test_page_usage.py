@@ -189,6 +189,7 @@ def test_a_single_day_draws_days_and_ranks_not_hours_and_fractions(tmp_path, emb
         assert axis["dtick"] == 86_400_000 and [str(d)[:10] for d in axis["range"]] == ["2026-03-02", "2026-03-04"]
     assert spec["usage_ranks"]["layout"]["xaxis"]["type"] == "category"
     assert [t["type"] for t in spec["usage_tiers"]["data"]] == ["bar"] * 3
+    assert {t["width"] for t in spec["usage_tiers"]["data"]} == {0.8 * 7 * 86_400_000}  # not a hairline
     assert spec["usage_tiers"]["layout"]["xaxis"]["dtick"] == 7 * 86_400_000
     for key in ("usage_daily", "usage_ranks", "usage_scores"):
         assert spec[key]["layout"]["yaxis"]["dtick"] == 1
