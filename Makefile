@@ -12,17 +12,30 @@ export TOKENIZERS_PARALLELISM := false
 
 setup: $(VENV)/.installed
 
-# The browser tests drive Debian's chromium (Playwright cannot download its own browsers here);
-# as root it is installed when missing, otherwise the command to run is printed.
+# The browser tests drive Debian's chromium (Playwright cannot download its own browsers here), with
+# the CJK and colour emoji fonts users' browsers have, so that screenshots show memories in Chinese
+# or Japanese and the pages' icons as users see them, not as empty boxes. As root the missing ones
+# are installed; otherwise the command to run is printed (a missing chromium stops here, missing
+# fonts only warn: the tests pass without them, the screenshots do not look right).
+BROWSER_FONTS := fonts-noto-cjk fonts-noto-color-emoji
 browser:
-	@if [ ! -x /usr/bin/chromium ] && [ -z "$$CHROMIUM" ]; then \
+	@missing=""; \
+	if [ ! -x /usr/bin/chromium ] && [ -z "$$CHROMIUM" ]; then missing="chromium"; fi; \
+	if command -v dpkg-query >/dev/null; then \
+		for pkg in $(BROWSER_FONTS); do \
+			dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q "ok installed" || missing="$$missing $$pkg"; \
+		done; \
+	fi; \
+	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then \
-			echo "installing Debian's chromium for the browser tests" >&2; \
+			echo "installing for the browser tests:$$missing" >&2; \
 			DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || \
-			{ echo "apt-get could not install chromium" >&2; exit 1; }; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || \
+			{ echo "apt-get could not install$$missing" >&2; exit 1; }; \
+		elif echo " $$missing " | grep -q " chromium "; then \
+			echo "the browser tests need chromium: sudo apt-get install$$missing (or set CHROMIUM=/path)" >&2; exit 1; \
 		else \
-			echo "the browser tests need chromium: sudo apt-get install chromium (or set CHROMIUM=/path)" >&2; exit 1; \
+			echo "warning: without$$missing, pages show CJK text and emoji as boxes: sudo apt-get install$$missing" >&2; \
 		fi; \
 	fi
 

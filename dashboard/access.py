@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Callable
 
 import pandas as pd
@@ -18,6 +19,11 @@ st.caption("Agents reach the bank through `memctl serve` (REST at /v1, MCP at /m
 
 
 ACTIVE_DAYS = 30  # the window of the table's counts
+
+
+def _when(moment: datetime | None) -> str:
+    """A time of use for the table: "never" rather than the empty cell a missing time would show ("None")."""
+    return "never" if moment is None else f"{moment:%Y-%m-%d %H:%M} UTC"
 
 
 def _access(token: Token) -> str:
@@ -84,7 +90,7 @@ with readable_errors():
     if tokens:
         st.dataframe(pd.DataFrame([{
             "name": t.name, "namespaces": ", ".join(t.namespaces) or "(all)", "access": _access(t),
-            "created": t.created_at, "last used": activity[t.name].last_used,
+            "created": t.created_at, "last used": _when(activity[t.name].last_used),
             f"changes ({ACTIVE_DAYS} d)": activity[t.name].changes,
             f"recalls ({ACTIVE_DAYS} d)": activity[t.name].recalls} for t in tokens]),
             hide_index=True, width="stretch")

@@ -12,11 +12,11 @@ import ipaddress
 import logging
 import math
 import os
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import streamlit as st
 
-from memory_core import LOAD_PROGRESS_MIN, BankLockedError, BankReadOnlyError, MemoryBank, MemoryCoreError
+from memory_core import LOAD_PROGRESS_MIN, BankLockedError, BankReadOnlyError, MemoryBank, MemoryCoreError, merge
 
 DEFAULT_BANK = "data/memory.duckdb"  # the default of every face (memctl, MemoryBank.open, serve)
 # The dashboard's pages in the navigation's order, the first its home: (module in dashboard/, title, icon).
@@ -123,10 +123,20 @@ def model_caption(bank: MemoryBank) -> str:
     return f"Embedding model **{bank.model.split('/')[-1]}**"
 
 
+def _chose_namespace(key: str) -> None:
+    """The user picked a namespace: every page opens on it from now on (see namespace_picker)."""
+    st.session_state["namespace_choice"] = st.session_state[key]
+    st.session_state["namespace_chosen"] = True
+
+
 def namespace_picker(bank: MemoryBank, key: str = "namespace", allow_all: bool = False,
-                     empty: str = "Add one on the Browse page, or import with `memctl import`.") -> str | None:
+                     empty: str = "Add one on the Browse page, or import with `memctl import`.",
+                     prefer: Callable[[list[str]], str | None] | None = None) -> str | None:
     """A sidebar-remembered namespace choice; None means every namespace (when allowed).
 
+    A page opens on the namespace the user last picked on any page; until they pick one, on the
+    one ``prefer`` names among the bank's (the page's own reason, such as where there is
+    something to do), else on the namespace the last page showed, else the first.
     On a bank without memories it shows "This bank has no memories yet" and ``empty`` (what to do
     on this page) and stops the page.
     """
@@ -136,10 +146,42 @@ def namespace_picker(bank: MemoryBank, key: str = "namespace", allow_all: bool =
         st.info(f"This bank has no memories yet{'' if empty[0] in ',:;' else '. '}{empty}")
         st.stop()
     current = st.session_state.get("namespace_choice")
+    if prefer is not None and key not in st.session_state and not st.session_state.get("namespace_chosen"):
+        current = prefer(names) or current  # asked only when the page opens: the choice then stays put
     index = options.index(current) if current in options else 0
-    choice = st.selectbox("Namespace", options, index=index, key=key)
+    choice = st.selectbox("Namespace", options, index=index, key=key, on_change=_chose_namespace, args=(key,))
     st.session_state["namespace_choice"] = choice
     return None if choice == "(all)" else choice
+
+
+@st.cache_data(ttl=300, show_spinner="Looking for merge candidates…")
+def _merge_candidates(path: str, change_seq: int) -> dict[str, int]:
+    del change_seq  # the cache key: this bank, as of this change
+    bank = _open(path)
+    return {ns: n for ns in (name for name, count in bank.namespaces() if 0 < count < merge.LARGE_NAMESPACE)
+            if (n := len(merge.find_clusters(bank.merge_candidates(ns), model=bank.model)))}
+
+
+def merge_candidates(bank: MemoryBank) -> dict[str, int]:
+    """Clusters of near-duplicates (at the model's default threshold) per namespace that has any,
+    among those small enough to search on every visit (see ``merge.LARGE_NAMESPACE``); shared by
+    the Overview and the Merges page, recomputed only when the bank changed."""
+    return _merge_candidates(bank_path(), bank.stats()["change_seq"])
+
+
+THRESHOLD_LABEL_ROOM = 26  # px above a chart's plot area for one threshold label
+
+
+def threshold_line(fig: Any, x: float, label: str, span: tuple[float, float], row: int = 0) -> None:
+    """A dashed red line at a threshold on the x axis, its label above the plot area (in the top
+    margin, which the caller leaves ``THRESHOLD_LABEL_ROOM`` px per label for): inside it, the label
+    covered bars. ``span`` is the x range drawn; the label runs from the line towards its middle,
+    so it is not cut at either edge. ``row`` stacks the labels of several thresholds."""
+    fig.add_vline(x=x, line_dash="dash", line_color="red")
+    lo, hi = span
+    fig.add_annotation(x=x, xref="x", y=1, yref="paper", yanchor="bottom", yshift=4 + 18 * row,
+                       xanchor="left" if x <= (lo + hi) / 2 else "right", text=label, showarrow=False,
+                       font={"color": "red", "size": 12})
 
 
 PASSWORD_ENV = "MEMCTL_DASHBOARD_PASSWORD"

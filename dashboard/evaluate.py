@@ -60,15 +60,15 @@ st.caption("Ablation: each question is answered once with the memories recall re
 with readable_errors():
     with st.expander("Run an ablation", expanded=not bank.ablation_runs(limit=1)):
         st.caption('Cases: JSON lines `{"question": ..., "namespace": ..., "expected": ...}` (namespace and '
-                   "expected answer optional). The answering model is the configured LLM (MEMCTL_LLM_*); the "
-                   "judge is MEMCTL_JUDGE_* when set, else the same endpoint.")
+                   "expected answer optional). The answering model is the configured LLM (`MEMCTL_LLM_*`); the "
+                   "judge is `MEMCTL_JUDGE_*` when set, else the same endpoint.")
         uploaded = st.file_uploader("Cases file (JSONL)", type=["jsonl", "json", "txt"], key="evaluate_file")
         pasted = st.text_area("…or paste cases", key="evaluate_cases", height=120)
         names = [ns for ns, _ in bank.namespaces()]
         a, b, c = st.columns(3)
         default_ns = a.selectbox("Namespace for cases without one", names or ["default"], key="evaluate_namespace")
         judge_model = b.text_input("Judge model (optional)", key="evaluate_judge_model",
-                                   help="Default: MEMCTL_JUDGE_MODEL, else the answering model.")
+                                   help="Default: `MEMCTL_JUDGE_MODEL`, else the answering model.")
         seed = int(c.number_input("Seed (answer order)", min_value=0, value=0, step=1, key="evaluate_seed"))
         if st.button("Run ablation", type="primary", key="evaluate_run_button"):
             if uploaded is not None:

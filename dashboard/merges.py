@@ -9,7 +9,7 @@ import streamlit as st
 
 from memory_core import MemoryCoreError, NotFoundError
 from memory_core import merge as merge_mod
-from dashboard.common import get_bank, namespace_picker, paged, readable_errors
+from dashboard.common import get_bank, merge_candidates, namespace_picker, paged, readable_errors
 
 PAGE_SIZE = 20  # clusters drawn at once (each a text box and a button per member)
 
@@ -32,8 +32,11 @@ def _text_for(cluster, preview) -> tuple[str, str, str]:
 
 
 with readable_errors():
+    # Until the user picks one, the page opens where there is most to merge (what the Overview counts).
     namespace = namespace_picker(bank, empty=", so there is nothing to merge. Add memories on the Browse page "
-                                       "or import them with `memctl import`.")
+                                       "or import them with `memctl import`.",
+                                 prefer=lambda names: max(merge_candidates(bank).items(), key=lambda kv: kv[1],
+                                                          default=(None, 0))[0])
 
     for msg in st.session_state.pop("merges_done", []):
         st.success(msg)

@@ -9,7 +9,7 @@ import plotly.express as px
 import streamlit as st
 
 from memory_core import merge
-from dashboard.common import bank_path, get_bank, readable_errors
+from dashboard.common import get_bank, merge_candidates, readable_errors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -26,13 +26,15 @@ def _bar(title: str, counts: dict, x: str) -> None:
     st.plotly_chart(fig, width="stretch", key=f"chart_{x}")
 
 
-@st.cache_data(ttl=300, show_spinner="Looking for merge candidates…")
-def merge_candidates(path: str, change_seq: int) -> dict[str, int]:
-    """Near-duplicate clusters per namespace small enough to search on every visit (see
-    ``merge.LARGE_NAMESPACE``), recomputed only when the bank changed."""
-    del path, change_seq  # the cache key: this bank, as of this change
-    return {ns: n for ns in (name for name, count in bank.namespaces() if 0 < count < merge.LARGE_NAMESPACE)
-            if (n := len(merge.find_clusters(bank.merge_candidates(ns), model=bank.model)))}
+def growth(by_month: dict[str, int]) -> pd.DataFrame:
+    """New memories per month ("YYYY-MM" → count) as labelled rows ("Mar 2026"), from the first month
+    to the last with the months between at zero, so the bars keep the spacing of time; and the total."""
+    first, last = min(by_month), max(by_month)
+    months = [str(p) for p in pd.period_range(first, last, freq="M")]
+    df = pd.DataFrame({"month": [pd.Period(m, freq="M").strftime("%b %Y") for m in months],
+                       "new memories": [int(by_month.get(m, 0)) for m in months]})
+    df["total"] = df["new memories"].cumsum()
+    return df
 
 
 bank = get_bank()
@@ -63,13 +65,12 @@ with readable_errors():
             _bar("Active memories by tier", stats["by_tier"], "tier")
 
         # Growth: every memory (any status) by the month it was created, counted by the bank.
-        by_month = stats["by_month"]
-        if by_month:
-            months = sorted(by_month)
-            df = pd.DataFrame({"month": months, "new memories": [by_month[k] for k in months]})
-            df["total"] = df["new memories"].cumsum()
+        if stats["by_month"]:
+            df = growth(stats["by_month"])
             st.markdown("**Growth: memories by created month**")
             fig = px.bar(df, x="month", y="new memories", hover_data=["total"], height=280)
+            # Months as categories: a date axis given one or two bars zooms into hours (ticks like 23:59:59.9996).
+            fig.update_xaxes(type="category", title=None)
             fig.update_layout(margin=dict(l=10, r=10, t=10, b=10))
             st.plotly_chart(fig, width="stretch", key="chart_growth")
 
@@ -82,7 +83,7 @@ with readable_errors():
         st.page_link("dashboard/conflicts.py", label="Review conflicts", icon="⚖️")
 
     st.subheader("Merge candidates")
-    clusters = merge_candidates(bank_path(), bank.stats()["change_seq"])
+    clusters = merge_candidates(bank)
     if clusters:
         st.write(f"**{sum(clusters.values())}** cluster(s) of near-duplicates could be merged: "
                  + ", ".join(f"{ns} {n}" for ns, n in clusters.items()) + ".")

@@ -14,7 +14,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from memory_core import ScoringParams, scoring, tuning
-from dashboard.common import ensure_loaded, get_bank, model_caption, namespace_picker, readable_errors
+from dashboard.common import (THRESHOLD_LABEL_ROOM, ensure_loaded, get_bank, model_caption, namespace_picker,
+                              readable_errors, threshold_line)
 
 CANDIDATES = 15  # at least this many candidates are shown, in or out
 # (ScoringParams field, label, min, max, step)
@@ -206,10 +207,11 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
     fig = go.Figure()
     for name, _, _ in PARTS:
         fig.add_bar(name=name, y=labels, x=[float(v) for v in table[name]], orientation="h")
-    fig.add_vline(x=p.threshold, line_dash="dash", line_color="red",
-                  annotation_text=f"threshold {p.threshold:.2f}")
+    top = max([p.threshold, *(float(t) for t in table["total"])]) * 1.05 or 1.0
+    threshold_line(fig, p.threshold, f"threshold {p.threshold:.2f}", (0.0, top))
     fig.update_layout(barmode="stack", height=120 + 28 * len(rows), yaxis={"autorange": "reversed"},
-                      xaxis_title="score", margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend_orientation="h")
+                      xaxis={"title": "score", "range": [0.0, top]}, legend_orientation="h",
+                      margin={"l": 10, "r": 10, "t": 10 + THRESHOLD_LABEL_ROOM, "b": 10})
     st.plotly_chart(fig, key="tune_chart", width="stretch")
     st.dataframe(table, hide_index=True, key="tune_table", column_config={
         c: st.column_config.NumberColumn(c, format="%.3f") for c in ["score", *dict.fromkeys(n for n, _, _ in PARTS),
@@ -260,7 +262,7 @@ def mark_results(rows: list[dict]) -> None:
         current = ("relevant" if existing and mid in existing.relevant else
                    "not relevant" if existing and mid in existing.irrelevant else "unlabeled")
         key = f"tune_mark_{tag}_{mid}"
-        t, m = st.columns([3, 2])
+        t, m = st.columns([1, 1])  # room for the three marks on one line beside the text
         t.text(f"{'✅' if r['in'] else '⬜'} #{mid} {r['text']}")
         m.radio(f"mark #{mid}", MARKS, index=MARKS.index(current), key=key, horizontal=True,
                 label_visibility="collapsed", on_change=on_mark, args=(mid, key))

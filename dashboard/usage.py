@@ -7,16 +7,17 @@ Memory texts are shown as plain text (dataframe cells), never as markdown.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 
 import pandas as pd
 import plotly.express as px
 import streamlit as st
 
 from memory_core import metrics as mx
-from dashboard.common import get_bank, namespace_picker, readable_errors
+from dashboard.common import THRESHOLD_LABEL_ROOM, get_bank, namespace_picker, readable_errors, threshold_line
 
 COLORS = {"returned": "#2e7d32", "empty": "#f9a825", "skipped": "#9e9e9e"}
+DAY_MS = 86_400_000  # a day on a plotly date axis
 TIER_COLORS = {"hot": "#d84315", "warm": "#fb8c00", "cold": "#1e88e5"}
 
 
@@ -28,9 +29,28 @@ def _ms(x: float | None) -> str:
     return "—" if x is None else f"{x:.0f} ms"
 
 
-def _show(fig, key: str, height: int = 280) -> None:
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10))
+def _show(fig, key: str, height: int = 280, top: int = 10) -> None:
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=top, b=10))
     st.plotly_chart(fig, width="stretch", key=key)
+
+
+def _day_axis(fig, view: str):
+    """Ticks on whole days (weeks), never on the hours between them (a date axis zooms into hours
+    when it holds a few days); the x axis untitled, the chart's heading says what it is."""
+    fig.update_xaxes(title=None)
+    days = sorted({pd.Timestamp(d) for trace in fig.data for d in (trace.x if trace.x is not None else ())})
+    if 0 < len(days) <= 10:  # a short span: one tick per day (per week), padded by one on each side
+        step = timedelta(days=7 if view == "weekly" else 1)
+        fig.update_xaxes(dtick=step.days * DAY_MS, tick0=days[0], range=[days[0] - step, days[-1] + step])
+        fig.update_traces(width=0.8 * step.days * DAY_MS, selector={"type": "bar"})  # else one bar is a hairline
+    return fig
+
+
+def _whole_counts(fig, most: int):
+    """Counts of a few things tick 0, 1, 2 …, not 0.2, 0.4 …"""
+    if most <= 10:
+        fig.update_yaxes(dtick=1)
+    return fig
 
 
 bank = get_bank()
@@ -119,33 +139,46 @@ with readable_errors():
                 + ("" if namespace is None else f" in namespace {namespace}")
                 + f". Recalls were logged from {first} to {last}.")
     else:
-        per_day = mx.daily(df, start, end)
         st.subheader("Retrievals over time")
-        long = per_day[["day", *mx.OUTCOMES]].melt(id_vars="day", var_name="outcome", value_name="turns")
+        view = st.radio("View", mx.VIEWS, horizontal=True, key="usage_view",
+                        index=mx.VIEWS.index(mx.readable_view(everything)),
+                        help="A quiet day holds a recall or two, so its rates are 0 or 100 %: a rolling "
+                             "window or a week reads as a trend. The page opens on the shortest window "
+                             f"that typically holds {mx.READABLE_TURNS} recalls. Days without recalls are "
+                             "left out (no rate), never drawn as 0 %.")
+        counts = mx.retrievals_over_time(df, "weekly") if view == "weekly" else mx.daily(df, start, end)
+        long = counts[["day", *mx.OUTCOMES]].melt(id_vars="day", var_name="outcome", value_name="turns")
         long["outcome"] = long["outcome"].replace({"skipped": "skipped by gate"})
-        _show(px.bar(long, x="day", y="turns", color="outcome", barmode="stack",
-                     color_discrete_map={**COLORS, "skipped by gate": COLORS["skipped"]}), "usage_daily")
+        fig = px.bar(long, x="day", y="turns", color="outcome", barmode="stack",
+                     color_discrete_map={**COLORS, "skipped by gate": COLORS["skipped"]},
+                     labels={"day": "week" if view == "weekly" else "day"})
+        _show(_day_axis(_whole_counts(fig, int(counts["turns"].max())), view), "usage_daily")
 
+        rates = mx.retrievals_over_time(df, view)
         a, b = st.columns(2)
         with a:
-            st.markdown("**Retrieval frequency by day**")
-            fig = px.line(per_day, x="day", y="retrieval_frequency", markers=True)
+            st.markdown(f"**Retrieval frequency ({view})**")
+            fig = px.line(rates, x="day", y="retrieval_frequency", markers=True, hover_data=["turns"],
+                          labels={"retrieval_frequency": "retrieval frequency"})
             fig.update_yaxes(tickformat=".0%", range=[0, 1.05])
-            _show(fig, "usage_frequency", 240)
+            _show(_day_axis(fig, view), "usage_frequency", 240)
         with b:
-            st.markdown("**Share of searches with empty results by day**")
-            fig = px.line(per_day, x="day", y="empty_share", markers=True, color_discrete_sequence=[COLORS["empty"]])
+            st.markdown(f"**Share of searches with empty results ({view})**")
+            fig = px.line(rates, x="day", y="empty_share", markers=True, color_discrete_sequence=[COLORS["empty"]],
+                          hover_data=["turns"], labels={"empty_share": "empty results"})
             fig.update_yaxes(tickformat=".0%", range=[0, 1.05])
-            _show(fig, "usage_empty", 240)
+            _show(_day_axis(fig, view), "usage_empty", 240)
 
     if fb is not None:
-        st.subheader("Usage rate by day")
-        per_day = mx.daily_usage(mx.feedback_frame(bank, namespace, since=start, until=end))
-        fig = px.bar(per_day, x="day", y="usage_rate", hover_data=["used", "judged"])
+        view = st.session_state.get("usage_view", mx.VIEWS[0])
+        st.subheader(f"Usage rate ({view})")
+        per_day = mx.usage_over_time(mx.feedback_frame(bank, namespace, since=start, until=end), view)
+        fig = px.line(per_day, x="day", y="usage_rate", markers=True, hover_data=["used", "judged"],
+                      labels={"usage_rate": "usage rate"})
         fig.update_yaxes(tickformat=".0%", range=[0, 1.05])
-        _show(fig, "usage_rate_daily", 240)
-        st.caption("Share of the memories each day's recalls returned that the answer used "
-                   "(from `bank.feedback`; days without feedback are absent).")
+        _show(_day_axis(fig, view), "usage_rate_daily", 240)
+        st.caption("Share of the memories the recalls returned that the answer used (from `bank.feedback`), "
+                   f"{view}; days without feedback are left out.")
 
     a, b = st.columns(2)
     with a:
@@ -155,9 +188,11 @@ with readable_errors():
             st.caption("no hits in this window")
         else:
             fig = px.histogram(pd.DataFrame({"score": dist["scores"]}), x="score", nbins=30)
-            for t, n in dist["thresholds"].items():
-                fig.add_vline(x=t, line_dash="dash", line_color="red", annotation_text=f"threshold {t:g} ({n} hits)")
-            _show(fig, "usage_scores")
+            span = (min(dist["scores"] + list(dist["thresholds"])), max(dist["scores"] + list(dist["thresholds"])))
+            for row, (t, n) in enumerate(dist["thresholds"].items()):
+                threshold_line(fig, t, f"threshold {t:g} ({n} hits)", span, row=row)
+            _whole_counts(fig, len(dist["scores"]))
+            _show(fig, "usage_scores", top=10 + THRESHOLD_LABEL_ROOM * len(dist["thresholds"]))
             if dist["below_threshold"]:
                 st.caption(f"{dist['below_threshold']} hit(s) below their threshold: partners of "
                            "acknowledged conflicts come back together.")
@@ -168,7 +203,8 @@ with readable_errors():
             st.caption("no hits in this window")
         else:
             fig = px.bar(ranks.astype({"rank": str}), x="rank", y="hits")
-            _show(fig, "usage_ranks")
+            fig.update_xaxes(type="category")  # ranks 1, 2, 3 …: a number axis drew 0.6 … 1.4 for one
+            _show(_whole_counts(fig, int(ranks["hits"].max())), "usage_ranks")
 
     a, b = st.columns(2)
     with a:
@@ -192,8 +228,10 @@ with readable_errors():
 
     st.subheader("Memories by tier over time")
     tiers = mx.tiers_over_time(bank, namespace, mx.weekly_dates(start, end))
-    fig = px.area(tiers, x="date", y="memories", color="tier", color_discrete_map=TIER_COLORS,
-                  category_orders={"tier": ["hot", "warm", "cold"]})
-    _show(fig, "usage_tiers")
+    # One point (a window of a week or less) has no area to fill: stacked bars show it.
+    chart = px.area if tiers["date"].nunique() > 1 else px.bar
+    fig = chart(tiers, x="date", y="memories", color="tier", color_discrete_map=TIER_COLORS,
+                category_orders={"tier": ["hot", "warm", "cold"]})
+    _show(_day_axis(fig, "weekly"), "usage_tiers")
     st.caption("Weekly points, each as of the end of that day. Status and last access are today's "
                "(the bank keeps no history of them), so past points are approximate.")

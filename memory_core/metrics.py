@@ -23,7 +23,7 @@ __all__ = [
     "score_distribution", "rank_distribution", "most_recalled", "never_recalled", "weekly_dates",
     "tiers_over_time", "feedback_metrics", "span", "wilson_interval", "net_benefit_interval",
     "feedback_frame", "daily_usage", "stored_labels", "precision_at_k", "ablation_rates", "ablation_metrics",
-    "report",
+    "report", "VIEWS", "READABLE_TURNS", "readable_view", "over_time", "retrievals_over_time", "usage_over_time",
 ]
 
 OUTCOMES: tuple[str, ...] = ("returned", "empty", "skipped")
@@ -150,6 +150,70 @@ def daily(df: pd.DataFrame, start: date | None = None, end: date | None = None) 
     out["retrieval_frequency"] = (out["returned"] / out["turns"]).where(out["turns"] > 0)
     out["empty_share"] = (out["empty"] / searched).where(searched > 0)
     return out[cols]
+
+
+# How a chart of daily rates reads the days: on a quiet bank a day holds one or two recalls, so its
+# rate is 0 or 100 % and a daily line jumps between them; a window's rate reads as a trend.
+ROLLING: dict[str, int] = {"7-day rolling": 7, "30-day rolling": 30}
+VIEWS: tuple[str, ...] = (*ROLLING, "weekly", "daily")
+READABLE_TURNS = 10  # a rate over fewer turns moves 10 % or more with each one
+
+
+def readable_view(df: pd.DataFrame) -> str:
+    """The shortest rolling window of :data:`VIEWS` whose typical point (the median over the days
+    with turns) holds at least ``READABLE_TURNS`` turns of a :func:`usage_frame`; else the longest."""
+    if df.empty:
+        return VIEWS[0]
+    for view in ROLLING:
+        if over_time(daily(df)[["day", "turns"]], view, by="turns")["turns"].median() >= READABLE_TURNS:
+            return view
+    return list(ROLLING)[-1]
+
+
+def over_time(counts: pd.DataFrame, view: str, by: str) -> pd.DataFrame:
+    """Counts per day (a ``day`` column and count columns; days may be missing) grouped for a chart.
+
+    ``view`` is one of :data:`VIEWS`: ``daily`` as they are; ``weekly`` summed per week (``day``
+    is its Monday); ``N-day rolling`` each day's counts summed with the N - 1 days before it. Only
+    days (weeks) whose own ``by`` count is positive are kept: a day without recalls has no rate
+    (drawn as nothing, not as 0 %).
+    """
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}")
+    if counts.empty:
+        return counts.copy()
+    c = counts.groupby("day").sum(numeric_only=True).sort_index()
+    if view == "weekly":
+        c = c.groupby([d - timedelta(days=d.weekday()) for d in c.index]).sum()
+    elif view != "daily":
+        first, last = c.index[0], c.index[-1]
+        days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+        window = c.reindex(days, fill_value=0).rolling(ROLLING[view], min_periods=1).sum().astype(int)
+        c = window.loc[c.index[c[by] > 0]]
+    return c.loc[c[by] > 0].rename_axis("day").reset_index()
+
+
+def retrievals_over_time(df: pd.DataFrame, view: str) -> pd.DataFrame:
+    """:func:`daily` grouped by :func:`over_time`: turns by outcome, retrieval_frequency and empty_share
+    per day (week, window) that had turns; empty_share is NaN where nothing was searched."""
+    cols = ["day", *OUTCOMES, "turns", "retrieval_frequency", "empty_share"]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    out = over_time(daily(df)[["day", *OUTCOMES, "turns"]], view, by="turns")
+    searched = out["returned"] + out["empty"]
+    out["retrieval_frequency"] = out["returned"] / out["turns"]
+    out["empty_share"] = (out["empty"] / searched).where(searched > 0)
+    return out[cols]
+
+
+def usage_over_time(fb: pd.DataFrame, view: str) -> pd.DataFrame:
+    """:func:`daily_usage` grouped by :func:`over_time`. Columns: day, judged, used, usage_rate."""
+    per_day = daily_usage(fb)
+    if per_day.empty:
+        return per_day
+    out = over_time(per_day[["day", "judged", "used"]], view, by="judged")
+    out["usage_rate"] = out["used"] / out["judged"]
+    return out
 
 
 def hits_frame(bank: MemoryBank, namespace: str | None = None, since: Any = None,

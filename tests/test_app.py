@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import json
+from datetime import datetime
 from pathlib import Path
+
+import numpy as np
+import pytest
 
 from streamlit.testing.v1 import AppTest
 
@@ -93,3 +99,31 @@ def test_overview_leaves_large_namespaces_to_the_merges_page(tmp_path, embedder,
     assert loaded == ["bob"]
     assert any("**1** cluster(s) of near-duplicates could be merged: bob 1." in m.value for m in at.markdown)
     assert any("support (7 memories)" in c.value and "Merges page" in c.value for c in at.caption)
+
+
+def _growth(at: AppTest) -> dict:
+    """The growth chart's figure, as the page sends it to the browser."""
+    [chart] = [c for c in at.get("plotly_chart") if "chart_growth" in c.proto.id]
+    return json.loads(chart.proto.spec)
+
+
+@pytest.mark.parametrize("months", [["2026-03"], ["2026-01", "2026-03"]])
+def test_growth_by_month_reads_as_months_for_a_young_bank(tmp_path, embedder, monkeypatch, months):
+    """One or two months of memories: the axis names the months (a date axis zoomed into hours
+    between two bars, ticks like 23:59:59.9996), and a month without new memories is a zero bar."""
+    path = tmp_path / "young.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        bank.add_many([{"text": f"Note {i} on the project", "namespace": "alice",
+                        "created_at": datetime.fromisoformat(f"{month}-1{i}T12:00:00+00:00")}
+                       for month in months for i in range(2)])
+    monkeypatch.setenv("MEMCTL_BANK", str(path))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    fig = _growth(at)
+    [bars] = fig["data"]
+    assert fig["layout"]["xaxis"]["type"] == "category"
+    expected = ["Mar 2026"] if len(months) == 1 else ["Jan 2026", "Feb 2026", "Mar 2026"]
+    assert list(bars["x"]) == expected
+    counts = bars["y"] if isinstance(bars["y"], list) else np.frombuffer(
+        base64.b64decode(bars["y"]["bdata"]), dtype=np.dtype(bars["y"]["dtype"])).tolist()
+    assert counts == ([2] if len(months) == 1 else [2, 0, 2])

@@ -2,7 +2,8 @@
 
 Runs the real `streamlit run app.py` on a small temp bank and drives Debian's chromium
 (/usr/bin/chromium, or $CHROMIUM) with Playwright's sync API. Screenshots go to test-artifacts/.
-`.ci/run` installs chromium when it is missing; a developer without it gets a clear failure.
+`make browser` (run by `make test`) installs chromium and the CJK and emoji fonts when missing; a
+developer without chromium gets a clear failure.
 """
 
 from __future__ import annotations

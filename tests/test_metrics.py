@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 
 import pandas as pd
 import pytest
@@ -120,6 +120,44 @@ def test_daily_counts_per_day_including_quiet_days(history):
     assert d["retrieval_frequency"].isna().tolist() == [False, False, True, False]
     padded = mx.daily(mx.usage_frame(bank), start=date(2026, 3, 1), end=date(2026, 3, 6))
     assert len(padded) == 6 and padded["turns"].sum() == 6
+
+
+def test_over_time_windows_and_weeks_leave_out_days_without_turns():
+    """Each rolling point sums its day and the six before (days between with nothing count as
+    zero); weeks start on Monday; a day (week) without turns has no row; the usage rate follows."""
+    counts = pd.DataFrame({"day": [date(2026, 3, 1), date(2026, 3, 2), date(2026, 3, 9), date(2026, 3, 9)],
+                           "turns": [2, 1, 4, 1], "returned": [1, 1, 0, 1]})
+    rolling = mx.over_time(counts, "7-day rolling", by="turns")
+    assert rolling["day"].tolist() == [date(2026, 3, 1), date(2026, 3, 2), date(2026, 3, 9)]
+    assert rolling["turns"].tolist() == [2, 3, 5] and rolling["returned"].tolist() == [1, 2, 1]  # 03-09: 03-03..09
+    weekly = mx.over_time(counts, "weekly", by="turns")
+    assert weekly["day"].tolist() == [date(2026, 2, 23), date(2026, 3, 2), date(2026, 3, 9)]  # Mondays
+    assert weekly["turns"].tolist() == [2, 1, 5]
+    assert mx.over_time(counts, "daily", by="turns")["turns"].tolist() == [2, 1, 5]
+    assert mx.over_time(counts.iloc[:0], "weekly", by="turns").empty
+    with pytest.raises(ValueError, match="view must be one of"):
+        mx.over_time(counts, "monthly", by="turns")
+
+    thirty = mx.over_time(counts, "30-day rolling", by="turns")
+    assert thirty["turns"].tolist() == [2, 3, 8]
+
+    fb = pd.DataFrame({"day": [date(2026, 3, 2), date(2026, 3, 2), date(2026, 3, 5)], "used": [True, False, True]})
+    usage = mx.usage_over_time(fb, "7-day rolling")
+    assert usage["day"].tolist() == [date(2026, 3, 2), date(2026, 3, 5)]
+    assert usage["usage_rate"].tolist() == pytest.approx([1 / 2, 2 / 3])
+
+
+def test_the_readable_view_is_the_shortest_window_that_holds_enough_turns():
+    """Ten turns a week fill a 7-day window; one every few days needs thirty; none: the first view."""
+    def turns(every: int, n: int) -> pd.DataFrame:
+        days = [date(2026, 1, 1) + timedelta(days=every * i) for i in range(n)]
+        return pd.DataFrame({"day": days, "outcome": ["returned"] * n})
+
+    busy = pd.concat([turns(1, 60), turns(1, 60)])  # two a day
+    assert mx.readable_view(busy) == "7-day rolling"
+    assert mx.readable_view(turns(3, 40)) == "30-day rolling"  # ten per 30 days
+    assert mx.readable_view(turns(9, 10)) == "30-day rolling"  # too quiet for any: the longest window
+    assert mx.readable_view(turns(1, 1).iloc[:0]) == "7-day rolling"
 
 
 def test_scores_and_ranks_match_the_recalls(history):

@@ -118,7 +118,8 @@ def test_the_page_shows_which_tokens_agents_still_use(tmp_path, embedder, monkey
     table = at.dataframe[0].value.set_index("name")
     assert (table.loc["busy-agent", "changes (30 d)"], table.loc["busy-agent", "recalls (30 d)"]) == (1, 2)
     assert (table.loc["idle-agent", "changes (30 d)"], table.loc["idle-agent", "recalls (30 d)"]) == (0, 0)
-    assert table["last used"].notna().tolist() == [True, False]
+    used, idle = table.loc["busy-agent", "last used"], table.loc["idle-agent", "last used"]
+    assert used.endswith(" UTC") and used[:4].isdigit() and idle == "never"  # not "None" for a token never used
     at.selectbox(key="revoke-name").set_value("busy-agent").run()
     assert any("Last used" in c.value for c in at.caption)
     at.selectbox(key="revoke-name").set_value("idle-agent").run()

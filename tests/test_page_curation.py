@@ -194,6 +194,31 @@ def test_merge_all_and_markup_shown_literally(tmp_path, embedder, monkeypatch):
     assert any("No merge candidates" in i.value for i in at.info)
 
 
+def test_merges_opens_where_there_is_something_to_merge_until_the_user_picks(tmp_path, embedder, monkeypatch):
+    """alice (the largest, listed first) has nothing to merge, bob has a cluster: the page opens on
+    bob, as the Overview counts; a namespace the user picked, here or on another page, is kept."""
+    path = tmp_path / "merge-where.duckdb"
+    _dupes_bank(path, embedder)
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        bank.add_many([{"text": text, "namespace": "alice"} for text in (
+            "Drinks tea every morning", "Moved to Berlin in August", "Has a cat called Miso", "Plays the cello")])
+        assert [ns for ns, _ in bank.namespaces()] == ["alice", "bob"]
+    at = _app(path, monkeypatch, "dashboard/merges.py")
+    assert at.selectbox(key="namespace").value == "bob"
+    assert "Candidate clusters in bob (1)" in [s.value for s in at.subheader]
+
+    at.selectbox(key="namespace").select("alice").run()  # the user's choice ...
+    at.switch_page("dashboard/overview.py").run()
+    at.switch_page("dashboard/merges.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="namespace").value == "alice"  # ... is where the page opens again
+
+    at = _app(path, monkeypatch, "dashboard/browse.py")  # a new session picks alice on another page
+    at.selectbox(key="browse_namespace").select("alice").run()
+    at.switch_page("dashboard/merges.py").run()
+    assert at.selectbox(key="namespace").value == "alice"
+
+
 def test_merges_threshold_slider_changes_the_candidates(tmp_path, embedder, monkeypatch):
     path = tmp_path / "merge-slider.duckdb"
     with MemoryBank.open(path, embedder=embedder) as bank:

@@ -5,9 +5,11 @@ text, and say clearly when no LLM is configured."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
 from llm_server import ablation_responder
@@ -100,3 +102,21 @@ def test_without_an_llm_the_page_says_what_to_configure(eval_bank):
     at.text_area(key="evaluate_cases").input('{"question": ""}').run()
     at.button(key="evaluate_run_button").click().run()
     assert any("line 1" in e.value for e in at.error)  # bad cases are refused with their line number
+
+
+def _as_shown(markdown: str) -> str:
+    """The text a reader sees once markdown is rendered (CommonMark, as Streamlit renders it)."""
+    return re.sub(r"<[^>]+>", "", MarkdownIt().render(markdown))
+
+
+def test_the_settings_named_on_the_page_survive_markdown(eval_bank):
+    """`MEMCTL_LLM_*` and `MEMCTL_JUDGE_*` read as typed: markdown would take the underscores and
+    asterisks for emphasis and show "MEMCTL_LLM_); the judge is MEMCTL_JUDGE_" in italics."""
+    at = open_page()
+    texts = [c.value for c in at.caption] + [m.value for m in at.markdown] + [i.value for i in at.info]
+    named = [t for t in texts if "MEMCTL_" in t]
+    assert any("MEMCTL_LLM_*" in t for t in named) and any("MEMCTL_JUDGE_*" in t for t in named), named
+    for text in named:
+        shown = _as_shown(text)
+        for setting in re.findall(r"MEMCTL_[A-Z_]*\*?", text):
+            assert setting in shown, f"{setting!r} is lost in {shown!r}"

@@ -106,6 +106,16 @@ def test_page_renders_with_the_active_preset(tune_bank):
     assert chart(at)["layout"]["shapes"][0]["x0"] == pytest.approx(ScoringParams().threshold)  # the threshold line
 
 
+def test_the_threshold_label_sits_above_the_bars(tune_bank):
+    """The label is drawn in the margin above the plot area: inside it, it covered the top bars."""
+    layout = chart(open_tune())["layout"]
+    [label] = [a for a in layout["annotations"] if "threshold" in a["text"]]
+    assert label["text"] == f"threshold {ScoringParams().threshold:.2f}"
+    assert label["x"] == pytest.approx(ScoringParams().threshold) and label["xref"] == "x"
+    assert (label["yref"], label["y"], label["yanchor"]) == ("paper", 1, "bottom")  # above the plot area
+    assert layout["margin"]["t"] >= 30  # with room for it
+
+
 def test_a_logged_query_can_be_picked(tune_bank):
     at = open_tune(query=None)
     at.selectbox(key="tune_logged").select("vegetarian dinner ideas").run()

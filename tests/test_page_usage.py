@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from datetime import date
 from pathlib import Path
+
+import numpy as np
+import pytest
 
 from streamlit.testing.v1 import AppTest
 
@@ -45,6 +50,11 @@ def test_usage_page_shows_the_history_and_filters_change_the_numbers(tmp_path, e
     assert at.date_input(key="usage_dates").value == (date(2026, 3, 2), date(2026, 3, 5))
     assert len(at.get("plotly_chart")) == 6  # daily, frequency, empty share, scores, ranks, tiers
     assert any("bank.feedback" in c.value for c in at.caption)
+    scores = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "usage_scores" in c.proto.id)
+    [label] = scores["layout"]["annotations"]  # the threshold's label, above the bars (in the top margin)
+    assert label["text"].startswith("threshold 0 (") and label["xanchor"] == "left"
+    assert (label["yref"], label["y"], label["yanchor"]) == ("paper", 1, "bottom")
+    assert scores["layout"]["margin"]["t"] >= 30
     most = frame(at, "recalls")
     assert most["recalls"].sum() == 5  # every hit of every recall
     never = frame(at, "age_days")
@@ -119,3 +129,67 @@ def test_usage_page_shows_usage_rate_and_ablation_figures(tmp_path, embedder, mo
     at.date_input(key="usage_dates").set_value((date(2026, 3, 4), date(2026, 3, 5))).run()
     assert not at.exception and tiles(at)["net benefit"] == "—"
     assert any("1 run(s) at other dates" in c.value for c in at.caption)
+
+
+def _line(at, key: str) -> tuple[list[str], list[float]]:
+    """The days and values of a one-line chart of the page."""
+    spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if key in c.proto.id)
+    [trace] = spec["data"]
+    y = trace["y"]
+    if isinstance(y, dict):  # plotly's typed-array encoding
+        y = np.frombuffer(base64.b64decode(y["bdata"]), dtype=np.dtype(y["dtype"])).tolist()
+    return [str(d)[:10] for d in trace["x"]], [float(v) for v in y]
+
+
+def test_rates_over_time_read_as_a_trend_and_skip_days_without_recalls(tmp_path, embedder, monkeypatch):
+    """Six turns: 03-02 one of three returned something, 03-03 two of two, none on 03-04, 03-05 none
+    of one. Daily, the line jumps 33 % → 100 % → 0 %; the page opens on a rolling window (the
+    30-day one: so few turns fill no 7-day window with ten), reading 3 of 5, then 3 of 6 by 03-05;
+    it offers a 7-day window, weekly and daily, and never draws 03-04 as 0 %."""
+    path = tmp_path / "trend.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        build_history(bank)
+    at = usage_page(path, monkeypatch)
+    assert at.radio(key="usage_view").value == "30-day rolling"
+    assert at.radio(key="usage_view").options == ["7-day rolling", "30-day rolling", "weekly", "daily"]
+    days, freq = _line(at, "usage_frequency")
+    assert days == ["2026-03-02", "2026-03-03", "2026-03-05"] and freq == pytest.approx([1 / 3, 3 / 5, 3 / 6])
+
+    at.radio(key="usage_view").set_value("7-day rolling").run()
+    assert not at.exception
+    days, freq = _line(at, "usage_frequency")
+    assert days == ["2026-03-02", "2026-03-03", "2026-03-05"]  # 03-04 had no recall: no point
+    assert freq == pytest.approx([1 / 3, 3 / 5, 3 / 6])
+    assert _line(at, "usage_empty")[1] == pytest.approx([1 / 2, 1 / 4, 1 / 4])
+
+    at.radio(key="usage_view").set_value("weekly").run()
+    assert not at.exception
+    assert _line(at, "usage_frequency") == (["2026-03-02"], [pytest.approx(0.5)])  # the week of Monday 03-02
+
+    at.radio(key="usage_view").set_value("daily").run()
+    days, freq = _line(at, "usage_frequency")
+    assert days == ["2026-03-02", "2026-03-03", "2026-03-05"] and freq == pytest.approx([1 / 3, 1.0, 0.0])
+
+
+def test_a_single_day_draws_days_and_ranks_not_hours_and_fractions(tmp_path, embedder, monkeypatch):
+    """One day of recalls: the time axes tick whole days around it (a date axis holding one day
+    zooms into hours, ticks like 23:59:59.999), the tiers' one point is drawn (bars: an area
+    of one point is nothing), ranks are 1, 2 (not 0.6 … 1.4) and counts tick 0, 1, 2."""
+    path = tmp_path / "one-day.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        build_history(bank)
+    at = usage_page(path, monkeypatch)
+    at.date_input(key="usage_dates").set_value((date(2026, 3, 3), date(2026, 3, 3))).run()
+    assert not at.exception
+    charts = {c.proto.id: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    spec = {key: next(s for i, s in charts.items() if key in i) for key in
+            ("usage_daily", "usage_frequency", "usage_ranks", "usage_tiers", "usage_scores")}
+    for key in ("usage_daily", "usage_frequency"):
+        axis = spec[key]["layout"]["xaxis"]
+        assert axis["dtick"] == 86_400_000 and [str(d)[:10] for d in axis["range"]] == ["2026-03-02", "2026-03-04"]
+    assert spec["usage_ranks"]["layout"]["xaxis"]["type"] == "category"
+    assert [t["type"] for t in spec["usage_tiers"]["data"]] == ["bar"] * 3
+    assert {t["width"] for t in spec["usage_tiers"]["data"]} == {0.8 * 7 * 86_400_000}  # not a hairline
+    assert spec["usage_tiers"]["layout"]["xaxis"]["dtick"] == 7 * 86_400_000
+    for key in ("usage_daily", "usage_ranks", "usage_scores"):
+        assert spec[key]["layout"]["yaxis"]["dtick"] == 1
