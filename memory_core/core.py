@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import rows as rowmod
-from .embed import DEFAULT_MODEL, Embedder, check_model, get_embedder
+from .embed import DEFAULT_MODEL, Embedder, canonical_model_name, check_model, get_embedder
 from .errors import BankReadOnlyError, ModelMismatchError, NotFoundError, StateError, ValidationError
 from .index import NamespaceIndex
 from .index_cache import IndexCache, Progress
@@ -75,23 +75,42 @@ class Core:
             raise ValidationError("actor must be a non-empty string")
         if isinstance(lock_timeout, bool) or not isinstance(lock_timeout, (int, float)) or not lock_timeout >= 0:
             raise ValidationError("lock_timeout must be a number of seconds >= 0")
-        wanted = check_model(model) if model is not None else None
+        wanted = canonical_model_name(model) if model is not None else None
+        unavailable: ValidationError | None = None
+        if wanted is not None:
+            try:
+                check_model(wanted)
+            except ValidationError as exc:  # said once we know whether the bank is another model's
+                unavailable = exc
+        if unavailable is not None and not _exists(path):
+            raise unavailable  # before a file is made for a bank that could not be used
         store = open_store(path, lock_timeout=lock_timeout, read_only=read_only)
         if embedder is not None:
             wanted = wanted or embedder.name
             if embedder.name != wanted:
                 raise ValidationError(f"embedder {embedder.name!r} does not match model {wanted!r}")
         with store.connect() as con:
+            if unavailable is not None:
+                try:
+                    tables.meta(con)  # a bank already there: another model's bank says so below
+                except Exception:
+                    store.close()
+                    raise unavailable from None
             if not read_only:
                 store.initialize(con, wanted or DEFAULT_MODEL)
             meta = tables.meta(con)
         bank_model = meta["embedding_model"]
         if wanted is not None and wanted != bank_model:
+            if unavailable is not None:
+                raise ModelMismatchError(f"the bank {store.location} holds vectors of {bank_model!r}; open it without "
+                                         f"a model to use them ({unavailable})")
             raise ModelMismatchError(
                 f"the bank {store.location} holds vectors of {bank_model!r}, not {wanted!r}. Open it without a "
                 f"model to use {bank_model!r}, or convert it with: memctl --bank {store.location} reembed "
                 f"--model {wanted}"
             )
+        if unavailable is not None:
+            raise unavailable
         core = cls(store, bank_model, int(meta["embedding_dim"]) if meta.get("embedding_dim") else None, actor,
                    embedder)
         core.synced_seq = int(meta["change_seq"])
@@ -439,3 +458,8 @@ class Core:
                 row_info = idx.info[idx.row_of[mid]]
                 if row_info is not None:
                     idx.set_info(mid, row_info[:5] + (last_at,) + row_info[6:])
+
+
+def _exists(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names a bank file already there (a database URL is taken as there)."""
+    return "://" in str(path) or os.path.exists(path)

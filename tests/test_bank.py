@@ -75,14 +75,19 @@ def test_irrelevant_query_returns_nothing(bank, alice):
 
 
 def test_k_and_threshold_bound_the_result(bank, alice):
-    everything = bank.recall("food city sport", namespace="alice", now=NOW, k=100, threshold=0.0, record=False)
+    # Threshold 0 and no relevance floor: every memory, however unrelated (the default's floor would
+    # keep those with no relevance of their own out).
+    everything = bank.recall("food city sport", namespace="alice", now=NOW, params=ScoringParams(min_relevance=0),
+                             k=100, threshold=0.0, record=False)
     assert len(everything) == 7
     assert [h.score for h in everything] == sorted((h.score for h in everything), reverse=True)
     assert [h.rank for h in everything] == list(range(1, 8))
-    top2 = bank.recall("food city sport", namespace="alice", now=NOW, k=2, threshold=0.0, record=False)
+    top2 = bank.recall("food city sport", namespace="alice", now=NOW, params=ScoringParams(min_relevance=0), k=2,
+                       threshold=0.0, record=False)
     assert [h.memory.id for h in top2] == [h.memory.id for h in everything[:2]]
     cut = everything[3].score
-    above = bank.recall("food city sport", namespace="alice", now=NOW, k=100, threshold=cut, record=False)
+    above = bank.recall("food city sport", namespace="alice", now=NOW, params=ScoringParams(min_relevance=0), k=100,
+                        threshold=cut, record=False)
     assert all(h.score >= cut for h in above) and len(above) == 4
 
 
@@ -330,7 +335,8 @@ def test_supplied_embedding_skips_the_model(bank, embedder):
     vec = embedder.encode_one("Plays the cello")
     mid = bank.add("Plays the cello", namespace="m", embedding=vec.tolist())
     hit = bank.recall("Plays the cello", namespace="m", record=False, threshold=0)[0]
-    assert hit.memory.id == mid and hit.components["similarity"] == pytest.approx(1.0, abs=1e-5)
+    as_question = embedder.encode_one("Plays the cello", kind="query")  # the recall's own vector
+    assert hit.memory.id == mid and hit.components["similarity"] == pytest.approx(float(vec @ as_question), abs=1e-5)
     assert np.isclose(np.linalg.norm(vec), 1.0)
 
 
