@@ -11,6 +11,7 @@ thread-safe and serialises what must be.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -380,13 +381,19 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         return {"status": "ok", "version": VERSION, "model": svc.bank.model, "auth": svc.auth, "worker": svc.worker}
 
     @app.post("/v1/memories", status_code=201, tags=["memories"])
-    @acting
-    def add_memory(body: NewMemory, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+    async def add_memory(body: NewMemory, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """Store one memory (checked for contradictions with stored ones unless ``detect_conflicts`` is
         false); returns it as stored."""
         row = body.model_dump()
         row["namespace"] = who.namespace(body.namespace, write=True)
-        return json_response(svc.add(row, who).to_dict(), 201)
+        if svc.writes is None:
+            memory = await anyio.to_thread.run_sync(svc.add, row, who)
+        else:
+            # Awaited on the event loop: a pool thread that only waited for the writer cost a
+            # thread switch each way. Shielded: a disconnected client's add is still stored and
+            # answered (to no one), never taken back half-way.
+            memory = await asyncio.shield(asyncio.wrap_future(svc.writes.submit(row, who.actor)))
+        return json_response(memory.to_dict(), 201)
 
     @app.post("/v1/memories/batch", status_code=201, tags=["memories"])
     @acting
