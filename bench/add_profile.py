@@ -68,25 +68,31 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def profile(bank: str | None, adds: int, clients: int, raw: Path | None = None, env: dict | None = None) -> dict:
-    """Run the adds under py-spy; the categories' shares and CPU ms per add."""
+def profile(bank: str | None, adds: int, clients: int, raw: Path | None = None, env: dict | None = None,
+            code: Path | None = None) -> dict:
+    """Run the adds under py-spy; the categories' shares and CPU ms per add. ``code``: a folder
+    whose ``memory_core`` the server runs (default: this checkout's)."""
     import httpx
 
+    import memctl_server  # tests/ helper: a real `memctl serve` process
     from memory_core import MemoryBank
-    from memctl_server import Served  # tests/ helper: a real `memctl serve` process
 
     folder = Path(tempfile.mkdtemp(prefix="add-profile-"))
     location = bank or str(folder / "bank.duckdb")
     try:
         with MemoryBank.open(location) as b:
             _, secret = b.tokens.create("profile", ["bench"])
-        old = dict(os.environ)
+        old, command = dict(os.environ), memctl_server.MEMCTL
         os.environ.update(env or {})
+        if code is not None:  # `-m` would put the server's working folder (this checkout) first on sys.path
+            memctl_server.MEMCTL = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(code)!r}); "
+                                    "from memory_core.cli import main; main()"]
         try:
-            server = Served(location)
+            server = memctl_server.Served(location)
         finally:
             os.environ.clear()
             os.environ.update(old)
+            memctl_server.MEMCTL = command
         headers = {"Authorization": f"Bearer {secret}"}
         try:
             with httpx.Client(base_url=server.url, headers=headers, timeout=60) as c:
@@ -162,13 +168,40 @@ def main() -> None:
     parser.add_argument("--bank", default=None, help="a postgresql:// URL of an empty database (default: a new file)")
     parser.add_argument("--raw", type=Path, default=None, help="keep py-spy's collapsed stacks here")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--before", type=Path, default=None,
+                        help="a folder holding an older memory_core (git archive COMMIT memory_core | tar -x -C DIR): "
+                             "profile its server and this checkout's in turns, --rounds times each")
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "tests"))
-    r = profile(args.bank, args.adds, args.clients, args.raw)
-    print(table(r))
-    print(f"{r['adds_per_s']:.1f} adds/s, p50 {r['p50_ms']:.1f} ms, load {r['load_average_1min']:.1f}")
+    if args.before is None:
+        r = profile(args.bank, args.adds, args.clients, args.raw)
+        print(table(r))
+        print(f"{r['adds_per_s']:.1f} adds/s, p50 {r['p50_ms']:.1f} ms, load {r['load_average_1min']:.1f}")
+        if args.json:
+            args.json.write_text(json.dumps(r, indent=2))
+        return
+    runs: dict[str, list[dict]] = {"before": [], "after": []}
+    for _ in range(args.rounds):
+        for name, path in (("before", args.before), ("after", ROOT)):
+            runs[name].append(profile(args.bank, args.adds, args.clients, code=path))
+            r = runs[name][-1]
+            print(f"{name}: {r['adds_per_s']:.1f} adds/s, p50 {r['p50_ms']:.1f} ms, server CPU "
+                  f"{r['server_cpu_ms_per_add']:.2f} ms/add, load {r['load_average_1min']:.1f}", flush=True)
+    merged = {name: _merge(rs) for name, rs in runs.items()}
+    print(table(merged["before"], merged["after"]))
     if args.json:
-        args.json.write_text(json.dumps(r, indent=2))
+        args.json.write_text(json.dumps(runs, indent=2))
+
+
+def _merge(runs: list[dict]) -> dict:
+    """Several profiles as one: their adds and CPU summed, samples' shares weighted by CPU."""
+    adds = sum(r["adds"] for r in runs)
+    cpu = sum(r["server_cpu_ms_per_add"] * r["adds"] for r in runs)
+    names = {k for r in runs for k in r["cpu_ms_per_add"]}
+    per = {k: sum(r["cpu_ms_per_add"].get(k, 0) * r["adds"] for r in runs) / adds for k in names}
+    return {"server_cpu_ms_per_add": cpu / adds, "cpu_ms_per_add": dict(sorted(per.items(), key=lambda kv: -kv[1])),
+            "share": {k: v / (cpu / adds) for k, v in per.items()}}
 
 
 if __name__ == "__main__":
