@@ -147,6 +147,14 @@ def test_embedder_routes_small_encodes_through_its_gatherer(embedder):
     assert embedder._gatherer.texts == before + 3
     np.testing.assert_allclose(vecs, embedder._encode(texts), atol=2e-5)
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1, atol=1e-5)
+    # A question and a memory are embedded with their own prefix, never in one another's call.
+    with ThreadPoolExecutor(6) as pool:
+        asked = [pool.submit(embedder.encode, [t], kind=kind) for t in texts for kind in ("query", "memory")]
+        got = [f.result() for f in asked]
+    for (text, kind), vec in zip([(t, k) for t in texts for k in ("query", "memory")], got):
+        np.testing.assert_allclose(vec, embedder._encode([text], kind=kind), atol=2e-5)
+    with pytest.raises(ValueError):
+        embedder.encode(texts, kind="question")
 
 
 def test_threads_adding_to_one_bank_share_model_calls(bank, embedder):
