@@ -266,8 +266,11 @@ def run(quick: bool, smallest: bool = False) -> dict:
         served["recall_http"], in_process = _recall_side_by_side(bank_path, token, sizes)
         library = _library_adds(folder, sizes["library"])
         mem0 = _mem0_adds(folder, sizes["library"])
+    from bench import serve_gather
+
     result = {"machine": machine(), "sizes": sizes, **served, "recall_in_process": in_process,
-              "library_adds_per_s": library, "mem0_adds_per_s": mem0, "model": model_ceiling()}
+              "library_adds_per_s": library, "mem0_adds_per_s": mem0, "model": model_ceiling(),
+              "gather": serve_gather.run(quick, smallest)}
     result["recall_http_overhead_ms"] = served["recall_http"]["p50_ms"] - in_process["p50_ms"]
     result["targets"] = {
         "sequential_adds_per_s >= 60": served["sequential_adds_per_s"] >= 60,
@@ -278,6 +281,8 @@ def run(quick: bool, smallest: bool = False) -> dict:
         "dashboard pages p95 <= 2 s under the 8 clients": (served["dashboard_under_load"]["pages"]["p95_ms"] <= 2000
                                                             and not served["dashboard_under_load"]["pages"]["problems"]),
         "library sequential add >= 60/s": library >= 60,
+        "8 clients >= 0.6 x the bare batch-encode rate (DuckDB and PostgreSQL, same run)": all(
+            result["gather"][store]["gather on"]["ratio_to_batch_rate"] >= 0.6 for store in ("duckdb", "postgresql")),
     }
     return result
 
@@ -596,5 +601,16 @@ of the bank) in rounds that take turns: over HTTP p50 {r['recall_http']['p50_ms'
 (p95 {r['recall_http']['p95_ms']:.1f}), in process p50 {r['recall_in_process']['p50_ms']:.1f} ms
 (p95 {r['recall_in_process']['p95_ms']:.1f}): HTTP adds {r['recall_http_overhead_ms']:.1f} ms at p50.
 
+{_gather_section(r)}
 {met}
 {plot}{NOTES}"""
+
+
+def _gather_section(r: dict) -> str:
+    """Issue 33's figures: 8 clients against the model's batch rate, the gatherer on and off."""
+    if not r.get("gather"):
+        return ""
+    from bench import serve_gather
+
+    return ("\nConcurrent adds against the model's own batch rate (`bench/serve_gather.py`, same run: two servers, the "
+            "embedding gatherer on and off, in blocks that take turns):\n\n" + serve_gather.markdown(r["gather"]))

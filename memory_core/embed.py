@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .embed_gather import MAX_BATCH as GATHER_MAX, EmbedGatherer
 from .embed_onnx import onnx_encoder
 from .errors import ValidationError
 
@@ -194,6 +195,10 @@ class Embedder:
         else:
             self._load_sentence_transformer()
         self._lock = threading.Lock()
+        # Concurrent small encodes (adds, queries) share model calls, texts of one kind (and
+        # rawness) per call; MEMCTL_EMBED_GATHER=0 turns it off (benchmarks compare both in one run).
+        self.gather = os.environ.get("MEMCTL_EMBED_GATHER", "1") != "0"
+        self._gatherer = EmbedGatherer(lambda texts, key: self._encode(texts, kind=key[0], raw=key[1]), GATHER_MAX)
         self._recent: dict[tuple[str, str], np.ndarray] = {}  # read and written under _recent_lock
         self._recent_lock = threading.Lock()
 
@@ -298,8 +303,18 @@ class Embedder:
 
         ``kind`` is "memory" (what is stored or compared with memories) or "query" (a recall
         question); ``progress`` is called with the number of texts done after each batch. A model
-        with directions to drop (e5: :func:`embed_e5.directions`) loses them unless ``raw``.
+        with directions to drop (e5: :func:`embed_e5.directions`) loses them unless ``raw``. A few
+        texts (an add, a query) share a model call with other threads' few of the same kind
+        (see embed_gather).
         """
+        self._prefix(kind)  # a bad kind fails here, in its caller, not in a gathered call
+        if self.gather and progress is None and 0 < len(texts) <= GATHER_MAX:
+            return self._gatherer.encode(texts, (kind, raw))
+        return self._encode(texts, batch_size, progress, kind, raw)
+
+    def _encode(self, texts: Sequence[str], batch_size: int = 64, progress: Callable[[int], None] | None = None,
+                kind: str = "memory", raw: bool = False) -> np.ndarray:
+        """:meth:`encode` in calls of this thread's texts alone."""
         prefix = self._prefix(kind)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         # Sorting by length keeps padding (wasted work) low inside each batch.

@@ -140,3 +140,15 @@ def test_server_cpu_counts_every_add_and_the_server_threads(tmp_path: Path):
     busiest = list(r["busiest_threads_ms_per_add"].values())
     assert busiest == sorted(busiest, reverse=True) and busiest[0] > 0
     assert r["server_cpu_ms_per_add"] >= sum(busiest) - 0.01 and r["clients_cpu_ms_per_add"] > 0
+
+
+def test_serve_reports_eight_clients_against_the_batch_rate_with_the_gatherer_on_and_off(smallest_run: Path):
+    g = load(smallest_run, "serve")["gather"]
+    for store in ("duckdb", "postgresql"):
+        s = g[store]
+        assert s["batch_encode_per_s"] > 0 and len(s["loads"]) == len(s["blocks"]) >= 2
+        for name in ("gather on", "gather off"):
+            v = s[name]
+            assert v["ratio_to_batch_rate"] == pytest.approx(v["eight_adds_per_s"] / s["batch_encode_per_s"])
+            assert v["one_p50_ms"] <= v["one_p99_ms"] and v["one_adds"] > 0
+            assert v["errors"] == v["lost"] == v["doubled"] == 0

@@ -11,6 +11,7 @@ thread-safe and serialises what must be.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -400,14 +401,20 @@ def _health_route(app: FastAPI) -> None:
 def _memory_routes(app: FastAPI) -> None:
     """Adding, reading, changing, forgetting and restoring memories, and their history."""
     @app.post("/v1/memories", status_code=201, tags=["memories"])
-    @acting
-    def add_memory(body: NewMemory, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+    async def add_memory(body: NewMemory, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
         """Store one memory (checked for contradictions with stored ones unless ``detect_conflicts`` is
         false); returns it as stored. The same text as an active memory of the namespace returns that
         memory, reinforced, unless ``dedupe`` is false."""
         row = body.model_dump()
         row["namespace"] = who.namespace(body.namespace, write=True)
-        return json_response(svc.add(row, who).to_dict(), 201)
+        if svc.writes is None:
+            memory = await anyio.to_thread.run_sync(svc.add, row, who)
+        else:
+            # Awaited on the event loop: a pool thread that only waited for the writer cost a
+            # thread switch each way. Shielded: a disconnected client's add is still stored and
+            # answered (to no one), never taken back half-way.
+            memory = await asyncio.shield(asyncio.wrap_future(svc.writes.submit(row, who.actor)))
+        return json_response(memory.to_dict(), 201)
 
     @app.post("/v1/memories/batch", status_code=201, tags=["memories"])
     @acting

@@ -49,11 +49,15 @@ class WriteQueue:
     def add(self, row: dict[str, Any], actor: str | None = None) -> "Memory":
         """Store one row (as ``MemoryBank.add`` takes it) as made by ``actor`` (default: the
         bank's), and return the stored memory, or raise its error."""
+        return self.submit(row, actor).result()
+
+    def submit(self, row: dict[str, Any], actor: str | None = None) -> "Future[Memory]":
+        """Queue one row as :meth:`add` does; its future (an async route awaits it without a thread)."""
         if self.closed:
             raise RuntimeError("the server is shutting down")
         done: Future = Future()
         self.pending.put((row, actor, done))
-        return done.result()
+        return done
 
     def close(self) -> None:
         """Write what is queued, then stop the thread."""
