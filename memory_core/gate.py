@@ -27,8 +27,8 @@ from typing import Any, Final
 
 from .errors import LLMError, ValidationError
 from .prompts import GATE_JUDGE_PROMPT
-from .rules.gate_patterns import RULES, _NO_MEMORY
-from .text import fold_chinese, normalise
+from .rules.gate_patterns import ABOUT_USER, RULES, _NO_MEMORY
+from .text import detect_language, fold_chinese, normalise
 
 
 __all__ = ["RULES", "Gate", "GateDecision", "explain_rules", "should_recall"]
@@ -172,6 +172,8 @@ def _compile_rules(
 
 
 _POSITIVE_RULES, _NO_MEMORY_RULES = _compile_rules(RULES)
+# Per language: a Swedish "i" (in) is not an English "I".
+_ABOUT_USER_RULES = {lang: _compile_rules({lang: rows})[0] for lang, rows in ABOUT_USER.items()}
 
 _QUOTE_LIMIT: Final = 60
 
@@ -249,6 +251,8 @@ class Gate:
         decision = _first_hit(_POSITIVE_RULES, text, folded)
         if decision is None:
             decision = _first_hit(_NO_MEMORY_RULES, text, folded)
+        if decision is None:  # a question about the user, in the language it is asked in
+            decision = _first_hit(_ABOUT_USER_RULES.get(detect_language(text), ()), text, folded)
         if decision is not None:
             return decision
         if self._judge is None:
@@ -311,7 +315,7 @@ def explain_rules() -> list[dict]:
             "example": rule.example,
             "recall": rule.recall,
         }
-        for rule in (*_POSITIVE_RULES, *_NO_MEMORY_RULES)
+        for rule in (*_POSITIVE_RULES, *_NO_MEMORY_RULES, *(r for rs in _ABOUT_USER_RULES.values() for r in rs))
     ]
 
 

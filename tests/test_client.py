@@ -223,12 +223,12 @@ def test_memory_bank_open_with_a_url_returns_a_remote_bank(served):
     with MemoryBank.open(served.url, token=served.tokens["alice"]) as b:
         assert isinstance(b, RemoteBank) and RemoteBank is RemoteBankFromModule
         assert b.url == served.url and b.health()["status"] == "ok"
-        assert b.model == "sentence-transformers/all-MiniLM-L6-v2"
+        assert b.model == "multilingual-e5-small"
         mid = b.add("Alice takes the 7:40 train")  # no namespace: the token's only one
         assert b.get(mid).namespace == "alice"
     with pytest.raises(StateError):
         b.get(mid)  # closed
-    with MemoryBank.open(served.url + "/", model="all-MiniLM-L6-v2") as anonymous:
+    with MemoryBank.open(served.url + "/", model="multilingual-e5-small") as anonymous:
         assert isinstance(anonymous, RemoteBank) and anonymous.url == served.url
     with pytest.raises(ModelMismatchError):
         MemoryBank.open(served.url, token=served.tokens["alice"], model="some/other-model")

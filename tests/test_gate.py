@@ -695,3 +695,20 @@ def test_trivia_lookbehind_respects_word_boundaries() -> None:
     """'paris the last time' ends in '...is the ', but it is no 'is the last time' trivia question."""
     assert should_recall("paris the last time").recall is True
     assert should_recall("this is the last time").recall is False
+
+
+@pytest.mark.parametrize("question", [
+    "Do I eat meat?", "What kind of diet do I follow?", "Should you add milk or sugar to my cup?",
+    "Äter jag kött?", "Vilken sorts kost håller jag mig till?", "Vilka allergier har jag?",
+    "我吃肉吗？", "我对什么过敏？", "给我的咖啡要放奶放糖吗？",
+])
+def test_a_question_about_the_user_recalls_in_each_language(question):
+    assert should_recall(question).recall, should_recall(question)
+
+
+@pytest.mark.parametrize("question", [
+    "Can you explain to me how tides work?", "Vilka regler gäller för rockad i schack?",
+    "Hur kan flygplan hålla sig uppe i luften?", "请解释一下相对论。", "我怎么煮米饭？", "What is the capital of Australia?",
+])
+def test_general_questions_stay_general_with_a_first_person_word_or_a_swedish_i(question):
+    assert not should_recall(question).recall
