@@ -89,9 +89,9 @@ def build(store: MemoryBankStore, replies: list[str]) -> Any:
 CONVERSATION = [  # (user, message, the fake model's reply)
     ("alice", "Remember that I am vegetarian and never eat fish.", "Noted: no meat or fish for you."),
     ("alice", "Remember that I am training for the Oslo marathon in June.", "Good luck with the training!"),
-    ("alice", "Which fish should I cook for dinner?", "None: you never eat fish. How about a lentil curry?"),
+    ("alice", "Do I eat fish? Thinking of dinner.", "None: you never eat fish. How about a lentil curry?"),
     ("alice", "Which race am I training for?", "The Oslo marathon in June."),
-    ("bob", "Which fish should I cook for dinner?", "Salmon with lemon is quick and good."),
+    ("bob", "Do I eat fish? Thinking of dinner.", "Salmon with lemon is quick and good."),
     ("alice", "What is the capital of Australia?", "Canberra."),
 ]
 

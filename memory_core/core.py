@@ -102,8 +102,10 @@ class Core:
         bank_model = meta["embedding_model"]
         if wanted is not None and wanted != bank_model:
             if unavailable is not None:
-                raise ModelMismatchError(f"the bank {store.location} holds vectors of {bank_model!r}; open it without "
-                                         f"a model to use them ({unavailable})")
+                raise ModelMismatchError(
+                    f"the bank {store.location} holds vectors of {bank_model!r}; open it without a model to use them, "
+                    f"or convert it to a model this machine has with: memctl --bank {store.location} reembed --model "
+                    f"MODEL ({unavailable})")
             raise ModelMismatchError(
                 f"the bank {store.location} holds vectors of {bank_model!r}, not {wanted!r}. Open it without a "
                 f"model to use {bank_model!r}, or convert it with: memctl --bank {store.location} reembed "

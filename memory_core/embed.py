@@ -112,7 +112,7 @@ MODEL_DEFAULTS: dict[str, ModelDefaults] = {
     # duplicates (python -m bench.cross_language --sweep), the scale by quantile matching against
     # MiniLM on the demo set's pairs. It reads the three languages in one space: a pair in two
     # needs no shared word. Figures: BENCHMARKS.md, "A multilingual default".
-    E5_MODEL: ModelDefaults(merge_threshold=0.50, related_threshold=0.33, across_languages=True,
+    E5_MODEL: ModelDefaults(merge_threshold=0.80, related_threshold=0.50, across_languages=True,
                             recall={},
                             scale=((-1.0, -1.0), (0.05, -0.006), (0.138, 0.077), (0.212, 0.129), (0.3, 0.168),
                                    (0.41, 0.203), (0.5, 0.248), (0.6, 0.333), (0.7, 0.453), (0.85, 0.692),

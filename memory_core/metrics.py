@@ -153,10 +153,10 @@ def daily(df: pd.DataFrame, start: date | None = None, end: date | None = None) 
 
 
 # How a chart of daily rates reads the days: on a quiet bank a day holds one or two recalls, so its
-# rate is 0 or 100 % and a daily line jumps between them; a window's rate reads as a trend.
+# rate is all or nothing and a daily line jumps between them; a window's rate reads as a trend.
 ROLLING: dict[str, int] = {"7-day rolling": 7, "30-day rolling": 30}
 VIEWS: tuple[str, ...] = (*ROLLING, "weekly", "daily")
-READABLE_TURNS = 10  # a rate over fewer turns moves 10 % or more with each one
+READABLE_TURNS = 10  # a rate over fewer turns moves a tenth or more with each one
 
 
 def readable_view(df: pd.DataFrame) -> str:
@@ -176,7 +176,7 @@ def over_time(counts: pd.DataFrame, view: str, by: str) -> pd.DataFrame:
     ``view`` is one of :data:`VIEWS`: ``daily`` as they are; ``weekly`` summed per week (``day``
     is its Monday); ``N-day rolling`` each day's counts summed with the N - 1 days before it. Only
     days (weeks) whose own ``by`` count is positive are kept: a day without recalls has no rate
-    (drawn as nothing, not as 0 %).
+    (drawn as nothing, not as zero).
     """
     if view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}")

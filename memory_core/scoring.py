@@ -100,9 +100,10 @@ class ScoringParams:
     # before it. It only lifts (the best relevance in a namespace stays what it was, so the
     # threshold keeps its meaning). See BENCHMARKS.md, "LoCoMo".
     neighbour_weight: float = 0.3
-    # The relevance of its own (dense and lexical, before any lift) a memory needs to be returned
-    # at all, or lifted by its neighbours or the query's dates: recency, importance and usage
-    # cannot carry a memory that has nothing to do with the question. 0 turns the rule off.
+    # The relevance of its own (dense and lexical, before any lift) a memory needs before its
+    # neighbours or the query's dates may lift it: a neighbour lends relevance only to a memory that
+    # has some. With the threshold above what recency, importance and usage alone can reach
+    # (prior_bound), a memory with nothing to do with the question is never returned. 0: no rule.
     min_relevance: float = 0.05
     # The share of the gap up to full relevance a memory takes when it was created in a period the
     # query names ("What did Audrey sign up for in May 2023?"; scoring.date_match). Queries that
@@ -314,7 +315,6 @@ def blend(
         touched_days < HOT_DAYS, p.tier_hot, np.where(touched_days <= COLD_DAYS, p.tier_warm, p.tier_cold)
     )
     score = tier * (p.alpha * relevance + p.beta * recency + p.gamma * imp + p.delta * frequency) / p.weight_sum
-    score = np.where(eligible, score, 0.0)  # never returned: top_k keeps only scores above 0
     components = {
         "similarity": sim,
         "lexical": lex,
@@ -330,7 +330,8 @@ def blend(
 
 
 def relevant(params: ScoringParams, relevance: np.ndarray) -> np.ndarray:
-    """Which memories have enough relevance of their own (:func:`relevance_of`) to be returned."""
+    """Which memories have enough relevance of their own (:func:`relevance_of`) to be lifted by
+    their neighbours or the query's dates."""
     return np.asarray(relevance) >= params.min_relevance
 
 

@@ -86,7 +86,7 @@ def test_overview_leaves_large_namespaces_to_the_merges_page(tmp_path, embedder,
         bank.add_many([{"text": "Plans to move to Berlin in March 2026", "namespace": "bob"},
                        {"text": "Planning to move to Berlin in March 2026", "namespace": "bob"}]
                       + [{"text": f"Ticket {i} was closed", "namespace": "support"} for i in range(6)]
-                      + [{"text": "Ticket 0 was closed", "namespace": "support"}])
+                      + [{"text": "Ticket 0 was closed", "namespace": "support"}], dedupe=False)
     monkeypatch.setattr(merge, "LARGE_NAMESPACE", 5)  # support's 7 memories count as large here
     from memory_core.queries import Queries  # where a namespace's vectors are read (and its index loaded)
 
@@ -115,7 +115,7 @@ def test_growth_by_month_reads_as_months_for_a_young_bank(tmp_path, embedder, mo
     with MemoryBank.open(path, embedder=embedder) as bank:
         bank.add_many([{"text": f"Note {i} on the project", "namespace": "alice",
                         "created_at": datetime.fromisoformat(f"{month}-1{i}T12:00:00+00:00")}
-                       for month in months for i in range(2)])
+                       for month in months for i in range(2)], dedupe=False)
     monkeypatch.setenv("MEMCTL_BANK", str(path))
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception

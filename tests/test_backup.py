@@ -24,6 +24,14 @@ import pytest
 from bench.checks import recall_matches_brute_force, store_invariants
 from memory_core import CorruptBankError, MemoryBank, StateError, ValidationError
 
+
+@pytest.fixture(scope="session")
+def embedder():
+    """all-MiniLM-L6-v2 rather than the default model: the recalls these tests make were written for it."""
+    from memory_core.embed import MINILM_MODEL, get_embedder
+
+    return get_embedder(MINILM_MODEL)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -15,6 +15,14 @@ import pytest
 from memory_core import MemoryBank, NotFoundError, StateError, ValidationError, format_for_prompt
 from memory_core.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
+
+@pytest.fixture(scope="session")
+def embedder():
+    """all-MiniLM-L6-v2 rather than the default model: the merge and conflict bars these tests exercise were measured with it."""
+    from memory_core.embed import MINILM_MODEL, get_embedder
+
+    return get_embedder(MINILM_MODEL)
+
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
 QUERIES = ["what do I drink in the morning", "where do I live", "tea", "coffee", "Berlin"]
 

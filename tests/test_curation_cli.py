@@ -17,6 +17,14 @@ from click.testing import CliRunner, Result
 
 from memory_core.cli import cli
 
+
+@pytest.fixture(scope="session")
+def embedder():
+    """all-MiniLM-L6-v2 rather than the default model: the merge plans these tests read were measured with it."""
+    from memory_core.embed import MINILM_MODEL, get_embedder
+
+    return get_embedder(MINILM_MODEL)
+
 NOW = "2026-11-30T12:00:00Z"
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memory_core.cache_dir import cache_root
-from memory_core.embed import DEFAULT_MODEL, _model_location
+from memory_core.embed import MINILM_MODEL, _model_location
 
 TEXTS = [
     "I prefer tea over coffee in the morning.",
@@ -24,10 +24,18 @@ TEXTS = [
 PROBE = """
 import json, os
 from memory_core.embed import get_embedder
-e = get_embedder()
+
+e = get_embedder("all-MiniLM-L6-v2")
 print(json.dumps({"runtime": e.runtime, "first": float(e.encode(["a short check"])[0][0])}))
 """
 
+
+@pytest.fixture(scope="session")
+def embedder():
+    """all-MiniLM-L6-v2 rather than the default model: the model these tests export to ONNX (the e5 runtime is test_e5.py's)."""
+    from memory_core.embed import MINILM_MODEL, get_embedder
+
+    return get_embedder(MINILM_MODEL)
 
 def _probe(cache: Path, **env: str) -> dict:
     """What a fresh process with this cache folder embeds with."""
@@ -44,7 +52,7 @@ def test_the_bundled_model_runs_on_onnx_with_torchs_vectors(embedder):
     from sentence_transformers import SentenceTransformer
 
     assert embedder.runtime == "onnx"
-    torch_model = SentenceTransformer(_model_location(DEFAULT_MODEL), device="cpu")
+    torch_model = SentenceTransformer(_model_location(MINILM_MODEL), device="cpu")
     expected = torch_model.encode(TEXTS, normalize_embeddings=True, convert_to_numpy=True)
     together = embedder.encode(TEXTS)
     one_by_one = np.vstack([embedder.encode([t]) for t in TEXTS])
@@ -54,8 +62,10 @@ def test_the_bundled_model_runs_on_onnx_with_torchs_vectors(embedder):
 
 
 def test_the_export_is_kept_and_reused_by_the_next_process(embedder):
-    exported = list((cache_root() / "models").glob("*.onnx"))
-    assert len(exported) == 1, "one export of the bundled model in this run's cache folder"
+    from memory_core.embed_onnx import _fingerprint
+
+    exported = [cache_root() / "models" / f"{_fingerprint(_model_location(MINILM_MODEL))}.onnx"]
+    assert exported[0].exists(), "the bundled model's export in the cache folder"
     before = exported[0].stat().st_mtime_ns
     assert _probe(cache_root())["runtime"] == "onnx"
     assert exported[0].stat().st_mtime_ns == before, "the next process loaded it, not exported again"

@@ -17,6 +17,14 @@ from memory_core import usage
 from memory_core.storage.schema import MIGRATIONS, SCHEMA_VERSION
 from test_metrics import build_history
 
+
+@pytest.fixture(scope="session")
+def embedder():
+    """all-MiniLM-L6-v2 rather than the default model: the usage bar these tests read (usage.USED_BAR) was measured with it."""
+    from memory_core.embed import MINILM_MODEL, get_embedder
+
+    return get_embedder(MINILM_MODEL)
+
 DATA = Path(__file__).resolve().parent.parent / "data"
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from memory_core import gate as gate_module
 from memory_core.errors import MemoryCoreError, ValidationError
+from memory_core.rules.gate_patterns import ABOUT_USER
 from memory_core.gate import RULES, Gate, GateDecision, explain_rules, should_recall
 from memory_core.text import fold_chinese
 
@@ -545,7 +546,7 @@ def test_should_recall_uses_judge() -> None:
 # Rule table
 # --------------------------------------------------------------------------- #
 
-ALL_ROWS = [(lang, *row) for lang, rows in RULES.items() for row in rows]
+ALL_ROWS = [(lang, *row) for table in (RULES, ABOUT_USER) for lang, rows in table.items() for row in rows]
 
 
 def test_languages_and_rule_counts() -> None:
@@ -599,10 +600,14 @@ def test_explain_rules_lists_every_rule() -> None:
 
 
 def test_explain_rules_order_is_evaluation_order() -> None:
-    # Positive rules are tried before no-memory rules; the listing says so.
-    recalls = [item["recall"] for item in explain_rules()]
+    # Positive rules are tried before no-memory rules, and the questions about the user after
+    # both; the listing says so.
+    listed = explain_rules()
+    recalls = [item["recall"] for item in listed]
     first_negative = recalls.index(False)
-    assert all(recalls[:first_negative]) and not any(recalls[first_negative:])
+    about_user = [i for i, item in enumerate(listed) if item["rule_id"].endswith("first_person_question")]
+    assert all(recalls[:first_negative]) and about_user == list(range(len(listed) - 3, len(listed)))
+    assert not any(recalls[first_negative:about_user[0]])
 
 
 def test_malformed_rule_tables_fail_loudly() -> None:

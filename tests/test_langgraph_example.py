@@ -22,12 +22,12 @@ def test_the_langgraph_agent_example_runs_offline(tmp_path) -> None:
     assert done.returncode == 0, done.stderr
     turns = [json.loads(line) for line in done.stdout.splitlines()]
     by_message = {(t["user"], t["message"]): t for t in turns}
-    fish = by_message[("alice", "Which fish should I cook for dinner?")]
+    fish = by_message[("alice", "Do I eat fish? Thinking of dinner.")]
     assert [m["text"] for m in fish["memories"]] == ["I am vegetarian and never eat fish."]
     assert fish["reply"] == "None: you never eat fish. How about a lentil curry?"
     race = by_message[("alice", "Which race am I training for?")]
     assert [m["text"] for m in race["memories"]] == ["I am training for the Oslo marathon in June."]
-    assert by_message[("bob", "Which fish should I cook for dinner?")]["memories"] == []
+    assert by_message[("bob", "Do I eat fish? Thinking of dinner.")]["memories"] == []
     assert by_message[("alice", "What is the capital of Australia?")]["memories"] == []
 
     with MemoryBank.open(bank_path) as bank:  # what the dashboard shows

@@ -22,20 +22,35 @@ from memory_core import demo as demo_set
 from memory_core.errors import LLMError, ValidationError
 from memory_core.text import tokenize
 from memory_core.llm import LLMClient, LLMConfig
+from memory_core import merge
+from memory_core.embed import MINILM_MODEL, model_defaults
 from memory_core.merge import (
-    DEFAULT_RELATED_THRESHOLD,
-    DEFAULT_THRESHOLD,
     MAX_MERGED_CHARS,
     Candidate,
     Cluster,
     MergePreview,
     extractive_merge,
-    find_clusters,
     llm_groups,
     llm_merge_text,
     merged_fields,
     preview,
 )
+
+# These tests read MiniLM's cosines: its clusters, at its defaults.
+DEFAULT_THRESHOLD = model_defaults(MINILM_MODEL).merge_threshold
+DEFAULT_RELATED_THRESHOLD = model_defaults(MINILM_MODEL).related_threshold
+
+
+def find_clusters(*args, **kwargs):
+    return merge.find_clusters(*args, **{"model": MINILM_MODEL, **kwargs})
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """all-MiniLM-L6-v2 rather than the default model: the cosines and merge thresholds these tests name were measured with it."""
+    from memory_core.embed import MINILM_MODEL, get_embedder
+
+    return get_embedder(MINILM_MODEL)
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
 

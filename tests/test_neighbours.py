@@ -13,6 +13,14 @@ import pytest
 from memory_core import ScoringParams
 from memory_core.scoring import parts
 
+
+@pytest.fixture(scope="session")
+def embedder():
+    """all-MiniLM-L6-v2 rather than the default model: the lifts these tests show were measured on its cosines."""
+    from memory_core.embed import MINILM_MODEL, get_embedder
+
+    return get_embedder(MINILM_MODEL)
+
 T = datetime(2026, 1, 1, 18, tzinfo=timezone.utc)
 NOW = T + timedelta(days=20)
 TURNS = [
@@ -39,19 +47,21 @@ def _conversation(bank) -> list[int]:
 
 
 def test_a_reply_without_context_is_found_through_the_turn_it_answers(bank):
-    """The answer shares no word with the question; the turn before it does. With the default
-    settings it is in the top 5, lifted by that neighbour (shown as its own component and part of
-    the score); without neighbours it is not."""
+    """The answer shares no word with the question; the turn before it does. With the bank's
+    settings and the relevance floor off it is in the top 5, lifted by that neighbour (shown as its
+    own component and part of the score); without neighbours it is not. (With the floor, a memory
+    with less relevance of its own than min_relevance is lifted by nothing: test_scoring.)"""
     ids = _conversation(bank)
     answer = ids[2]
-    hits = bank.recall(QUESTION, namespace="chat", now=NOW, record=False)
+    lifted = bank.preset("default").replace(min_relevance=0.0)
+    hits = bank.recall(QUESTION, namespace="chat", params=lifted, now=NOW, record=False)
     by_id = {h.memory.id: h for h in hits}
     assert answer in by_id
     hit = by_id[answer]
     assert hit.components["neighbours"] > 0.05
-    shares = parts(ScoringParams(), hit.components)
+    shares = parts(lifted, hit.components)
     assert shares["neighbours"] > 0 and sum(shares.values()) == pytest.approx(hit.score)
-    alone = bank.recall(QUESTION, namespace="chat", params=ScoringParams(neighbour_weight=0.0), now=NOW,
+    alone = bank.recall(QUESTION, namespace="chat", params=lifted.replace(neighbour_weight=0.0), now=NOW,
                         record=False)
     assert answer not in [h.memory.id for h in alone]
 

@@ -10,6 +10,14 @@ from streamlit.testing.v1 import AppTest
 
 from memory_core import MemoryBank
 
+
+@pytest.fixture(scope="session")
+def embedder():
+    """all-MiniLM-L6-v2 rather than the default model: the rankings these tests read were measured with it."""
+    from memory_core.embed import MINILM_MODEL, get_embedder
+
+    return get_embedder(MINILM_MODEL)
+
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 MARKUP = "**bold** <b>html</b> # not a heading"
 

@@ -13,6 +13,14 @@ from streamlit.testing.v1 import AppTest
 
 from memory_core import MemoryBank
 
+
+@pytest.fixture(scope="session")
+def embedder():
+    """all-MiniLM-L6-v2 rather than the default model: the merge clusters these pages show were measured with it."""
+    from memory_core.embed import MINILM_MODEL, get_embedder
+
+    return get_embedder(MINILM_MODEL)
+
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 MARKUP = "**bold** <b>x</b> lives in Oslo"
 
@@ -148,7 +156,7 @@ def _dupes_bank(path: Path, embedder, text: str = "Prefers dark mode in every ed
             {"text": text, "namespace": "bob", "importance": 0.6, "created_at": ago(40)},
             {"text": text, "namespace": "bob", "importance": 0.5, "created_at": ago(20)},
             {"text": "Works night shifts at the hospital", "namespace": "bob", "created_at": ago(5)},
-        ])
+        ], dedupe=False)  # the same text twice on purpose: an exact duplicate to merge
 
 
 def test_merge_from_the_page_then_undo(tmp_path, embedder, monkeypatch):
@@ -330,7 +338,7 @@ def test_many_merge_clusters_are_shown_a_page_at_a_time(tmp_path, embedder, monk
                        for thing in ("tea", "coffee", "juice", "cocoa", "water", "milk", "yoghurt", "porridge", "toast",
                                      "eggs", "muesli", "fruit", "bacon", "pancakes", "waffles", "bagels", "croissants",
                                      "oatmeal", "cereal", "smoothies", "kefir", "granola")
-                       for d in (30, 10)])
+                       for d in (30, 10)], dedupe=False)
     at = _app(path, monkeypatch, "dashboard/merges.py")
     clusters = [m.value for m in at.markdown if m.value.startswith("#### Cluster")]
     assert len(clusters) == 20 and any(s.key == "merges_page" for s in at.selectbox)

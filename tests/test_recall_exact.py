@@ -71,7 +71,7 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
     # DATE_SCALE_DAYS), the best over the periods), then the best of its neighbours' (the
     # NEIGHBOURS memories of the namespace created just before it and just after it, ties by id,
     # within NEIGHBOUR_SECONDS of it; one created after now lends 0). A memory whose relevance
-    # before any lift is below min_relevance is lifted by nothing and never returned.
+    # before any lift is below min_relevance is lifted by nothing.
     own = []
     eligible = []
     for i, r in enumerate(rows):
@@ -95,13 +95,13 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
         near_best[i] = max((own[j] for j in near), default=0.0)
     for i, r in enumerate(rows):
         created = r["created_at"].replace(tzinfo=timezone.utc).timestamp()
-        if created > t_now or not eligible[i]:
+        if created > t_now:
             continue
         last = r["last_accessed_at"]
         last = last.replace(tzinfo=timezone.utc).timestamp() if last is not None else None
         if last is not None and last > t_now:
             last = None
-        rel = own[i] + p.neighbour_weight * max(0.0, near_best[i] - own[i])
+        rel = own[i] + p.neighbour_weight * max(0.0, near_best[i] - own[i]) * eligible[i]
         ref = (last or created) if p.recency_from == "last_access" else created
         age = max(t_now - ref, 0.0) / 86400
         if p.decay == "exponential":

@@ -30,6 +30,14 @@ from memory_core.index import NamespaceIndex
 from memory_core.scoring import blend, prior_bounds, upper_bound
 from test_recall_exact import WORDS, assert_exact, params_strategy
 
+
+@pytest.fixture(scope="session")
+def embedder():
+    """all-MiniLM-L6-v2 rather than the default model: the pruning bounds these tests check were measured on its vectors."""
+    from memory_core.embed import MINILM_MODEL, get_embedder
+
+    return get_embedder(MINILM_MODEL)
+
 T0 = datetime(2025, 9, 1, tzinfo=timezone.utc)
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
 
@@ -156,14 +164,14 @@ def test_pruned_recall_equals_brute_force(tmp_path_factory, embedder, force_prun
     with MemoryBank.open(folder / "b.duckdb", embedder=embedder) as bank:
         bank.add_many(rows)
         # The query's vector is a cluster centre: many memories tie with it or nearly so.
-        embedder._recent[query] = np.asarray(centres[seed % 3], dtype=np.float32)
+        embedder._recent[("query", query)] = np.asarray(centres[seed % 3], dtype=np.float32)
         assert_exact(bank, query, "alice", p, NOW, embedder)
         if force_pruning.startswith("projected"):  # unless similarity weighs nothing: then nothing to bound
             assert bank.last_search["projected"] is (p.alpha * (1 - p.lexical_weight) > 0)
         else:
             # The quantized pass ran (pruned, or gave up); with neighbours, every row is scored.
             assert bank.last_search["first_pass"] is (p.neighbour_weight == 0)
-    del embedder._recent[query]
+    del embedder._recent[("query", query)]
 
 
 @pytest.mark.slow
@@ -195,7 +203,7 @@ def test_projected_bound_stays_exact_across_recalls_edits_and_moments(tmp_path_f
     folder = tmp_path_factory.mktemp("projected")
     with MemoryBank.open(folder / "b.duckdb", embedder=embedder) as bank:
         ids = bank.add_many(rows)
-        embedder._recent[query] = centres[seed % 3]
+        embedder._recent[("query", query)] = centres[seed % 3]
         try:
             assert_exact(bank, query, "alice", p, moment, embedder)
             for step in steps:
@@ -216,7 +224,7 @@ def test_projected_bound_stays_exact_across_recalls_edits_and_moments(tmp_path_f
                 assert_exact(bank, query, "alice", p, moment, embedder)
                 assert bank.last_search["projected"] is (p.alpha * (1 - p.lexical_weight) > 0), step
         finally:
-            del embedder._recent[query]
+            del embedder._recent[("query", query)]
 
 
 @pytest.mark.slow
@@ -238,7 +246,7 @@ def test_projected_bound_prunes_sentence_like_vectors_and_stays_exact_through_re
     # memory's bound is tight and its recency, raised by the recall, would outgrow a stale bound.
     distinct = [f"{WORDS[i]} {WORDS[i + 1]}" for i in range(10)]
     for i, q in enumerate(distinct):
-        embedder._recent[q] = vectors[97 * i].copy()
+        embedder._recent[("query", q)] = vectors[97 * i].copy()
     p = ScoringParams(recency_from="last_access", beta=0.4)  # recorded recalls raise recency
     try:
         scored = []
@@ -251,7 +259,7 @@ def test_projected_bound_prunes_sentence_like_vectors_and_stays_exact_through_re
         assert np.median(scored) < n / 10
     finally:
         for q in distinct:
-            embedder._recent.pop(q, None)
+            embedder._recent.pop(("query", q), None)
 
 
 def test_pruning_skips_most_memories_and_stays_exact(bank, embedder, monkeypatch):
@@ -269,9 +277,9 @@ def test_pruning_skips_most_memories_and_stays_exact(bank, embedder, monkeypatch
                           "created_at": T0 + timedelta(days=float(rng.random() * 400)), "embedding": vectors[i]}
                          for i in range(n)])
     query = "marathon in berlin"
-    embedder._recent[query] = (vectors[7] / np.linalg.norm(vectors[7])).astype(np.float32)
+    embedder._recent[("query", query)] = (vectors[7] / np.linalg.norm(vectors[7])).astype(np.float32)
     try:
-        p = ScoringParams()
+        p = bank.preset("default")  # the bank's model's default (the bounds are read against it)
         assert_exact(bank, query, "big", p, NOW, embedder)
         assert bank.last_search["pruned"] and bank.last_search["candidates"] < n / 2
         bank.update(ids[7], importance=0.0)
@@ -281,13 +289,13 @@ def test_pruning_skips_most_memories_and_stays_exact(bank, embedder, monkeypatch
         assert_exact(bank, query, "big", p.replace(threshold=0.0, k=20), NOW, embedder)
         # A query naming a period is scored whole (the bounds do not describe the dates' lift).
         dated = query + " in March 2026"
-        embedder._recent[dated] = embedder._recent[query]
+        embedder._recent[("query", dated)] = embedder._recent[("query", query)]
         assert_exact(bank, dated, "big", p.replace(threshold=0.0, k=20), NOW, embedder)
         assert bank.last_search["dated"] and not bank.last_search["pruned"]
         assert bank.last_search["candidates"] == n
     finally:
-        del embedder._recent[query]
-        embedder._recent.pop(query + " in March 2026", None)
+        del embedder._recent[("query", query)]
+        embedder._recent.pop(("query", query + " in March 2026"), None)
 
 
 # -- the retrieval log is buffered, and complete ---------------------------------------------------
@@ -467,7 +475,7 @@ def test_index_mode_round_trip_and_approximate_hits(bank_path, embedder, monkeyp
                     "embedding": vectors[i], "created_at": T0} for i in range(400)])
     bank.add("Prefers tea", namespace="small")
     query = "garden holiday"
-    embedder._recent[query] = vectors[5]
+    embedder._recent[("query", query)] = vectors[5]
     try:
         exact = bank.recall(query, namespace="big", k=5, threshold=0.0, record=False)
         assert exact and not any(h.approximate for h in exact)
@@ -494,7 +502,7 @@ def test_index_mode_round_trip_and_approximate_hits(bank_path, embedder, monkeyp
         assert [h.memory.id for h in back] == [h.memory.id for h in exact]
         assert not any(h.approximate for h in back) and back[0].to_dict()["approximate"] is False
     finally:
-        del embedder._recent[query]
+        del embedder._recent[("query", query)]
         bank.close()
 
 

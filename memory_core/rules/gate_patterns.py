@@ -479,21 +479,21 @@ RULES: dict[str, list[tuple[str, str, str, str]]] = {
 ABOUT_USER: dict[str, list[tuple[str, str, str, str]]] = {
     "en": [
         ("en.personal_fact.first_person_question", "personal_fact",
-         r"\b(?:i|i'm|i've|i'd|my|me|mine|myself)\b(?=[^?]*\?\s*$)|"
+         r"^(?=.*\?\s*$).*?\b(?:i|i'm|i've|i'd|my|me|mine|myself)\b|"
          r"^(?:what|which|where|when|who|how|do|does|did|is|am|are|was|can|should|could|would|will)\b.*"
          r"\b(?:i|my|me|mine|myself)\b",
          "Do I eat meat?"),
     ],
     "sv": [
         ("sv.personal_fact.first_person_question", "personal_fact",
-         r"\b(?:jag|mig|min|mitt|mina|mej)\b(?=[^?]*\?\s*$)|"
+         r"^(?=.*\?\s*$).*?\b(?:jag|mig|min|mitt|mina|mej)\b|"
          r"^(?:vad|vilken|vilket|vilka|var|när|vem|hur|varför|är|har|kan|ska|bör|får|brukar)\b.*"
          r"\b(?:jag|mig|min|mitt|mina|mej)\b",
          "Äter jag kött?"),
     ],
     "zh": [
         ("zh.personal_fact.first_person_question", "personal_fact",
-         r"我(?=[^？?]*[？?]\s*$)|我.*(?:吗|呢|什么|啥|哪|几|多少|怎么|为什么|为啥)",
+         r"^(?=.*[？?]\s*$)[^我]*我|^[^我]*我.*(?:吗|呢|什么|啥|哪|几|多少|怎么|为什么|为啥)",
          "我吃肉吗？"),
     ],
 }
