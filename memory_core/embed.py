@@ -81,32 +81,15 @@ class ModelDefaults:
 
 
 MODEL_DEFAULTS: dict[str, ModelDefaults] = {
-    # Chosen on the demo set (34 planted paraphrase clusters, 93 pairs; tests/test_merge_logic.py):
-    # the model rates the planted paraphrases far apart (median pair ~0.6), so recall is flat from
-    # 0.82 to 0.90 (the same 2 of 93 pairs) while precision rises (0.17 at 0.82, 0.40 at 0.88, 0.50
-    # at 0.90): what sits between 0.85 and 0.88 is mostly Chinese and Swedish sentences the English
-    # model does not understand, and updates ("Oven is broken" / "Oven was repaired"). 0.88 keeps
-    # that precision clear of the cliff above 0.90 where recall halves. The related stage at 0.60,
-    # with its mutual-neighbour rule, finds 13% of the planted pairs at precision 0.23. The English
-    # model rates unrelated Chinese or Swedish sentences 0.85 and more: a pair must share words.
+    # MiniLM: the merge bar keeps precision clear of the cliff where recall halves; the English
+    # model rates unrelated Chinese or Swedish sentences close, so a pair must share words.
+    # Figures: BENCHMARKS.md, "Figures behind the code" (embed.MODEL_DEFAULTS).
     MINILM_MODEL: ModelDefaults(merge_threshold=0.88, related_threshold=0.60, across_languages=False,
                                 recall={"similarity_ceiling": 0.75, "lexical_weight": 0.6, "threshold": 0.40}),
-    # USE rates paraphrases lower (median planted pair 0.58) and translations lower still (the
-    # demo's English/Chinese duplicates 0.36-0.72, its Swedish ones 0.16-0.28: USE has no Swedish),
-    # so its scale needs its own bar (python -m bench.cross_language --sweep, BENCHMARKS.md): at 0.50
-    # cross-language pairs come at precision 0.75, recall 0.43 (English/Chinese 0.64), every pair
-    # 0.21 / 0.28; 0.55 trades one cross-language pair for precision 0.25 over all, and below 0.45
-    # precision falls (0.53 at 0.40) with no pair gained. It reads both languages: a pair in two
-    # needs no shared word (the number and negation checks still apply).
-    # Recall (python -m bench.multilingual --model use-multilingual-v3, BENCHMARKS.md): a question in
-    # another language than the memory shares no word, so the lexical share of relevance (0.6 by
-    # default) is 0 and no such hit cleared 0.40 (cross-language hit@1 at the threshold 0.02). With
-    # lexical weight 0.2, English and Chinese rank better (hit@1 0.62 -> 0.75, 0.66 -> 0.72; Swedish,
-    # which USE does not read, 0.31 -> 0.23), and at threshold 0.50 general questions come back empty
-    # for 94% / 91% in English / Chinese (86% / 89% at the MiniLM default), with English/Chinese
-    # hits clearing it 5 times as often (0.24 against 0.05). Chosen on the dev half, held on the test half.
-    # The price: on the demo's labeled turns (mostly asked in the memories' language) recall 0.44 ->
-    # 0.31 at precision 0.51 -> 0.55 (F0.5 0.496 -> 0.479).
+    # USE rates paraphrases and translations lower than MiniLM: its own merge bar; it reads both
+    # languages, so a pair in two needs no shared word (the number and negation checks still apply).
+    # Its recall default weighs lexical match less, since a question in another language shares no
+    # word. Figures: BENCHMARKS.md, "Figures behind the code" (embed.MODEL_DEFAULTS).
     # multilingual-e5-small, its shared directions projected out (embed_e5.directions): the default
     # recall preset is ScoringParams() itself; the merge bars were swept on the demo set's planted
     # duplicates (python -m bench.cross_language --sweep), the scale by quantile matching against
@@ -263,7 +246,7 @@ class Embedder:
 
         def threads_for(n: int) -> int:
             # One thread for a few texts (an add, a query): a second one only spins against
-            # the process's other work; measured 16 ms instead of 80-380 ms on 2 busy cores.
+            # the process's other work (BENCHMARKS.md, "Figures behind the code").
             return 1 if n < SMALL_BATCH else threads
 
         def torch_batch(texts: list[str], size: int = 64, _prefix: str = "") -> np.ndarray:

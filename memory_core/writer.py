@@ -244,8 +244,10 @@ class Writer:
         whose ``wanted`` is true (default all) count; an archived, merged or superseded memory is
         not repeated (its text is stored anew). Read on ``con`` (a hold the caller writes in), else
         in a read of its own."""
-        keys = {(r["namespace"], r["content_hash"]) for i, r in enumerate(checked)
-                if r["id"] is None and (wanted is None or wanted[i])}
+        def counts(i: int, r: dict[str, Any]) -> bool:  # an archived row is stored as it is, never a repeat
+            return r["id"] is None and (wanted is None or wanted[i]) and r.get("status", "active") == "active"
+
+        keys = {(r["namespace"], r["content_hash"]) for i, r in enumerate(checked) if counts(i, r)}
         if not keys:
             return {}, {}
         with contextlib.nullcontext(con) if con is not None else self.core.session(write=False, flush=False) as c:
@@ -254,7 +256,7 @@ class Writer:
         earlier: dict[int, int] = {}
         first: dict[tuple[str, str], int] = {}
         for i, r in enumerate(checked):
-            if r["id"] is not None or not (wanted is None or wanted[i]):
+            if not counts(i, r):
                 continue
             key = (r["namespace"], r["content_hash"])
             if key in found:

@@ -25,6 +25,14 @@ from memory_core import MemoryBank
 from memory_core import conflicts as conflicts_mod
 from memory_core import demo as demo_set
 
+
+@pytest.fixture(scope="session")
+def embedder():
+    """all-MiniLM-L6-v2 rather than the default model: the detection figures these tests hold were measured with it (e5's: bench.cross_language)."""
+    from memory_core.embed import MINILM_MODEL, get_embedder
+
+    return get_embedder(MINILM_MODEL)
+
 TRUTH = demo_set.truth()
 PLANTED = {(min(c["old_line"], c["new_line"]), max(c["old_line"], c["new_line"])) for c in TRUTH["contradictions"]}
 DUPLICATE_CLUSTERS = [frozenset(c["lines"]) for c in TRUTH["duplicate_clusters"]]

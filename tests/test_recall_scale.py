@@ -247,7 +247,7 @@ def test_projected_bound_prunes_sentence_like_vectors_and_stays_exact_through_re
     distinct = [f"{WORDS[i]} {WORDS[i + 1]}" for i in range(10)]
     for i, q in enumerate(distinct):
         embedder._recent[("query", q)] = vectors[97 * i].copy()
-    p = ScoringParams(recency_from="last_access", beta=0.4)  # recorded recalls raise recency
+    p = bank.preset("default").replace(recency_from="last_access", beta=0.4)  # recorded recalls raise recency
     try:
         scored = []
         for i in range(70):

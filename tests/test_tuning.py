@@ -18,6 +18,14 @@ from memory_core.models import LabeledQuery
 from memory_core.tuning import Objective
 
 
+@pytest.fixture(scope="session")
+def embedder():
+    """all-MiniLM-L6-v2 rather than the default model: the tuner's search ranges and the demo's labels were measured with it."""
+    from memory_core.embed import MINILM_MODEL, get_embedder
+
+    return get_embedder(MINILM_MODEL)
+
+
 @pytest.fixture(scope="module")
 def demo_subset(demo_labeled, embedder):
     """A labeled demo subset: every 3rd answer-key turn (about 150), prepared once."""
