@@ -459,7 +459,7 @@ def markup_bank(tmp_path_factory, embedder):
             {"text": MARKUP["duplicate"], "namespace": "mallory", "created_at": _ago(20)},
             {"text": MARKUP["duplicate"], "namespace": "mallory", "created_at": _ago(10)},
             {"text": MARKUP["old"], "namespace": "mallory", "created_at": _ago(400), "importance": 0.1},
-        ])
+        ], dedupe=False)  # the duplicate twice on purpose: the Merges page shows it
         bank.record_conflict(a, b, kind="switch", evidence="tea vs coffee", confidence=0.9,
                              suggestion="newer_wins", path="rules")
         for q in ("diary", "green tea", "coffee"):
