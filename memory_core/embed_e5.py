@@ -22,7 +22,6 @@ import os
 import re
 import struct
 import tempfile
-import threading
 import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .cache_dir import cache_root
+from .embed_onnx import Sessions
 from .errors import ValidationError
 
 log = logging.getLogger(__name__)
@@ -292,22 +292,7 @@ class E5Encoder:
         self.tokenizer = tokenizer
         self.window = weights.config["positions"] - 2
         self._words = weights.blocks("emb.word").reshape(weights.config["vocab"], -1)
-        self._sessions: dict[int, Any] = {}
-        self._lock = threading.Lock()
-
-    def _session(self, threads: int) -> Any:
-        with self._lock:
-            if threads not in self._sessions:
-                import onnxruntime as ort
-
-                options = ort.SessionOptions()
-                options.intra_op_num_threads = threads
-                options.inter_op_num_threads = 1
-                options.add_session_config_entry("session.force_spinning_stop", "1")
-                options.log_severity_level = 3
-                self._sessions[threads] = ort.InferenceSession(str(self.path), options,
-                                                               providers=["CPUExecutionProvider"])
-            return self._sessions[threads]
+        self._session = Sessions(path).get
 
     def encode(self, texts: list[str], prefix: str, threads: int = 1) -> np.ndarray:
         tok = self.tokenizer

@@ -99,19 +99,16 @@ def _export(model: Any, path: Path, input_names: list[str]) -> None:
             os.unlink(tmp)
 
 
-class OnnxEncoder:
-    """Runs one exported model: ``encode(texts, threads)`` → (n, dim) float32 unit vectors."""
+class Sessions:
+    """ONNX Runtime sessions of one model file, one per thread count (two for a lone add or query,
+    one for a small group, all for bulk work), made on first use and kept."""
 
-    def __init__(self, path: Path, tokenizer: Any, max_length: int, input_names: list[str]):
+    def __init__(self, path: Path):
         self.path = path
-        self._tokenizer = tokenizer
-        self._max_length = max_length
-        self._input_names = input_names
         self._sessions: dict[int, Any] = {}
         self._lock = threading.Lock()
 
-    def _session(self, threads: int) -> Any:
-        """One session per thread count (two for a lone add or query, one for a small group, all for bulk work)."""
+    def get(self, threads: int) -> Any:
         with self._lock:
             if threads not in self._sessions:
                 import onnxruntime as ort
@@ -126,6 +123,17 @@ class OnnxEncoder:
                 self._sessions[threads] = ort.InferenceSession(str(self.path), options,
                                                                providers=["CPUExecutionProvider"])
             return self._sessions[threads]
+
+
+class OnnxEncoder:
+    """Runs one exported model: ``encode(texts, threads)`` → (n, dim) float32 unit vectors."""
+
+    def __init__(self, path: Path, tokenizer: Any, max_length: int, input_names: list[str]):
+        self.path = path
+        self._tokenizer = tokenizer
+        self._max_length = max_length
+        self._input_names = input_names
+        self._session = Sessions(path).get
 
     def encode(self, texts: list[str], threads: int = 1) -> np.ndarray:
         batch = self._tokenizer(texts, padding=True, truncation="longest_first", max_length=self._max_length,
