@@ -370,6 +370,8 @@ def test_stdio_serves_one_namespace(stdio_bank):
 
 def test_stdio_writes_only_protocol_to_stdout_and_sigterm_closes_the_bank(stdio_bank):
     path, ids = stdio_bank
+    with MemoryBank.open(path) as bank:
+        alices = bank.stats(namespace="alice")["total"]
     proc = subprocess.Popen(
         MEMCTL + ["--bank", str(path), "mcp", "--namespace", "alice"], stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"))
@@ -380,20 +382,27 @@ def test_stdio_writes_only_protocol_to_stdout_and_sigterm_closes_the_bank(stdio_
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
             {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
              "params": {"name": "get_memory", "arguments": {"id": ids["alice"]}}},
+            # a lone surrogate, as JavaScript's JSON.stringify writes a broken string: REST's message, not "Parse error"
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+             "params": {"name": "add_memory", "arguments": {"text": "\ud800 tea"}}},
         ]:
             proc.stdin.write((json.dumps(message) + "\n").encode())
         proc.stdin.flush()
-        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]  # every line is JSON-RPC
-        assert replies[0]["result"]["serverInfo"]["name"] == "memory-console"
-        assert replies[1]["result"]["structuredContent"]["text"] == "Alice is vegetarian"
+        replies = {r["id"]: r for r in (json.loads(proc.stdout.readline()) for _ in range(3))}  # every line is JSON-RPC
+        assert replies[1]["result"]["serverInfo"]["name"] == "memory-console"
+        assert replies[2]["result"]["structuredContent"]["text"] == "Alice is vegetarian"
+        assert replies[3]["result"]["isError"] is True
+        assert replies[3]["result"]["content"][0]["text"].startswith(
+            "Error executing tool add_memory: ValidationError: text contains a lone surrogate (U+D800) at character 1")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == -signal.SIGTERM
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    with MemoryBank.open(path, lock_timeout=5) as bank:  # it let go of the file
+    with MemoryBank.open(path, lock_timeout=5) as bank:  # it let go of the file, and stored nothing refused
         assert bank.get(ids["alice"]).text == "Alice is vegetarian"
+        assert bank.stats(namespace="alice")["total"] == alices
 
 
 def test_without_auth_the_header_names_the_namespace_or_it_is_default(stdio_bank):

@@ -23,13 +23,16 @@ carries ``X-Memory-Seq`` (``add_memory``'s result also says it, as ``seq``), and
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
+import io
 import json
 import logging
 import os
 import signal
+import sys
 import threading
 from datetime import datetime, timezone
 from typing import Annotated, Any, AsyncContextManager, Callable, Iterator, Literal
@@ -508,8 +511,78 @@ def serve_stdio(bank: MemoryBank, namespace: str) -> None:
     previous = {sig: signal.signal(sig, stop) for sig in handled} \
         if threading.current_thread() is threading.main_thread() else {}
     try:
-        anyio.run(server.run_stdio_async)
+        anyio.run(_run_stdio, server)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         bank.close()
+
+
+async def _run_stdio(server: MCPServer) -> None:
+    """The SDK's stdio transport over streams of our own, so that a ``tools/call`` whose arguments
+    hold a lone surrogate is answered with :func:`not_unicode_call`'s message, as over HTTP, where
+    the SDK's parser would answer only "Parse error"."""
+    from mcp.server.stdio import stdio_server
+
+    with _claimed_stdio() as (stdin, stdout):
+        out = _LineWriter(anyio.wrap_file(stdout))
+        async with stdio_server(_UnicodeCheckedLines(anyio.wrap_file(stdin), out), out) as (read, write):
+            await server._lowlevel_server.run(read, write, server._lowlevel_server.create_initialization_options())
+
+
+class _LineWriter:
+    """stdout for whole JSON-RPC lines from two writers (the SDK and :class:`_UnicodeCheckedLines`):
+    one line at a time, flushed, so neither tears the other's frame."""
+
+    def __init__(self, file: anyio.AsyncFile[str]) -> None:
+        self.file, self.lock = file, anyio.Lock()
+
+    async def write(self, line: str) -> None:
+        async with self.lock:
+            await self.file.write(line)
+            await self.file.flush()
+
+    async def flush(self) -> None:
+        pass  # every write is flushed
+
+
+class _UnicodeCheckedLines:
+    """stdin's lines for the SDK, less the ``tools/call`` lines :func:`not_unicode_call` refuses,
+    which are answered here."""
+
+    def __init__(self, file: anyio.AsyncFile[str], out: _LineWriter) -> None:
+        self.file, self.out = file, out
+
+    def __aiter__(self) -> Any:
+        return self._lines()
+
+    async def _lines(self) -> Any:
+        async for line in self.file:
+            refusal = not_unicode_call(line.encode("utf-8", "surrogatepass"))
+            if refusal is None:
+                yield line
+            else:
+                await self.out.write(json.dumps(refusal) + "\n")
+
+
+@contextlib.contextmanager
+def _claimed_stdio() -> Iterator[tuple[io.TextIOWrapper, io.TextIOWrapper]]:
+    """The protocol's stdin and stdout as UTF-8 text on private copies of fds 0 and 1, while fd 0
+    reads the null device and fd 1 writes to stderr: stray output (a library's print) cannot
+    corrupt the protocol, as with the SDK's own transport. The fds are restored on exit."""
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    sys.stdout.flush()
+    os.dup2(null, 0)
+    os.dup2(2, 1)
+    os.close(null)
+    stdin = io.TextIOWrapper(os.fdopen(wire_in, "rb", closefd=False), encoding="utf-8", errors="replace")
+    stdout = io.TextIOWrapper(os.fdopen(wire_out, "wb", closefd=False), encoding="utf-8")
+    try:
+        yield stdin, stdout
+    finally:
+        with contextlib.suppress(ValueError, OSError):
+            stdout.flush()
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+        # The wire fds stay open: the SDK's reader thread may still block on stdin after we return.
