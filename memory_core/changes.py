@@ -176,10 +176,12 @@ class Changes:
                         "WHERE id IN (SELECT unnest(?))", [seq, removals])
             con.execute("DELETE FROM memories WHERE id IN (SELECT unnest(?))", [removals])
         afters = self.core.get_rows(con, list(changes) + new_ids)
+        snapshots = []
         for mid, fields in changes.items():
             keys = [k for k in fields if k in Memory.__dataclass_fields__ and k != "updated_at"] + ["updated_at"]
-            tables.log_event(con, self.core.actor, action, mid, rowmod.snapshot(befores[mid], keys),
-                            rowmod.snapshot(afters[mid], keys), utcnow(), note, group)
+            snapshots.append((rowmod.snapshot(befores[mid], keys), rowmod.snapshot(afters[mid], keys)))
+        tables.log_events(con, self.core.actor, action, list(changes), [b for b, _ in snapshots],
+                          [a for _, a in snapshots], utcnow(), group, note)
         for mid in removals:
             tables.log_event(con, self.core.actor, "remove", mid, {"id": mid, "status": befores[mid].status},
                             None, utcnow(), note, group)

@@ -294,7 +294,7 @@ def bank_tables(con: Connection) -> list[str]:
 
 
 def log_events(con: Connection, actor: str, action: str, memory_ids: list[int], befores: list[dict | None],
-               afters: list[dict | None], at: datetime, group: int | None = None) -> None:
+               afters: list[dict | None], at: datetime, group: int | None = None, note: str | None = None) -> None:
     """Log one event per memory in bulk (an import of 100k memories writes 100k events), each in
     its memory's namespace."""
     n = len(memory_ids)
@@ -309,7 +309,7 @@ def log_events(con: Connection, actor: str, action: str, memory_ids: list[int], 
         "memory_id": pa.array(memory_ids, pa.int64()),
         "before": pa.array([dump(b) for b in befores], pa.string()),
         "after": pa.array([dump(a) for a in afters], pa.string()),
-        "note": pa.array([None] * n, pa.string()),
+        "note": pa.array([note] * n, pa.string()),
         "group_id": pa.array([group] * n, pa.int64()),
     })
     with con.registered(_events=table):
