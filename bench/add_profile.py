@@ -99,7 +99,8 @@ def profile(bank: str | None, adds: int, clients: int, raw: Path | None = None, 
                 for text in memory_statements(20, seed=99):  # warm: model, file, namespace
                     c.post("/v1/memories", json={"text": "warm " + text}).raise_for_status()
             out_file = folder / "spy.txt"
-            spy = subprocess.Popen(["py-spy", "record", "--pid", str(server.proc.pid), "--rate", "100", "--format",
+            py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")  # the venv's, unactivated
+            spy = subprocess.Popen([py_spy, "record", "--pid", str(server.proc.pid), "--rate", "100", "--format",
                                     "raw", "--output", str(out_file), "--threads"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             time.sleep(1.0)

@@ -199,10 +199,9 @@ class Embedder:
             self.runtime = "onnx-int8"
 
         def e5_batch(texts: list[str], size: int, prefix: str) -> np.ndarray:
-            # A lone text on two threads, a small group on one, bulk work on two: as onnx_batch.
-            threads = 2 if len(texts) == 1 else (1 if len(texts) < SMALL_BATCH else 2)
-            return np.vstack([encoder.encode(texts[i:i + size], prefix, threads)
-                              for i in range(0, len(texts), size)])
+            # Two threads whatever the count: a lone text on a two-thread session, several on two
+            # one-thread sessions at once (each text runs alone, so nothing spins against a batch).
+            return np.vstack([encoder.encode(texts[i:i + size], prefix, 2) for i in range(0, len(texts), size)])
 
         self._batch = e5_batch
 

@@ -22,6 +22,7 @@ import os
 import re
 import struct
 import tempfile
+import threading
 import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -293,6 +294,8 @@ class E5Encoder:
         self.window = weights.config["positions"] - 2
         self._words = weights.blocks("emb.word").reshape(weights.config["vocab"], -1)
         self._session = Sessions(path).get
+        self._pools: dict[int, ThreadPoolExecutor] = {}
+        self._pools_lock = threading.Lock()
 
     def encode(self, texts: list[str], prefix: str, threads: int = 1) -> np.ndarray:
         tok = self.tokenizer
@@ -328,8 +331,15 @@ class E5Encoder:
             session = self._session(threads if len(windows) == 1 else 1)
             return np.vstack([self._run(session, w) for w in windows])
         session = self._session(1)
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            return np.vstack(list(pool.map(lambda w: self._run(session, w), windows)))
+        return np.vstack(list(self._pool(threads).map(lambda w: self._run(session, w), windows)))
+
+    def _pool(self, threads: int) -> ThreadPoolExecutor:
+        """The workers that run one-thread sessions side by side, kept for the process (a new pool
+        per call costs more than a short text's run)."""
+        with self._pools_lock:
+            if threads not in self._pools:
+                self._pools[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memctl-e5")
+            return self._pools[threads]
 
     def _run(self, session: Any, window: list[int]) -> np.ndarray:
         tok = self.tokenizer
