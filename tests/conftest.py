@@ -91,7 +91,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def embedder():
-    """The bundled all-MiniLM-L6-v2, loaded once for the whole run (about 6 s)."""
+    """The default model (multilingual-e5-small), loaded once for the whole run. Test files that
+    read MiniLM's cosines override this fixture with their own."""
     return get_embedder()
 
 
@@ -165,7 +166,7 @@ def llm_server():
 
 
 @pytest.fixture(scope="session")
-def demo_labeled(tmp_path_factory, embedder):
+def demo_labeled(tmp_path_factory):
     """The demo memories in a bank, with the answer key's turns imported as the label set "demo".
 
     Built once per run (the 753 memories are embedded once) by ``memory_core.demo.build``, without
@@ -173,9 +174,12 @@ def demo_labeled(tmp_path_factory, embedder):
     path, truth, queries). Tests that change the bank work on a copy (see copy_bank).
     """
     from memory_core import demo
+    from memory_core.embed import MINILM_MODEL
 
     path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    with MemoryBank.open(path, embedder=embedder) as bank:
+    # MiniLM by name, not the ``embedder`` fixture: a session fixture takes the first requester's
+    # override, and the demo's labels and the tuner's ranges were measured with MiniLM.
+    with MemoryBank.open(path, embedder=get_embedder(MINILM_MODEL)) as bank:
         demo.build(bank, replay=False, detect_conflicts=False)
     return path, demo.truth(), demo.queries()
 

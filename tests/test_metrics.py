@@ -230,11 +230,11 @@ def test_metrics_change_nothing(history):
 
 
 @pytest.mark.slow
-def test_precision_uses_the_banks_own_labels(demo_labeled, copy_bank, embedder):
+def test_precision_uses_the_banks_own_labels(demo_labeled, copy_bank):
     """With no labels given, precision@k comes from the labeled queries stored in the bank, each
     applied to the recall logged at its own moment."""
     path, truth, queries = demo_labeled
-    with MemoryBank.open(copy_bank(path), embedder=embedder) as bank:
+    with MemoryBank.open(copy_bank(path)) as bank:  # the model the demo bank records
         replayed = queries[:40]
         for q in replayed:
             bank.recall(q["query"], namespace=q["namespace"], now=q["at"])
