@@ -131,7 +131,18 @@ def violations(source: str, filename: str = "<face>", package: str | None = None
 def test_faces_use_the_public_surface_only(face: Path) -> None:
     package = {PACKAGE: PACKAGE, "server": f"{PACKAGE}.server", "cli": f"{PACKAGE}.cli",
                "integrations": f"{PACKAGE}.integrations"}.get(face.parent.name)
-    assert violations(face.read_text(encoding="utf-8"), str(face.relative_to(ROOT)), package) == []
+    name = str(face.relative_to(ROOT))
+    allowed = tuple(f"uses the private attribute .{attr}" for attr in SDK_PRIVATE.get(name, ()))
+    found = violations(face.read_text(encoding="utf-8"), name, package)
+    assert [v for v in found if not v.endswith(allowed)] == []
+
+
+# A library's private attribute a face must reach for, one by one, with the reason.
+SDK_PRIVATE = {
+    # mcp's MCPServer runs its protocol server over stdio only on the SDK's own streams; ours
+    # answer a tools/call with a lone surrogate (see _run_stdio), so we run that server ourselves.
+    "memory_core/server/mcp.py": ("_lowlevel_server",),
+}
 
 
 @pytest.mark.parametrize("source", [

@@ -553,10 +553,7 @@ class _UnicodeCheckedLines:
     def __init__(self, file: anyio.AsyncFile[str], out: _LineWriter) -> None:
         self.file, self.out = file, out
 
-    def __aiter__(self) -> Any:
-        return self._lines()
-
-    async def _lines(self) -> Any:
+    async def __aiter__(self) -> Any:
         async for line in self.file:
             refusal = not_unicode_call(line.encode("utf-8", "surrogatepass"))
             if refusal is None:
