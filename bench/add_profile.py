@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from bench._util import ROOT, memory_statements
+from bench._util import ROOT, LightClient, memory_statements
 
 # (category, substrings of a frame "function (file:line)"), matched innermost frame first.
 CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
@@ -62,6 +62,11 @@ def categorize(stack: str) -> str:
     return "other"
 
 
+def _created(answer: tuple[int, object]) -> None:
+    if answer[0] != 201:
+        raise RuntimeError(f"an add failed: {answer[0]} {answer[1]}")
+
+
 def _cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -72,8 +77,6 @@ def profile(bank: str | None, adds: int, clients: int, raw: Path | None = None, 
             code: Path | None = None) -> dict:
     """Run the adds under py-spy; the categories' shares and CPU ms per add. ``code``: a folder
     whose ``memory_core`` the server runs (default: this checkout's)."""
-    import httpx
-
     import memctl_server  # tests/ helper: a real `memctl serve` process
     from memory_core import MemoryBank
 
@@ -95,9 +98,9 @@ def profile(bank: str | None, adds: int, clients: int, raw: Path | None = None, 
             memctl_server.MEMCTL = command
         headers = {"Authorization": f"Bearer {secret}"}
         try:
-            with httpx.Client(base_url=server.url, headers=headers, timeout=60) as c:
+            with LightClient(server.url, headers) as c:
                 for text in memory_statements(20, seed=99):  # warm: model, file, namespace
-                    c.post("/v1/memories", json={"text": "warm " + text}).raise_for_status()
+                    _created(c.request("POST", "/v1/memories", {"text": "warm " + text}))
             out_file = folder / "spy.txt"
             py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")  # the venv's, unactivated
             spy = subprocess.Popen([py_spy, "record", "--pid", str(server.proc.pid), "--rate", "100", "--format",
@@ -110,10 +113,10 @@ def profile(bank: str | None, adds: int, clients: int, raw: Path | None = None, 
             lock = threading.Lock()
 
             def client(i: int) -> None:
-                with httpx.Client(base_url=server.url, headers=headers, timeout=60) as c:
+                with LightClient(server.url, headers) as c:
                     for text in memory_statements(per, seed=500 + i):
                         t = time.perf_counter()
-                        c.post("/v1/memories", json={"text": f"{i}: {text}"}).raise_for_status()
+                        _created(c.request("POST", "/v1/memories", {"text": f"{i}: {text}"}))
                         with lock:
                             latencies.append(time.perf_counter() - t)
 

@@ -2,11 +2,13 @@
 
     python -m bench.serve_gather [--quick] [--json FILE]      (also part of `python -m bench --only serve`)
 
-For a DuckDB bank file and a PostgreSQL database: two real `memctl serve` processes on fresh banks,
+For each model (multilingual-e5-small, the default, and MiniLM), on a DuckDB bank file and a
+PostgreSQL database: two real `memctl serve` processes on fresh banks,
 one as users run it (concurrent small encodes share model calls, ``embed_gather``) and one with
 ``MEMCTL_EMBED_GATHER=0``, measured in blocks that take turns (which goes first alternates), so
 that both see the same machine. Each block: the bare batch-encode rate of the same model in this
 process (statements in batches of 32, nothing else running here), then for each server 8 clients
+(light keep-alive clients: httpx's would spend more of the machine's CPU than the server's add)
 adding one memory per request at once (aggregate adds/s) and one client adding one at a time
 (latency per add). The ratio is the 8 clients' adds/s over the bare batch rate of the same block.
 The 1-minute load average is recorded at each block: on a shared machine the absolute figures
@@ -26,11 +28,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._util import ROOT, memory_statements
+from bench._util import ROOT, LightClient, memory_statements
 
 CLIENTS = 8
 BATCH = 32
 VARIANTS = {"gather on": {}, "gather off": {"MEMCTL_EMBED_GATHER": "0"}}
+MODELS = ("multilingual-e5-small", "sentence-transformers/all-MiniLM-L6-v2")
+STORES = ("duckdb", "postgresql")
 
 
 def _sizes(quick: bool, smallest: bool) -> dict[str, int]:
@@ -56,8 +60,6 @@ def _pct(samples: list[float], q: float) -> float:
 
 def eight_clients(url: str, headers: dict, per_client: int, tag: str) -> dict[str, Any]:
     """:data:`CLIENTS` clients, ``per_client`` adds each, at once: adds/s, ids acknowledged, errors."""
-    import httpx
-
     acked: list[tuple[int, str]] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -65,20 +67,20 @@ def eight_clients(url: str, headers: dict, per_client: int, tag: str) -> dict[st
 
     def client(i: int) -> None:
         texts = [f"{tag} client {i}: {t}" for t in memory_statements(per_client, seed=hash((tag, i)) % 2**31)]
-        with httpx.Client(base_url=url, headers=headers, timeout=120) as c:
-            c.get("/v1/health")  # the connection is open before the clock starts
+        with LightClient(url, headers) as c:
+            c.request("GET", "/v1/health")  # the connection is open before the clock starts
             barrier.wait()
             for text in texts:
                 try:
-                    r = c.post("/v1/memories", json={"text": text})
-                except httpx.HTTPError as exc:
+                    status, body = c.request("POST", "/v1/memories", {"text": text})
+                except OSError as exc:
                     errors.append(repr(exc))
                     continue
-                if r.status_code == 201:
+                if status == 201:
                     with lock:
-                        acked.append((r.json()["id"], text))
+                        acked.append((body["id"], text))
                 else:
-                    errors.append(f"{r.status_code} {r.text[:200]}")
+                    errors.append(f"{status} {str(body)[:200]}")
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(CLIENTS)]
     for th in threads:
@@ -93,31 +95,34 @@ def eight_clients(url: str, headers: dict, per_client: int, tag: str) -> dict[st
 
 def one_client(url: str, headers: dict, n: int, tag: str) -> list[float]:
     """One client, ``n`` adds one after another: each add's latency in seconds."""
-    import httpx
-
     out = []
-    with httpx.Client(base_url=url, headers=headers, timeout=120) as c:
+    with LightClient(url, headers) as c:
+        c.request("GET", "/v1/health")
         for text in memory_statements(n, seed=hash(tag) % 2**31):
             t = time.perf_counter()
-            c.post("/v1/memories", json={"text": f"{tag}: {text}"}).raise_for_status()
+            status, body = c.request("POST", "/v1/memories", {"text": f"{tag}: {text}"})
             out.append(time.perf_counter() - t)
+            if status != 201:
+                raise RuntimeError(f"one client's add failed: {status} {body}")
     return out
 
 
-def _store(kind: str, sizes: dict[str, int], embedder: Any, folder: Path) -> dict[str, Any]:
-    import httpx
-
+def _store(kind: str, model: str, sizes: dict[str, int], folder: Path) -> dict[str, Any]:
     import stores
     from memctl_server import Served
     from memory_core import MemoryBank
+    from memory_core.embed import get_embedder
 
-    locations = {name: (stores.create_database() if kind == "postgresql" else str(folder / f"{kind}-{i}.duckdb"))
+    embedder = get_embedder(model)
+    short = model.rsplit("/", 1)[-1]
+
+    locations = {name: (stores.create_database() if kind == "postgresql" else str(folder / f"{short}-{i}.duckdb"))
                  for i, name in enumerate(VARIANTS)}
     servers: dict[str, Any] = {}
     tokens: dict[str, str] = {}
     try:
         for name, env in VARIANTS.items():
-            with MemoryBank.open(locations[name]) as bank:
+            with MemoryBank.open(locations[name], model=model) as bank:
                 _, tokens[name] = bank.tokens.create("bench", ["bench"])
             saved = dict(os.environ)
             os.environ.update(env)
@@ -126,10 +131,13 @@ def _store(kind: str, sizes: dict[str, int], embedder: Any, folder: Path) -> dic
             finally:
                 os.environ.clear()
                 os.environ.update(saved)
-            with httpx.Client(base_url=servers[name].url, headers={"Authorization": f"Bearer {tokens[name]}"}) as c:
+            with LightClient(servers[name].url, {"Authorization": f"Bearer {tokens[name]}"}) as c:
                 for text in memory_statements(10, seed=77):  # the model, the store, the namespace warm
-                    c.post("/v1/memories", json={"text": "warm: " + text}).raise_for_status()
+                    status, body = c.request("POST", "/v1/memories", {"text": "warm: " + text})
+                    if status != 201:
+                        raise RuntimeError(f"warming {name} failed: {status} {body}")
         texts = memory_statements(sizes["encode_texts"], seed=4242)
+        embedder._encode(texts[:BATCH])
         blocks = []
         for b in range(sizes["blocks"]):
             order = list(VARIANTS) if b % 2 == 0 else list(VARIANTS)[::-1]
@@ -137,8 +145,8 @@ def _store(kind: str, sizes: dict[str, int], embedder: Any, folder: Path) -> dic
                                      "batch_encode_per_s": batch_rate(embedder, texts), "order": order}
             for name in order:
                 url, headers = servers[name].url, {"Authorization": f"Bearer {tokens[name]}"}
-                block[name] = {"eight": eight_clients(url, headers, sizes["per_client"], f"{kind}{b}{name}"),
-                               "one": one_client(url, headers, sizes["sequential"], f"{kind}{b}{name}one")}
+                block[name] = {"eight": eight_clients(url, headers, sizes["per_client"], f"{short}{kind}{b}{name}"),
+                               "one": one_client(url, headers, sizes["sequential"], f"{short}{kind}{b}{name}one")}
             blocks.append(block)
         # Every acknowledged add is in its bank, once.
         for name in VARIANTS:
@@ -186,41 +194,39 @@ def summarize(blocks: list[dict[str, Any]]) -> dict[str, Any]:
 def run(quick: bool, smallest: bool = False) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "tests"))
     os.environ.setdefault("MEMCTL_CACHE_DIR", tempfile.mkdtemp(prefix="memctl-bench-"))
-    from memory_core.embed import Embedder
-
     sizes = _sizes(quick, smallest)
-    embedder = Embedder()
     folder = Path(tempfile.mkdtemp(prefix="serve-gather-"))
     try:
-        load = round(os.getloadavg()[0], 2)
-        result = {"sizes": sizes, "load_average_1min_start": load,
-                  "duckdb": _store("duckdb", sizes, embedder, folder),
-                  "postgresql": _store("postgresql", sizes, embedder, folder),
-                  "load_average_1min_end": round(os.getloadavg()[0], 2)}
+        result: dict[str, Any] = {"sizes": sizes, "load_average_1min_start": round(os.getloadavg()[0], 2)}
+        for model in MODELS:
+            result[model] = {kind: _store(kind, model, sizes, folder) for kind in STORES}
+        result["load_average_1min_end"] = round(os.getloadavg()[0], 2)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return result
 
 
 def markdown(r: dict[str, Any]) -> str:
-    """The section's table: per store, both variants side by side."""
-    rows = []
-    for store in ("duckdb", "postgresql"):
-        s = r[store]
-        for name in VARIANTS:
-            v = s[name]
-            rows.append(f"| {'DuckDB file' if store == 'duckdb' else 'PostgreSQL'} | {name} | "
-                        f"{s['batch_encode_per_s']:.0f} | {v['eight_adds_per_s']:.0f} | "
-                        f"**{v['ratio_to_batch_rate']:.2f}** ({', '.join(f'{x:.2f}' for x in v['ratio_per_block'])}) | "
-                        f"{v['one_p50_ms']:.1f} | {v['one_p99_ms']:.1f} | {v['errors']} / {v['lost']} / {v['doubled']} |")
-    ratios = "; ".join(f"{store}: 8 clients {r[store]['on_over_off']['eight_adds_per_s']:.2f}, one client's p50 "
-                       f"{r[store]['on_over_off']['one_p50']:.2f}" for store in ("duckdb", "postgresql"))
-    loads = ", ".join(f"{x:.1f}" for store in ("duckdb", "postgresql") for x in r[store]["loads"])
-    return f"""| store | embedding | bare batch-encode /s (same run) | 8 clients adds/s | ratio to batch rate (per block) | one client p50 ms | p99 ms | errors / lost / doubled |
-|---|---|---|---|---|---|---|---|
+    """The section's table: per model and store, both variants side by side."""
+    rows, ratios, loads = [], [], []
+    for model in MODELS:
+        short = model.rsplit("/", 1)[-1]
+        for store in STORES:
+            s = r[model][store]
+            where = "DuckDB file" if store == "duckdb" else "PostgreSQL"
+            for name in VARIANTS:
+                v = s[name]
+                rows.append(f"| {short} | {where} | {name} | {s['batch_encode_per_s']:.0f} | {v['eight_adds_per_s']:.0f} | "
+                            f"**{v['ratio_to_batch_rate']:.2f}** ({', '.join(f'{x:.2f}' for x in v['ratio_per_block'])}) | "
+                            f"{v['one_p50_ms']:.1f} | {v['one_p99_ms']:.1f} | {v['errors']} / {v['lost']} / {v['doubled']} |")
+            ratios.append(f"{short} on {where}: 8 clients {s['on_over_off']['eight_adds_per_s']:.2f}, "
+                          f"one client's p50 {s['on_over_off']['one_p50']:.2f}")
+            loads += [f"{x:.1f}" for x in s["loads"]]
+    return f"""| model | store | embedding | bare batch-encode /s (same run) | 8 clients adds/s | ratio to batch rate (per block) | one client p50 ms | p99 ms | errors / lost / doubled |
+|---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
-Gather on over off, same blocks: {ratios}. Load average (1 min) at each block: {loads}
+Gather on over off, same blocks: {"; ".join(ratios)}. Load average (1 min) at each block: {", ".join(loads)}
 (start {r['load_average_1min_start']}, end {r['load_average_1min_end']}).
 """
 
