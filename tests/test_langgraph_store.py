@@ -414,7 +414,7 @@ def test_importing_memory_core_does_not_import_langgraph() -> None:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
+def served_users(tmp_path_factory):
     """A server with a token for users.alice.memories only, a read-only one, and an admin token."""
     path = tmp_path_factory.mktemp("served") / "bank.duckdb"
     server = serve_with_tokens(path, [("alice", ["users.alice.memories"], False, False),
@@ -424,7 +424,8 @@ def served(tmp_path_factory):
     assert server.stop() == 0, server.output()
 
 
-def test_a_served_bank_by_url_and_token(served) -> None:
+def test_a_served_bank_by_url_and_token(served_users) -> None:
+    served = served_users
     admin = MemoryBank.open(served.url, token=served.tokens["root"])
     with MemoryBankStore(admin, now=lambda: NOW) as root:
         root.put(("users", "bob"), "car", {"text": "Bob drives a red Volvo"})
