@@ -32,11 +32,11 @@ from memory_core import MemoryBank, ScoringParams  # noqa: E402
 
 from . import locomo, multilingual  # noqa: E402
 
-GRID = {
-    "similarity_floor": [0.70, 0.74, 0.76, 0.78, 0.80, 0.82],
-    "similarity_ceiling": [0.88, 0.90, 0.92, 0.95],
-    "lexical_weight": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
-    "min_relevance": [0.02, 0.05, 0.1, 0.15],
+GRID = {  # on the scale of cosines with e5's shared directions projected out (unrelated texts near 0)
+    "similarity_floor": [0.05, 0.10, 0.15, 0.20],
+    "similarity_ceiling": [0.60, 0.65, 0.70, 0.75, 0.80],
+    "lexical_weight": [0.2, 0.3, 0.4, 0.5, 0.6],
+    "min_relevance": [0.02, 0.05, 0.1],
 }
 THRESHOLDS = [round(t, 3) for t in np.arange(0.20, 0.651, 0.01)]
 
