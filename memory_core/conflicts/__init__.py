@@ -10,7 +10,7 @@ from .candidates import (CANDIDATE_BAND, NEIGHBOURS, auto_rule, candidate_band, 
 from .llm_judge import judge, judge_llm
 from .records import (AUTO_RULES, CONFLICT_KINDS, MUCH_NEWER, PATHS, REVIEW_BELOW, SAME_DAY, SUGGESTIONS, MemoryView,
                       Verdict)
-from .rule_judge import auto_resolution, judge_rules, suggest
+from .rule_judge import auto_resolution, judge_rules, negated_across_languages, suggest
 
 __all__ = [
     "AUTO_RULES",
@@ -32,6 +32,7 @@ __all__ = [
     "judge",
     "judge_llm",
     "judge_rules",
+    "negated_across_languages",
     "pairs_to_judge",
     "preview",
     "suggest",
