@@ -23,6 +23,10 @@ from .rule_judge import auto_resolution, negated_across_languages, suggest
 # between cosine 0.3 and 0.85 with the bundled model; identical statements sit above 0.985.
 CANDIDATE_BAND: Final = (0.3, 0.985)
 NEIGHBOURS: Final = 25
+# How many closer memories the cross-language gate reads the language of before it gives up on a pair
+# (left unflagged): in a large namespace in one language, the walk to the nearest memory in another
+# could otherwise read most of it on an add.
+ACROSS_WALK: Final = 4096
 
 
 def candidate_band(on_model: Callable[[float], float] = float) -> tuple[float, float]:
@@ -110,8 +114,9 @@ def across_language_pairs(pairs: Iterable[tuple[int, int]], ids: np.ndarray, vec
     ``vectors``; ``row_of``: id -> row, when a loaded index has it). So a Swedish negation is set
     beside the one English memory closest to it, not beside every English memory on its topic.
     ``texts`` gives the texts of memory ids; only the pairs that pass the negation test (few) cost
-    a scan of the namespace. Only for a model whose vectors are comparable across languages
-    (``ModelDefaults.across_languages``): the caller checks that."""
+    a scan of the namespace; a pair whose check would read the language of more than
+    :data:`ACROSS_WALK` closer memories is left out. Only for a model whose vectors are comparable
+    across languages (``ModelDefaults.across_languages``): the caller checks that."""
     row_of = {int(m): r for r, m in enumerate(ids.tolist())} if row_of is None else row_of
     languages: dict[int, str] = {}
 
@@ -125,6 +130,8 @@ def across_language_pairs(pairs: Iterable[tuple[int, int]], ids: np.ndarray, vec
         # Whether no memory of language ``wanted`` is closer to ``row`` than ``other`` is.
         sims = products(vectors[[row]], vectors)[0]
         closer = np.flatnonzero(sims > sims[other])
+        if len(closer) > ACROSS_WALK + 1:
+            return False
         closer = closer[np.argsort(-sims[closer], kind="stable")]
         for start in range(0, len(closer), 64):  # nearest first: most walks end in the first block
             block = [int(ids[r]) for r in closer[start:start + 64] if r != row]
