@@ -218,3 +218,15 @@ def test_the_conflicts_page_shows_it_like_any_other(tmp_path, monkeypatch) -> No
     with MemoryBank.open(path, embedder=get_embedder(E5_MODEL)) as bank:
         assert bank.conflict(conflict.id).status in ("resolved", "acknowledged")
         assert bank.get(sv).status == bank.get(en).status == "active"
+
+
+def test_the_gate_gives_up_on_a_long_walk_rather_than_read_a_whole_namespace(e5_bank, monkeypatch) -> None:
+    """The walk from the Swedish memory to its nearest English one passes another Swedish memory;
+    with no walk allowed the pair is left unflagged (never flagged on a guess)."""
+    sv, fish, en = store_quietly(e5_bank, [SV_NO_MEAT, "Jag äter inte fisk", EN_MEAT])
+    ids, vectors = e5_bank.live_vectors("u")
+    texts = lambda mids: {m: e5_bank.get(m).text for m in mids}  # noqa: E731
+    pair = (min(sv, en), max(sv, en))
+    assert pair in conflicts.across_language_pairs([pair], ids, vectors, texts)
+    monkeypatch.setattr(conflicts.candidates, "ACROSS_WALK", 0)
+    assert conflicts.across_language_pairs([pair], ids, vectors, texts) == set()
