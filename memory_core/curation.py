@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 # Called by add_each once its rows are committed: (each row's id or error, the stored memories by id).
 StoredHook = Callable[[list["int | MemoryCoreError"], dict[int, Memory]], None]
 # What judging new memories needs, copied out of an index: candidate pairs, their ids, vectors,
-# memories by id, and the new memories' ids (Curation._judging_in).
-Judging = tuple[list[tuple[int, int]], np.ndarray, np.ndarray, dict[int, Memory], list[int]]
+# memories by id, the new memories' ids, and the pairs the rules may judge across languages
+# (Curation._judging_in).
+Judging = tuple[list[tuple[int, int]], np.ndarray, np.ndarray, dict[int, Memory], list[int], set[tuple[int, int]]]
 
 
 def _conflict_from_row(row: dict[str, Any], memories: dict[int, Memory]) -> Conflict:
@@ -337,8 +338,10 @@ class Curation:
         known = ({(c.a.id, c.b.id) for c in self.conflicts(namespace=namespace, status=None)} if wanted is None
                  else {(c.a.id, c.b.id) for mid in wanted for c in self.conflicts(status=None, memory_id=mid)})
         memories = self.queries.get_many(sorted({i for p in pairs for i in p}))
+        across = conflicts.across_language_pairs(pairs, ids, vectors, self._texts(memories)) \
+            if scale.across_languages else set()
         found = conflicts.find(pairs, ids, vectors, memories, known, memory_ids=wanted, client=client,
-                               to_reference=scale.to_reference)
+                               to_reference=scale.to_reference, across=across)
         return [c for c in self.record_conflicts(found) if c is not None] if found else []
 
     def add(self, row: dict[str, Any], *, detect: bool = True, client: Any = None, dedupe: bool = True) -> int:
@@ -490,8 +493,8 @@ class Curation:
         # Memories written in this very hold are in no recorded conflict yet: nothing is known.
         scale = model_defaults(self.core.model)
         return [self._check_found(conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=new,
-                                                 to_reference=scale.to_reference))
-                for pairs, ids, vectors, memories, new in work]
+                                                 to_reference=scale.to_reference, across=across))
+                for pairs, ids, vectors, memories, new, across in work]
 
     def _band(self) -> tuple[float, float]:
         """The cosines between which two memories are on one topic, on the bank's model's scale."""
@@ -518,10 +521,33 @@ class Curation:
         memories = {i: m for i in members if (m := rowmod.memory_from_index(idx, idx.row_of[i])) is not None}
         missing = [i for i in members if i not in memories]
         memories.update(self.core.get_rows(con, missing) if missing else {})
+        across: set[tuple[int, int]] = set()
+        if model_defaults(self.core.model).across_languages:  # the whole namespace's neighbours, in the hold
+            across = conflicts.across_language_pairs(pairs, idx.ids[: idx.n], idx.emb[: idx.n],
+                                                     self._texts(memories, con, idx), row_of=idx.row_of)
         # find() is given the pairs' own ids and vectors only (it maps ids to rows).
         ids = np.asarray(members, dtype=np.int64)
         vectors = idx.emb[[idx.row_of[m] for m in members]]  # a copy: the index may grow meanwhile
-        return pairs, ids, vectors, memories, new
+        return pairs, ids, vectors, memories, new, across
+
+    def _texts(self, known: dict[int, Memory], con: Any = None,
+               idx: Any = None) -> Callable[[list[int]], dict[int, str]]:
+        """Texts of memory ids, for :func:`conflicts.across_language_pairs`: from ``known``, else the
+        loaded index ``idx`` (read through ``con``, in the hold), else the store."""
+        def texts(mids: list[int]) -> dict[int, str]:
+            out = {m: known[m].text for m in mids if m in known}
+            rest = [m for m in mids if m not in out]
+            if idx is not None:
+                for m in rest:
+                    info = idx.info[idx.row_of[m]] if m in idx.row_of else None
+                    if info is not None:
+                        out[m] = info[0]
+                rest = [m for m in rest if m not in out]
+            if rest:
+                got = self.core.get_rows(con, rest) if con is not None else self.queries.get_many(rest)
+                out.update({m: mem.text for m, mem in got.items() if mem.text})
+            return out
+        return texts
 
     def apply_maintenance(self, work: Any, *, dry_run: bool = False) -> Any:
         """Make the changes a planned maintenance run lists (a :class:`memory_core.maintenance.MaintenanceWork`),

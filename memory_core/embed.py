@@ -52,7 +52,9 @@ class ModelDefaults:
 
     merge_threshold: float      # near duplicates: every pair of a merge suggestion at least this close
     related_threshold: float    # "same subject" suggestions (asked for, previewed)
-    across_languages: bool      # a pair in two languages needs no shared word to be merged
+    # Vectors comparable across languages: a pair in two languages needs no shared word to be merged,
+    # and may be offered as a cross_language conflict (conflicts.across_language_pairs).
+    across_languages: bool
     # The built-in "default" recall preset's fields that differ from ScoringParams() for this model
     # (a new bank's active preset: relevance and the threshold are on the model's scale).
     recall: dict[str, float] = field(default_factory=dict)

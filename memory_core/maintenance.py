@@ -310,8 +310,10 @@ def _plan_cleanup(source: MaintenanceSource, work: MaintenanceWork, ns: str, gon
         pairs = conflicts.pairs_to_judge(ids, vectors, band=conflicts.candidate_band(scale.on_model))
         if pairs:
             memories = source.get_many(sorted({i for p in pairs for i in p}))
+            across = conflicts.across_language_pairs(pairs, ids, vectors, _texts(source, memories)) \
+                if scale.across_languages else set()
             found = conflicts.find(pairs, ids, vectors, memories, {(c.a.id, c.b.id) for c in recorded},
-                                   client=client, to_reference=scale.to_reference)
+                                   client=client, to_reference=scale.to_reference, across=across)
             work.findings += found
             new = conflicts.preview(found, memories, ns)
             work.counts["conflicts_detected"] += len(found)
@@ -346,3 +348,14 @@ def _live_except(ids: np.ndarray, vectors: np.ndarray, gone: set[int]) -> tuple[
         return ids, vectors
     keep = ~np.isin(ids, np.fromiter(gone, dtype=np.int64, count=len(gone)))
     return (ids, vectors) if keep.all() else (ids[keep], vectors[keep])
+
+
+def _texts(source: MaintenanceSource, known: dict[int, Memory]) -> Callable[[list[int]], dict[int, str]]:
+    """Texts of memory ids (for :func:`conflicts.across_language_pairs`): from ``known``, else the source."""
+    def texts(mids: list[int]) -> dict[int, str]:
+        out = {m: known[m].text for m in mids if m in known}
+        rest = [m for m in mids if m not in out]
+        if rest:
+            out.update({m: mem.text for m, mem in source.get_many(rest).items() if mem.text})
+        return out
+    return texts

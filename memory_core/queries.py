@@ -23,10 +23,9 @@ from .models import (
 from .scoring import TIERS, tier_bounds, tier_of
 from .settings import Settings
 from .storage import tables
-from .text import detect_language
+from .text import LANGUAGE_NAMES, detect_language
 
 NOTICEABLE_SHARE = 0.1  # of memories in other languages before an English-only model is worth a warning
-LANGUAGE_NAMES = {"en": "English", "sv": "Swedish", "zh": "Chinese"}
 
 if TYPE_CHECKING:
     from .core import Core

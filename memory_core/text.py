@@ -22,8 +22,8 @@ from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN, STOPWORDS_SWEDISH
 
 __all__ = [
     "CJK", "CJK_CHAR", "CJK_RUN", "WORD", "JOINED_WORD", "UNIT", "PUNCT_MAP", "STOP_WORDS", "STOP_CJK",
-    "QUERY_FILLER", "LANGUAGES", "detect_language", "normalise", "fold_chinese", "mostly_cjk", "stem", "tokenize",
-    "lexical_tokens",
+    "QUERY_FILLER", "LANGUAGES", "LANGUAGE_NAMES", "detect_language", "normalise", "fold_chinese", "mostly_cjk",
+    "stem", "tokenize", "lexical_tokens",
 ]
 
 # -- scripts ---------------------------------------------------------------------------------------
@@ -124,6 +124,8 @@ def fold_chinese(text: str) -> str:
 # language of the text they are in; runs of CJK characters are segmented by their script whatever
 # the text's language (Han by jieba's dictionary, kana and Hangul into characters and bigrams).
 LANGUAGES: Final = ("en", "sv", "zh")
+# Each language's name as people read it (warnings, conflict evidence); the one table of them.
+LANGUAGE_NAMES: Final = {"en": "English", "sv": "Swedish", "zh": "Chinese"}
 
 # Frequent Swedish and English function words: the words a short text is told apart by. Words
 # both languages spell alike ("i", "man", "under") are in neither.

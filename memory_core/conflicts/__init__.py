@@ -5,12 +5,12 @@ The design notes (why it works this way) are in ARCHITECTURE.md, "Design notes: 
 
 from __future__ import annotations
 
-from .candidates import (CANDIDATE_BAND, NEIGHBOURS, auto_rule, candidate_band, candidate_pairs, find,
-                         pairs_to_judge, preview, topic_confidence)
+from .candidates import (CANDIDATE_BAND, NEIGHBOURS, across_language_pairs, auto_rule, candidate_band,
+                         candidate_pairs, find, pairs_to_judge, preview, topic_confidence)
 from .llm_judge import judge, judge_llm
 from .records import (AUTO_RULES, CONFLICT_KINDS, MUCH_NEWER, PATHS, REVIEW_BELOW, SAME_DAY, SUGGESTIONS, MemoryView,
                       Verdict)
-from .rule_judge import auto_resolution, judge_rules, suggest
+from .rule_judge import auto_resolution, judge_rules, negated_across_languages, suggest
 
 __all__ = [
     "AUTO_RULES",
@@ -24,6 +24,7 @@ __all__ = [
     "SUGGESTIONS",
     "MemoryView",
     "Verdict",
+    "across_language_pairs",
     "auto_resolution",
     "auto_rule",
     "candidate_band",
@@ -32,6 +33,7 @@ __all__ = [
     "judge",
     "judge_llm",
     "judge_rules",
+    "negated_across_languages",
     "pairs_to_judge",
     "preview",
     "suggest",

@@ -10,10 +10,11 @@ from typing import Any, Final
 import numpy as np
 
 from ..llm import LLMClient
+from ..text import detect_language
 from ..vectors import products
 from .llm_judge import judge
 from .records import MemoryView, Verdict
-from .rule_judge import auto_resolution, suggest
+from .rule_judge import auto_resolution, negated_across_languages, suggest
 
 
 # --------------------------------------------------------------------------- from the bank's data
@@ -22,6 +23,10 @@ from .rule_judge import auto_resolution, suggest
 # between cosine 0.3 and 0.85 with the bundled model; identical statements sit above 0.985.
 CANDIDATE_BAND: Final = (0.3, 0.985)
 NEIGHBOURS: Final = 25
+# How many closer memories the cross-language gate reads the language of before it gives up on a pair
+# (left unflagged): in a large namespace in one language, the walk to the nearest memory in another
+# could otherwise read most of it on an add.
+ACROSS_WALK: Final = 4096
 
 
 def candidate_band(on_model: Callable[[float], float] = float) -> tuple[float, float]:
@@ -64,6 +69,9 @@ _TOPIC_CONFIDENCE: Final = {
     "value_change": ((0.6, 0.9), (0.5, 0.7), (0.35, 0.6)),
     "polarity": ((0.7, 0.85), (0.6, 0.7)),
     "switch": ((0.7, 0.8), (0.6, 0.65)),
+    # Two languages share no word: the pair is gated by being mutual nearest neighbours across the
+    # two languages (across_language_pairs) instead, and is only ever offered for review.
+    "cross_language": ((CANDIDATE_BAND[0], 0.5),),
 }
 
 
@@ -97,10 +105,57 @@ def pairs_to_judge(ids: np.ndarray, vectors: np.ndarray, memory_ids: Collection[
     return candidate_pairs(ids, vectors, rows, band)
 
 
+def across_language_pairs(pairs: Iterable[tuple[int, int]], ids: np.ndarray, vectors: np.ndarray,
+                          texts: Callable[[list[int]], Mapping[int, str]],
+                          row_of: Mapping[int, int] | None = None) -> set[tuple[int, int]]:
+    """Of ``pairs``, those the rules may judge across languages (``judge_rules(across_languages=True)``):
+    two memories in different languages, exactly one negated (:func:`negated_across_languages`), each
+    the other's nearest memory in its language among the namespace's ``ids`` (with their unit
+    ``vectors``; ``row_of``: id -> row, when a loaded index has it). So a Swedish negation is set
+    beside the one English memory closest to it, not beside every English memory on its topic.
+    ``texts`` gives the texts of memory ids; only the pairs that pass the negation test (few) cost
+    a scan of the namespace; a pair whose check would read the language of more than
+    :data:`ACROSS_WALK` closer memories is left out. Only for a model whose vectors are comparable
+    across languages (``ModelDefaults.across_languages``): the caller checks that."""
+    row_of = {int(m): r for r, m in enumerate(ids.tolist())} if row_of is None else row_of
+    languages: dict[int, str] = {}
+
+    def language(mids: list[int]) -> list[str]:
+        missing = [m for m in mids if m not in languages]
+        if missing:
+            languages.update({m: detect_language(t) for m, t in texts(missing).items()})
+        return [languages.get(m, "") for m in mids]
+
+    def nearest_in(row: int, other: int, wanted: str) -> bool:
+        # Whether no memory of language ``wanted`` is closer to ``row`` than ``other`` is.
+        sims = products(vectors[[row]], vectors)[0]
+        closer = np.flatnonzero(sims > sims[other])
+        if len(closer) > ACROSS_WALK + 1:
+            return False
+        closer = closer[np.argsort(-sims[closer], kind="stable")]
+        for start in range(0, len(closer), 64):  # nearest first: most walks end in the first block
+            block = [int(ids[r]) for r in closer[start:start + 64] if r != row]
+            if wanted in language(block):
+                return False
+        return True
+
+    found = set()
+    for a, b in pairs:
+        text = texts([a, b])
+        if a not in text or b not in text or negated_across_languages(text[a], text[b]) is None:
+            continue
+        lang_a, lang_b = language([a, b])
+        ra, rb = row_of[a], row_of[b]
+        if nearest_in(ra, rb, lang_b) and nearest_in(rb, ra, lang_a):
+            found.add((min(a, b), max(a, b)))
+    return found
+
+
 def find(pairs: Sequence[tuple[int, int]], ids: np.ndarray, vectors: np.ndarray, memories: Mapping[int, Any],
          known: Collection[tuple[int, int]], *, memory_ids: Collection[int] | None = None,
          client: LLMClient | None = None, max_per_memory: int = 3,
-         to_reference: Callable[[float], float] = float) -> list[dict[str, Any]]:
+         to_reference: Callable[[float], float] = float,
+         across: Collection[tuple[int, int]] = ()) -> list[dict[str, Any]]:
     """Judge the candidate ``pairs`` (:func:`pairs_to_judge` of ``ids`` and ``vectors``) and return the
     contradictions worth recording, as rows for :meth:`MemoryBank.record_conflicts`. Writes nothing.
 
@@ -110,6 +165,8 @@ def find(pairs: Sequence[tuple[int, int]], ids: np.ndarray, vectors: np.ndarray,
     them, are not flagged again. With ``memory_ids`` (the new memories), each is flagged against at
     most ``max_per_memory`` stored ones, the clearest first. ``to_reference`` puts the model's cosine
     on the scale :func:`topic_confidence` was measured on (``ModelDefaults.to_reference``).
+    ``across`` (:func:`across_language_pairs`, as (smaller id, larger id)): the pairs the rules may
+    also judge across languages.
     """
     row_of = {int(m): r for r, m in enumerate(ids.tolist())}
     wanted = set() if memory_ids is None else {int(i) for i in memory_ids}
@@ -118,7 +175,8 @@ def find(pairs: Sequence[tuple[int, int]], ids: np.ndarray, vectors: np.ndarray,
         a, b = sorted((memories[a_id], memories[b_id]), key=lambda m: (m.created_at, m.id))
         if (a.id, b.id) in known:
             continue
-        verdict = judge(MemoryView.from_memory(a), MemoryView.from_memory(b), client)
+        verdict = judge(MemoryView.from_memory(a), MemoryView.from_memory(b), client,
+                        across_languages=(min(a.id, b.id), max(a.id, b.id)) in across)
         if not verdict.conflict:
             continue
         cos = float(vectors[row_of[a.id]] @ vectors[row_of[b.id]])

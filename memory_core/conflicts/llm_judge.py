@@ -118,12 +118,13 @@ def judge_llm(a: MemoryView, b: MemoryView, client: LLMClient) -> Verdict:
     return _verdict_from_reply(reply, a, b, client.endpoint)
 
 
-def judge(a: MemoryView, b: MemoryView, client: LLMClient | None = None) -> Verdict:
+def judge(a: MemoryView, b: MemoryView, client: LLMClient | None = None, *, across_languages: bool = False) -> Verdict:
     """Judge a and b with the LLM when ``client`` is given and works, else with the rules.
 
-    Any LLMError (endpoint down, timeout, unusable reply) falls back to :func:`judge_rules`;
-    ``Verdict.path`` says which one decided ("llm" or "rules").
+    Any LLMError (endpoint down, timeout, unusable reply) falls back to :func:`judge_rules`
+    (``across_languages``: see there); ``Verdict.path`` says which one decided ("llm" or "rules").
     """
     a, b = _check_pair(a, b)
-    result = with_fallback(lambda c: judge_llm(a, b, c), lambda: judge_rules(a, b), client)
+    result = with_fallback(lambda c: judge_llm(a, b, c),
+                           lambda: judge_rules(a, b, across_languages=across_languages), client)
     return result.value

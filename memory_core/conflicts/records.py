@@ -17,7 +17,7 @@ from ..models import KINDS
 # Public records
 # --------------------------------------------------------------------------- #
 
-CONFLICT_KINDS: Final = ("polarity", "value_change", "switch", "llm", "none")
+CONFLICT_KINDS: Final = ("polarity", "value_change", "switch", "cross_language", "llm", "none")
 """What a verdict calls a contradiction (or "none"); a memory's own kind is one of models.KINDS."""
 SUGGESTIONS: Final = ("newer_wins", "explicit_wins", "keep_both", "review")
 PATHS: Final = ("rules", "llm")
@@ -94,9 +94,10 @@ class Verdict:
 
     ``conflict``: whether they contradict. ``kind``: ``"polarity"`` (a negation flips),
     ``"value_change"`` (same attribute, new value), ``"switch"`` (explicit change words),
-    ``"llm"`` (the model found a conflict of another kind) or ``"none"`` (exactly when there is no
-    conflict). ``evidence``: what disagrees, for a human. ``confidence``: 0..1, how sure the judge
-    is of ``conflict``. ``suggestion``: one of :data:`SUGGESTIONS` (see :func:`suggest`).
+    ``"cross_language"`` (two languages, exactly one negated: for review), ``"llm"`` (the model
+    found a conflict of another kind) or ``"none"`` (exactly when there is no conflict).
+    ``evidence``: what disagrees, for a human. ``confidence``: 0..1, how sure the judge is of
+    ``conflict``. ``suggestion``: one of :data:`SUGGESTIONS` (see :func:`suggest`).
     ``path``: ``"rules"`` or ``"llm"``, whichever decided.
     """
 

@@ -18,7 +18,7 @@ from ..rules.conflict_patterns import (ANTONYMS, CHANGE_CUES, CLAUSE_BREAKS, CUE
                                        NEUTRAL_CUES, PAST_CUES, POSITIVE_CUES, REMEDIES, SUBJECT_VERBS, SWITCH_LABELS,
                                        TEMPLATES, WEAK_CHANGE_CUES, _CJK_PARTICLES, _GENERIC_TOPIC, _NOT_NAMES,
                                        _SUBJECT, _SV_MARKERS, _SV_SUFFIXES, _TOPIC_FILLER, _VALUE_FILLER)
-from ..text import CJK_CHAR, JOINED_WORD, PUNCT_MAP, UNIT, fold_chinese, tokenize
+from ..text import CJK_CHAR, JOINED_WORD, LANGUAGE_NAMES, PUNCT_MAP, UNIT, detect_language, fold_chinese, tokenize
 from .records import (AUTO_RULES, CONFLICT_KINDS, MUCH_NEWER, MemoryView, REVIEW_BELOW, SAME_DAY, Verdict, _is_number,
                       _utc)
 
@@ -31,6 +31,7 @@ _CONF_PAST: Final = 0.8        # the newer memory puts the older statement in th
 _CONF_NUMBER: Final = 0.75     # a number next to the same words changed
 _CONF_SWITCH: Final = 0.7      # change words plus a replaced topic, attribute not identified
 _CONF_WEAK: Final = 0.6        # something may have changed, but the rules cannot tell: review
+_CONF_ACROSS: Final = 0.5      # two languages, one side negated: no shared word to read the topic by
 
 # --------------------------------------------------------------------------- #
 # Compilation
@@ -49,7 +50,8 @@ def _compile_cues(table: Mapping[str, list[tuple[str, str]]]) -> tuple[tuple[str
     return tuple(rows)
 
 
-_NEGATORS = _compile_cues(NEGATORS)
+# Negators per language: the cross-language rule reads each memory by its own language's table.
+_NEGATORS_BY_LANGUAGE = {language: _compile_cues({language: rows}) for language, rows in NEGATORS.items()}
 _NEGATIVE_WORDS = _compile_cues(NEGATIVE_WORDS)
 _REMEDIES = _compile_cues(REMEDIES)
 _NEGATED_POSITIVES = _compile_cues(NEGATED_POSITIVES)
@@ -70,6 +72,10 @@ _TEMPLATES = tuple(
     (attr, single, role, re.compile(pattern))
     for rows in TEMPLATES.values() for attr, single, role, pattern in rows
 )
+# What makes a statement negative, in the order cues are taken: negators (language by language),
+# negative words, remedies.
+_POLAR_TABLES = (*(("neg", language, table) for language, table in _NEGATORS_BY_LANGUAGE.items()),
+                 ("val", "", _NEGATIVE_WORDS), ("fix", "", _REMEDIES))
 _CLAUSE_BREAK = re.compile(CLAUSE_BREAKS)
 _DISPREFERRED = re.compile(DISPREFERRED)
 
@@ -102,6 +108,7 @@ class _Cue:
     last: int                 # index of its last unit
     text: str
     forward: bool = False     # reaches only the words after it
+    language: str = ""        # a negator's: the language whose table it is from
 
 
 @dataclass
@@ -261,14 +268,14 @@ def _parse(text: str) -> _Parsed:
     # Idioms like "无辣不欢" are positive: hide them from the negation patterns.
     polar = _blank(low, [m.span() for _, m in hits(_NEGATED_POSITIVES, low)])
     cues: list[_Cue] = []
-    for cls, table in (("neg", _NEGATORS), ("val", _NEGATIVE_WORDS), ("fix", _REMEDIES)):
+    for cls, language, table in _POLAR_TABLES:
         for label, match in hits(table, polar):
             first, last = _unit_at(units, match.start()), _unit_at(units, match.end() - 1)
             # Tables of several languages may match the same word ("allergic" is also sv "allergi…"):
             # one word is one cue, or it could cancel a negator twice.
             if any(c.cls == cls and c.unit <= last and first <= c.last for c in cues):
                 continue
-            cues.append(_Cue(cls, first, last, display[match.start():match.end()], label in FORWARD_ONLY))
+            cues.append(_Cue(cls, first, last, display[match.start():match.end()], label in FORWARD_ONLY, language))
     implied: list[tuple[int, frozenset[str]]] = []
     for _label, regex, words in _IMPLIED:
         for match in regex.finditer(low):
@@ -408,6 +415,13 @@ def _negative_at(p: _Parsed, unit: int) -> tuple[bool, list[str]]:
     near = [c for c in p.cues if c.cls in ("neg", "val", "fix") and p.segment[c.unit] == p.segment[unit]
             and min(abs(c.unit - unit), abs(c.last - unit)) <= CUE_WINDOW
             and not (c.forward and c.unit > unit)]
+    live = _live(near)
+    negative = bool(live) != p.flipped[unit]
+    return negative, [c.text for c in live]
+
+
+def _live(near: list[_Cue]) -> list[_Cue]:
+    """The negators and negative words of ``near`` (cues of one clause) that no other cue cancels."""
     cancelled: set[int] = set()
     for i, cue in enumerate(near):
         if cue.cls != "val" or i in cancelled:
@@ -423,9 +437,7 @@ def _negative_at(p: _Parsed, unit: int) -> tuple[bool, list[str]]:
             if before or after_sv or remedy:
                 cancelled |= {i, j}
                 break
-    live = [c for k, c in enumerate(near) if k not in cancelled and c.cls in ("neg", "val")]
-    negative = bool(live) != p.flipped[unit]
-    return negative, [c.text for c in live]
+    return [c for k, c in enumerate(near) if k not in cancelled and c.cls in ("neg", "val")]
 
 
 def _near_cue(p: _Parsed, tokens: frozenset[str], classes: tuple[str, ...], window: int | None) -> bool:
@@ -654,7 +666,7 @@ def _number_change(po: _Parsed, pn: _Parsed) -> tuple[str, str, frozenset[str]] 
     return None
 
 
-def judge_rules(a: MemoryView, b: MemoryView) -> Verdict:
+def judge_rules(a: MemoryView, b: MemoryView, *, across_languages: bool = False) -> Verdict:
     """Decide with the rule tables alone (English, Swedish, Chinese) whether a and b contradict.
 
     The pair is assumed to be on one topic already (the caller picks it by embedding similarity);
@@ -663,8 +675,11 @@ def judge_rules(a: MemoryView, b: MemoryView) -> Verdict:
     one the newer may overrule. Rules, first match wins: the newer memory puts the older in the
     past ("used to"); opposite words; a negation flip about a shared topic word (polarity); the same
     attribute with a new value (value_change); a number next to the same words changed; change
-    words replacing part of the older statement (switch). Raises ValidationError when a or b is
-    not a MemoryView or both are the same memory.
+    words replacing part of the older statement (switch). Last, with ``across_languages`` (the caller
+    vouches for the pair: a model that reads both languages in one space, and each memory the other's
+    nearest in its language), two memories in different languages of which exactly one is negated
+    (``cross_language``, for review: :func:`negated_across_languages`). Raises ValidationError when
+    a or b is not a MemoryView or both are the same memory.
     """
     a, b = _check_pair(a, b)
     older, newer = _order(a, b)
@@ -689,7 +704,8 @@ def judge_rules(a: MemoryView, b: MemoryView) -> Verdict:
     if values.weak:
         confidence, kind, evidence = max(values.weak)
         return _verdict(a, b, kind, evidence, confidence)
-    return _switch_rule(pair) or _no_conflict_left(pair, values.multi)
+    return (_switch_rule(pair) or (_cross_language_rule(pair) if across_languages else None)
+            or _no_conflict_left(pair, values.multi))
 
 
 def _no_conflict(a: MemoryView, b: MemoryView, why: str, confidence: float) -> Verdict:
@@ -873,6 +889,38 @@ def _switch_rule(p: _Pair) -> Verdict | None:
                     f'switch: "{", ".join(dict.fromkeys(switch_cues))}": '
                     f'"{_quote(_predicate_quote(po, shared))}" → "{_quote(_predicate_quote(pn, shared))}" '
                     f'about "{_topic_quote(po, shared)}"', confidence)
+
+
+def _cross_language_rule(p: _Pair) -> Verdict | None:
+    """7. Two languages, one side negated: the rules share no word to find the topic by, but the
+    embedding put the two side by side; an operator should look ("Jag äter inte kött" / "I eat
+    meat again")."""
+    older, newer = _order(p.a, p.b)
+    evidence = negated_across_languages(older.text, newer.text)
+    return None if evidence is None else _verdict(p.a, p.b, "cross_language", evidence, _CONF_ACROSS)
+
+
+def negated_across_languages(older: str, newer: str) -> str | None:
+    """The evidence when the two texts are in different languages (:func:`memory_core.text.detect_language`)
+    and exactly one is negated by its own language's negators (a negator that a negative word
+    cancels, "doesn't mind", does not count); None otherwise."""
+    lang_o, lang_n = detect_language(older), detect_language(newer)
+    if lang_o == lang_n:
+        return None
+    neg_o, neg_n = _negated(_parse(older), lang_o), _negated(_parse(newer), lang_n)
+    if bool(neg_o) == bool(neg_n):
+        return None
+    names = " / ".join(LANGUAGE_NAMES.get(lang, lang) for lang in (lang_o, lang_n))
+    return f'cross_language: in different languages ({names}), one negated ("{(neg_o or neg_n)[0]}"): review'
+
+
+def _negated(p: _Parsed, language: str) -> list[str]:
+    """The negators of ``language``'s table that stand in p, clause by clause (see :func:`_live`)."""
+    found: list[str] = []
+    for clause in sorted({p.segment[c.unit] for c in p.cues}):
+        polar = [c for c in p.cues if c.cls in ("neg", "val", "fix") and p.segment[c.unit] == clause]
+        found += [c.text for c in _live(polar) if c.cls == "neg" and c.language == language]
+    return found
 
 
 def _no_conflict_left(p: _Pair, multi: list[str]) -> Verdict:
