@@ -51,7 +51,7 @@ import stores  # noqa: E402
 BOTH_STORES = {
     "test_bank.py", "test_recall_exact.py", "test_curation_bank.py", "test_labels.py", "test_tenants.py",
     "test_forgetting.py", "test_hostile_input.py", "test_dedupe.py", "test_storage_seam.py", "test_namespace_keys.py",
-    "test_tokens.py", "test_langgraph_store.py",
+    "test_tokens.py", "test_langgraph_store.py", "test_langchain_standard.py",
 }
 
 

@@ -86,6 +86,17 @@ def test_params_k_and_threshold_override_the_active_preset(bank) -> None:
     assert len(MemoryBankRetriever(bank=bank, namespace="alice", now=lambda: NOW).invoke("Alice")) < len(ROWS)
 
 
+
+def test_k_and_threshold_per_call_override_the_retrievers_own(bank) -> None:
+    retriever = MemoryBankRetriever(bank=bank, namespace="alice", k=1, now=lambda: NOW)
+    assert len(retriever.invoke("Alice", k=10, threshold=0.0)) == len(ROWS)
+    assert len(asyncio.run(retriever.ainvoke("Alice", k=3, threshold=0.0))) == 3
+    assert len(retriever.invoke("Alice", threshold=0.0)) == 1  # the retriever's own k
+    # k caps the documents, it never fills them up with memories below the threshold.
+    assert retriever.invoke("What is the capital of Australia?", k=10) == []
+    with pytest.raises(TypeError):  # a misspelt argument is refused, not ignored
+        retriever.invoke("Alice", top_k=3)
+
 def test_async_and_batch(bank) -> None:
     retriever = MemoryBankRetriever(bank=bank, namespace="alice", now=lambda: NOW)
     docs = asyncio.run(retriever.ainvoke("What instrument does Maja play?"))

@@ -1,9 +1,10 @@
 """The LangGraph store over a bank (memory_core.integrations.langgraph_store), on both stores.
 
-LangGraph ships no store conformance suite in its packages (langgraph, langgraph-checkpoint: no
-test module is installed), so these are the behaviours its InMemoryStore is tested for in
-langgraph's own repository (libs/checkpoint/tests/test_store.py: put/get/update/delete, search
-with filter, limit and offset, list_namespaces with prefix, suffix, wildcards, max_depth and
+No conformance suite for LangGraph stores is published (langgraph and langgraph-checkpoint install
+no test module; langgraph-checkpoint-conformance covers checkpointers only; the BaseStore tests
+of langchain-tests are for LangChain's key-value stores), so these are the behaviours its
+InMemoryStore is tested for in langgraph's own repository (libs/checkpoint/tests/test_store.py:
+put/get/update/delete, search with filter, limit and offset, list_namespaces with prefix, suffix, wildcards, max_depth and
 paging, invalid namespaces, batches and their async forms), run against the adapter on a real
 bank, plus what the bank adds: recall with its threshold, recalls logged, memories the
 dashboard sees, and bad input that changes nothing. A served bank's tokens are checked at the end.

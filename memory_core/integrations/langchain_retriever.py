@@ -14,6 +14,10 @@ flattened as ``score_<component>``), the ``rank``, the id of a memory it contrad
 (``conflict_with``), and the ``retrieval_id`` of the logged recall, which ``bank.feedback`` takes
 to say which memories the answer used. Recalls are recorded by default (``record=False`` makes
 them what-ifs), so the dashboard's usage pages see them.
+
+``k`` and ``threshold`` may also be given per call, ``retriever.invoke(query, k=3)`` (LangChain's
+standard retriever tests ask for that): ``k`` caps the documents, it never adds one below the
+threshold, so a question few memories answer gets fewer than ``k``.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict
 
 from memory_core import Hit, ScoringParams
@@ -60,9 +65,21 @@ class MemoryBankRetriever(BaseRetriever):
     record: bool = True
     now: Callable[[], datetime] | None = None
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        hits = self.bank.recall(query, namespace=self.namespace, params=self.params,
-                                now=self.now() if self.now is not None else None, record=self.record,
-                                k=self.k, threshold=self.threshold)
-        retrieval_id = self.bank.last_retrieval_id if self.record else None
-        return [document(h, retrieval_id) for h in hits]
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+                                k: int | None = None, threshold: float | None = None) -> list[Document]:
+        return _recall(self, query, k, threshold)
+
+    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+                                       k: int | None = None, threshold: float | None = None) -> list[Document]:
+        # BaseRetriever's own runs the sync recall in a thread too, but drops the call's k and threshold.
+        return await run_in_executor(None, _recall, self, query, k, threshold)
+
+
+def _recall(retriever: MemoryBankRetriever, query: str, k: int | None, threshold: float | None) -> list[Document]:
+    """The documents of one recall: the call's k and threshold, else the retriever's."""
+    hits = retriever.bank.recall(query, namespace=retriever.namespace, params=retriever.params,
+                                 now=retriever.now() if retriever.now is not None else None, record=retriever.record,
+                                 k=retriever.k if k is None else k,
+                                 threshold=retriever.threshold if threshold is None else threshold)
+    retrieval_id = retriever.bank.last_retrieval_id if retriever.record else None
+    return [document(h, retrieval_id) for h in hits]
