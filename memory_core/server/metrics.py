@@ -90,7 +90,7 @@ class _BankCollector:
         writes = self.writes()
         if writes is not None:
             yield GaugeMetricFamily("memctl_adds_waiting", "Single adds waiting for the writer thread.",
-                                    value=writes.pending.qsize())
+                                    value=writes.queued())
             yield CounterMetricFamily("memctl_adds_stored", "Single adds the write queue stored (POST "
                                       "/v1/memories and MCP add_memory).", value=writes.rows_written)
             yield CounterMetricFamily("memctl_add_groups", "Groups the write queue stored them in: one embedding "

@@ -2,7 +2,8 @@
 
 Each ``POST /v1/memories`` (and MCP's ``add_memory``) hands its row to the :class:`WriteQueue`
 and waits. One thread takes every row waiting and stores them with ``MemoryBank.add_each``: one
-embedding batch, one transaction. A request is answered once its row is committed; a bad row
+embedding batch, one transaction. While it writes, a second thread embeds the rows that arrive,
+so the model (outside Python's lock) overlaps the store work and the next group comes embedded. A request is answered once its row is committed; a bad row
 gets its own error and the others of its group are stored. The history names each row's caller
 (rows of several tokens are written per token).
 
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import queue
 import threading
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
@@ -31,20 +31,43 @@ log = logging.getLogger(__name__)
 MAX_GROUP = 256  # rows written in one transaction at most
 
 
+class _Waiting:
+    """A queued add: its row, who made it, its answer, and its text's vector once embedded early."""
+
+    __slots__ = ("row", "actor", "done", "vector", "tried")
+
+    def __init__(self, row: dict[str, Any], actor: str | None, done: Future):
+        self.row, self.actor, self.done = row, actor, done
+        self.vector: Any = None
+        # Embedded early, or not to be (a row with its own vector or no text to embed).
+        self.tried = row.get("embedding") is not None or not (isinstance(row.get("text"), str) and row["text"].strip())
+
+
 class WriteQueue:
-    """One writer thread for a bank's single adds; :meth:`add` blocks until its row is stored."""
+    """One writer thread for a bank's single adds; :meth:`add` blocks until its row is stored.
+
+    A second thread embeds the texts of rows that wait while the writer is busy, so that the
+    model (which runs outside Python's lock) overlaps the writer's store work and contradiction
+    check; the writer still takes every row waiting when it is free, embedded or not, so groups
+    keep the size the writer's pace gives them."""
 
     def __init__(self, bank: "MemoryBank"):
         self.bank = bank
-        self.pending: "queue.Queue[tuple[dict[str, Any], str | None, Future] | None]" = queue.Queue()
+        self.cond = threading.Condition()
+        self.waiting: list[_Waiting] = []
+        self.embedding = False  # the embedder holds rows of ``waiting`` (the writer waits for them)
+        self.writing = False  # the writer is storing a group (only then does the embedder start)
         self.checks = threading.Condition()
         self.answered = 0  # groups answered, and of them checked for contradictions (in order)
         self.checked = 0
         self.rows_written = 0  # rows stored, and the groups (one batch, one transaction) they took
         self.groups_written = 0
-        self.thread = threading.Thread(target=self.run, name="memctl-writes", daemon=True)
+        self.embedded_early = 0  # rows the embedder gave a vector while the writer was busy
         self.closed = False
+        self.thread = threading.Thread(target=self.run, name="memctl-writes", daemon=True)
+        self.embedder = threading.Thread(target=self.embed_early, name="memctl-embeds", daemon=True)
         self.thread.start()
+        self.embedder.start()
 
     def add(self, row: dict[str, Any], actor: str | None = None) -> "Memory":
         """Store one row (as ``MemoryBank.add`` takes it) as made by ``actor`` (default: the
@@ -53,37 +76,68 @@ class WriteQueue:
 
     def submit(self, row: dict[str, Any], actor: str | None = None) -> "Future[Memory]":
         """Queue one row as :meth:`add` does; its future (an async route awaits it without a thread)."""
-        if self.closed:
-            raise RuntimeError("the server is shutting down")
         done: Future = Future()
-        self.pending.put((row, actor, done))
+        with self.cond:
+            if self.closed:
+                raise RuntimeError("the server is shutting down")
+            self.waiting.append(_Waiting(row, actor, done))
+            self.cond.notify_all()
         return done
 
+    def queued(self) -> int:
+        """Rows waiting for the writer."""
+        with self.cond:
+            return len(self.waiting)
+
     def close(self) -> None:
-        """Write what is queued, then stop the thread."""
-        self.closed = True
-        self.pending.put(None)
+        """Write what is queued, then stop the threads."""
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
         self.thread.join()
+        self.embedder.join()
 
     def run(self) -> None:
+        """The writer: take every row waiting (up to :data:`MAX_GROUP`) once the embedder has
+        let go of them, and write them; until closed and nothing waits."""
         while True:
-            first = self.pending.get()
-            if first is None:
-                return
-            group = [first]
-            stop = False
-            while len(group) < MAX_GROUP:
-                try:
-                    item = self.pending.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stop = True
-                    break
-                group.append(item)
-            self.write_group(group)
-            if stop:
-                return
+            with self.cond:
+                self.cond.wait_for(lambda: (self.waiting or self.closed) and not self.embedding)
+                if not self.waiting:
+                    return
+                group, self.waiting = self.waiting[:MAX_GROUP], self.waiting[MAX_GROUP:]
+                self.writing = True
+            try:
+                self.write_group([({**w.row, "embedding": w.vector} if w.vector is not None else w.row, w.actor, w.done)
+                                  for w in group])
+            finally:
+                with self.cond:
+                    self.writing = False
+
+    def embed_early(self) -> None:
+        """The embedder: while the writer stores a group, embed the texts of rows waiting that have
+        no vector yet, in one model call each time (a writer that is free takes rows as they are:
+        a lone add waits for no one). A model error leaves them to the writer, which names the
+        row at fault."""
+        while True:
+            with self.cond:
+                self.cond.wait_for(lambda: self.closed or (self.writing and any(not w.tried for w in self.waiting)))
+                if self.closed:
+                    return
+                batch = [w for w in self.waiting if not w.tried][:MAX_GROUP]
+                for w in batch:
+                    w.tried = True
+                self.embedding = True
+            try:
+                vectors = self.bank.embedder.encode([w.row["text"] for w in batch])
+            except Exception:  # noqa: BLE001 - the writer embeds these rows again and reports the error
+                vectors = [None] * len(batch)
+            with self.cond:
+                for w, vec in zip(batch, vectors):
+                    w.vector = vec
+                self.embedded_early += sum(vec is not None for vec in vectors)
+                self.embedding = False
+                self.cond.notify_all()
 
     def write_group(self, group: list[tuple[dict[str, Any], str | None, Future]]) -> None:
         """Store a group: one ``add_each`` per actor in it (the history names who made each add)."""
