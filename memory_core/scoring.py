@@ -98,8 +98,8 @@ class ScoringParams:
     # The share of the gap up to its best neighbour's relevance (NEIGHBOURS memories on each side,
     # by creation time) a memory's relevance takes: "Yes, last Sunday!" is found through the turn
     # before it. It only lifts (the best relevance in a namespace stays what it was, so the
-    # threshold keeps its meaning). See BENCHMARKS.md, "LoCoMo".
-    neighbour_weight: float = 0.3
+    # threshold keeps its meaning). See BENCHMARKS.md, "LoCoMo" and "A multilingual default".
+    neighbour_weight: float = 0.5
     # The relevance of its own (dense and lexical, before any lift) a memory needs before its
     # neighbours or the query's dates may lift it: a neighbour lends relevance only to a memory that
     # has some. With the threshold above what recency, importance and usage alone can reach
