@@ -144,8 +144,9 @@ def test_server_cpu_counts_every_add_and_the_server_threads(tmp_path: Path):
 
 def test_serve_reports_eight_clients_against_the_batch_rate_with_the_gatherer_on_and_off(smallest_run: Path):
     g = load(smallest_run, "serve")["gather"]
-    for store in ("duckdb", "postgresql"):
-        s = g[store]
+    for model, store in [(m, s) for m in ("multilingual-e5-small", "sentence-transformers/all-MiniLM-L6-v2")
+                         for s in ("duckdb", "postgresql")]:
+        s = g[model][store]
         assert s["batch_encode_per_s"] > 0 and len(s["loads"]) == len(s["blocks"]) >= 2
         for name in ("gather on", "gather off"):
             v = s[name]
