@@ -61,6 +61,40 @@ def model_ceiling(n: int = 160) -> dict[str, float]:
     return out
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user and system, every thread) another process has used so far, from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bare_batch(embedder: object, texts: list[str], batch: int = 32) -> dict[str, float]:
+    """The model alone in this process, no gatherer: texts/s embedding ``texts`` in batches of
+    ``batch`` (wall), and ms of this process's CPU per text. The rate concurrent adds are held to."""
+    cpu, t = time.process_time(), time.perf_counter()
+    for i in range(0, len(texts), batch):
+        embedder._encode(texts[i:i + batch])  # type: ignore[attr-defined]
+    wall, cpu = time.perf_counter() - t, time.process_time() - cpu
+    return {"batch_per_s": len(texts) / wall, "cpu_ms_per_text": 1000 * cpu / len(texts)}
+
+
+def standalone(doc: str, run: Callable[..., dict], markdown: Callable[[dict], str]) -> None:
+    """``python -m bench.NAME [--quick | --smallest] [--json FILE]`` for a benchmark module: run it,
+    write its result as JSON when asked, print its table."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--smallest", action="store_true")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    result = run(args.quick, args.smallest)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    print(markdown(result))
+
+
 def timed(fn: Callable[[], object], repeats: int) -> dict[str, float]:
     samples = []
     for _ in range(repeats):

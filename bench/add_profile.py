@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from bench._util import ROOT, LightClient, memory_statements
+from bench._util import ROOT, LightClient, memory_statements, process_cpu_seconds
 
 # (category, substrings of a frame "function (file:line)"), matched innermost frame first.
 CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
@@ -67,12 +67,6 @@ def _created(answer: tuple[int, object]) -> None:
         raise RuntimeError(f"an add failed: {answer[0]} {answer[1]}")
 
 
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def profile(bank: str | None, adds: int, clients: int, raw: Path | None = None, env: dict | None = None,
             code: Path | None = None) -> dict:
     """Run the adds under py-spy; the categories' shares and CPU ms per add. ``code``: a folder
@@ -107,7 +101,7 @@ def profile(bank: str | None, adds: int, clients: int, raw: Path | None = None, 
                                     "raw", "--output", str(out_file), "--threads"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             time.sleep(1.0)
-            cpu0, t0 = _cpu_seconds(server.proc.pid), time.perf_counter()
+            cpu0, t0 = process_cpu_seconds(server.proc.pid), time.perf_counter()
             per = adds // clients
             latencies: list[float] = []
             lock = threading.Lock()
@@ -125,7 +119,7 @@ def profile(bank: str | None, adds: int, clients: int, raw: Path | None = None, 
                 th.start()
             for th in threads:
                 th.join()
-            wall, cpu = time.perf_counter() - t0, _cpu_seconds(server.proc.pid) - cpu0
+            wall, cpu = time.perf_counter() - t0, process_cpu_seconds(server.proc.pid) - cpu0
             spy.send_signal(2)  # SIGINT: py-spy writes its file and exits
             spy.wait(60)
         finally:

@@ -19,8 +19,6 @@ in the store or the Python around it reaches the goal on this machine.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
 import sys
@@ -30,26 +28,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from bench._util import ROOT, LightClient, memory_statements
+from bench._util import ROOT, LightClient, bare_batch, memory_statements, process_cpu_seconds, standalone
 
 MODELS = ("multilingual-e5-small", "sentence-transformers/all-MiniLM-L6-v2")
 CLIENTS = 8
 BATCH = 32
-
-
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def model_cost(embedder: Any, texts: list[str]) -> dict[str, float]:
-    """The bare batch rate (texts/s, wall) and CPU seconds per text of this process's model calls."""
-    cpu, t = time.process_time(), time.perf_counter()
-    for i in range(0, len(texts), BATCH):
-        embedder._encode(texts[i:i + BATCH])
-    wall, cpu = time.perf_counter() - t, time.process_time() - cpu
-    return {"batch_per_s": len(texts) / wall, "cpu_ms_per_text": 1000 * cpu / len(texts)}
 
 
 def clients(url: str, headers: dict, per_client: int, request: Callable[[Any, int, int], Any], pid: int) -> dict[str, float]:
@@ -70,14 +53,14 @@ def clients(url: str, headers: dict, per_client: int, request: Callable[[Any, in
     threads = [threading.Thread(target=client, args=(i,)) for i in range(CLIENTS)]
     for th in threads:
         th.start()
-    server0, own0 = _cpu_seconds(pid), time.process_time()
+    server0, own0 = process_cpu_seconds(pid), time.process_time()
     barrier.wait()
     t = time.perf_counter()
     for th in threads:
         th.join()
     wall = time.perf_counter() - t
     n = CLIENTS * per_client
-    return {"per_s": n / wall, "server_cpu_ms": 1000 * (_cpu_seconds(pid) - server0) / n,
+    return {"per_s": n / wall, "server_cpu_ms": 1000 * (process_cpu_seconds(pid) - server0) / n,
             "client_cpu_ms": 1000 * (time.process_time() - own0) / n, "errors": len(errors)}
 
 
@@ -101,7 +84,7 @@ def measure(model: str, sizes: dict[str, int], folder: Path) -> dict[str, Any]:
         for r in range(sizes["rounds"]):
             out["rounds"].append({
                 "load": round(os.getloadavg()[0], 2),
-                "model": model_cost(embedder, texts),
+                "model": bare_batch(embedder, texts, BATCH),
                 "health": clients(server.url, headers, sizes["per_client"], lambda c, i, j: c.request("GET", "/v1/health"), pid),
                 "adds": clients(server.url, headers, sizes["per_client"], lambda c, i, j: c.request(
                     "POST", "/v1/memories", {"text": f"round {r} client {i}: {texts[(i * 97 + j) % len(texts)]}"}), pid),
@@ -164,15 +147,7 @@ def markdown(r: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--smallest", action="store_true")
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args()
-    r = run(args.quick, args.smallest)
-    if args.json:
-        args.json.write_text(json.dumps(r, indent=2))
-    print(markdown(r))
+    standalone(__doc__, run, markdown)
 
 
 if __name__ == "__main__":

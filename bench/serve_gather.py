@@ -17,8 +17,6 @@ move with it, the side-by-side ratios much less.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
 import sys
@@ -28,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._util import ROOT, LightClient, memory_statements
+from bench._util import ROOT, LightClient, bare_batch, memory_statements, standalone
 
 CLIENTS = 8
 BATCH = 32
@@ -43,14 +41,6 @@ def _sizes(quick: bool, smallest: bool) -> dict[str, int]:
     if quick:
         return {"blocks": 2, "per_client": 20, "sequential": 40, "encode_texts": 256}
     return {"blocks": 4, "per_client": 40, "sequential": 80, "encode_texts": 512}
-
-
-def batch_rate(embedder: Any, texts: list[str]) -> float:
-    """Texts per second the model embeds in batches of :data:`BATCH` in this process (no gatherer)."""
-    t = time.perf_counter()
-    for i in range(0, len(texts), BATCH):
-        embedder._encode(texts[i:i + BATCH])
-    return len(texts) / (time.perf_counter() - t)
 
 
 def _pct(samples: list[float], q: float) -> float:
@@ -142,7 +132,7 @@ def _store(kind: str, model: str, sizes: dict[str, int], folder: Path) -> dict[s
         for b in range(sizes["blocks"]):
             order = list(VARIANTS) if b % 2 == 0 else list(VARIANTS)[::-1]
             block: dict[str, Any] = {"load_average_1min": round(os.getloadavg()[0], 2),
-                                     "batch_encode_per_s": batch_rate(embedder, texts), "order": order}
+                                     "batch_encode_per_s": bare_batch(embedder, texts, BATCH)["batch_per_s"], "order": order}
             for name in order:
                 url, headers = servers[name].url, {"Authorization": f"Bearer {tokens[name]}"}
                 block[name] = {"eight": eight_clients(url, headers, sizes["per_client"], f"{short}{kind}{b}{name}"),
@@ -232,15 +222,7 @@ Gather on over off, same blocks: {"; ".join(ratios)}. Load average (1 min) at ea
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--smallest", action="store_true")
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args()
-    result = run(args.quick, args.smallest)
-    print(markdown(result))
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    standalone(__doc__, run, markdown)
 
 
 if __name__ == "__main__":
