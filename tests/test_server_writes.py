@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import threading
+import time
 from concurrent.futures import Future
 
 import numpy as np
@@ -29,28 +30,34 @@ def stored_vectors(bank: MemoryBank) -> dict[str, np.ndarray]:
     return {r["text"]: np.asarray(r["embedding"], dtype=np.float32) for r in rows}
 
 
+def hold_first_group(queue: WriteQueue) -> tuple[threading.Event, threading.Event]:
+    """Keep the writer busy with the first group it takes until ``release`` is set; ``writing`` is
+    set once it holds that group."""
+    release, writing = threading.Event(), threading.Event()
+    write_group = queue.write_group
+
+    def slow_first_group(group: list) -> None:
+        if not writing.is_set():
+            writing.set()
+            assert release.wait(30)
+        write_group(group)
+
+    queue.write_group = slow_first_group  # type: ignore[method-assign]
+    return release, writing
+
+
 def test_adds_arriving_while_a_group_is_written_are_embedded_meanwhile(tmp_path, embedder) -> None:
     with MemoryBank.open(tmp_path / "bank.duckdb", embedder=embedder) as bank:
         queue = WriteQueue(bank)
-        release, writing = threading.Event(), threading.Event()
-        write_group = queue.write_group
-
-        def slow_first_group(group: list) -> None:  # the writer busy with the first add's group
-            if not writing.is_set():
-                writing.set()
-                assert release.wait(30)
-            write_group(group)
-
-        queue.write_group = slow_first_group  # type: ignore[method-assign]
+        release, writing = hold_first_group(queue)
         try:
             first = queue.submit({"text": "Dan works night shifts", "namespace": "n", "embedding": None})
             assert writing.wait(30)
             later = [queue.submit({"text": t, "namespace": "n", "embedding": None}) for t in TEXTS]
-            deadline = threading.Event()
             for _ in range(300):  # the embedder takes them while the writer is held
                 if queue.embedded_early == len(TEXTS):
                     break
-                deadline.wait(0.1)
+                time.sleep(0.1)
             assert queue.embedded_early == len(TEXTS)
             release.set()
             ids = [f.result(30).id for f in [first, *later]]
@@ -86,16 +93,7 @@ def test_adds_one_after_another_are_each_stored_once_with_their_models_vector(tm
 def test_a_row_the_model_cannot_embed_gets_its_own_error_and_the_others_are_stored(tmp_path, embedder) -> None:
     with MemoryBank.open(tmp_path / "bank.duckdb", embedder=embedder) as bank:
         queue = WriteQueue(bank)
-        release, writing = threading.Event(), threading.Event()
-        write_group = queue.write_group
-
-        def slow_first_group(group: list) -> None:
-            if not writing.is_set():
-                writing.set()
-                assert release.wait(30)
-            write_group(group)
-
-        queue.write_group = slow_first_group  # type: ignore[method-assign]
+        release, writing = hold_first_group(queue)
         try:
             queue.submit({"text": "Erin keeps bees", "namespace": "n"})
             assert writing.wait(30)

@@ -3,9 +3,10 @@
 Each ``POST /v1/memories`` (and MCP's ``add_memory``) hands its row to the :class:`WriteQueue`
 and waits. One thread takes every row waiting and stores them with ``MemoryBank.add_each``: one
 embedding batch, one transaction. While it writes, a second thread embeds the rows that arrive,
-so the model (outside Python's lock) overlaps the store work and the next group comes embedded. A request is answered once its row is committed; a bad row
-gets its own error and the others of its group are stored. The history names each row's caller
-(rows of several tokens are written per token).
+so the model (outside Python's lock) overlaps the store work and the next group comes embedded.
+A request is answered once its row is committed; a bad row gets its own error and the others of
+its group are stored. The history names each row's caller (rows of several tokens are written
+per token).
 
 Then, before the next group, the same thread checks the group's memories for contradictions in
 the same hold of the store (``add_each``'s ``on_stored`` answers in between, as ``MemoryBank.add``
