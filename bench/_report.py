@@ -210,13 +210,7 @@ bulk `add_many` beside it); search latency includes embedding the query for both
     lines.append("One `add` per call does more than mem0's: it writes the memory to the bank file durably (a "
                  "commit to DuckDB's WAL, so another process sees it on its next operation) and checks it "
                  "against its namespace for contradictions; mem0 with `infer=False` appends to its FAISS index "
-                 "and a history row. Until issue 15 one add opened the file four to six times (about 120 ms, "
-                 "7 adds/s); one connection held across a whole add made it 60 ms, but agents adding in a loop "
-                 "then starved one another of the file (the soak test's 10 s lock timeout). Now an add takes "
-                 "the file once, and a process keeps the file between its operations for a short lease that "
-                 "ends at once when another process announces it waits: see \"One memory per call\" above. "
-                 "Search p95 was 3× mem0's until recall stopped reading memories this bank had just added back "
-                 "from the file.\n")
+                 "and a history row.\n")
     return "\n".join(lines)
 
 
@@ -243,26 +237,6 @@ server-side times (what the page waits for), over {r['repeats']} repeats.
 """
 
 
-FOOTPRINT_NOTE = """\
-Profiled before optimizing (RSS after each stage of a namespace's load and first recall, 200k
-memories, then 1M; the recall process peaked at 13.0 GB at 1M): the whole namespace fetched as one
-Arrow table and then as Python lists of every column (+1.1 GB at 200k); a Counter per row and a
-dict per term for BM25 (1.7 GB at 1M); a tuple of twelve Python objects per row for the hits'
-fields; a FAISS copy of every vector to save the index and another copy to load it; float64 work
-arrays of 65,536 rows and a sample-sized SVD when building the projection (+600 MB at peak); and
-DuckDB's default buffer pool (80% of RAM), which kept every block a load read (1.8 GB at 1M) and
-let a commit's checkpoint of a 1M-row bank take 2.7 GB in the import process. What changed:
-BM25 in arrays (term ids, CSR rows and postings; rows changed since the last compaction in small
-dicts); the hits' fields in an Arrow table; a namespace loaded in streamed batches (an info column
-is copied out of its batch: a kept column kept DuckDB's whole batch, vectors included, alive);
-vectors saved and loaded as `.npy` a chunk at a time; from 65,536 memories the vectors live in an
-unlinked memory-mapped scratch file whose pages full passes release as they go, and recall reads
-the rows it scores with `pread` (through the mapping, each read mapped 64 KB that then stayed:
-4.0 GB held after 1,000 recalls at 1M); the projection's basis from the Gram matrix in blocks;
-DuckDB's pool at 512 MB per connection, 128 MB while streaming a namespace.
-"""
-
-
 def _footprint_md(r: dict, out: Path) -> str:
     i, c = r["import"], r["recall"]
     again = r.get("reopened")
@@ -280,14 +254,10 @@ def _footprint_md(r: dict, out: Path) -> str:
                      f"{h['rss_mb']:,.0f} MB ({h['anon_mb']:,.0f} anonymous, {h['file_mb']:,.0f} file-backed) |\n")
     return f"""## Memory footprint at {r['memories']:,} memories (`python -m bench --only footprint`)
 
-Synthetic vectors (the model's spectrum) in the `embedding` field, one namespace, streamed into
-`add_many` in chunks of 100k; each phase in its own process, peak RSS from `VmHWM` (not `ru_maxrss`, which Linux carries over from a parent). The recall
-processes load the embedding model (as an agent's would), recall twice, then six recorded recalls;
-"held after" is their resident memory then. A namespace of 262,144 memories or more keeps its
-vectors in a memory-mapped scratch file: loading, saving and full scans release its pages as
-they go, and recall reads the rows it scores with `pread`, so little of the file stays resident
-(the "file-backed" column also counts the model's and libraries' mapped files). The long run
-shows what a long-lived agent process holds after 1,000 more recorded recalls.
+Synthetic vectors (the model's spectrum) streamed into one namespace, each phase in its own process
+(`bench/footprint.py`); peak RSS from `VmHWM`; "held after" is what a recall process (model loaded, as an
+agent's) holds after its recalls, anonymous and file-backed (from 262,144 memories a namespace's vectors live in a
+memory-mapped file whose pages the kernel may drop); the long run is 1,000 more recorded recalls.
 
 | phase | time | peak RSS | held after |
 |---|---|---|---|
@@ -297,8 +267,7 @@ shows what a long-lived agent process holds after 1,000 more recorded recalls.
 {reopened}| **peak** (target ≤ {r['target_peak_rss_mb']:,} MB) | | **{r['peak_rss_mb']:,.0f} MB** | |
 
 The bank file and its index cache take {r['bank_on_disk_mb']:,.0f} MB on disk.
-
-{FOOTPRINT_NOTE}"""
+"""
 
 
 def _generic_md(name: str, r: dict) -> str:
@@ -327,36 +296,6 @@ def _demo_md(r: dict) -> str:
 | recorded recall (access counts + log), vector cached | p50 {rc['recorded_cached_vector']['p50_ms']:.1f} ms, p95 {rc['recorded_cached_vector']['p95_ms']:.1f} ms |
 """
 
-
-PROFILE_NOTE = """## Profile before optimizing: the import path (issue 6, item 10)
-
-Profiled with cProfile (main thread) and py-spy (the writer thread), importing 100k memories
-that carry their vectors, on this machine while other work ran (load average above 10): before
-the change 20 s, 4.9k memories/s. What the profile showed, by cumulative time:
-
-- 7.4 s opening and closing connections: closing a DuckDB connection checkpoints the file, and
-  the import opened 98 connections for its 49 batches of 2048 rows; the checkpoint grows with the
-  bank.
-- 2.5 s in INSERT and COMMIT themselves.
-- 2.0 s reading every new memory back (`_get_rows`) to build "after" objects the import discarded,
-  and 2.0 s in `_apply_rows` turning the new rows, 384 floats each, into Python lists to update
-  indexes, even when no index was loaded.
-- 2.3 s checking rows (`_normalize_row`; `np.all`/`np.linalg.norm` per vector) and 1.4 s building
-  100k event JSON strings in Python.
-
-What changed: `add_many` streams batches through a writer thread (at most two in flight, so memory
-is bounded) while the model embeds the next batch; back-to-back batches of rows that carry vectors
-(8k rows each) share one connection held at most 1 s (then the file is free for 0.03 s, so
-another process waiting for it gets in), and a batch the model embedded lets the
-file go at once; nothing is read back (loaded indexes are updated from the rows in hand); DuckDB
-writes the "add" events' JSON from the same Arrow table (`to_json(struct_pack(...))`); vector checks
-are cheaper; `import_jsonl` checks the file, then streams it again in batches. After, same script and
-conditions: 10.1k memories/s. What remains: checking rows first (1.8 s, on purpose: a bad row must
-change nothing), INSERT (2.7 s) and COMMIT (4.5 s), of which about 1.5 s is DuckDB compressing the
-float column at checkpoint (measured by forcing it uncompressed, which this change does not do)
-and most of the rest the two primary-key indexes and the WAL. The embedding path is the model's:
-the writer's work overlaps it.
-"""
 
 RENDER = {"import_speed": _import_md, "overfetch": _overfetch_md, "mem0_compare": _mem0_md,
           "dashboard": _dashboard_md, "footprint": _footprint_md}
@@ -396,12 +335,9 @@ def markdown(out: Path, modules: dict[str, Any]) -> str:
     # The page's title, its summary table and how to run the benchmarks stand above START, by hand.
     parts = [f"""## How the tables were made
 
-Regenerated by `python -m bench` (full mode; `--quick` for small sizes) from the JSON files in
-`bench/results/`, each holding the raw figures of the run that produced its table. Machine{'s' if len(machines) > 1 else ''}:
-{machine}, no GPU, shared with other work while measuring. Each figure is a median over repeated
-runs; comparisons are ratios measured side by side in the same run. The figures come from runs
-started between {run.get('started_at', '?')} and {run.get('last_started_at', run.get('started_at', '?'))}
-({run.get('mode', '?')} mode; each table's run is in its JSON file).{load_note}
+Regenerated by `python -m bench` from the JSON files in `bench/results/` ({run.get('mode', '?')} mode, runs started
+{run.get('started_at', '?')} to {run.get('last_started_at', run.get('started_at', '?'))}); each figure is a median over repeated runs, and
+comparisons are ratios measured side by side in one run. Machine{'s' if len(machines) > 1 else ''}: {machine}, no GPU.{load_note}
 """]
     for name, module in modules.items():
         r = _load(out, name)
@@ -416,7 +352,6 @@ started between {run.get('started_at', '?')} and {run.get('last_started_at', run
             parts.append(RENDER[name](r, out))
         else:
             parts.append(_generic_md(name, r))
-    parts.append(PROFILE_NOTE)
     demo = _load(out, "demo_figures")
     if demo:
         parts.append(_demo_md(demo))

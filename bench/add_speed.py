@@ -106,9 +106,6 @@ step opening the file and checkpointing it on close.
 | after (`bank.add`: one hold, file kept between adds) | **{a['after']:.1f}** ({r['speedup']:.1f}×) | {m['after']:.1f} ms | {o['after']:.2f} |
 | the model alone (`encode` of the one text) | {a['model_alone']:.1f} | {m['model_alone']:.1f} ms | |
 
-Both flagged the same contradictions ({r['conflicts_flagged']['after']} vs {r['conflicts_flagged']['before']}).
-An add now runs at {r['after_vs_model']:.2f}× the pace of the model embedding its text: what is left is
-the insert, its events and the conflict check (the rules judge the new memory against up to 25
-neighbours). The file is kept between an agent's operations for a lease (50 ms idle, 1 s in all) and
-handed over at once to a process that announces it waits (ARCHITECTURE.md, "Sharing the file").
+Both flagged the same contradictions ({r['conflicts_flagged']['after']} vs {r['conflicts_flagged']['before']}). An add runs at
+{r['after_vs_model']:.2f}× the pace of the model embedding its text: the rest is the insert, its events and the conflict check.
 """

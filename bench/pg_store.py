@@ -181,116 +181,6 @@ def run(quick: bool, smallest: bool = False, n: int | None = None, n_large: int 
     return out
 
 
-# Earlier runs and what profiling found (py-spy and cProfile, 100k-200k memories, PostgreSQL 15 on
-# the same machine); kept beside the table because the figures alone do not say where the time goes.
-PROFILE = """Before this round (2026-12-01, load average [5.0, 8.5], vectors as `real[]` in PostgreSQL, each
-row of a saved index checked against the store): bulk import at 1,000,000 DuckDB 1,554/s,
-PostgreSQL 2,318/s; cold load DuckDB 177.1 s, PostgreSQL 343.6 s; load from the cache DuckDB
-33.0 s, PostgreSQL 78.1 s. A run at 200,000 memories (`python -m bench --only pg_store --n-large
-200000`, load average [11.2, 8.6]): bulk import DuckDB 8,062/s, PostgreSQL 15,228/s; cold load
-5.8 s and 8.6 s; load from the cache 1.6 s and 3.4 s. A PostgreSQL-only run at 1,000,000 (what
-`_large` does, from a scratch script; load average about 11): import 10,939/s, cold load 64.8 s,
-load from the cache 12.9 s. Timings here move by a third between runs on this shared machine.
-
-**Where the time went, and what changed** (cProfile and py-spy at 100,000-200,000 memories,
-PostgreSQL 15 on the same 2-core machine; figures from one process, load average 2.5-4):
-
-- *Vectors as bytes* (schema 9): PostgreSQL parsed and printed every element of a `real[]` in
-  `COPY` and in the cold load's read. A vector is now `bytea` (float32, little-endian): a copy
-  both ways, read with `np.frombuffer`. An existing bank's vectors are converted in place, bit for
-  bit. DuckDB keeps `REAL[]`. PostgreSQL at 100,000: reading the rows 5.0 s → 2.4 s of a cold load
-  of 13.7 s → 9.6 s.
-- *Load from the cache*: the check of a saved index read every live row's id, sequence, counts,
-  content hash and the fields a hit shows (1,000,000 in PostgreSQL: 78 s). A saved index now keeps
-  each row's change sequence, scoring and descriptive fields too, and one scan of the store sums a
-  fingerprint of the namespace's rows unchanged since the save (count; sums of ids, sequences,
-  access and use counts, and of two 28-bit pieces of the content hashes) and lists the ids changed
-  since. Equal to the index's own sums for those rows: only the changed rows are read. Not equal
-  (another bank's index, a bank restored from an older copy, a recall counted but never written):
-  every row is checked as before. And the projection the first recall builds spent 1-3.5 s in an
-  eigen-decomposition of a 384×384 matrix on OpenBLAS's threads while other processes kept the
-  cores busy (0.05 s on one thread, which it now uses). PostgreSQL at 100,000: 5.8 s → 1.7 s.
-- *Cold load, tokens*: counting each memory's terms with a `Counter` took 2 s of the 100,000-row
-  load: a batch's terms are now numbered in one pass and counted by one numpy sort. Tokenizing
-  keeps, per word, its language vote and its token (most words recur; the same tokens on 8,078
-  LoCoMo and demo texts in 4 language settings). 100,000 in PostgreSQL: 9.6 s → 7.0 s (profiled).
-- *Bulk import*: an import's rows share their times, converted to naive UTC once (1.25 → 0.07 us a
-  value). What is left: checking every row before anything is written (14 us a row; a bad row
-  changes nothing), then per batch the `COPY` of the rows (psycopg's `write_row`, about 4 us a row),
-  `INSERT … SELECT` and the "add" events.
-- *Tried, not kept*: reading the next batch on a thread while this one is tokenized (3.9 s against
-  3.4-3.7 s at 100,000); handing `COPY` each vector as bytes sliced from one buffer (3.5 us a slice
-  against 0.7 us for a numpy view plus 0.8 us for its `tobytes`). Earlier, while vectors were
-  `real[]`: reading by two `COPY`s (the scalars as CSV parsed by pyarrow, the vectors in binary
-  parsed by numpy) gained nothing measurable (psycopg's cost per `COPY` message, one a row, took
-  the place of the cursor's; a reader that turns `COPY` binary into Arrow in C, as the ADBC
-  PostgreSQL driver does, would: a new dependency, not added); a binary `COPY` payload built by
-  numpy loaded a temporary table no faster than `write_row` (the server's parsing of `real[]`
-  was the cost then). An ASCII text skips Unicode normalisation and the CJK steps (4.5× faster
-  per text, the same tokens).
-- *Load from the cache, the round before this one*: profiled at 100,000 (1.7 s, PostgreSQL) it
-  spent about 0.5 s on the store's scan (the fingerprint; PostgreSQL reads the vectors' pages
-  too, as they are stored in the row), 0.4 s reading the saved files and 1.2 s in the first
-  recall building its side indexes.
-
-**This run against the previous ones** (session 24, 14:06-14:25 UTC, load average [0.7, 1.1],
-nothing else running; the AMD EPYC of the last round). The warm recall rows now open the bank as
-`memctl serve` does (`watch_changes()`: a PostgreSQL bank learns of other writers by notification
-instead of asking before each recall): PostgreSQL 7.00 -> 3.92 ms at p50 beside DuckDB's 3.88, and
-single adds 141 -> 209/s with it. The last round's
-quiet run gave import at 1,000,000 DuckDB 4,230/s, PostgreSQL 9,875/s; cold load 36.5 s and
-56.6 s; load from the cache 2.0 s and 4.2 s. This run's PostgreSQL import, 7,760/s, is slower
-with nothing on its path changed (one run each; PostgreSQL's own checkpoints fall inside the 130 s
-import or not); the Xeon of the rounds before gave 14,141/s.
-
-**Load from the cache, this round** (issue 16 item 6; cProfile at 200,000 and 1,000,000 memories
-on both stores, load average 2.5-6, the machine shared). Before, at 1,000,000 on PostgreSQL
-(14-15 s then): about 4 s copying the saved vectors into the namespace's scratch file, 2.4 s
-summing the index's own fingerprint in numpy (every hex digit of every content hash looked up as
-int64), 2.5 s in the store's fingerprint scan, 0.6 s building the BM25 term dict (a million terms),
-0.5 s in the first recall's projection (its sample and basis: random vectors make it useless, but
-it is built to find that out), and 0.2-0.4 s each reading the `.npz` (CRC-32), the first query's
-posting lists, the row-id dict, the fields' Arrow file. What changed:
-
-- *Saved vectors mapped*: from `MAP_MIN_ROWS` on (where a copy would go to a mapped scratch file
-  anyway) the index reads the saved `.vec.npy` itself, read-only, through pread and the mapping
-  as before; the first change copies the vectors into a scratch file (which the first add after
-  a load did anyway, to grow). Saves write a new file and rename it, so a mapped file never
-  changes. A full scan, a copy or a save advises the mapping sequential for its duration:
-  advised random (for recall's scattered rows), a scan read what the page cache had let go a
-  page per fault (21 s for 1.5 GB, against 3.7 s read ahead and 0.25 s cached).
-- *Side structures saved*: the projection (basis, coordinates, distances, rounding slack) and the
-  8-bit codes (FAISS's serialization, each dimension's error), with the rows changed since each
-  was built, in `<namespace>.side.npz`, written with every save and on close when recall built
-  one since; used only with the header's token of the same save, read back whole (CRC-32).
-- *Fingerprint*: one 56-bit piece of the content hashes instead of two 28-bit ones (PostgreSQL
-  parses each piece per row); numpy looks up only those 14 digits, a column at a time: 2.4 s →
-  0.19 s at 1,000,000.
-- *BM25 vocabulary*: a loaded index answers its first 64 term lookups from the saved vocabulary
-  text (a find and a count, ~5 ms at a million terms) and builds the dict after; the saved row
-  offsets, term ids and counts are taken as they are, not concatenated onto empty arrays.
-- Before and after, in turns on the same 1,000,000-memory banks (`main` then this branch, a
-  scratch script timing `MemoryBank.open` to the first recall as `_large` does; load average
-  4-6): PostgreSQL 15.2, 14.2, 14.9, 13.3 s → 5.0, 6.3, 6.0, 6.0 s; DuckDB 16.1, 14.2 s → 4.6, 4.2 s.
-- *Tried, not kept*: the store's fingerprint on PostgreSQL's parallel workers (sums and a count
-  of changed rows only, as `array_agg` is not parallel before version 16; the changed ids in a
-  second scan when there are any): 2.1 s against 2.2-2.5 s at load 6 (1.6 s on a quieter
-  machine), and one more 1 s scan whenever something changed. `madvise(MADV_WILLNEED)` and
-  `posix_fadvise(WILLNEED)` to read the mapped file ahead: the kernel reads at most its readahead
-  window (8 MB) for either.
-- *What is left* at 1,000,000 on PostgreSQL (5-6 s): the store's fingerprint scan, 2-2.5 s
-  (PostgreSQL reads the whole 2 GB heap, vectors included, for six sums; an index covering the
-  summed columns would make it an index-only scan, but would cost every write, and every
-  recall's access-count update would stop being a HOT update); reading `lex.npz`, 0.9 s (195 MB
-  with their CRC-32, the hashes as 64-byte strings 64 MB of it); the first recall's full scan
-  (random vectors are not pruned), the first query's posting lists (0.45 s), the neighbour table
-  (0.25 s), the fields' Arrow file (0.2 s). DuckDB's scan takes 0.1-0.2 s of its 4-5 s.
-- *Warm recall at 1,000,000*: random isotropic vectors defeat recall's pruning (the projection's
-  bound), so each recall scores every vector exactly; the model's vectors prune (Recall at scale:
-  about 22 ms at 1,000,000).
-"""
-
-
 def targets(r: dict) -> dict[str, bool]:
     """Each goal of issue 16 item 6 this benchmark measures, and whether the run met it."""
     pg, dk = r["postgres"], r["duckdb"]
@@ -331,22 +221,17 @@ def markdown(r: dict) -> str:
             if (results / "pg_store.html").exists() else "")
     return f"""## PostgreSQL beside the DuckDB file (`python -m bench --only pg_store`)
 
-`bench/pg_store.py`: one process, both stores in one run (load average {r.get('load_average_1min')}),
-random unit vectors ({r['dim']} dimensions) with short texts imported with `add_many` carrying the
-vectors, queries embedded by a hashing stand-in (the store's and the indexes' cost, not the
-model's). The large namespace is imported in chunks of 100,000; its cold load is a new
-`MemoryBank.open` and first recall with the local index cache deleted (PostgreSQL: every row and
-vector read over the socket), then again with the cache the first load saved (checked by a
-fingerprint of the rows unchanged since it was saved, then brought up to date by change
-sequence). Through servers: `bench/pg_servers.py`.
+`bench/pg_store.py`: both stores in one process and run (load average {r.get('load_average_1min')}), random unit
+vectors ({r['dim']} dimensions) carried by `add_many`, so the figures are the store's and the indexes', not the model's.
+The cold load is a new `MemoryBank.open` and first recall without the local index cache, then with the cache it
+saved. Through servers: "Several servers over one PostgreSQL database".
 
 | | DuckDB file | PostgreSQL | goal |
 |---|---|---|---|
 {table}
 
 {met}
-{plot}
-{PROFILE}"""
+{plot}"""
 
 
 def main() -> None:

@@ -435,43 +435,6 @@ def _measure(sizes: list[int], queries: int, check: int, tenants_n: int, tenants
     return result
 
 
-PROFILE_NOTE = """\
-Profiled before optimizing (cProfile, 100k memories in one namespace, the code before issue 6):
-a what-if recall took 53 ms p50, of which 22 ms was the float32 matrix-vector product over every
-row, 20 ms BM25 walking Python dicts of postings (`np.fromiter` per query term) and 3.5 ms the
-blend; a recorded recall took 148 ms, ~90 ms of it opening, committing and closing DuckDB (the
-retrieval-id counter, the log rows, the access-count update, re-reading the hits). What changed:
-recorded recalls are journaled and written in batches, so a recall touches no file when nobody
-else wrote; posting lists are cached as arrays; dot products run on the calling thread (numpy's
-BLAS threads spun on the shared cores: 8 ms of CPU for a 10k-row product instead of 0.3 ms) and
-FAISS searches one query on one thread; hits are built from the index's own row fields; a
-namespace's first load no longer turns vectors into Python lists.
-
-Profiled again once recall pruned by an 8-bit scan (100k and 1M, the ranking core): the 8-bit scan
-cost as much as a flat float32 scan (decoding is compute-bound), so pruning saved only the blend
-(1M: 57 ms vs 59 ms flat). What changed: a memory's similarity is now bounded by its coordinates on
-the namespace's top principal directions plus the length outside them, and its other components
-by per-memory prior bounds (`scoring.prior_bounds`), reading a sixth of the bytes; a second block
-of 64 directions, read only for the memories still in, cut the rows scored exactly at 1M from about
-48,000 to about 750. Then: numpy's hashing `unique` over posting-list rows cost 3-7 ms per query
-at 1M (a sort: about 1 ms); rebuilding the changed-rows array on every recorded recall cost about
-1 ms at 100k (now cached); retrieval ids reserved 4,096 at a time and the settings' JSON cached
-saved another 0.4 ms. Random vectors spread their length over all 384 directions and would make
-the projection useless: the index then skips it and falls back to the 8-bit scan.
-
-Profiled a third time (line by line, the ranking core at 100k and 1M with caches cold as in the
-table above, where a flat FAISS search runs before each recall): at 1M the second block spent
-4.4 ms gathering the ~45,000 rows the first leaves in (numpy fancy indexing copies a row element
-by element; `take` copies it whole: 1.3 ms), 1.6 ms finding their lexical match by binary search
-(now a dense array), and a query with long posting lists 2.8 ms in `flatnonzero` of a float array
-(of a boolean mask: 0.4 ms); the seed rows came from a partition of all n bounds (0.7 ms; now of
-the rows reaching the threshold, and seeds are scored only when many rows reach it). At 100k,
-reading the ~200 scored rows from the vectors' scratch file with `pread` took 0.3 ms: a namespace
-keeps its vectors in memory up to 262,144 memories now. A first block of 32 or 48 directions
-instead of 64 was slower (it left 3-5 times as many rows to the second block).
-"""
-
-
 def markdown(result: dict[str, Any]) -> str:
     """The BENCHMARKS.md section."""
     lines = ["## Recall at scale (bench/recall_scale.py)", "",
@@ -528,7 +491,7 @@ def markdown(result: dict[str, Any]) -> str:
                   f"{t['open_ms']:.0f} ms; first recall of a namespace p50 {t['first_recall_of_namespace']['p50_ms']:.1f}"
                   f" ms; warm recall p50 {t['warm_recall']['p50_ms']:.2f} ms, p95 {t['warm_recall']['p95_ms']:.2f} ms; "
                   f"{t['namespaces_loaded']} namespace indexes loaded for {t['namespaces_recalled']} recalled."]
-    return "\n".join(lines) + "\n\n" + PROFILE_NOTE
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
