@@ -10,7 +10,7 @@ time in every language and LoCoMo R@10 stays at least ``--locomo``; of those, th
 best worst-case hit@1 (same-language en/zh/sv and cross-language, top hit correct and clearing
 the threshold) on the dev halves wins.
 
-    python -m bench.calibrate --model multilingual-e5-small --locomo-data ../shared/datasets/locomo/locomo10.json
+    python -m bench.calibrate --model multilingual-e5-small --locomo-data DATASET
 """
 
 from __future__ import annotations

@@ -17,8 +17,10 @@ nothing, against R@10 on categories 1-4 at threshold 0 and at the default thresh
 
 Settings were chosen on conversations 0-4; 5-9 are reported apart as held-out.
 
-    python -m bench.locomo ../shared/datasets/locomo/locomo10.json [--conversations N] \
+    python -m bench.locomo DATASET [--conversations N] \
         [--json bench/results/locomo_recall.json] [--plots bench/results]
+
+``DATASET`` is LoCoMo's ``locomo10.json`` (CC BY-NC 4.0, not shipped here).
 """
 
 from __future__ import annotations

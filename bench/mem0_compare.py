@@ -1,6 +1,6 @@
 """Side by side with mem0 (issue 6, item 7), in the same run, on the same memories and queries.
 
-mem0's open-source library runs fully locally, as /work/shared/notes/mem0-local.md describes:
+mem0's open-source library runs fully locally:
 FAISS vector store (cosine), the same bundled all-MiniLM-L6-v2 through its huggingface
 embedder, ``infer=False`` (the text is stored as given, no LLM), telemetry off. Memory Console
 runs with its defaults (``ScoringParams()``). Measured on LoCoMo's first conversation (turns as

@@ -7,8 +7,8 @@ A fresh bank file (or the PostgreSQL database given, which must hold no bank yet
 statements (`bench._util.memory_statements`), the server's threads read from
 ``/proc/<pid>/task/*/stat`` before and after the load (by thread id: CPython does not name its
 threads for the kernel; `py-spy dump --pid` does). No goal is checked: this is the measure behind
-the "Where an add goes" notes of BENCHMARKS.md, made repeatable so that an optimization can be
-compared in turns against the commit before it.
+BENCHMARKS.md's "Concurrent adds and the model's batch rate", made repeatable so that an
+optimization can be compared in turns against the commit before it.
 """
 
 from __future__ import annotations

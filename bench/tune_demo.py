@@ -1,8 +1,8 @@
 """Tuning on the demo answer key: held-out figures of the tuned setting vs the presets, and what
 re-ranking from captured candidates saves over calling recall per query.
 
-    python -m memory_core.cli --bank /tmp/demo.duckdb demo        # once: the demo bank with its labels
-    python -m bench.tune_demo --bank /tmp/demo.duckdb [--json bench/results/tune_demo.json]
+    python -m memory_core.cli --bank data/demo.duckdb demo        # once: the demo bank with its labels
+    python -m bench.tune_demo --bank data/demo.duckdb [--json bench/results/tune_demo.json]
 
 The presets do not learn from the labels, so their figures are on every labeled turn; the tuned
 figures are pooled over held-out folds (each turn scored by the setting chosen without it). The

@@ -205,7 +205,7 @@ def password_matches(given: str) -> bool:
 
 
 def signed_in() -> bool:
-    """True when no password is configured or this session gave it."""
+    """True when no password is configured or this browser tab gave it."""
     return configured_password() is None or bool(st.session_state.get("signed_in"))
 
 

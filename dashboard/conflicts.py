@@ -19,7 +19,7 @@ RULES = [  # (rule, button label, what it does)
 ]
 LABELS = {rule: label for rule, label, _ in RULES} | {"edit": "Edit"}
 PAGE_SIZE = 20  # conflicts drawn at once: each is a dozen widgets, and 1,600 of them took minutes
-LAST = "conflicts_last_resolution"  # (conflict id, group id, rule) of this session's last resolution
+LAST = "conflicts_last_resolution"  # (conflict id, group id, rule) of this browser tab's last resolution
 
 bank = get_bank()
 st.title("Conflicts")

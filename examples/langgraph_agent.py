@@ -1,6 +1,6 @@
 """A LangGraph agent whose long-term memory is a Memory Console bank; runs offline, no LLM.
 
-    python examples/langgraph_agent.py --bank /tmp/agent.duckdb
+    python examples/langgraph_agent.py --bank data/agent.duckdb
     # or --bank postgresql://user@host/db, or --bank http://127.0.0.1:8765 --token SECRET
 
 The graph has three nodes. ``remember`` stores what the user asks it to remember ("Remember that
