@@ -1,6 +1,25 @@
 """Ablation: does memory make answers better? Same question with and without recalled memories, judged.
 
-The design notes (why it works this way) are in ARCHITECTURE.md, "Design notes: evaluate.py".
+For each case (a question, optionally its namespace and an expected answer) the answering model
+answers twice — once with the memories recall returns in the prompt, once without — and a judge
+model compares the two answers. The judge sees them as "Answer A" and "Answer B" in an order drawn
+from a seeded random generator (recorded per case), so a judge that prefers the first (or second)
+answer cannot pass that bias off as an effect of memory; its choice is mapped back to *with*,
+*without* or *tie*. The caller stores the run (``bank.record_ablation(result.run, result.cases)``:
+this module only reads the bank, through what-if recall) and it is summarised as usefulness,
+disturbance, tie rate and net benefit with 95-percent intervals
+(:func:`memory_core.metrics.ablation_rates`).
+
+Recall here is a what-if (``record=False``): evaluating changes no access count and logs no
+retrieval. A case whose recall returns nothing gets one answer used for both sides and counts as
+a tie without asking the judge: memory cannot have changed that answer.
+
+Configuration. The answering model is the LLM of :mod:`memory_core.llm` (``MEMCTL_LLM_*`` or
+``[llm]`` in the config file). The judge may be another endpoint: ``MEMCTL_JUDGE_BASE_URL``,
+``MEMCTL_JUDGE_MODEL``, ``MEMCTL_JUDGE_API_KEY``, ``MEMCTL_JUDGE_TIMEOUT`` or a ``[judge]`` table
+with the keys of ``[llm]``; whatever is not set there is taken from the answering model's
+configuration, except the API key when the judge's base URL is another one. API keys are never
+printed (``LLMConfig`` masks them).
 """
 
 from __future__ import annotations

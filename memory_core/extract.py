@@ -1,6 +1,51 @@
 """The write side: distil a conversation into a few memories worth keeping.
 
-The design notes (why it works this way) are in ARCHITECTURE.md, "Design notes: extract.py".
+Design principle 6: the write side decides quality. A bank that stores every
+utterance recalls noise, so extraction keeps only decisions, preferences, goals,
+recurring difficulties and profile facts, as short standalone statements
+("Prefers tea in the mornings"), tagged with a category and an importance; it
+drops small talk, questions, things that are true only today, assistant turns
+and personal identifiers.
+
+Two extractors share one result type, :class:`Extraction`:
+
+* :func:`extract_llm` asks the configured LLM for strict JSON and validates
+  every item; a reply that breaks the contract raises ``LLMError``.
+* :func:`extract_rules` needs no LLM. It is a deliberately small, precise
+  pattern matcher (:data:`RULES`, one table per language: English, Swedish,
+  Chinese). Honest limits:
+
+  - it only reads **user** turns and only **first-person** statements at the
+    start of a sentence or clause ("I prefer…", "Honestly, I prefer…",
+    "When I travel, I prefer…", Swedish "På morgonen föredrar jag te"), so
+    "My brother says I like cats" or "Hon sa att jag gillar katter" are not caught;
+  - it never infers anything: every memory is ``kind="explicit"``; a user who
+    says "ugh, coffee again, I'd rather have tea" yields nothing;
+  - it cannot resolve references: statements whose object is "it", "that",
+    "your idea", "这个" are skipped ("not standalone"), and it does not know
+    what "the second option" was;
+  - the rewrite is mechanical: the subject is dropped, the verb put in the
+    third person (English) and "my/min/我的" become "their/sin/自己的"; long
+    or convoluted sentences come out long or awkward;
+  - "today only" is detected by marker words ("today", "right now", "idag",
+    "just nu", "今天", "现在正在"); a temporary state without one ("I'm so
+    tired") is simply not matched by any rule, and "now prefers X" is kept as a
+    change of preference. A decision taken today ("Today we decided to use
+    Postgres") is kept; a decision about today ("I decided to have pizza
+    tonight") is not;
+  - questions are dropped wholesale, even "I love jazz, do you?".
+
+The rules are data (:data:`RULES`, listed by :func:`explain_rules`): each row has an
+example and the memory it must give, and the tests check every row.
+
+:func:`extract` picks the LLM when one is configured and works, else the rules
+(through :func:`memory_core.llm.with_fallback`); ``Extraction.path`` says which,
+``Extraction.detail`` why.
+
+Personal identifiers are found by :mod:`memory_core.redact`. ``pii="redact"``
+(default) masks them before extraction, and before anything is sent to an LLM;
+``pii="refuse"`` drops every statement that contains one; ``pii="allow"`` keeps
+them (for trusted, private banks only).
 """
 
 from __future__ import annotations

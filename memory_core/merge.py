@@ -1,6 +1,28 @@
 """Near-duplicate memories: find clusters, and write the text of their merge.
 
-The design notes (why it works this way) are in ARCHITECTURE.md, "Design notes: merge.py".
+Pure logic, no database: :class:`MemoryBank` hands over a namespace's live memories and vectors,
+:func:`candidates` turns them into :class:`Candidate` rows, :func:`find_clusters` says what to merge,
+:func:`plan_merges` adds a :func:`preview` of each merge for the operator, and the bank applies (and
+can undo) the merges itself.
+
+Clustering
+    Exact duplicates (equal content hash) are always clustered. Near duplicates are memories whose
+    embeddings have cosine similarity >= ``threshold`` and whose wording agrees (no conflicting
+    numbers, no negation on one side only, some shared content words), grouped by complete
+    linkage: *every* pair inside a cluster clears the bar, so a chain A~B~C where A and C are
+    unrelated never becomes one cluster. An optional, lower ``related_threshold`` adds "same subject" clusters of
+    closely related memories among those left over; with an LLM configured, :func:`llm_groups` finds
+    those instead, including paraphrases across languages. The thresholds default to the bank's
+    model's (``model=``; ``embed.MODEL_DEFAULTS``, picked on the demo set's planted duplicates, see
+    its comments): a multilingual model's cosines sit lower (USE rates a paraphrase about 0.55, MiniLM
+    about 0.6 but unrelated Chinese 0.85), and with it a pair in two languages is spared the
+    shared-words check it could never pass (``across_languages``); numbers and negation still apply.
+
+Merged text
+    With an LLM, one short statement keeping every distinct fact (:func:`llm_merge_text`); without
+    one, or when it answers something unusable, an extractive merge (:func:`extractive_merge`):
+    the most informative member plus every member that adds facts it does not cover.
+    :func:`preview` says which path produced the text.
 """
 
 from __future__ import annotations

@@ -1,6 +1,30 @@
 """Usage metrics over a bank's retrieval log: what the Usage page of the dashboard shows.
 
-The design notes (why it works this way) are in ARCHITECTURE.md, "Design notes: metrics.py".
+Pure functions over the bank's public API (:meth:`MemoryBank.retrievals`, :meth:`MemoryBank.memories`,
+:meth:`MemoryBank.get_many`, :meth:`MemoryBank.stats`); they read, never write, and return pandas
+DataFrames or plain dicts so a page only renders them.
+
+Vocabulary. A *turn* is one logged recall (one row of ``bank.retrievals()``). Its *outcome* is
+
+* ``skipped`` — the recall gate said no (``recalled`` is false), nothing was searched;
+* ``empty`` — the bank was searched and nothing reached the threshold;
+* ``returned`` — the bank was searched and at least one memory came back.
+
+Rates over time are drawn per day only on request: on a quiet bank a day holds a recall or two,
+so its rate is 0 or 100 percent. ``over_time`` groups the daily counts into a 7- or 30-day rolling
+window or weeks, and leaves out the days (weeks) without turns: they have no rate, which is not a
+rate of 0 percent. The Usage page opens on ``readable_view``: the shortest window whose typical point
+holds ten turns.
+
+Usage rate (did the answer use what was recalled?) comes from agent feedback
+(:meth:`MemoryBank.feedback`); precision@k from relevance labels passed in as a mapping;
+usefulness, disturbance and net benefit from ablation runs (:mod:`memory_core.evaluate`).
+
+Confidence intervals are 95-percent. Rates (usage, usefulness, disturbance, ties) use the Wilson
+score interval. Net benefit, (better − worse) / n over the same judged cases, is a difference of
+two proportions from one multinomial sample; its interval is the Agresti–Min adjusted Wald
+interval (half a case added to each of the four cells of the paired table, i.e. +0.5 better,
++0.5 worse, n + 2), which keeps a sensible width when every case tied or all went one way.
 """
 
 from __future__ import annotations

@@ -1,6 +1,38 @@
 """The retrieval log's write buffer: recorded recalls are journaled at once and written in batches.
 
-The design notes (why it works this way) are in ARCHITECTURE.md, "Design notes: recall_log.py".
+Writing each recall to DuckDB costs two transactions' worth of opening and committing the file, ten
+to a hundred times the ranking itself (BENCHMARKS.md, "Figures behind the code"). So a recorded
+recall appends one JSON line to this process's journal file
+(``<bank>.journal/<pid>-<random>.jsonl``) and returns; the bank writes the pending recalls (their
+log rows and the access counts they add) to the store in one transaction: from a background thread
+every :data:`FLUSH_INTERVAL` seconds, before any other operation of the same bank touches the file
+(so ``retrievals()``, ``stats()`` and usage metrics read in the same process always see every
+recall), on :meth:`MemoryBank.close`, and at exit.
+
+What a crash loses: nothing a process crash (kill -9, an exception that kills the interpreter)
+can take. The journal line is written to the operating system before ``recall`` returns; each
+journal file is locked (``flock``) by its owner for as long as the owner lives, and whoever opens
+or flushes the bank next finds journals nobody holds and writes them to the store. A journal is
+locked before it appears under its ``*.jsonl`` name (it is created as ``.<name>.creating`` and
+renamed once locked), so no other process can take a live journal for an abandoned one; a
+process killed in that instant leaves an empty ``.creating`` file and no recall (none had
+returned). Writing is idempotent (a retrieval id already in the store is skipped, together with
+its access counts), so a crash between committing a batch and deleting its journal counts
+nothing twice.
+
+Writing a batch takes the DuckDB file for tens to hundreds of milliseconds (opening it, the update,
+the checkpoint on closing it), so the background writer does not hold the bank's lock meanwhile:
+recalls go on. To keep the lines being written apart from those recorded meanwhile, the writer
+*seals* the current journal file (:meth:`RecallJournal.seal`: it keeps its lock and its lines, and
+the next recall starts a new file) and deletes it once the batch is committed
+(:meth:`RecallJournal.written`). A sealed file the writer could not write stays sealed and is
+written with the next batch; one left by a crash is an orphan like any other.
+
+Only a crash of the whole machine (power loss) can lose the lines the OS had not yet put on disk:
+the journal is not fsynced per recall, which would cost more than the batching saves.
+
+Other processes see a recall once it is flushed: within :data:`FLUSH_INTERVAL` seconds while the
+recalling process lives, at once when it closes the bank.
 """
 
 from __future__ import annotations

@@ -1,6 +1,49 @@
 """Find and redact personal identifiers before anything is written to memory.
 
-The design notes (why it works this way) are in ARCHITECTURE.md, "Design notes: redact.py".
+Design principle 6 says a bank stores no personal identifiers: an agent should
+remember "Lives in Uppsala", never a street address or a phone number. This
+module finds the identifiers so the write side (:mod:`memory_core.extract`) can
+redact them, or refuse the statements that carry them.
+
+What is detected (``PII_KINDS``):
+
+=================  ==========================================================
+``email``          ``anna.berg@example.se``, ``anna [at] example [dot] com``
+``phone``          international (``+46 70 123 45 67``, ``0046…``, ``+1 (555) …``),
+                   trunk-prefixed local numbers (Swedish ``070-123 45 67``,
+                   ``08-123 456 78``, UK ``020 7946 0958``, Chinese landlines
+                   ``010-12345678``), North-American ``(555) 123-4567``,
+                   Chinese mobiles ``138 0013 8000``, and any 7-15 digit number
+                   right after a word like "phone", "ring", "电话", "手机"
+``card``           13-19 digit payment cards (IIN 2-6), Luhn-checked, grouped
+                   by spaces or dashes
+``iban``           IBANs (mod-97 checked, country length when known)
+``bank_account``   digits after "account number", "kontonummer", "账号"…, and
+                   the Swedish clearing form ``3300-7501011234``
+``personnummer``   Swedish personal identity numbers (``YYMMDD-XXXX``,
+                   ``YYYYMMDD-XXXX``, bare 10/12 digits), date- and Luhn-checked;
+                   coordination numbers (day + 60) included
+``cn_id``          Chinese resident identity numbers (18 characters, birth date
+                   and ISO 7064 checksum verified)
+``address``        EN street lines (``12 Baker Street``, a house number with a letter),
+                   ``Apt 4``/``Flat 3``/``Suite 200``, ``PO Box 12``, UK postcodes,
+                   US ``State 12345``; SV ``Storgatan 12``, ``lgh 1102``,
+                   ``123 45 Stockholm``; ZH ``建国路88号``, ``3栋2单元501室``, ``邮编100020``
+``ip``             IPv4 and IPv6 (loopback and unspecified addresses excluded:
+                   ``127.0.0.1`` identifies nobody)
+=================  ==========================================================
+
+Precision comes first (an over-eager redactor mangles dates, prices and version
+numbers the agent needs), so every numeric kind is either checksum-validated or
+shape-restricted: dates (``2024-03-15``, ``15/03/2024``), years, times, prices,
+``v3.11.4`` and ``16-week plan`` are left alone. Known limits: bare national
+numbers without a trunk ``0`` or a keyword ("5551234567"), free-form addresses
+without a house number or street suffix ("the yellow house by the lake"), other
+countries' ID numbers, and names of people are not detected.
+
+All patterns work on a copy of the text where full-width characters
+(``１３８…``, ``＠``) are folded to ASCII one-for-one, so offsets stay those of
+the original text.
 """
 
 from __future__ import annotations

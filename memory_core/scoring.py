@@ -1,6 +1,56 @@
 """How recall ranks memories: ScoringParams, the presets, and the vectorized blended score.
 
-The design notes (why it works this way) are in ARCHITECTURE.md, "Design notes: scoring.py".
+This module is the only place a score is computed. Agent recall, the dashboard's what-if
+view and the benchmarks all call :func:`blend`.
+
+The blended score of a memory for a query is::
+
+    tier × (α·relevance + β·recency + γ·importance + δ·frequency) / (α + β + γ + δ)
+
+* relevance = (1 − lexical_weight)·dense + lexical_weight·lexical, where dense is the cosine
+  similarity rescaled from [similarity_floor, similarity_ceiling] to [0, 1] (clipped), and lexical
+  is the BM25 score of the memory's text and context normalized by what an average-length memory
+  holding every query term once would score, clipped to [0, 1] (:func:`lexical_relevance`). A query
+  carrying less than ``lexical_min_terms`` rare words' worth of idf is normalized as if it carried
+  that much, so one common word ("dream", "thanks") cannot reach full lexical relevance on its own.
+  BM25 uses k1 1.5 and b 0.4 (less length normalization than Lucene's 0.75: a turn stored with its
+  context is long, and the answer).
+* dates (:func:`date_lift`): when the query names periods of time (``memory_core.periods``: "in May
+  2023", "on June 26, 2023", "in 2022", "2023-06-26", and relative to ``now`` "yesterday", "last
+  week", "last month", "this year", "July last year"; in English, Swedish and Chinese, as the
+  tokenizer reads them; "today" is left out, a greeting more often than a question), a memory's
+  match (:func:`date_match`) is 1 when it was created in one or up to ``DATE_AFTER_DAYS`` (7) after
+  its end (people tell of an event days later) and ``exp(−days away / DATE_SCALE_DAYS)`` (30)
+  outside, the best over the periods; its relevance then takes ``date_weight × match`` of the gap
+  up to 1. That stays in [0, 1] and is non-decreasing in the relevance. A query naming no period is
+  ranked as before; ``components["dates"]`` is the lift and :func:`parts` shows it apart. Unlike
+  the neighbours' lift it can raise a namespace's best score (every memory of a named month comes
+  closer to the threshold), so it is kept to queries that name a period. Exactness: such a query is
+  scored whole (``NamespaceIndex.rank``: the pruning bounds do not describe the lift; only queries
+  naming a period pay for a full scan); :func:`upper_bound` takes the largest match.
+* neighbours (:func:`neighbour_lift`): the relevance above (the dates' lift included) is a memory's
+  own; it then takes ``neighbour_weight`` of the gap up to the best own relevance among its
+  neighbours, the ``NEIGHBOURS`` (2) memories of its namespace created just before it and just
+  after it, within ``NEIGHBOUR_SECONDS`` (an hour) of it (ties by id;
+  ``NamespaceIndex.neighbour_rows``: extended in place for memories added after the newest, sorted
+  again after a removal, a re-dated memory or one added among older ones). One created after an "as
+  of" moment lends nothing. The lift is never negative and never goes above the neighbour's
+  relevance, so the best score of a namespace, and what the threshold means, stay as they were;
+  ``components["neighbours"]`` is the lift and :func:`parts` shows it apart. Exactness: ``relevance
+  + lift`` is non-decreasing in both relevances, so bounds of both bound it; the projected pruning
+  bounds a row's neighbours by their own bounds (the 1,024 most relevant by bound, and rows the
+  side structures do not describe, computed exactly), and the 8-bit first pass, which bounds only
+  the rows it returns, gives way to a full scan.
+* recency decays from creation or last access: ``exp(−ln2·age/half_life)`` or ``1 −
+  age/linear_horizon``, never below ``recency_floor``.
+* frequency = ``min(1, frequency_base + frequency_step·count)``, where count is the memory's
+  ``access_count`` (recalls that returned it) with ``frequency_from="retrievals"``, or its
+  ``use_count`` (recalls whose answer used it, from feedback) with ``frequency_from="uses"``.
+* tier multiplies by ``tier_hot`` / ``tier_warm`` / ``tier_cold`` by the time since the memory was
+  last touched (created or recalled): hot < 7 days ≤ warm ≤ 90 days < cold.
+
+Dividing by the weight sum keeps scores in [0, 1] (with tier multipliers ≤ 1) whatever the
+weights, so a threshold keeps its meaning while an operator moves the sliders.
 """
 
 from __future__ import annotations

@@ -1,7 +1,32 @@
 """Tuning recall from labeled queries: evaluation, a cross-validated search, and replay of the log.
 
-The design notes (why it works this way) are in ARCHITECTURE.md, "Design notes: tuning.py".
-"""
+Everything here is a what-if: nothing is recorded, no access count moves, no preset becomes
+active. Scores come from :class:`memory_core.scoring.Candidates` (the same blend and selection as
+recall); each query is embedded once and then re-ranked under as many settings as needed.
+
+Metrics on a labeled set (results are what recall returns: top k that clear the threshold):
+
+* **precision@k**: over queries that return something, the mean share of returned memories that
+  are labeled relevant. A query with nothing relevant that returns anything scores 0, so noise on
+  off-topic turns costs precision; a query that returns nothing shows nothing irrelevant and is
+  left out (an empty result is a correct answer, not a failure).
+* **recall@k**: over queries with at least one relevant memory, the mean of relevant returned ÷
+  min(relevant, k), so 1 is reachable when more memories are relevant than k allows.
+* **empty rate**: over queries with no relevant memory, the share that return nothing.
+* **F-beta** of precision and recall; β < 1 weighs precision more (``f0.5`` is the default
+  objective, since an irrelevant memory is worse than none).
+
+Memories the labels do not name count as not relevant.
+
+The search (:func:`tune`) varies α/β/γ/δ, the lexical weight, the half-life, the threshold and what
+frequency counts (``frequency_from``: retrievals or uses; k and everything else stay as in the base
+preset): the base itself and the base with each other choice of :data:`CHOICES`, then random
+settings drawn from :data:`SPACE` and :data:`CHOICES`, then a local refinement that perturbs the
+best setting with a shrinking step and keeps improvements. With k folds over queries (a query text
+and namespace never sit in two folds) the whole procedure is run on each fold's training queries
+and scored on its held-out ones; the mean held-out score is compared with the base preset's
+held-out score. The proposal is the procedure run on every labeled query. It is returned, never
+activated."""
 
 from __future__ import annotations
 

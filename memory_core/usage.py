@@ -1,7 +1,22 @@
 """Did an answer use the memories a recall returned? The decision behind ``bank.feedback``.
 
-The design notes (why it works this way) are in ARCHITECTURE.md, "Design notes: usage.py".
-"""
+Three paths, strongest first:
+
+* **given** — the agent says which memories it used (``used_ids``);
+* **citation** — the answer carries explicit markers ``[m:ID]`` (``format_for_prompt(...,
+  cite=True)`` asks the model to write them); when any marker is present, exactly the cited
+  hits count as used;
+* **similarity** — otherwise the answer is split into sentences, each is embedded with the
+  bank's model, and a hit counts as used when its best cosine against a sentence reaches
+  :data:`USED_BAR`.
+
+:data:`USED_BAR` is calibrated by ``python -m bench.calibrate_usage`` on
+``data/usage_calibration.jsonl``: hand-labelled recalls with answers written as an agent would,
+whose unused memories are mostly *on the same topic* as the answer, since that is what a recall
+returns. The bar is the best F1 on that set, checked by cross-validation over cases (figures:
+BENCHMARKS.md, "Figures behind the code"). Implicit use (an answer shaped by a memory without
+restating it: "I left out trail mix") is what the bar misses; topical overlap without use is what
+it wrongly counts. Citation markers avoid both."""
 
 from __future__ import annotations
 

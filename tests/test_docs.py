@@ -19,6 +19,7 @@ ROOT = REPO / "memory_core"
 ARCHITECTURE = REPO / "ARCHITECTURE.md"
 # The bottom layer every service may use without naming it in "builds on".
 FOUNDATION = {"clock", "errors", "models", "storage", "cache_dir"}
+MAX_LINES = 300
 
 
 def _section(text: str, start: str, end: str) -> str:
@@ -98,6 +99,13 @@ def test_every_module_has_a_row_and_every_row_a_module() -> None:
 def test_each_service_names_what_it_builds_on() -> None:
     graph = import_graph(type_hints=True)
     assert builds_on_drift(ARCHITECTURE.read_text(encoding="utf-8"), graph) == {}
+
+
+def test_the_map_is_short_enough_to_read() -> None:
+    """A map, not a manual (issue 41): why a module works as it does lives in its docstring."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= MAX_LINES
+    assert "## Design notes" not in text
 
 
 def test_the_storage_seam_lists_the_protocols_methods() -> None:

@@ -1,6 +1,20 @@
 """The on-disk formats of a saved namespace index: the format version, file names, and writing
 and reading its files (Arrow, ``.npz``, ``.npy`` mapped read-only), each written whole and renamed
 into place.
+
+What a saved index keeps, per namespace (``<bank>.index/<namespace key>.*``, or the cache folder of
+a database bank): the vectors (``.vec.npy``), the BM25 arrays with each row's id, content hash,
+change sequence and scoring fields (``.lex.npz``), the fields a hit shows (``.info.arrow``), the
+side structures pruned recall built (``.side.npz``: the projection's basis, coordinates and
+distances, the 8-bit codes and their per-dimension error, and the rows of each changed since it
+was built), and last the header (``.json``: format, namespace, model, dimension, count, change
+sequence, and a random token per save). Loading checks the header against the bank's model and
+dimension and each file's shape against the header (any mismatch or unreadable file: rebuilt from
+the store); the side file is used only when it carries the header's token (written by that same
+save) and reads back whole (the ``.npz`` checks each array's CRC-32), else recall builds it again.
+A large namespace (from ``MAP_MIN_ROWS``) maps the saved vectors file read-only instead of copying
+it, until its first change copies the vectors into a scratch file of its own; saves never write
+into a saved file (they replace it), so a mapped file never changes under the index.
 """
 
 from __future__ import annotations

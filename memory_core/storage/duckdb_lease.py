@@ -1,6 +1,42 @@
 """How a process keeps a DuckDB bank file between its operations: the file's lock (``flock`` on
 ``<bank>.lock``, one per process and file), the short lease that keeps the file open while work
 follows work, yielding it to waiting processes, and releasing leases around ``fork``.
+
+One process at a time has a DuckDB file. ``<bank>.lock`` is taken before DuckDB opens the file and
+released after it closed it (DuckDB reads headers before its own lock: see ``_take_file_lock`` in
+``duckdb.py``). Opening the file costs time and closing the last connection checkpoints it, so
+after an operation the connection is kept for a **lease** (:class:`_Lease`): the next operation of
+the same process (any bank object on that file) takes a cursor of it, and an agent adding one
+memory at a time opens the file about once a second instead of several times per add. The lease
+ends (the checkpoint, then the lock is released):
+
+- after :data:`LEASE_IDLE` without an operation (time an add spends embedding does not count), and
+  after the operation running when it turns :data:`LEASE_MAX` old: a program that does not
+  announce itself (an older memory_core, the ``duckdb`` shell) still gets the file;
+- at once when another process waits: a waiter holds a shared flock on ``<bank>.waiting`` while it
+  blocks on ``<bank>.lock``; the holder tests it (a non-blocking exclusive flock) every
+  :data:`LEASE_POLL` from the lease thread and before each operation takes the lease, lets go, and
+  lets the announced waiters take the file first (up to :data:`YIELD_MAX`) before it competes
+  again. Under contention this is per-operation sharing; alone, it is one open per lease;
+- on ``bank.close()`` (``Store.release()``), before ``os.fork()``, at exit, and before a
+  compaction or a restore replaces the file.
+
+A **block that keeps the file** (``Store.keep()``, ``bank.keep_store()``) suspends the first two
+for :data:`KEEP_MAX` of the lease (counted from the first time a block kept it, so that blocks back
+to back count together): its operations share one open, and a waiting process gets the file when
+the block ends, or once that time is up. The dashboard draws every page in one (``app.py``): a
+page reads the bank several times, and with a server writing the file each read would otherwise be
+one hand-over of the file.
+
+While a lease lives, nothing but this process (and, through ``Store.holder()``, only the bank
+object that used it) can change the file: what that bank read under the same lease is still true.
+The server's token check relies on it (``Tokens.check_at_once`` answers on the event loop while
+the lease, or on PostgreSQL the token notifications, vouch for the cached tokens). Nothing waits
+for the lease to end to be durable: every commit is in the WAL before the operation returns, and
+another process sees it on its next operation. The lease's own checkpoint changes the file's size
+and time, so the store maps the signature after it back to the one before (``_SIGNATURE_ALIAS``):
+recall's "did anyone write?" test is not fooled by it. A tool that opens the file with DuckDB
+directly in a process that has the bank open calls :func:`release_file` first.
 """
 
 from __future__ import annotations
