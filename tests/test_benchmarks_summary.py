@@ -16,6 +16,7 @@ from bench import _report
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "BENCHMARKS.md"
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+MAX_LINES = 500
 
 
 def headline_rows(text: str) -> list[tuple[str, str, str]]:
@@ -23,6 +24,13 @@ def headline_rows(text: str) -> list[tuple[str, str, str]]:
     block = text.split("## Headline figures", 1)[1].split("\n## ", 1)[0]
     rows = [line.strip().strip("|").split("|") for line in block.splitlines() if line.startswith("|")]
     return [tuple(cell.strip() for cell in row) for row in rows[2:]]  # after the header and the rule
+
+
+def contents_rows(text: str) -> list[str]:
+    """The section titles the "Contents" table lists, in its order."""
+    block = text.split("## Contents", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip().strip("|").split("|") for line in block.splitlines() if line.startswith("|")]
+    return [row[0].strip() for row in rows[2:]]
 
 
 def section(text: str, title: str) -> str:
@@ -49,6 +57,22 @@ def test_every_headline_figure_is_in_its_section():
         if missing:
             stale.append(f"{what}: {missing} not in section {title!r}")
     assert not stale, "BENCHMARKS.md's headline rows to update:\n" + "\n".join(stale)
+
+
+def test_the_page_is_a_reference_with_its_contents_first():
+    """At most 500 lines (issue 41): one section per benchmark, each listed in the contents at the
+    top, in the order the page has them, and each listed section is there once."""
+    text = PAGE.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= MAX_LINES
+    listed = contents_rows(text)
+    assert len(listed) >= 15
+    headings = [h for h in re.findall(r"^## (.+)$", text, re.M)
+                if h.split(" (")[0] not in ("Contents", "Headline figures", "How the tables were made")]
+    assert [next(h for h in headings if h.startswith(title)) for title in listed] == \
+        [h for h in headings if any(h.startswith(title) for title in listed)]
+    for title in listed:
+        assert sum(h.startswith(title) for h in headings) == 1, f"{title!r} is not one section"
+    assert all(any(h.startswith(title) for title in listed) for h in headings), "a section missing from the contents"
 
 
 def test_the_table_catches_a_stale_figure():
