@@ -437,7 +437,7 @@ def _measure(sizes: list[int], queries: int, check: int, tenants_n: int, tenants
 
 def markdown(result: dict[str, Any]) -> str:
     """The BENCHMARKS.md section."""
-    lines = ["## Recall at scale (bench/recall_scale.py)", "",
+    lines = ["## Recall at scale (`python -m bench --only recall_scale`)", "",
              f"{result['machine']} (load average {result['load_average_at_start']} at the start: other "
              "processes share the cores, so wall times carry their noise; CPU times less so), "
              f"one FAISS thread, default preset, recorded recall (`record=True`), query embedding excluded; "
