@@ -3,10 +3,10 @@ session, says who worked on it, or names a path of a development machine.
 
 Who ran what, and when, belongs in git history; a figure names its machine, date and load, and a
 harness that produced one is in ``bench/``. The texts checked are every Markdown page of the
-repository and the docstrings and comments of its Python (string literals are left alone: a test
-may well hand a run's label or a temporary path to the code it tests). Each rule is a regular
-expression run on plain text, so the tests below also show what each one catches and what it lets
-through.
+repository, its build and CI files (``Makefile``, ``*.toml``, ``.ci/run``) and the docstrings and
+comments of its Python (string literals are left alone: a test may well hand a run's label or a
+temporary path to the code it tests). Each rule is a regular expression run on plain text, so the
+tests below also show what each one catches and what it lets through.
 """
 
 from __future__ import annotations
@@ -60,13 +60,14 @@ def python_prose(source: str) -> str:
 
 
 def committed_texts(root: Path = ROOT) -> dict[str, str]:
-    """Every Markdown page and every Python file's prose, by path relative to ``root``."""
+    """Every Markdown page, the build and CI files, and every Python file's prose, by path relative to
+    ``root``."""
     texts = {}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
         if not path.is_file() or SKIP_DIRS & set(rel.parts):
             continue
-        if path.suffix == ".md":
+        if path.suffix in (".md", ".toml") or path.name in ("Makefile", "run"):
             texts[rel.as_posix()] = path.read_text(encoding="utf-8")
         elif path.suffix == ".py" and rel.parts[0] in PYTHON_ROOTS:
             texts[rel.as_posix()] = python_prose(path.read_text(encoding="utf-8"))
