@@ -235,12 +235,13 @@ class MemoryBank:
     def add(self, text: str, namespace: str = "default", importance: float = 0.5, kind: str = "explicit",
             category: str = "other", created_at: Any = None, source: str | None = None, embedding: Any = None,
             pinned: bool = False, detect_conflicts: bool = True, context: str | None = None,
-            dedupe: bool = True) -> int:
+            dedupe: bool = True, durability: str | None = None) -> int:
         """Store one memory (a short distilled statement) and return its id. ``importance`` is in
         [0, 1]; ``kind`` explicit (the user said it) or inferred; ``created_at`` default now. A
         contradiction of a stored memory is flagged at once (see :meth:`conflicts`) unless
         ``detect_conflicts=False``. ``context`` situates the memory (the turns around it): recall
-        matches its words, it is never shown, and it is set once.
+        matches its words, it is never shown, and it is set once. ``durability`` (durable or
+        transient) is read from the text, category and kind when not given (:mod:`memory_core.durability`).
 
         The same text again (whitespace and Unicode normalised) in a namespace where it is an
         active memory is not stored twice: that memory is reinforced (one more access, the later
@@ -250,6 +251,8 @@ class MemoryBank:
         row = {"text": text, "namespace": namespace, "importance": importance, "kind": kind,
                "category": category, "created_at": created_at, "source": source, "pinned": pinned,
                "context": context}
+        if durability is not None:
+            row["durability"] = durability
         if embedding is not None:
             row["embedding"] = embedding
         return self._curation.add(row, detect=detect_conflicts, client=self.llm, dedupe=dedupe)

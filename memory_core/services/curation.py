@@ -257,7 +257,9 @@ class Curation:
         row = self.writer.check_row({
             "text": text, "namespace": ms[0].namespace, **merge_mod.merged_fields(ms),
             "last_accessed_at": max(last) if last else None, "source": "merge",
-            "pinned": any(m.pinned for m in ms)}, utcnow())
+            "pinned": any(m.pinned for m in ms),
+            # A merge lasts when one of its members does (a durable fact is never merged away).
+            "durability": "durable" if any(m.durability == "durable" for m in ms) else "transient"}, utcnow())
         with self.core.session() as con:
             new_id = tables.take_ids(con, "next_id", 1)  # reserved, so the members can point at it
         row["id"] = new_id
