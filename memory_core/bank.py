@@ -338,12 +338,14 @@ class MemoryBank:
         """Ids and unit vectors of a namespace's live memories (read-only views)."""
         return self._queries.live_vectors(namespace)
 
-    def expiry_candidates(self, *, now: Any = None, older_than_days: float, below_importance: float,
-                          unused_days: float, namespace: str | None = None) -> list[Memory]:
-        """Live, unpinned, old, unimportant memories not recalled lately: what expiry removes."""
+    def expiry_candidates(self, *, now: Any = None, older_than_days: float, below_importance: float | None,
+                          unused_days: float, namespace: str | None = None,
+                          durability: str | None = None) -> list[Memory]:
+        """Live, unpinned, old memories not recalled lately, under an importance and of a durability when
+        given: what maintenance weighs for expiry or review."""
         return self._queries.expiry_candidates(now=now, older_than_days=older_than_days,
                                                below_importance=below_importance, unused_days=unused_days,
-                                               namespace=namespace)
+                                               namespace=namespace, durability=durability)
 
     def usage_summary(self, namespace: str | None = None) -> dict[str, Any]:
         """Live memories, average access count, never recalled: totals a maintenance report carries."""
