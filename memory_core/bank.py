@@ -492,6 +492,10 @@ class MemoryBank:
         """Make a planned maintenance run's changes (unless ``dry_run``), record it; returns its report."""
         return self._curation.apply_maintenance(work, dry_run=dry_run)
 
+    def undo_maintenance_run(self, run_id: int) -> list[int]:
+        """Undo everything a maintenance run changed, all or nothing; returns the undo groups."""
+        return self._curation.undo_maintenance_run(run_id)
+
     def merge_candidates(self, namespace: str) -> list[Any]:
         """Live memories of ``namespace`` that could be merged (not pinned, not in an open conflict)."""
         return self._curation.merge_candidates(namespace)

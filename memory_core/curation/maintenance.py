@@ -226,6 +226,11 @@ class MaintenanceWork:
         if self.progress is not None:
             self.progress(self.done, self.total, label)
 
+    def applied(self, action: str) -> None:
+        """Tell ``progress`` that one operation of a real run is done (its count of work unchanged)."""
+        if self.progress is not None:
+            self.progress(self.done, self.total, f"applied {action}")
+
     def expired(self, group_id: int | None) -> None:
         """Note the operation that expired the memories (undoable only when archived)."""
         for c in self.changes:
