@@ -192,3 +192,19 @@ def test_a_run_killed_between_its_operations_leaves_the_bank_consistent(tmp_path
         assert bank.get(ids["cold"]).status == "active"
         again = bank.maintain(now=NOW, steps=["cleanup", "merge"])
         assert again.counts["merges"] == 1 and bank.get(ids["cold"]).status == "archived"
+
+
+def test_rows_left_out_of_a_preview_are_not_applied(bank: MemoryBank):
+    from memory_core import maintenance
+
+    ids = build(bank)
+    dry = bank.maintain(now=NOW, steps=["cleanup"], dry_run=True)
+    keys = [maintenance.row_key(c) for c in dry.changes if c.action == "expire"]
+    assert f"expire:{ids['cold']}" in keys
+    work = maintenance.plan_run(bank, now=NOW, steps=["cleanup"])
+    work.keep_only([k for k in keys if k != f"expire:{ids['cold']}"])
+    report = bank.apply_maintenance(work)
+    assert bank.get(ids["cold"]).status == "active" and bank.get(ids["log"]).status == "archived"
+    assert report.counts["expired"] == len(keys) - 1
+    assert f"expire:{ids['cold']}" not in [maintenance.row_key(c) for c in report.changes]
+    assert report.counts["review"] == len(REVIEW)  # review rows stay: they change nothing

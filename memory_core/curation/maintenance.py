@@ -226,6 +226,21 @@ class MaintenanceWork:
         if self.progress is not None:
             self.progress(self.done, self.total, label)
 
+    def keep_only(self, keys: Iterable[str]) -> None:
+        """Leave out the rows whose :func:`row_key` is not in ``keys`` (an operator deselected them
+        in a preview); review rows change nothing and stay. New conflicts are still recorded."""
+        wanted = set(keys)
+        dropped = {id(c) for c in self.changes if c.action != "review" and row_key(c) not in wanted}
+        if not dropped:
+            return
+        self.changes = [c for c in self.changes if id(c) not in dropped]
+        kept = {i for c in self.changes if c.action == "expire" for i in c.memory_ids}
+        self.expire = [i for i in self.expire if i in kept]
+        self.resolutions = [r for r in self.resolutions if id(r.change) not in dropped]
+        self.merges = [m for m in self.merges if id(m.change) not in dropped]
+        self.counts.update(expired=len(self.expire), superseded=len(self.resolutions), merges=len(self.merges),
+                           merged=sum(len(m.ids) for m in self.merges))
+
     def applied(self, action: str) -> None:
         """Tell ``progress`` that one operation of a real run is done (its count of work unchanged)."""
         if self.progress is not None:
@@ -240,6 +255,14 @@ class MaintenanceWork:
     def report(self, dry_run: bool, stats: dict[str, Any]) -> MaintenanceReport:
         return MaintenanceReport(dry_run=dry_run, now=self.now, steps=self.steps, changes=self.changes,
                                  counts=self.counts, stats=stats)
+
+
+def row_key(change: PlannedChange | dict[str, Any]) -> str:
+    """A row of a plan by what it does: its action and memories (the same in a dry run and the real
+    run planned from the same bank), e.g. ``"expire:12"``, ``"merge:3-7"``."""
+    action, ids = (change["action"], change["memory_ids"]) if isinstance(change, dict) else (change.action,
+                                                                                             change.memory_ids)
+    return f"{action}:{'-'.join(map(str, ids))}"
 
 
 def tiers(bank: MaintenanceSource, now: Any = None, namespace: str | None = None) -> dict[str, int]:
