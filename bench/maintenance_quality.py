@@ -2,7 +2,7 @@
 
     python -m bench.maintenance_quality [--json bench/results/maintenance_quality.json]
 
-Two sets, per language (each memory's own, :func:`memory_core.text.detect_language`) and overall:
+Two sets, per language (each memory's own, :func:`memory_core.language.text.detect_language`) and overall:
 
 * the durability set (``bench/data/durability.json``, written apart from the demo bank): every case
   is imported as written (``written_at``), read by the durability rule, and one default cleanup
@@ -34,10 +34,9 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from memory_core import MemoryBank, ScoringParams, demo  # noqa: E402
-from memory_core.durability import infer  # noqa: E402
-from memory_core.maintenance import MaintenancePlan  # noqa: E402
+from memory_core.curation.maintenance import MaintenancePlan  # noqa: E402
 from memory_core.models import parse_time  # noqa: E402
-from memory_core.text import detect_language  # noqa: E402
+from memory_core.language.text import detect_language  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DURABILITY_SET = HERE / "data" / "durability.json"

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from conftest import downgrade
 from memory_core import DURABILITIES, MemoryBank, ValidationError
-from memory_core.durability import infer, named_date
+from memory_core.language.durability import infer, named_date
 
 WRITTEN = datetime(2026, 3, 4, 9, 0, tzinfo=timezone.utc)  # a Wednesday
 

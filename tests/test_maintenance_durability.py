@@ -17,7 +17,7 @@ import pytest
 
 from bench.checks import store_invariants
 from memory_core import MemoryBank, StateError, ValidationError
-from memory_core.maintenance import MaintenancePlan
+from memory_core.curation.maintenance import MaintenancePlan
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)  # a Monday
@@ -195,7 +195,7 @@ def test_a_run_killed_between_its_operations_leaves_the_bank_consistent(tmp_path
 
 
 def test_rows_left_out_of_a_preview_are_not_applied(bank: MemoryBank):
-    from memory_core import maintenance
+    from memory_core.curation import maintenance
 
     ids = build(bank)
     dry = bank.maintain(now=NOW, steps=["cleanup"], dry_run=True)
