@@ -236,3 +236,16 @@ def test_memctl_maintain_takes_the_rule_and_undo_run_undoes_a_run(tmp_path, embe
     assert bad.exit_code != 0
     with MemoryBank.open(path, embedder=embedder) as bank:
         assert bank.get(ids["cold"]).status == "active"
+
+
+def test_the_benchmark_on_the_durability_set_archives_no_durable_case():
+    """bench/maintenance_quality.py's first measure, run whole: a default cleanup 60 days on archives
+    no durable case of either half, in any language, and most transient ones."""
+    from bench.maintenance_quality import durability_set
+
+    result = durability_set()
+    for split, languages in result["splits"].items():
+        assert set(languages) == {"en", "sv", "zh", "all"}
+        for lang, row in languages.items():
+            assert row["durable_archived"] == 0, (split, lang)
+            assert row["transient_archived_share"] >= 0.9, (split, lang)
