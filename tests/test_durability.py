@@ -195,3 +195,13 @@ def test_rest_and_mcp_take_it(served):
 
     read, given = run(mcp)
     assert read["durability"] == "transient" and given["durability"] == "transient"
+
+
+def test_memories_can_be_listed_and_counted_by_durability(bank: MemoryBank):
+    bank.add_many([{"text": t, "namespace": "a"} for t in ("Has a cold today.", "Allergic to peanuts.",
+                                                            "Asked about the weather.")])
+    assert {m.text for m in bank.memories("a", durability="transient")} == {"Has a cold today.",
+                                                                              "Asked about the weather."}
+    assert bank.count("a", durability="durable") == 1
+    with pytest.raises(ValidationError, match="durability"):
+        bank.memories("a", durability="sometimes")

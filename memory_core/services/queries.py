@@ -38,7 +38,7 @@ ORDERS = {  # the sort orders Browse offers; never user text in ORDER BY
     "recently used": "last_accessed_at DESC NULLS LAST, id DESC",
 }
 FILTER_NAMES = ("kind", "category", "contains", "pinned", "min_importance", "max_importance", "created_after",
-                "created_before", "used_after", "used_before", "tier", "now")
+                "created_before", "used_after", "used_before", "tier", "now", "durability")
 
 
 def check_filter_names(filters: dict[str, Any]) -> None:
@@ -57,7 +57,8 @@ def memory_filter(namespace: str | None, status: str | None, *, kind: str | None
              category: str | None = None, contains: str | None = None, pinned: bool | None = None,
              min_importance: float | None = None, max_importance: float | None = None,
              created_after: Any = None, created_before: Any = None, used_after: Any = None,
-             used_before: Any = None, tier: str | None = None, now: Any = None) -> tuple[str, list[Any]]:
+             used_before: Any = None, tier: str | None = None, now: Any = None,
+             durability: str | None = None) -> tuple[str, list[Any]]:
     if pinned is not None and not isinstance(pinned, bool):
         raise ValidationError("pinned must be true, false or None")
     where, params = where_equal(
@@ -65,6 +66,7 @@ def memory_filter(namespace: str | None, status: str | None, *, kind: str | None
         status=None if status is None else check_choice(status, STATUSES, "status"),
         kind=None if kind is None else check_choice(kind, KINDS, "kind"),
         category=None if category is None else check_choice(category, CATEGORIES, "category"),
+        durability=None if durability is None else check_durability(durability),
         pinned=pinned)
     if contains:
         where += " AND strpos(lower(text), lower(?)) > 0"
@@ -125,7 +127,7 @@ class Queries:
 
         Filters: ``kind``, ``category``, ``contains`` (plain text), ``pinned``, ``min_importance``,
         ``max_importance``, ``created_after``, ``created_before``, ``used_after``, ``used_before``,
-        ``tier`` (hot, warm or cold as of ``now``).
+        ``tier`` (hot, warm or cold as of ``now``), ``durability`` (durable or transient).
         ``order`` is one of newest, oldest, importance, most used, recently used.
         """
         check_filter_names(filters)
