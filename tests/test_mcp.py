@@ -78,7 +78,7 @@ def test_the_tools_are_listed_with_schemas_descriptions_and_no_namespace_argumen
         assert all(p.get("description") for p in props.values()), name
         assert len(tool.description) > 150 and tool.output_schema, name
     assert tools["add_memory"].input_schema["required"] == ["text"]
-    assert set(tools["add_memory"].input_schema["properties"]) == {"text", "importance", "category"}
+    assert set(tools["add_memory"].input_schema["properties"]) == {"text", "importance", "category", "durability"}
     assert "preference" in tools["add_memory"].input_schema["properties"]["category"]["enum"]
     assert set(tools["search_memories"].input_schema["properties"]) == {"query", "k"}
     assert set(tools["memory_feedback"].input_schema["properties"]) == {"retrieval_id", "answer", "used_ids", "helpful"}
