@@ -196,14 +196,19 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
         st.write(f"No memory of {namespace} existed on {day}.")
         return
     rows = []
+    by_cosine = sorted(hits, key=lambda h: -h.components["similarity"])
+    cosine_rank = {h.memory.id: i + 1 for i, h in enumerate(by_cosine)}
     for h in hits:
         parts = score_parts(h, p)
         is_in = h.score >= p.threshold and h.rank <= p.k
         rows.append({"in": is_in, "rank": h.rank, "id": h.memory.id, "score": h.score,
-                     **parts, "total": sum(parts.values()), "tier ×": h.components["tier"], "text": h.memory.text})
+                     **parts, "total": sum(parts.values()), "tier ×": h.components["tier"],
+                     "cosine": h.components["similarity"], "cosine rank": cosine_rank[h.memory.id],
+                     "text": h.memory.text})
     table = pd.DataFrame(rows)
     n_in = int(table["in"].sum())
     st.subheader(f"{n_in} of {len(hits)} candidates in (k={p.k}, threshold={p.threshold:.2f})")
+    show_cosine_beside_blend(p, now, hits)
     # Plotly reads <b>, <a href>, <br> in labels as markup: escaped, a memory's tags show as typed.
     labels = [f"{'✅' if r['in'] else '⬜'} #{r['id']} {html.escape(r['text'][:50])}" for r in rows]
     fig = go.Figure()
@@ -217,7 +222,7 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
     st.plotly_chart(fig, key="tune_chart", width="stretch")
     st.dataframe(table, hide_index=True, key="tune_table", column_config={
         c: st.column_config.NumberColumn(c, format="%.3f") for c in ["score", *dict.fromkeys(n for n, _, _ in PARTS),
-                                                                     "total", "tier ×"]})
+                                                                     "total", "tier ×", "cosine"]})
 
     active = bank.recall(query, namespace=namespace, params=active_params, now=now, record=False)
     before = [h.memory.id for h in active]
@@ -239,6 +244,23 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
     for i in leaving:
         st.text(f"➖ leaves: #{i} {text[i]}")
     mark_results(rows)
+
+
+def show_cosine_beside_blend(p: ScoringParams, now: datetime, hits: list) -> None:
+    """The model's cosine alone beside the blend for the question tuned: which memory each puts
+    first, so the operator sees what lexical match, the lifts and the priors add (or cost)."""
+    cosine_only = p.replace(alpha=1.0, beta=0.0, gamma=0.0, delta=0.0, lexical_weight=0.0, neighbour_weight=0.0,
+                            date_weight=0.0, min_relevance=0.0, k=1, threshold=0.0)
+    nearest = bank.recall(query, namespace=namespace, params=cosine_only, now=now, record=False)
+    if not nearest:
+        return
+    top, first = nearest[0], hits[0]
+    same = top.memory.id == first.memory.id
+    st.caption(f"The model's cosine alone puts #{top.memory.id} first (cosine {top.components['similarity']:.3f}); "
+               + ("the blend agrees." if same else
+                  f"the blend puts #{first.memory.id} first (score {first.score:.3f}, "
+                  f"cosine {first.components['similarity']:.3f}).")
+               + " The table's cosine column is the model's cosine of each candidate.")
 
 
 def mark_results(rows: list[dict]) -> None:

@@ -396,3 +396,18 @@ def test_a_large_namespace_loads_under_a_progress_bar(tmp_path, embedder, monkey
     at.text_input(key="tune_query").input("another dinner idea").run()
     assert not at.exception
     assert shown == [] and len(ranking(at)) > 0
+
+
+def test_the_models_cosine_is_shown_beside_the_blend(tune_bank, embedder):
+    at = open_tune()
+    table = frames(at)[0]
+    assert {"cosine", "cosine rank"} <= set(table.columns)
+    with MemoryBank.open(tune_bank, embedder=embedder) as bank:
+        hits = bank.recall(QUERY, namespace="alice", params=ScoringParams().replace(threshold=0.0, k=20),
+                           record=False)
+    by_id = {h.memory.id: h.components["similarity"] for h in hits}
+    for mid, cosine in zip(table["id"], table["cosine"]):
+        assert cosine == pytest.approx(by_id[int(mid)])
+    best = int(table.sort_values("cosine", ascending=False)["id"].iloc[0])
+    assert sorted(table["cosine rank"]) == list(range(1, len(table) + 1))
+    assert any(f"cosine alone puts #{best} first" in c.value for c in at.caption)
