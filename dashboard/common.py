@@ -27,6 +27,8 @@ PAGES = [
     ("conflicts", "Conflicts", "⚖️"),
     ("merges", "Merges", "🧩"),
     ("maintenance", "Maintenance", "🧹"),
+    ("recalls", "Recalls", "🔁"),
+    ("activity", "Activity", "🕘"),
     ("usage", "Usage", "📈"),
     ("evaluate", "Evaluate", "🧪"),
     ("access", "Access", "🔑"),
@@ -131,9 +133,10 @@ def model_caption(bank: MemoryBank) -> str:
 # ``check_param`` so a bad link says what was wrong instead of quietly showing something else.
 
 def url_param(name: str) -> str | None:
-    """The raw value of ``?name=`` in this page's URL, or None."""
-    value = st.query_params.get(name)
-    return None if value in (None, "") else str(value)
+    """The raw value of ``?name=`` in this page's URL, or None; a repeated parameter (a bound date
+    range is ``?created=2025-01-01&created=2025-12-31``) comes back joined by commas."""
+    values = [str(v) for v in st.query_params.get_all(name) if v not in (None, "")]
+    return ",".join(values) if values else None
 
 
 def bad_link(message: str) -> None:

@@ -14,8 +14,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from memory_core import ScoringParams, scoring, tuning
-from dashboard.common import (THRESHOLD_LABEL_ROOM, ensure_loaded, get_bank, model_caption, namespace_picker,
-                              readable_errors, threshold_line)
+from dashboard.common import (THRESHOLD_LABEL_ROOM, check_choice_param, check_param, ensure_loaded, get_bank,
+                              model_caption, namespace_picker, readable_errors, threshold_line, url_param)
 
 CANDIDATES = 15  # at least this many candidates are shown, in or out
 # (ScoringParams field, label, min, max, step)
@@ -71,8 +71,24 @@ def score_parts(hit, p: ScoringParams) -> dict[str, float]:
     return {name: shares[component] for name, _, component in PARTS}
 
 
+def linked_moment(day: date) -> datetime | None:
+    """The exact moment a link carried (``?at=``, from a logged recall) when it falls on ``day``: the
+    ranking then uses the recency that recall saw."""
+    raw = url_param("at")
+    try:
+        moment = datetime.fromisoformat(raw) if raw else None
+    except ValueError:
+        return None
+    if moment is not None and moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment if moment is not None and moment.date() == day else None
+
+
 def as_of(day: date) -> datetime:
-    """The moment an "as of" date stands for: now for today, otherwise the end of that day (UTC)."""
+    """The moment an "as of" date stands for: the linked recall's moment on its day, now for today,
+    otherwise the end of that day (UTC)."""
+    if (moment := linked_moment(day)) is not None:
+        return moment
     if day >= datetime.now(timezone.utc).date():
         return datetime.now(timezone.utc)
     return datetime.combine(day, time.max, tzinfo=timezone.utc)
@@ -138,6 +154,14 @@ with readable_errors():
         if chosen in presets:
             load_preset_into_sliders(presets[chosen])
 
+    # A link (a reload, or "open in Tune" from a logged recall) names the preset, the query and the day.
+    if "tune_preset" not in st.session_state and check_choice_param("tune_preset", names, "preset"):
+        if (linked := url_param("tune_preset")) is not None:
+            st.session_state["tune_preset"] = linked
+            load_preset_into_sliders(presets[linked])
+    check_param("tune_as_of", date.fromisoformat, "a day such as 2025-06-30")
+    check_param("at", datetime.fromisoformat, "a moment such as 2025-06-30T14:05:00+00:00")
+
     if st.session_state.get("tune_preset") not in names:
         st.session_state["tune_preset"] = active_name if active_name in names else names[0]
         load_preset_into_sliders(presets[st.session_state["tune_preset"]])
@@ -146,13 +170,14 @@ with readable_errors():
     base_name = st.selectbox("Start from preset", names, key="tune_preset", on_change=on_preset_change,
                              help=f"The bank's active preset is **{active_name}**.")
     base = presets[base_name]
+    st.query_params["tune_preset"] = base_name
 
     logged = bank.retrievals(namespace=namespace, limit=50)
     logged_queries = list(dict.fromkeys(r["query"] for r in logged))
     qcol, lcol, dcol = st.columns([3, 3, 1])
     picked = lcol.selectbox("…or a recent logged query", ["(type your own)"] + logged_queries, key="tune_logged")
-    typed = qcol.text_input("Query", key="tune_query", placeholder="what kind of food do I like?")
-    day = dcol.date_input("As of", value=datetime.now(timezone.utc).date(), key="tune_as_of")
+    typed = qcol.text_input("Query", key="tune_query", placeholder="what kind of food do I like?", bind="query-params")
+    day = dcol.date_input("As of", value=datetime.now(timezone.utc).date(), key="tune_as_of", bind="query-params")
     query = typed.strip() or ("" if picked == "(type your own)" else picked)
     sets = bank.label_sets()
     set_names = list(dict.fromkeys([*sets, "default"]))
@@ -281,7 +306,8 @@ def show_metrics(p: ScoringParams) -> None:
     for col, (name, attr) in zip(cols, [("precision@k", "precision"), ("recall@k", "recall"),
                                         ("empty when nothing relevant", "empty_rate"), ("F0.5", "f_beta")]):
         a, b = getattr(mine, attr), getattr(theirs, attr)
-        col.metric(name, fmt(a), None if a != a or b != b else f"{a - b:+.3f} vs {active_name}",
+        same = a != a or b != b or abs(a - b) < 0.0005  # no arrow for "no change"
+        col.metric(name, fmt(a), None if same else f"{a - b:+.3f} vs {active_name}",
                    help=f"Active preset {active_name}: {fmt(b)}")
     tune_panel(labeled)
 

@@ -45,6 +45,8 @@ PAGES = {
     "evaluate": ("Evaluate", "Evaluate"),
     "access": ("Access", "Create a token"),
     "memory": ("Memory", "Open a memory by its id"),
+    "recalls": ("Recalls", "What agents asked"),
+    "activity": ("Activity", "Every change to the bank"),
 }
 PAGE_FILES = sorted(p.stem for p in PAGES_DIR.glob("*.py") if p.stem not in {"common", "__init__"})
 
