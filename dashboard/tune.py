@@ -186,26 +186,49 @@ with readable_errors():
                              help="Marks on this page go into this set; its metrics and the tuner use it.")
 
 
+# Slider rows of the weights panel: (heading, fields), laid out across the page so labels read whole.
+SLIDER_ROWS = [
+    ("Weights (divided by their sum)", ["alpha", "beta", "gamma", "delta"]),
+    ("Inside relevance", ["lexical_weight", "neighbour_weight", "date_weight"]),
+    ("Recency, cut-off and size", ["half_life_days", "threshold", "k"]),
+    ("Tier multipliers", ["tier_hot", "tier_warm", "tier_cold"]),
+]
+
+
+def normalised(values: dict) -> str:
+    """The weights as scoring uses them: each divided by their sum (α 0.10 of a sum 0.32 draws 0.31)."""
+    names = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ"}
+    total = sum(float(values[f]) for f in names)
+    if total <= 0:
+        return "All four weights are 0: every score is 0."
+    return (f"Scores divide the weights by their sum ({total:.2f}), so what counts is each one's share: "
+            + " · ".join(f"{n} {float(values[f]) / total:.2f}" for f, n in names.items())
+            + ". The bars below are drawn with these shares.")
+
+
 @st.fragment
 def tuner() -> None:
     with readable_errors():
-        left, right = st.columns([1, 3])
-        with left:
-            st.subheader("Weights")
-            values = {}
-            for field, label, lo, hi, step in SLIDERS:
-                values[field] = st.slider(label, min_value=lo, max_value=hi, step=step, key=slider_key(field))
+        spec = {field: (label, lo, hi, step) for field, label, lo, hi, step in SLIDERS}
+        values = {}
+        with st.expander("Settings", expanded=True):
+            for heading, fields in SLIDER_ROWS:
+                st.markdown(f"**{heading}**")
+                for col, field in zip(st.columns(4), fields):
+                    label, lo, hi, step = spec[field]
+                    values[field] = col.slider(label, min_value=lo, max_value=hi, step=step, key=slider_key(field))
+                if heading.startswith("Weights"):
+                    st.caption(normalised(values))
             for field, label, options, help_text in CHOICES:
                 values[field] = st.radio(label, options, key=slider_key(field), horizontal=True, help=help_text)
             if base.decay != "exponential":
                 st.caption(f"Preset {base_name} decays linearly: the half-life has no effect.")
         p = base.replace(**values)
         now = as_of(day)
-        with right:
-            show_metrics(p)
-            show_ranking(p, now)
-            show_replay(p, now)
-            save_and_activate(p)
+        show_metrics(p)
+        show_ranking(p, now)
+        show_replay(p, now)
+        save_and_activate(p)
 
 
 def show_ranking(p: ScoringParams, now: datetime) -> None:
@@ -228,7 +251,7 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
     n_in = int(table["in"].sum())
     st.subheader(f"{n_in} of {len(hits)} candidates in (k={p.k}, threshold={p.threshold:.2f})")
     # Plotly reads <b>, <a href>, <br> in labels as markup: escaped, a memory's tags show as typed.
-    labels = [f"{'✅' if r['in'] else '⬜'} #{r['id']} {html.escape(r['text'][:50])}" for r in rows]
+    labels = [f"{'✅ in' if r['in'] else '⬜ out'} #{r['id']} {html.escape(r['text'][:50])}" for r in rows]
     fig = go.Figure()
     for name, _, _ in PARTS:
         fig.add_bar(name=name, y=labels, x=[float(v) for v in table[name]], orientation="h")
@@ -239,8 +262,10 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
                       margin={"l": 10, "r": 10, "t": 10 + THRESHOLD_LABEL_ROOM, "b": 10})
     st.plotly_chart(fig, key="tune_chart", width="stretch")
     st.dataframe(table, hide_index=True, key="tune_table", column_config={
-        c: st.column_config.NumberColumn(c, format="%.3f") for c in ["score", *dict.fromkeys(n for n, _, _ in PARTS),
-                                                                     "total", "tier ×"]})
+        "in": st.column_config.CheckboxColumn("in", help="in: returned to the agent (score ≥ threshold, rank ≤ k); "
+                                                         "unticked: out"),
+        **{c: st.column_config.NumberColumn(c, format="%.3f") for c in ["score", *dict.fromkeys(n for n, _, _ in PARTS),
+                                                                     "total", "tier ×"]}})
 
     active = bank.recall(query, namespace=namespace, params=active_params, now=now, record=False)
     before = [h.memory.id for h in active]
@@ -288,7 +313,7 @@ def mark_results(rows: list[dict]) -> None:
                    "not relevant" if existing and mid in existing.irrelevant else "unlabeled")
         key = f"tune_mark_{tag}_{mid}"
         t, m = st.columns([1, 1])  # room for the three marks on one line beside the text
-        t.text(f"{'✅' if r['in'] else '⬜'} #{mid} {r['text']}")
+        t.text(f"{'✅ in ' if r['in'] else '⬜ out'} #{mid} {r['text']}")
         m.radio(f"mark #{mid}", MARKS, index=MARKS.index(current), key=key, horizontal=True,
                 label_visibility="collapsed", on_change=on_mark, args=(mid, key))
 
