@@ -338,12 +338,14 @@ class MemoryBank:
         """Ids and unit vectors of a namespace's live memories (read-only views)."""
         return self._queries.live_vectors(namespace)
 
-    def expiry_candidates(self, *, now: Any = None, older_than_days: float, below_importance: float,
-                          unused_days: float, namespace: str | None = None) -> list[Memory]:
-        """Live, unpinned, old, unimportant memories not recalled lately: what expiry removes."""
+    def expiry_candidates(self, *, now: Any = None, older_than_days: float, below_importance: float | None,
+                          unused_days: float, namespace: str | None = None,
+                          durability: str | None = None) -> list[Memory]:
+        """Live, unpinned, old memories not recalled lately, under an importance and of a durability when
+        given: what maintenance weighs for expiry or review."""
         return self._queries.expiry_candidates(now=now, older_than_days=older_than_days,
                                                below_importance=below_importance, unused_days=unused_days,
-                                               namespace=namespace)
+                                               namespace=namespace, durability=durability)
 
     def usage_summary(self, namespace: str | None = None) -> dict[str, Any]:
         """Live memories, average access count, never recalled: totals a maintenance report carries."""
@@ -489,6 +491,10 @@ class MemoryBank:
     def apply_maintenance(self, work: Any, *, dry_run: bool = False) -> Any:
         """Make a planned maintenance run's changes (unless ``dry_run``), record it; returns its report."""
         return self._curation.apply_maintenance(work, dry_run=dry_run)
+
+    def undo_maintenance_run(self, run_id: int) -> list[int]:
+        """Undo everything a maintenance run changed, all or nothing; returns the undo groups."""
+        return self._curation.undo_maintenance_run(run_id)
 
     def merge_candidates(self, namespace: str) -> list[Any]:
         """Live memories of ``namespace`` that could be merged (not pinned, not in an open conflict)."""

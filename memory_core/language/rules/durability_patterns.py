@@ -27,10 +27,10 @@ FROM_NOW: Final[dict[str, list[tuple[str, str]]]] = {
 # A habit: a weekday or a period that recurs is not a date ("every Thursday", "on Fridays").
 HABIT: Final[dict[str, list[tuple[str, str]]]] = {
     "en": [("every", rf"\b(?:every|each)\s+(?:day|week|morning|evening|night|{_WD_EN})"),
-           ("weekdays", rf"\b(?:{_WD_EN})s\b|\bweekdays\b"),
+           ("weekdays", rf"\b(?:{_WD_EN})s\b|\b(?:{_WD_EN}) (?:mornings|afternoons|evenings|nights)\b|\bweekdays\b"),
            ("times a week", r"\b(?:times?|once|twice) a (?:day|week|month)\b")],
     "sv": [("varje", rf"\b(?:varje|var)\s+(?:dag|vecka|morgon|kväll|{_WD_SV})"),
-           ("på måndagar", rf"\bpå\s+(?:{_WD_SV})ar\b|\bvardagar\b"),
+           ("på måndagar", rf"\bpå\s+(?:{_WD_SV})ar\b|\b(?:{_WD_SV})s(?:morgnar|kvällar|eftermiddagar)\b|\bvardagar\b"),
            ("gånger i veckan", r"\bgånger? i (?:veckan|månaden)\b")],
     "zh": [("每周", r"每(?:天|周|星期|个?礼拜|个?月|晚|早)|一周[一二三四五六七八九两]次"),
            ("习惯", r"习惯|只在(?:周|星期)")],
