@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from memory_core import CATEGORIES, KINDS, ORDERS, STATUSES, TIERS
-from memory_core.scoring import COLD_DAYS, HOT_DAYS
+from memory_core.index.scoring import COLD_DAYS, HOT_DAYS
 from dashboard.common import configured_password, ensure_loaded, get_bank, namespace_picker, password_matches, readable_errors
 
 PAGE_SIZE = 50

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from memory_core import merge
+from memory_core.curation import merge
 from dashboard.common import get_bank, merge_candidates, readable_errors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
