@@ -45,7 +45,7 @@ def model_ceiling(n: int = 160) -> dict[str, float]:
     embedded one per call (an add or a query at a time) and eight per call (a group of concurrent
     adds), per second of wall time and in ms of CPU per text (every thread of the process). No
     server adds faster than its model embeds: these are the ceilings under the adds/s figures."""
-    from memory_core.embed import Embedder
+    from memory_core.embedding.embedder import Embedder
 
     embedder = Embedder()
     texts = memory_statements(n, seed=9)
@@ -142,7 +142,7 @@ def embedding_spectrum() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         with np.load(cached) as f:
             return f["mean"], f["directions"], f["spread"]
     from memory_core import demo
-    from memory_core.embed import get_embedder
+    from memory_core.embedding.embedder import get_embedder
 
     texts = [json.loads(line)["text"] for line in open(demo.MEMORIES, encoding="utf-8")]
     for name in (demo.QUERIES, ROOT / "bench" / "data" / "general_questions.jsonl"):

@@ -31,7 +31,7 @@ from bench._util import ROOT, LightClient, memory_statements, process_cpu_second
 # (category, substrings of a frame "function (file:line)"), matched innermost frame first.
 CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
     ("the model (ONNX Runtime / torch)", ("embed_onnx.py", "onnxruntime", "torch", "tokenizers", "transformers",
-                                          "sentence_transformers", "_encode (memory_core/embed.py")),
+                                          "sentence_transformers", "_encode (memory_core/embedding/embedder.py")),
     ("contradiction check", ("conflicts.py", "judging", "_judge", "detect (")),
     ("index update (vectors, lexical)", ("index.py", "vectors.py", "lexical", "faiss")),
     ("token check", ("tokens.py", "_valid (", "caller_of", "caller (memory_core/server")),

@@ -32,7 +32,7 @@ def run(quick: bool, smallest: bool = False) -> dict:
     import torch
 
     from memory_core import MemoryBank, demo
-    from memory_core.embed import get_embedder
+    from memory_core.embedding.embedder import get_embedder
 
     texts = demo.memories()
     n, seed_n, block = (6, 20, 3) if smallest else (40, 100, 10) if quick else (150, 200, 10)

@@ -175,7 +175,7 @@ def main() -> None:
     args = parser.parse_args()
     load1 = os.getloadavg()[0]
     if args.memory_prefix is not None:
-        from memory_core.embed import get_embedder
+        from memory_core.embedding.embedder import get_embedder
 
         get_embedder(args.model).prefixes["memory"] = args.memory_prefix
     ml = multilingual_cases(args.model)

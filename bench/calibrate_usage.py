@@ -4,7 +4,7 @@
 
 For every answer/memory pair of the set: the best cosine between one of the answer's sentences
 and the memory (the bank's model). Reports precision/recall/F1 of the shipped bar
-(memory_core.usage.USED_BAR), the bar with the best F1 on the whole set, a sweep, and a 5-fold
+(memory_core.evaluation.usage.USED_BAR), the bar with the best F1 on the whole set, a sweep, and a 5-fold
 cross-validated estimate (folds by case: the bar is picked on four folds, scored on the fifth).
 """
 
@@ -19,8 +19,8 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from memory_core import usage  # noqa: E402
-from memory_core.embed import get_embedder  # noqa: E402
+from memory_core.evaluation import usage  # noqa: E402
+from memory_core.embedding.embedder import get_embedder  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "usage_calibration.jsonl"
 

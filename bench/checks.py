@@ -7,7 +7,7 @@
   reconciled on open) equals scoring every live row read straight from the DuckDB file, with
   similarity, BM25, neighbours and the match with the periods a query names computed here,
   independently of memory_core's indexes (which periods a query names is
-  ``memory_core.periods.query_periods``'s reading, shared like the tokenizer).
+  ``memory_core.language.periods.query_periods``'s reading, shared like the tokenizer).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import numpy as np
 
 from memory_core import MemoryBank, ScoringParams
 from memory_core.storage.duckdb import release_file
-from memory_core.periods import query_periods
-from memory_core.scoring import (DATE_AFTER_DAYS, DATE_SCALE_DAYS, NEIGHBOUR_SECONDS, NEIGHBOURS, blend,
+from memory_core.language.periods import query_periods
+from memory_core.index.scoring import (DATE_AFTER_DAYS, DATE_SCALE_DAYS, NEIGHBOUR_SECONDS, NEIGHBOURS, blend,
                                  lexical_relevance)
-from memory_core.text import lexical_tokens
+from memory_core.language.text import lexical_tokens
 
 
 def store_invariants(path: Path | str) -> list[str]:

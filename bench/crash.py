@@ -45,7 +45,7 @@ import numpy as np  # noqa: E402
 
 from bench.checks import recall_matches_brute_force, store_invariants, write_result  # noqa: E402
 from memory_core import MemoryBank  # noqa: E402
-from memory_core.embed import Embedder, get_embedder  # noqa: E402
+from memory_core.embedding.embedder import Embedder, get_embedder  # noqa: E402
 
 PHASES = ("import", "merge", "maintain")
 NAMESPACES = ("alice", "bob", "carol", "dave")

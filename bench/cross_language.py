@@ -3,7 +3,7 @@ pairs whose two memories are in different languages?
 
 The demo set (``memory_core/demo_data``) plants 34 duplicate clusters (93 pairs) and 45
 contradictions; 21 duplicate pairs and 5 contradictions cross languages (Chinese or Swedish beside
-English, by :func:`memory_core.text.detect_language`, the language the tokenizer reads each memory
+English, by :func:`memory_core.language.text.detect_language`, the language the tokenizer reads each memory
 in). For each model, one bank is built as ``memctl demo --model MODEL`` builds it (import, then
 contradictions recorded by the rules; the replay is left out: it changes no vector and no pair),
 then every namespace's merge suggestions are asked for at the bank's defaults
@@ -35,9 +35,10 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from memory_core import MemoryBank, conflicts, demo  # noqa: E402
-from memory_core.embed import DEFAULT_MODEL, MINILM_MODEL, MULTILINGUAL_MODEL  # noqa: E402
-from memory_core.text import detect_language  # noqa: E402
+from memory_core import MemoryBank, demo
+from memory_core.curation import conflicts  # noqa: E402
+from memory_core.embedding.embedder import DEFAULT_MODEL, MINILM_MODEL, MULTILINGUAL_MODEL  # noqa: E402
+from memory_core.language.text import detect_language  # noqa: E402
 
 Pair = tuple[int, int]
 SWEEP = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80, 0.85, 0.88, 0.90, 0.92, 0.93, 0.94, 0.95, 0.96,

@@ -85,7 +85,7 @@ def cold_start(bank_path: Path, timeout: float = 120.0) -> dict:
 
 def measure(memories: int, repeats: int, with_cold_start: bool = True) -> dict:
     from memory_core import MemoryBank, ScoringParams
-    from memory_core.embed import get_embedder
+    from memory_core.embedding.embedder import get_embedder
 
     embedder = get_embedder()
     result: dict = {"machine": machine(), "memories": memories, "repeats": repeats}

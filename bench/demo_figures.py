@@ -20,7 +20,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from memory_core import MemoryBank, demo  # noqa: E402
-from memory_core.embed import get_embedder  # noqa: E402
+from memory_core.embedding.embedder import get_embedder  # noqa: E402
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""The directions multilingual-e5-small's vectors lose before they are compared (``memory_core/model_data``).
+"""The directions multilingual-e5-small's vectors lose before they are compared (``memory_core/embedding/model_data``).
 
 e5 places every text near one common direction, and texts of one language near their own: a
 Chinese question about the capital of Australia sits closer to a Chinese memory about tea than
@@ -9,7 +9,7 @@ Information Removal) leaves what the texts say. Measured in BENCHMARKS.md ("A mu
 The corpus is the project's own: the demo set's memories and questions, and the dev half (odd
 fact ids) of ``bench/data/multilingual.json``; the test half is never seen.
 
-    python -m bench.e5_directions            # writes memory_core/model_data/e5_directions.npy
+    python -m bench.e5_directions            # writes memory_core/embedding/model_data/e5_directions.npy
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ OUT = Path(__file__).resolve().parent.parent / "memory_core" / "model_data" / "e
 def corpus() -> dict[str, list[tuple[str, str]]]:
     """(language, text) of the memories and of the questions the directions are taken from."""
     from memory_core import demo
-    from memory_core.text import detect_language
+    from memory_core.language.text import detect_language
 
     from .multilingual import load
 
@@ -67,7 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args()
-    from memory_core.embed import E5_MODEL, get_embedder
+    from memory_core.embedding.embedder import E5_MODEL, get_embedder
 
     embedder = get_embedder(E5_MODEL)
     texts = corpus()

@@ -70,7 +70,7 @@ def _child_import(path: str, n: int) -> dict:
 
 def _child_recall(path: str, long_run: int) -> dict:
     from memory_core import MemoryBank
-    from memory_core.embed import get_embedder
+    from memory_core.embedding.embedder import get_embedder
 
     from bench._util import synthetic_texts
 

@@ -19,12 +19,12 @@ from pathlib import Path
 
 from bench._util import machine, synthetic_rows, unit_vectors
 
-EMBED_BATCH = 2048  # what add_many embeds per batch (memory_core.writer.BATCH_EMBED)
+EMBED_BATCH = 2048  # what add_many embeds per batch (memory_core.services.writer.BATCH_EMBED)
 
 
 def run(quick: bool, smallest: bool = False) -> dict:
     from memory_core import MemoryBank
-    from memory_core.embed import get_embedder
+    from memory_core.embedding.embedder import get_embedder
 
     embedder = get_embedder()
     n_embed = 50 if smallest else 1_000 if quick else 5_000

@@ -73,7 +73,7 @@ def _workload(quick: bool, smallest: bool) -> list[dict]:
 
 def run(quick: bool, smallest: bool = False) -> dict:
     from memory_core import MemoryBank, ScoringParams
-    from memory_core.embed import get_embedder
+    from memory_core.embedding.embedder import get_embedder
 
     try:
         import mem0  # noqa: F401

@@ -26,7 +26,7 @@ MODELS = ("multilingual-e5-small", "sentence-transformers/all-MiniLM-L6-v2")
 
 def run(quick: bool, smallest: bool = False) -> dict:
     from memory_core import MemoryBank, demo
-    from memory_core.embed import get_embedder
+    from memory_core.embedding.embedder import get_embedder
 
     texts = [m["text"] for m in demo.memories()]
     rounds, singles, batch_n, adds, imports = (1, 5, 32, 4, 32) if smallest else (3, 30, 256, 20, 256) if quick \

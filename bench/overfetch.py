@@ -27,8 +27,8 @@ PRESETS = ("generative-agents", "weighted-recall")
 
 def _shortcut(bank, namespace: str, query: str, params, now: datetime, n: int) -> list[int]:
     """Top k of the N most similar memories, re-ranked by the blended score (the shortcut)."""
-    from memory_core.text import lexical_tokens
-    from memory_core.scoring import blend
+    from memory_core.language.text import lexical_tokens
+    from memory_core.index.scoring import blend
 
     idx = bank._indexes[namespace]
     m = idx.n
@@ -70,7 +70,7 @@ def _compare(bank, queries: list[tuple[str, str, datetime]]) -> dict:
 
 def run(quick: bool, smallest: bool = False) -> dict:
     from memory_core import MemoryBank, demo
-    from memory_core.embed import get_embedder
+    from memory_core.embedding.embedder import get_embedder
 
     from bench.locomo import load
 

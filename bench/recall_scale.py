@@ -48,11 +48,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import faiss  # noqa: E402
 
 from memory_core import MemoryBank, ScoringParams  # noqa: E402
-from memory_core.embed import get_embedder  # noqa: E402
+from memory_core.embedding.embedder import get_embedder  # noqa: E402
 
 from bench._util import embedding_spectrum  # noqa: E402
-from memory_core.text import lexical_tokens  # noqa: E402
-from memory_core.scoring import blend, top_k  # noqa: E402
+from memory_core.language.text import lexical_tokens  # noqa: E402
+from memory_core.index.scoring import blend, top_k  # noqa: E402
 
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
 DIM = 384

@@ -2,7 +2,7 @@
 
     python -m bench.redaction [--json redaction]
 
-Runs memory_core.redact.find_pii over the labelled corpus of tests/test_redact.py (English,
+Runs memory_core.language.redact.find_pii over the labelled corpus of tests/test_redact.py (English,
 Swedish and Chinese; emails, phones, cards, IBANs, bank accounts, national ids, addresses, IPs,
 with negatives such as dates, prices and versions) and writes finding-level counts per kind and
 per language, plus every miss and false positive with its text, to bench/results/redaction.json.
@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.checks import write_result
-from memory_core.redact import find_pii
+from memory_core.language.redact import find_pii
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from test_redact import CORPUS  # noqa: E402  (the corpus lives with its test)

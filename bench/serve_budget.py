@@ -67,7 +67,7 @@ def clients(url: str, headers: dict, per_client: int, request: Callable[[Any, in
 def measure(model: str, sizes: dict[str, int], folder: Path) -> dict[str, Any]:
     from memctl_server import Served
     from memory_core import MemoryBank
-    from memory_core.embed import get_embedder
+    from memory_core.embedding.embedder import get_embedder
 
     path = folder / f"{model.rsplit('/', 1)[-1]}.duckdb"
     with MemoryBank.open(path, model=model) as bank:

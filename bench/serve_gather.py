@@ -101,7 +101,7 @@ def _store(kind: str, model: str, sizes: dict[str, int], folder: Path) -> dict[s
     import stores
     from memctl_server import Served
     from memory_core import MemoryBank
-    from memory_core.embed import get_embedder
+    from memory_core.embedding.embedder import get_embedder
 
     embedder = get_embedder(model)
     short = model.rsplit("/", 1)[-1]

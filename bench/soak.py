@@ -77,7 +77,7 @@ def give_feedback(bank: Any, retrieval_id: int, memory_id: int) -> None:
 
 def agent(index: int, bank_path: str, folder: Path, seconds: float) -> None:
     from memory_core import MemoryBank
-    from memory_core.embed import get_embedder
+    from memory_core.embedding.embedder import get_embedder
 
     get_embedder()  # load the model before the clock starts
     rng = random.Random(index)
@@ -130,7 +130,7 @@ def dashboard(bank_path: str, folder: Path, seconds: float) -> None:
     from streamlit.testing.v1 import AppTest
 
     config.set_option("server.address", "127.0.0.1")
-    from memory_core.embed import get_embedder
+    from memory_core.embedding.embedder import get_embedder
 
     get_embedder()
     (folder / "dashboard.ready").touch()

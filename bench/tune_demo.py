@@ -20,7 +20,8 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from memory_core import MemoryBank, ScoringParams, tuning  # noqa: E402
+from memory_core import MemoryBank, ScoringParams
+from memory_core.evaluation import tuning  # noqa: E402
 
 
 def main() -> None:

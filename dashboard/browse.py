@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from memory_core import CATEGORIES, KINDS, ORDERS, STATUSES, TIERS
-from memory_core.scoring import COLD_DAYS, HOT_DAYS
+from memory_core.index.scoring import COLD_DAYS, HOT_DAYS
 from dashboard.common import (check_choice_param, check_param, ensure_loaded, get_bank, id_column, linked_select,
                               memory_href, namespace_picker, readable_errors)
 

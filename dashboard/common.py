@@ -16,7 +16,8 @@ from typing import Any, Callable, Iterator
 
 import streamlit as st
 
-from memory_core import LOAD_PROGRESS_MIN, BankLockedError, BankReadOnlyError, MemoryBank, MemoryCoreError, merge
+from memory_core import LOAD_PROGRESS_MIN, BankLockedError, BankReadOnlyError, MemoryBank, MemoryCoreError
+from memory_core.curation import merge
 
 DEFAULT_BANK = "data/memory.duckdb"  # the default of every face (memctl, MemoryBank.open, serve)
 # The dashboard's pages in the navigation's order, the first its home: (module in dashboard/, title, icon).

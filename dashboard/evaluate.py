@@ -1,7 +1,7 @@
 """Evaluate: does memory make answers better? Run an ablation, compare past runs, read case by case.
 
 Thin page: memory_core parses the cases and runs the ablation (``ablate``, reads only), the bank
-stores the run (``record_ablation``), rates come from memory_core.metrics. Questions, answers and
+stores the run (``record_ablation``), rates come from memory_core.evaluation.metrics. Questions, answers and
 memory texts are shown with st.text (never markdown).
 """
 
@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from memory_core import MemoryCoreError, ablate, get_client, parse_cases
-from memory_core import metrics as mx
+from memory_core.evaluation import metrics as mx
 from dashboard.common import get_bank, readable_errors
 
 VERDICT_LABELS = {"with": "better with memory", "without": "worse with memory", "tie": "tie", "error": "error"}

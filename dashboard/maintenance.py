@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from memory_core import maintenance
-from memory_core.maintenance import STEPS, MaintenancePlan
+from memory_core.curation import maintenance
+from memory_core.curation.maintenance import STEPS, MaintenancePlan
 from dashboard.common import get_bank, namespace_picker, readable_errors
 
 bank = get_bank()

@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from memory_core import CATEGORIES, KINDS, Event, Memory, NotFoundError
-from memory_core.scoring import COLD_DAYS, HOT_DAYS, tier_of
+from memory_core.index.scoring import COLD_DAYS, HOT_DAYS, tier_of
 from dashboard.common import bad_link, configured_password, get_bank, memory_link, password_matches, readable_errors
 
 FLASH = "memory_flash"

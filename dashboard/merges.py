@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from memory_core import MemoryCoreError, NotFoundError
-from memory_core import merge as merge_mod
+from memory_core.curation import merge as merge_mod
 from dashboard.common import get_bank, merge_candidates, namespace_picker, paged, readable_errors
 
 PAGE_SIZE = 20  # clusters drawn at once (each a text box and a button per member)

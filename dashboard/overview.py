@@ -12,8 +12,8 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from memory_core import merge
-from memory_core.scoring import COLD_DAYS, HOT_DAYS
+from memory_core.curation import merge
+from memory_core.index.scoring import COLD_DAYS, HOT_DAYS
 from dashboard.common import get_bank, merge_candidates, readable_errors
 
 TREND_DAYS = 7  # the empty-recall trend compares the last week with the week before

@@ -13,7 +13,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from memory_core import ScoringParams, scoring, tuning
+from memory_core import ScoringParams
+from memory_core.index import scoring
+from memory_core.evaluation import tuning
 from dashboard.common import (THRESHOLD_LABEL_ROOM, check_choice_param, check_param, ensure_loaded, get_bank,
                               model_caption, namespace_picker, readable_errors, set_param, threshold_line, url_param)
 

@@ -1,7 +1,7 @@
 """Usage: how agents use the bank — recalls over time, gate and empty rates, usage rate from feedback,
 ablation results, scores, ranks, tiers.
 
-Thin page: every number comes from memory_core.metrics; this file reads the filters and renders.
+Thin page: every number comes from memory_core.evaluation.metrics; this file reads the filters and renders.
 Memory texts are shown as plain text (dataframe cells), never as markdown.
 """
 
@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from memory_core import metrics as mx
+from memory_core.evaluation import metrics as mx
 from dashboard.common import (THRESHOLD_LABEL_ROOM, get_bank, id_column, memory_href, namespace_picker, readable_errors,
                               threshold_line)
 

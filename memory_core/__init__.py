@@ -11,18 +11,23 @@ The public surface is what this package exports (``__all__`` below) and the subm
 :data:`PUBLIC_MODULES`; the dashboard (``app.py``, ``dashboard/``) and ``memctl`` use nothing else
 (tests/test_public_api.py checks it):
 
-- ``memory_core.scoring``: ScoringParams and the presets, the parts of a score, the tier rule
+- ``memory_core.index.scoring``: ScoringParams and the presets, the parts of a score, the tier rule
   (``tier_of``, ``tier_bounds``, ``HOT_DAYS``, ``COLD_DAYS``).
-- ``memory_core.metrics``: retrieval, usage, feedback and ablation figures as tables; reads only.
-- ``memory_core.tuning``: labeled query sets, cross-validated tuning of the weights, replay of
+- ``memory_core.evaluation.metrics``: retrieval, usage, feedback and ablation figures as tables; reads only.
+- ``memory_core.evaluation.tuning``: labeled query sets, cross-validated tuning of the weights, replay of
   logged recalls under other settings.
-- ``memory_core.merge``: merge clusters and previews, and their thresholds.
-- ``memory_core.maintenance``: the maintenance plan, its steps and schedule.
+- ``memory_core.curation.merge``: merge clusters and previews, and their thresholds.
+- ``memory_core.curation.maintenance``: the maintenance plan, its steps and schedule.
 - ``memory_core.demo``: the demo set bundled with the package, and ``build(bank)``.
 - ``memory_core.server``: the REST API and MCP endpoint of ``memctl serve`` (``create_app``, ``serve``),
   and MCP over stdio (``serve_stdio``, ``memctl mcp``).
 - ``memory_core.client``: ``RemoteBank``, the bank's API over HTTP for a bank ``memctl serve`` serves
   (what ``MemoryBank.open("http://...", token=...)`` returns).
+
+The modules sit in packages by domain (``storage``, ``language``, ``embedding``, ``index``,
+``curation``, ``evaluation``, ``services``; ARCHITECTURE.md draws the map). A module that moved into
+one stays importable from its old path (``memory_core.scoring``) for a release, with a
+DeprecationWarning that names the new one.
 
 Every other module (bank internals, storage, index, text, words, conflicts, extract, evaluate,
 redact, llm, embed, ...) is internal and may change without notice; what faces need of them is
@@ -36,21 +41,25 @@ from .errors import (
     LLMNotConfiguredError, MemoryCoreError, ModelMismatchError, NotFoundError, PayloadTooLargeError,
     PermissionDeniedError, ServerUnavailableError, StateError, ValidationError,
 )
-from .evaluate import AblationCase, AblationResult, ablate, load_cases, parse_cases
-from .gate import Gate, GateDecision, should_recall
-from .llm import get_client
+from .evaluation.evaluate import AblationCase, AblationResult, ablate, load_cases, parse_cases
+from .index.gate import Gate, GateDecision, should_recall
+from .language.llm import get_client
 from .models import (
     MAX_TEXT, CATEGORIES, CONFLICT_STATUSES, KINDS, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS, STATUSES, Conflict, Event,
     Feedback, Hit, ImportReport, LabeledQuery, Memory, MergeRecord, Profile, check_unicode, format_for_prompt,
     humanize_age, parse_time,
 )
-from .queries import ORDERS as _ORDER_SQL
-from .scoring import PRESETS, TIERS, ScoringParams
-from .tokens import Token, TokenActivity
+from .index.scoring import PRESETS, TIERS, ScoringParams
+from .services.queries import ORDERS as _ORDER_SQL
+from .services.tokens import Token, TokenActivity
+from ._moved import install as _install_moved
+
+_install_moved()
 
 ORDERS = tuple(_ORDER_SQL)  # the sort orders MemoryBank.memories(order=...) takes
 
-PUBLIC_MODULES = ("scoring", "metrics", "tuning", "merge", "maintenance", "demo", "server", "client")
+PUBLIC_MODULES = ("index.scoring", "evaluation.metrics", "evaluation.tuning", "curation.merge", "curation.maintenance",
+                  "demo", "server", "client")
 
 __all__ = [
     # the façade and its records

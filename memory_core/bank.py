@@ -15,28 +15,28 @@ from typing import IO, Any, Callable, ContextManager, Iterable
 
 import numpy as np
 
-from . import gate as gate_mod
-from .changes import Changes
+from .index import gate as gate_mod
+from .services.changes import Changes
 from .client import RemoteBank, is_url
-from .core import Core
-from .curation import Curation, StoredHook
-from .embed import Embedder, ModelDefaults, model_defaults
+from .services.core import Core
+from .services.curation import Curation, StoredHook
+from .embedding.embedder import Embedder, ModelDefaults, model_defaults
 from .errors import MemoryCoreError, ValidationError
-from .feedback import FeedbackLog
-from .labels import AblationRecords, Labels
+from .services.feedback import FeedbackLog
+from .services.labels import AblationRecords, Labels
 from .models import (
     Conflict, Event, Feedback, Hit, ImportReport, LabeledQuery, Memory, MergeRecord, Profile, check_namespace,
 )
-from .queries import Queries
-from .recall import Recall
-from .recall_writer import RecallWriter
-from .scoring import Candidates, ScoringParams
-from .settings import INDEX_MODES, Settings
+from .services.queries import Queries
+from .services.recall import Recall
+from .services.recall_writer import RecallWriter
+from .index.scoring import Candidates, ScoringParams
+from .services.settings import INDEX_MODES, Settings
 from .storage.interface import LockWaits
 from . import storage
-from .tokens import Tokens
-from .transfer import Transfer
-from .writer import Writer
+from .services.tokens import Tokens
+from .services.transfer import Transfer
+from .services.writer import Writer
 
 Progress = Callable[[int], None]
 
@@ -477,7 +477,7 @@ class MemoryBank:
         ``client`` is the LLM that judges conflicts and writes merges for this run (a face picks it
         per run, ``memctl maintain --llm``); else the bank's own (:meth:`use_llm`), else the rules.
         """
-        from . import maintenance
+        from .curation import maintenance
 
         work = maintenance.plan_run(self, now=now, plan=plan, steps=steps, namespace=namespace,
                                     client=client or self.llm, progress=progress)

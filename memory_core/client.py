@@ -53,13 +53,13 @@ import time
 from typing import Any, Callable, Iterable
 
 from . import errors
-from .embed import canonical_model_name
+from .embedding.embedder import canonical_model_name
 from .errors import (
     AuthenticationError, BankLockedError, MemoryCoreError, ModelMismatchError, NotFoundError, PayloadTooLargeError,
     PermissionDeniedError, ServerUnavailableError, StateError, ValidationError,
 )
 from .models import Conflict, Event, Feedback, Hit, ImportReport, Memory, check_id, parse_time
-from .scoring import ScoringParams
+from .index.scoring import ScoringParams
 
 __all__ = ["RemoteBank", "ERRORS", "DEFAULT_TIMEOUT", "DEFAULT_RETRIES", "MAX_RETRY_WAIT", "is_url"]
 

@@ -20,7 +20,7 @@ KINDS = ("explicit", "inferred")
 CATEGORIES = ("preference", "goal", "decision", "difficulty", "fact", "profile", "other")
 STATUSES = ("active", "archived", "merged", "superseded", "deleted")
 PII_MODES = ("redact", "refuse", "allow")  # what ingest does with personal identifiers in a conversation
-MAINTENANCE_STEPS = ("cleanup", "merge")  # the steps of a maintenance run (memory_core.maintenance)
+MAINTENANCE_STEPS = ("cleanup", "merge")  # the steps of a maintenance run (memory_core.curation.maintenance)
 MAX_ID = 2**63 - 1  # ids are 64-bit integers in the store
 MAX_TEXT = 1_000_000  # characters; memories are meant to be short, but nothing valid is refused
 
@@ -225,7 +225,7 @@ RESOLUTIONS = ("newer_wins", "explicit_wins", "keep_both", "edit", "dismiss")
 
 @dataclass(frozen=True)
 class HitUsage:
-    """Whether the answer used one returned memory, and what decided it (see :mod:`memory_core.usage`).
+    """Whether the answer used one returned memory, and what decided it (see :mod:`memory_core.evaluation.usage`).
 
     ``decided_by`` is ``"given"``, ``"citation"`` or ``"similarity"``; ``similarity`` is the best
     cosine of an answer sentence with the memory (similarity path only; None when the memory's

@@ -42,7 +42,7 @@ if "MEMCTL_CACHE_DIR" not in os.environ:
     os.environ["MEMCTL_CACHE_DIR"] = str(_cache)
 
 from memory_core import MemoryBank  # noqa: E402
-from memory_core.embed import get_embedder  # noqa: E402
+from memory_core.embedding.embedder import get_embedder  # noqa: E402
 
 import stores  # noqa: E402
 
@@ -174,7 +174,7 @@ def demo_labeled(tmp_path_factory):
     path, truth, queries). Tests that change the bank work on a copy (see copy_bank).
     """
     from memory_core import demo
-    from memory_core.embed import MINILM_MODEL
+    from memory_core.embedding.embedder import MINILM_MODEL
 
     path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
     # MiniLM by name, not the ``embedder`` fixture: a session fixture takes the first requester's

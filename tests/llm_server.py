@@ -1,7 +1,7 @@
 """A real HTTP stand-in for an OpenAI-compatible LLM server, for tests.
 
 It listens on 127.0.0.1 (a free port) in a background thread and speaks enough of
-the OpenAI API for memory_core.llm: ``POST /v1/chat/completions`` and ``GET /v1/models``.
+the OpenAI API for memory_core.language.llm: ``POST /v1/chat/completions`` and ``GET /v1/models``.
 Tests script what it answers and inspect what it was sent::
 
     with StandInLLM() as llm:
@@ -93,7 +93,7 @@ _SECTION = re.compile(r"^(Question|Reference answer|Answer A|Answer B):\n(.*?)(?
 
 
 def ablation_responder(knowledge: dict[str, str] | None = None) -> Responder:
-    """A deterministic answerer and judge for ablation tests (memory_core.evaluate's prompts).
+    """A deterministic answerer and judge for ablation tests (memory_core.evaluation.evaluate's prompts).
 
     * Judge requests (system prompt mentions an "impartial judge"): the winner is the answer that
       contains the reference answer (case-insensitive) while the other does not; otherwise a tie.

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 from llm_server import BROKEN_JSON, ablation_responder
 from memory_core import ImportFormatError, LLMNotConfiguredError, NotFoundError, ScoringParams, ValidationError
-from memory_core import evaluate as ev
-from memory_core import metrics as mx
+from memory_core.evaluation import evaluate as ev
+from memory_core.evaluation import metrics as mx
 from memory_core.cli import cli
-from memory_core.llm import LLMClient, LLMConfig
+from memory_core.language.llm import LLMClient, LLMConfig
 
 KNOWLEDGE = {"capital of France": "Paris is the capital of France."}
 PARAMS = ScoringParams().replace(threshold=0.0, k=1)  # the top memory always comes back: outcomes are known

@@ -84,7 +84,7 @@ def test_overview_leaves_large_namespaces_to_the_merges_page(tmp_path, embedder,
     """Searching a large namespace for near-duplicates compares every pair (about a minute at
     100k memories): the home page does it only for small namespaces, loads no large one's
     index, and says where to search the large ones."""
-    from memory_core import merge
+    from memory_core.curation import merge
 
     path = tmp_path / "large.duckdb"
     with MemoryBank.open(path, embedder=embedder) as bank:
@@ -93,7 +93,7 @@ def test_overview_leaves_large_namespaces_to_the_merges_page(tmp_path, embedder,
                       + [{"text": f"Ticket {i} was closed", "namespace": "support"} for i in range(6)]
                       + [{"text": "Ticket 0 was closed", "namespace": "support"}], dedupe=False)
     monkeypatch.setattr(merge, "LARGE_NAMESPACE", 5)  # support's 7 memories count as large here
-    from memory_core.queries import Queries  # where a namespace's vectors are read (and its index loaded)
+    from memory_core.services.queries import Queries  # where a namespace's vectors are read (and its index loaded)
 
     loaded = []
     real = Queries.live_vectors

@@ -28,7 +28,7 @@ from memory_core import CorruptBankError, MemoryBank, StateError, ValidationErro
 @pytest.fixture(scope="session")
 def embedder():
     """all-MiniLM-L6-v2 rather than the default model: the recalls these tests make were written for it."""
-    from memory_core.embed import MINILM_MODEL, get_embedder
+    from memory_core.embedding.embedder import MINILM_MODEL, get_embedder
 
     return get_embedder(MINILM_MODEL)
 

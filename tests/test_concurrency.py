@@ -39,7 +39,7 @@ _PRELUDE = textwrap.dedent(
     from pathlib import Path
 
     from memory_core import MemoryBank
-    from memory_core.embed import get_embedder
+    from memory_core.embedding.embedder import get_embedder
 
     path, folder, N = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from memory_core import MemoryBank, conflicts
-from memory_core.conflicts import MemoryView, judge_rules, negated_across_languages
-from memory_core.embed import E5_MODEL, MINILM_MODEL, get_embedder, model_defaults
+from memory_core import MemoryBank
+from memory_core.curation import conflicts
+from memory_core.curation.conflicts import MemoryView, judge_rules, negated_across_languages
+from memory_core.embedding.embedder import E5_MODEL, MINILM_MODEL, get_embedder, model_defaults
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
 SV_NO_MEAT = "Jag äter inte kött"

@@ -1,4 +1,4 @@
-"""Contradiction decisions (memory_core.conflicts): the rules on a labelled EN/SV/ZH table, the
+"""Contradiction decisions (memory_core.curation.conflicts): the rules on a labelled EN/SV/ZH table, the
 resolution policy, automatic resolution, and the LLM judge against a real local HTTP stand-in."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memory_core.conflicts import (
+from memory_core.curation.conflicts import (
     AUTO_RULES, MUCH_NEWER, SAME_DAY, MemoryView, Verdict, auto_resolution, judge, judge_llm, judge_rules,
     suggest,
 )
 from memory_core import demo as demo_set
 from memory_core.errors import LLMError, ValidationError
-from memory_core.llm import LLMClient, LLMConfig
+from memory_core.language.llm import LLMClient, LLMConfig
 
 try:
     from tests.llm_server import BROKEN_JSON, StandInLLM, closed_port_url

@@ -19,7 +19,7 @@ from memory_core.storage.schema import MIGRATIONS, SCHEMA_VERSION
 @pytest.fixture(scope="session")
 def embedder():
     """all-MiniLM-L6-v2 rather than the default model: the merge and conflict bars these tests exercise were measured with it."""
-    from memory_core.embed import MINILM_MODEL, get_embedder
+    from memory_core.embedding.embedder import MINILM_MODEL, get_embedder
 
     return get_embedder(MINILM_MODEL)
 
@@ -220,8 +220,8 @@ def test_a_version_1_bank_is_migrated(tmp_path, embedder):
 
 
 def test_llm_groups_same_fact_across_languages_and_falls_back_to_the_embedding(bank, llm_server):
-    from memory_core import merge as merge_mod
-    from memory_core.llm import LLMClient, LLMConfig
+    from memory_core.curation import merge as merge_mod
+    from memory_core.language.llm import LLMClient, LLMConfig
 
     ids = [bank.add(t, namespace="chen") for t in ["Not a morning person; struggles with 8 a.m. classes",
                                                     "不喜欢早上八点的课", "Prefers dark mode everywhere",

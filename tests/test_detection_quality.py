@@ -22,14 +22,14 @@ from typing import Any
 import pytest
 
 from memory_core import MemoryBank
-from memory_core import conflicts as conflicts_mod
+from memory_core.curation import conflicts as conflicts_mod
 from memory_core import demo as demo_set
 
 
 @pytest.fixture(scope="session")
 def embedder():
     """all-MiniLM-L6-v2 rather than the default model: the detection figures these tests hold were measured with it (e5's: bench.cross_language)."""
-    from memory_core.embed import MINILM_MODEL, get_embedder
+    from memory_core.embedding.embedder import MINILM_MODEL, get_embedder
 
     return get_embedder(MINILM_MODEL)
 

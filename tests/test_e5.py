@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from memory_core import MemoryBank, ModelMismatchError, ValidationError
-from memory_core import embed_e5
+from memory_core.embedding import e5 as embed_e5
 from memory_core.cli import cli
-from memory_core.embed import E5_MODEL, MINILM_MODEL, get_embedder
+from memory_core.embedding.embedder import E5_MODEL, MINILM_MODEL, get_embedder
 
 TEXTS = [
     "Prefers vegetarian food",

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from memory_core import MemoryBank, ModelMismatchError
 from memory_core.cli import cli
-from memory_core.embed import DEFAULT_MODEL, E5_MODEL, MINILM_MODEL, canonical_model_name, get_embedder
+from memory_core.embedding.embedder import DEFAULT_MODEL, E5_MODEL, MINILM_MODEL, canonical_model_name, get_embedder
 
 
 def test_vectors_are_unit_length_and_batching_changes_nothing(embedder):
@@ -92,7 +92,7 @@ def test_warm_embeds_a_batch_that_encode_one_then_reuses(embedder, monkeypatch):
 
 
 def test_a_model_of_another_shape_stays_on_torch(small_model):
-    from memory_core.embed import Embedder
+    from memory_core.embedding.embedder import Embedder
 
     # MiniLM with a projection after pooling: not what embed_onnx exports, so torch runs it.
     assert Embedder(small_model).runtime == "torch"

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from memory_core.embed_gather import EmbedGatherer
+from memory_core.embedding.gather import EmbedGatherer
 
 from bench._util import memory_statements
 

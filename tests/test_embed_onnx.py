@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_core.cache_dir import cache_root
-from memory_core.embed import MINILM_MODEL, _model_location
+from memory_core.storage.cache_dir import cache_root
+from memory_core.embedding.embedder import MINILM_MODEL, _model_location
 
 TEXTS = [
     "I prefer tea over coffee in the morning.",
@@ -23,7 +23,7 @@ TEXTS = [
 
 PROBE = """
 import json, os
-from memory_core.embed import get_embedder
+from memory_core.embedding.embedder import get_embedder
 
 e = get_embedder("all-MiniLM-L6-v2")
 print(json.dumps({"runtime": e.runtime, "first": float(e.encode(["a short check"])[0][0])}))
@@ -33,7 +33,7 @@ print(json.dumps({"runtime": e.runtime, "first": float(e.encode(["a short check"
 @pytest.fixture(scope="session")
 def embedder():
     """all-MiniLM-L6-v2 rather than the default model: the model these tests export to ONNX (the e5 runtime is test_e5.py's)."""
-    from memory_core.embed import MINILM_MODEL, get_embedder
+    from memory_core.embedding.embedder import MINILM_MODEL, get_embedder
 
     return get_embedder(MINILM_MODEL)
 
@@ -62,7 +62,7 @@ def test_the_bundled_model_runs_on_onnx_with_torchs_vectors(embedder):
 
 
 def test_the_export_is_kept_and_reused_by_the_next_process(embedder):
-    from memory_core.embed_onnx import _fingerprint
+    from memory_core.embedding.onnx import _fingerprint
 
     exported = [cache_root() / "models" / f"{_fingerprint(_model_location(MINILM_MODEL))}.onnx"]
     assert exported[0].exists(), "the bundled model's export in the cache folder"

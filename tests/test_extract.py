@@ -1,4 +1,4 @@
-"""memory_core.extract: conversations in, distilled memories out (rules and LLM paths)."""
+"""memory_core.curation.extract: conversations in, distilled memories out (rules and LLM paths)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from datetime import datetime, timezone
 import pytest
 
 from memory_core.errors import LLMError, ValidationError
-from memory_core.extract import (
+from memory_core.curation.extract import (
     PII_MODES, RULES, Candidate, Extraction, Turn, explain_rules, extract, extract_llm, extract_rules,
     parse_conversation,
 )
-from memory_core.llm import LLMClient, LLMConfig
+from memory_core.language.llm import LLMClient, LLMConfig
 from memory_core.models import CATEGORIES, KINDS
-from memory_core.redact import find_pii
+from memory_core.language.redact import find_pii
 
 # The same module object as the llm_server fixture (conftest imports it as "llm_server"),
 # so Reply instances are recognised by the server.

@@ -191,7 +191,7 @@ _PRELUDE = textwrap.dedent(
     import json, sys, time, traceback
     from pathlib import Path
     from memory_core import MemoryBank
-    from memory_core.embed import get_embedder
+    from memory_core.embedding.embedder import get_embedder
 
     path, folder = sys.argv[1], Path(sys.argv[2])
 

@@ -12,8 +12,8 @@ import pytest
 
 from conftest import downgrade
 from memory_core import MemoryBank, NotFoundError, ValidationError, format_for_prompt
-from memory_core import metrics as mx
-from memory_core import usage
+from memory_core.evaluation import metrics as mx
+from memory_core.evaluation import usage
 from memory_core.storage.schema import MIGRATIONS, SCHEMA_VERSION
 from test_metrics import build_history
 
@@ -21,7 +21,7 @@ from test_metrics import build_history
 @pytest.fixture(scope="session")
 def embedder():
     """all-MiniLM-L6-v2 rather than the default model: the usage bar these tests read (usage.USED_BAR) was measured with it."""
-    from memory_core.embed import MINILM_MODEL, get_embedder
+    from memory_core.embedding.embedder import MINILM_MODEL, get_embedder
 
     return get_embedder(MINILM_MODEL)
 
@@ -70,7 +70,7 @@ def test_similarity_path_uses_the_calibrated_bar(bank):
 
 
 def test_the_bar_keeps_its_calibrated_precision_and_recall(embedder):
-    """The figures in memory_core/usage.py's docstring: on the labelled set the shipped bar must
+    """The figures in memory_core/evaluation/usage.py's docstring: on the labelled set the shipped bar must
     still reach them (a changed bar, splitter or model shows up here)."""
     cases = [json.loads(line) for line in (DATA / "usage_calibration.jsonl").read_text().splitlines() if line.strip()]
     sims, used, _ = usage.calibration_pairs(embedder, cases)

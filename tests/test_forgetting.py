@@ -18,9 +18,9 @@ from pathlib import Path
 import stores
 
 from memory_core import MemoryBank
-from memory_core.maintenance import MaintenancePlan
+from memory_core.curation.maintenance import MaintenancePlan
 from memory_core.storage.duckdb import release_file
-from memory_core.text import tokenize
+from memory_core.language.text import tokenize
 
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
 SECRET = "Keeps the spare key under the blue flowerpot near Quetzalcoatl Street"

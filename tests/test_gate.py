@@ -1,4 +1,4 @@
-"""Tests for memory_core.gate, the cheap "should this turn recall memory?" gate."""
+"""Tests for memory_core.index.gate, the cheap "should this turn recall memory?" gate."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core import gate as gate_module
+from memory_core.index import gate as gate_module
 from memory_core.errors import MemoryCoreError, ValidationError
-from memory_core.rules.gate_patterns import ABOUT_USER
-from memory_core.gate import RULES, Gate, GateDecision, explain_rules, should_recall
-from memory_core.text import fold_chinese
+from memory_core.language.rules.gate_patterns import ABOUT_USER
+from memory_core.index.gate import RULES, Gate, GateDecision, explain_rules, should_recall
+from memory_core.language.text import fold_chinese
 
 POSITIVE_CATEGORIES = {
     "earlier_talk", "preference", "decision_or_goal", "personal_fact", "recommendation",

@@ -1,4 +1,4 @@
-"""The recall gate's LLM judge (memory_core.gate.LLMJudge) against the stand-in OpenAI server.
+"""The recall gate's LLM judge (memory_core.index.gate.LLMJudge) against the stand-in OpenAI server.
 
 The judge costs a model call, so it is asked only for turns no trigger rule decides, and once per
 distinct turn. A judge that answers nonsense (or nothing) never breaks a turn: the gate falls back
@@ -14,8 +14,8 @@ import pytest
 
 from llm_server import StandInLLM, closed_port_url
 from memory_core import MemoryBank
-from memory_core.gate import Gate, LLMJudge
-from memory_core.llm import LLMClient, LLMConfig
+from memory_core.index.gate import Gate, LLMJudge
+from memory_core.language.llm import LLMClient, LLMConfig
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
 UNDECIDED = "Is the Lisbon trip still a good idea?"  # no trigger rule and no no-memory rule matches

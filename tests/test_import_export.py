@@ -427,7 +427,7 @@ def test_a_long_import_of_vectors_lets_another_process_in(tmp_path: Path, embedd
             proc.kill()
     assert any(0 < c < n for c in counts), f"the reader never got in during the import: {counts}"
     assert counts == sorted(counts)
-    from memory_core.writer import BATCH_VECTORS
+    from memory_core.services.writer import BATCH_VECTORS
 
     assert all(c % BATCH_VECTORS == 0 or c == n for c in counts), counts  # each batch one transaction
     with MemoryBank.open(path, embedder=embedder) as bank:

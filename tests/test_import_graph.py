@@ -1,4 +1,6 @@
-"""Dependencies in memory_core run one way: no import cycles, and nothing below the façade imports it.
+"""Dependencies in memory_core run one way: between packages only down the layers of ARCHITECTURE.md
+(``scripts/import_graph.py`` holds them as data and reads the graph), no import cycles, and nothing
+below the façade imports it.
 
 The graph is read from the source with ``ast``, not by importing anything. Module-level and
 function-level imports both count (a late import is still a run-time dependency); imports under
@@ -8,7 +10,7 @@ a module whose type hints name a module that imports it back is one subject spli
 not from what a module depends on.
 
 The faces and the façade may depend on the façade: the package root (``memory_core/__init__.py``
-re-exports MemoryBank), ``cli.py``, the server package ``memory_core/server/``, the framework
+re-exports MemoryBank), the CLI ``memory_core/cli/``, the server package ``memory_core/server/``, the framework
 adapters ``memory_core/integrations/``, ``bank.py`` itself, and anything under ``memory_core/bank/``
 should the façade become a package. No other module may reach ``memory_core.bank`` at run time,
 directly or through another module (the package root included). Modules added later are covered
@@ -17,11 +19,11 @@ as they appear.
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from scripts.import_graph import LAYERS, Graph, import_graph, wrong_way
 
 PACKAGE = "memory_core"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
@@ -30,71 +32,6 @@ FACADE = "memory_core.bank"
 # so are the framework adapters (memory_core.integrations): they put it behind LangGraph's and
 # LangChain's interfaces.
 FACES = {"memory_core", "memory_core.cli", "memory_core.server", "memory_core.integrations"}
-
-Graph = dict[str, set[str]]
-
-
-def _modules(root: Path, package: str) -> dict[str, tuple[Path, bool]]:
-    """Dotted module name -> (file, is a package's __init__) for every .py file under ``root``."""
-    found = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = [package, *path.relative_to(root).with_suffix("").parts]
-        is_package = parts[-1] == "__init__"
-        found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
-    return found
-
-
-def _type_checking(test: ast.expr) -> bool:
-    return ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
-            or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
-
-
-def _runtime_imports(tree: ast.AST, type_hints: bool = False) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement that runs: at module level, in functions and classes, in try blocks;
-    not in the body of ``if TYPE_CHECKING:`` (its ``else`` runs), unless ``type_hints``."""
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.If) and _type_checking(node.test) and not type_hints:
-            stack.extend(node.orelse)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield node
-        else:
-            stack.extend(ast.iter_child_nodes(node))
-
-
-def _ours(dotted: str, modules: dict[str, tuple[Path, bool]]) -> str | None:
-    """The module of the package that ``dotted`` names (its longest prefix that is one), or None."""
-    parts = dotted.split(".")
-    for end in range(len(parts), 0, -1):
-        name = ".".join(parts[:end])
-        if name in modules:
-            return name
-    return None
-
-
-def import_graph(root: Path = ROOT, package: str = PACKAGE, type_hints: bool = False) -> Graph:
-    """Module -> the modules of the package it imports at run time (and for type hints only, with
-    ``type_hints``)."""
-    modules = _modules(root, package)
-    graph: Graph = {name: set() for name in modules}
-    for name, (path, is_package) in modules.items():
-        here = name.split(".") if is_package else name.split(".")[:-1]  # where relative imports start
-        for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), type_hints):
-            if isinstance(node, ast.Import):
-                targets = [_ours(alias.name, modules) for alias in node.names]
-            else:
-                if node.level:
-                    assert node.level <= len(here), f"{path}: relative import beyond the package"
-                    base = ".".join(here[:len(here) - node.level + 1] + ([node.module] if node.module else []))
-                else:
-                    base = node.module or ""
-                # "from pkg import x" imports the module pkg.x when there is one, else pkg itself.
-                targets = [_ours(f"{base}.{alias.name}", modules) if f"{base}.{alias.name}" in modules
-                           else _ours(base, modules) for alias in node.names]
-            graph[name].update(t for t in targets if t is not None and t != name)
-    return graph
-
 
 def cycles(graph: Graph) -> list[list[str]]:
     """The strongly connected components with more than one module (Tarjan), each as one concrete
@@ -175,12 +112,31 @@ def facade_imports(graph: Graph, facade: str = FACADE, faces: set[str] = FACES) 
 # -- the package -------------------------------------------------------------------------------
 
 
+def test_every_import_between_packages_points_down() -> None:
+    found = wrong_way(import_graph())
+    assert found == [], ("imports that point up or sideways between memory_core's packages (ARCHITECTURE.md, "
+                         "\"Layers\"; scripts/import_graph.py prints the map):\n" + "\n".join(found))
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {p.name.removesuffix(".py") for p in ROOT.iterdir()
+                if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.name != "__init__.py")}
+    assert packages <= set().union(*LAYERS), f"give these a layer in scripts/import_graph.py: {packages - set().union(*LAYERS)}"
+
+
+def test_an_import_pointing_up_is_found() -> None:
+    graph: Graph = {"memory_core.storage.tables": {"memory_core.services.core"}, "memory_core.services.core": set()}
+    assert wrong_way(graph) == ["memory_core.storage.tables -> memory_core.services.core"]
+    sideways: Graph = {"memory_core.curation.merge": {"memory_core.evaluation.usage"}, "memory_core.evaluation.usage": set()}
+    assert wrong_way(sideways) == ["memory_core.curation.merge -> memory_core.evaluation.usage"]
+
+
 def test_the_graph_sees_the_package() -> None:
     graph = import_graph()
     assert {"memory_core", "memory_core.bank", "memory_core.cli", "memory_core.storage"} <= set(graph)
     # The CLI's commands import the package (its public surface) at the top and maintenance inside a command.
     assert "memory_core.bank" in graph["memory_core"] and "memory_core" in graph["memory_core.cli.base"]
-    assert "memory_core.maintenance" in graph["memory_core.cli.curation"]
+    assert "memory_core.curation.maintenance" in graph["memory_core.cli.curation"]
     assert all(targets <= set(graph) for targets in graph.values())
 
 

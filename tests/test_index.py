@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from memory_core.index import LexicalIndex, NamespaceIndex, namespace_key
-from memory_core.text import tokenize
+from memory_core.language.text import tokenize
 
 
 def test_tokenize_english_stems_and_drops_stop_words():
@@ -133,7 +133,7 @@ def test_lexical_tokens_drop_question_and_filler_words():
     group?" matches on "support group", not on "when", "did" and "you" that every chatty memory
     holds; the shared tokenizer (conflicts, merges) keeps them."""
     from memory_core.index import memory_tokens
-    from memory_core.text import lexical_tokens, tokenize
+    from memory_core.language.text import lexical_tokens, tokenize
 
     assert lexical_tokens("When did you go to the LGBTQ support group?") == ["lgbtq", "support", "group"]
     assert "did" in tokenize("When did you go?")

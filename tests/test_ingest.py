@@ -17,7 +17,7 @@ import pytest
 
 from llm_server import StandInLLM
 from memory_core import MemoryBank, ValidationError
-from memory_core.llm import LLMClient, LLMConfig
+from memory_core.language.llm import LLMClient, LLMConfig
 
 
 def at(text: str) -> datetime:

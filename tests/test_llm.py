@@ -1,4 +1,4 @@
-"""memory_core.llm against a real HTTP stand-in server on 127.0.0.1."""
+"""memory_core.language.llm against a real HTTP stand-in server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory_core.errors import LLMError, LLMNotConfiguredError, ValidationError
-from memory_core.llm import LLMClient, LLMConfig, LLMHTTPError, LLMResult, get_client, with_fallback
+from memory_core.language.llm import LLMClient, LLMConfig, LLMHTTPError, LLMResult, get_client, with_fallback
 
 try:
     from tests.llm_server import BROKEN_JSON, Reply, StandInLLM, closed_port_url, stand_in_llm
@@ -302,7 +302,7 @@ def test_key_never_logged(llm: StandInLLM, caplog: pytest.LogCaptureFixture) -> 
     # The key did travel, as a Bearer token...
     assert all(r.headers.get("authorization") == f"Bearer {SECRET}" for r in llm.requests)
     # ...but no log record mentions it or the header.
-    llm_records = [r for r in caplog.records if r.name.startswith("memory_core.llm")]
+    llm_records = [r for r in caplog.records if r.name.startswith("memory_core.language.llm")]
     assert llm_records, "expected the client to log retries and fallbacks"
     for record in caplog.records:
         text = record.getMessage()
@@ -378,7 +378,7 @@ def test_from_env_openai_fallbacks(clean_env: Path, monkeypatch: pytest.MonkeyPa
 def test_from_env_partial_config_warns(clean_env: Path, monkeypatch: pytest.MonkeyPatch,
                                        caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("MEMCTL_LLM_BASE_URL", "http://127.0.0.1:11434/v1")
-    with caplog.at_level(logging.WARNING, logger="memory_core.llm"):
+    with caplog.at_level(logging.WARNING, logger="memory_core.language.llm"):
         assert LLMConfig.from_env() is None
     assert any("MEMCTL_LLM_MODEL" in r.getMessage() and "no model" in r.getMessage() for r in caplog.records)
 

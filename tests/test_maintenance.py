@@ -21,14 +21,14 @@ import numpy as np
 import pytest
 
 from memory_core import MemoryBank, ValidationError
-from memory_core import maintenance
-from memory_core.maintenance import STEPS, MaintenancePlan
+from memory_core.curation import maintenance
+from memory_core.curation.maintenance import STEPS, MaintenancePlan
 
 
 @pytest.fixture(scope="session")
 def embedder():
     """all-MiniLM-L6-v2 rather than the default model: the merge and conflict bars these tests exercise were measured with it."""
-    from memory_core.embed import MINILM_MODEL, get_embedder
+    from memory_core.embedding.embedder import MINILM_MODEL, get_embedder
 
     return get_embedder(MINILM_MODEL)
 

@@ -1,4 +1,4 @@
-"""Near-duplicate clustering and merge text (memory_core.merge): pure logic, no bank.
+"""Near-duplicate clustering and merge text (memory_core.curation.merge): pure logic, no bank.
 
 Clustering runs on the real bundled model (the session ``embedder`` fixture); the LLM path runs
 against the real stand-in HTTP server (``llm_server`` fixture, tests/llm_server.py).
@@ -20,11 +20,11 @@ import pytest
 
 from memory_core import demo as demo_set
 from memory_core.errors import LLMError, ValidationError
-from memory_core.text import tokenize
-from memory_core.llm import LLMClient, LLMConfig
-from memory_core import merge
-from memory_core.embed import MINILM_MODEL, model_defaults
-from memory_core.merge import (
+from memory_core.language.text import tokenize
+from memory_core.language.llm import LLMClient, LLMConfig
+from memory_core.curation import merge
+from memory_core.embedding.embedder import MINILM_MODEL, model_defaults
+from memory_core.curation.merge import (
     MAX_MERGED_CHARS,
     Candidate,
     Cluster,
@@ -48,7 +48,7 @@ def find_clusters(*args, **kwargs):
 @pytest.fixture(scope="session")
 def embedder():
     """all-MiniLM-L6-v2 rather than the default model: the cosines and merge thresholds these tests name were measured with it."""
-    from memory_core.embed import MINILM_MODEL, get_embedder
+    from memory_core.embedding.embedder import MINILM_MODEL, get_embedder
 
     return get_embedder(MINILM_MODEL)
 

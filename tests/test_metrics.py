@@ -1,4 +1,4 @@
-"""Usage metrics (memory_core.metrics) on a small real bank whose numbers are counted by hand."""
+"""Usage metrics (memory_core.evaluation.metrics) on a small real bank whose numbers are counted by hand."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from memory_core import MemoryBank
-from memory_core import metrics as mx
+from memory_core.evaluation import metrics as mx
 
 
 def at(day: str, hour: int = 12) -> datetime:

@@ -1,4 +1,4 @@
-"""Memories in Chinese and Swedish: the per-language tokenizer (memory_core.text) in recall's BM25,
+"""Memories in Chinese and Swedish: the per-language tokenizer (memory_core.language.text) in recall's BM25,
 conflicts, merges and the gate, and the embedding models a bank can use. Real models, no mocks."""
 
 from __future__ import annotations
@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memory_core import MemoryBank, ScoringParams, conflicts, gate, merge, text
+from memory_core import MemoryBank, ScoringParams
+from memory_core.curation import conflicts, merge
+from memory_core.index import gate
+from memory_core.language import text
 from memory_core.cli import cli
-from memory_core.embed import MINILM_MODEL, model_defaults
+from memory_core.embedding.embedder import MINILM_MODEL, model_defaults
 from memory_core.errors import ModelMismatchError
 
 LEXICAL_ONLY = ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, k=3, threshold=0.0)

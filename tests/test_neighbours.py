@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from memory_core import ScoringParams
-from memory_core.scoring import parts
+from memory_core.index.scoring import parts
 
 
 @pytest.fixture(scope="session")
 def embedder():
     """all-MiniLM-L6-v2 rather than the default model: the lifts these tests show were measured on its cosines."""
-    from memory_core.embed import MINILM_MODEL, get_embedder
+    from memory_core.embedding.embedder import MINILM_MODEL, get_embedder
 
     return get_embedder(MINILM_MODEL)
 
@@ -108,7 +108,7 @@ def test_the_neighbour_table_kept_up_to_date_equals_a_fresh_sort():
     """Memories appended after the newest extend the table in place; older ones, removals and
     re-dated memories make it sort again. After any sequence of these it equals a fresh sort."""
     from memory_core.index import NamespaceIndex
-    from memory_core.scoring import NEIGHBOUR_SECONDS, NEIGHBOURS
+    from memory_core.index.scoring import NEIGHBOUR_SECONDS, NEIGHBOURS
 
     rng = np.random.default_rng(5)
     idx = NamespaceIndex("ns", 4)

@@ -17,7 +17,7 @@ from memory_core import MemoryBank
 @pytest.fixture(scope="session")
 def embedder():
     """all-MiniLM-L6-v2 rather than the default model: the merge clusters these pages show were measured with it."""
-    from memory_core.embed import MINILM_MODEL, get_embedder
+    from memory_core.embedding.embedder import MINILM_MODEL, get_embedder
 
     return get_embedder(MINILM_MODEL)
 
@@ -301,7 +301,7 @@ def test_maintenance_hard_expiry_needs_confirmation(tmp_path, embedder, monkeypa
 def test_merges_of_a_large_namespace_wait_until_asked(tmp_path, embedder, monkeypatch):
     """A large namespace is searched for merge candidates only once the operator ticks the box
     (every pair is compared); then its clusters show as for any namespace."""
-    from memory_core import merge
+    from memory_core.curation import merge
 
     path = tmp_path / "merge-large.duckdb"
     a, b, _ = _dupes_bank(path, embedder)

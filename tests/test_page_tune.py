@@ -253,7 +253,7 @@ def test_marking_results_writes_labels_and_shows_live_metrics(tune_bank, embedde
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["precision@k"] != "n/a" and "recall@k" in metrics
     # at the active settings, the live figures are the library's evaluation of the set
-    from memory_core import tuning
+    from memory_core.evaluation import tuning
     with MemoryBank.open(tune_bank, embedder=embedder) as bank:
         expected = tuning.prepare(bank, bank.labels(set_name="default")).evaluate(bank.active_preset()[1])
     assert metrics["precision@k"] == f"{expected.precision:.3f}"
@@ -361,7 +361,7 @@ def test_a_large_namespace_loads_under_a_progress_bar(tmp_path, embedder, monkey
     import dashboard.common
     import streamlit as st
     from bench._util import unit_vectors
-    from memory_core import merge
+    from memory_core.curation import merge
     from streamlit.delta_generator import DeltaGenerator
 
     n = 300

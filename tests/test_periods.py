@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from memory_core import ScoringParams
-from memory_core.periods import query_periods
-from memory_core.scoring import DATE_AFTER_DAYS, DATE_SCALE_DAYS, DAY, date_lift, date_match, parts
+from memory_core.language.periods import query_periods
+from memory_core.index.scoring import DATE_AFTER_DAYS, DATE_SCALE_DAYS, DAY, date_lift, date_match, parts
 
 
 @pytest.fixture(scope="session")
 def embedder():
     """all-MiniLM-L6-v2 rather than the default model: the date lifts these tests show were measured on its cosines."""
-    from memory_core.embed import MINILM_MODEL, get_embedder
+    from memory_core.embedding.embedder import MINILM_MODEL, get_embedder
 
     return get_embedder(MINILM_MODEL)
 

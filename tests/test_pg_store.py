@@ -627,7 +627,7 @@ def test_an_add_judges_its_contradictions_without_holding_the_write_lock(pg_url,
     an add's Python) without the bank's write lock, so another server's writes do not wait for
     them; what they found is recorded afterwards. A session of its own tries the lock while the
     judging runs."""
-    from memory_core import curation
+    from memory_core.services import curation
     from memory_core.storage.postgres import WRITE_LOCK_KEY
 
     free_while_judging: list[bool] = []
@@ -652,7 +652,7 @@ def test_an_add_judges_its_contradictions_without_holding_the_write_lock(pg_url,
 def test_a_pair_another_server_changed_while_it_was_judged_is_not_flagged(pg_url, embedder, monkeypatch):
     """Between the judging and the recording (no lock is held meanwhile) another server archives
     the older memory: the add stands, and no conflict names a memory that is no longer live."""
-    from memory_core import curation
+    from memory_core.services import curation
 
     with MemoryBank.open(pg_url, embedder=embedder) as setup:
         old = setup.add("Lives in Paris", namespace="bob", created_at="2026-01-01")

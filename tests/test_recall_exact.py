@@ -4,7 +4,7 @@ The brute force here is written independently of memory_core's scoring and index
 rows straight from the DuckDB file, computes cosine similarity with numpy, lexical match with the
 bm25s library over each memory's text and context, and the blended score with a plain per-memory
 formula. Only the tokenizer (which words count) and the reading of the periods a query names
-(``memory_core.periods.query_periods``: which dates it mentions) are shared with the product.
+(``memory_core.language.periods.query_periods``: which dates it mentions) are shared with the product.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from memory_core import MemoryBank, ScoringParams
-from memory_core.periods import query_periods
-from memory_core.scoring import DATE_AFTER_DAYS, DATE_SCALE_DAYS, NEIGHBOUR_SECONDS, NEIGHBOURS
+from memory_core.language.periods import query_periods
+from memory_core.index.scoring import DATE_AFTER_DAYS, DATE_SCALE_DAYS, NEIGHBOUR_SECONDS, NEIGHBOURS
 from memory_core.storage import tables
-from memory_core.text import lexical_tokens
+from memory_core.language.text import lexical_tokens
 
 WORDS = ("coffee tea morning running marathon paris berlin moved vegetarian pasta python database "
          "postgres exam maths swedish lesson dog cat garden holiday greece budget salary").split()

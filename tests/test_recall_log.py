@@ -183,7 +183,7 @@ def test_an_operation_started_while_the_writer_writes_waits_for_it(bank_path, em
 def test_retrieval_ids_stay_unique_across_reserved_blocks(bank_path, embedder, monkeypatch):
     """Recall takes its retrieval ids from blocks reserved in the store, the next block reserved
     ahead by the writer: two banks on one file, flushing now and then, never share an id."""
-    import memory_core.recall_writer as recall_writer
+    import memory_core.services.recall_writer as recall_writer
 
     monkeypatch.setattr(recall_writer, "RETRIEVAL_ID_BLOCK", 4)
     agent = MemoryBank.open(bank_path, embedder=embedder, actor="agent")

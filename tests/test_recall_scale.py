@@ -27,14 +27,14 @@ from hypothesis import strategies as st
 
 from memory_core import MemoryBank, ScoringParams, ValidationError
 from memory_core.index import NamespaceIndex
-from memory_core.scoring import blend, prior_bounds, upper_bound
+from memory_core.index.scoring import blend, prior_bounds, upper_bound
 from test_recall_exact import WORDS, assert_exact, params_strategy
 
 
 @pytest.fixture(scope="session")
 def embedder():
     """all-MiniLM-L6-v2 rather than the default model: the pruning bounds these tests check were measured on its vectors."""
-    from memory_core.embed import MINILM_MODEL, get_embedder
+    from memory_core.embedding.embedder import MINILM_MODEL, get_embedder
 
     return get_embedder(MINILM_MODEL)
 

@@ -1,4 +1,4 @@
-"""memory_core.redact: personal identifiers in EN/SV/ZH text, measured on a labelled corpus.
+"""memory_core.language.redact: personal identifiers in EN/SV/ZH text, measured on a labelled corpus.
 
 Every case lists the identifiers a careful human would mask, as ``(kind, exact text)``.
 Negatives (dates, prices, versions, distances...) list none. Cases marked
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from memory_core.errors import ValidationError
-from memory_core.redact import PII_KINDS, Finding, find_pii, placeholder_pattern, redact
+from memory_core.language.redact import PII_KINDS, Finding, find_pii, placeholder_pattern, redact
 
 
 @dataclass(frozen=True)

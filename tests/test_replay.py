@@ -8,7 +8,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from click.testing import CliRunner
 
-from memory_core import MemoryBank, ScoringParams, tuning
+from memory_core import MemoryBank, ScoringParams
+from memory_core.evaluation import tuning
 from memory_core.cli import cli
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)

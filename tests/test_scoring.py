@@ -10,7 +10,7 @@ import pytest
 
 from memory_core import ScoringParams
 from memory_core.errors import ValidationError
-from memory_core.scoring import COLD_DAYS, DAY, HOT_DAYS, TIERS, blend, tier_bounds, tier_of, top_k
+from memory_core.index.scoring import COLD_DAYS, DAY, HOT_DAYS, TIERS, blend, tier_bounds, tier_of, top_k
 
 NOW = 1_800_000_000.0
 
@@ -152,7 +152,7 @@ def test_params_round_trip_and_copy():
 def test_parts_add_up_to_the_score():
     p = ScoringParams(alpha=0.5, beta=0.3, gamma=0.15, delta=0.05, tier_warm=0.8)
     s, c = score_one(p, sim=0.6, lex=0.4, age_days=30, importance=0.7, uses=2, neighbour=0.9, date=0.5)
-    from memory_core.scoring import parts
+    from memory_core.index.scoring import parts
     shares = parts(p, {k: float(v) for k, v in c.items()})
     assert set(shares) == {"relevance", "dates", "neighbours", "recency", "importance", "frequency"}
     assert shares["dates"] > 0
@@ -183,7 +183,7 @@ def test_lexical_relevance_one_common_word_cannot_reach_full_match():
     lexical_min_terms it is weighed as if it carried that many rare words, so it stays partial,
     while a query with enough distinct words still reaches 1."""
     from memory_core.index import LexicalIndex
-    from memory_core.scoring import lexical_relevance
+    from memory_core.index.scoring import lexical_relevance
 
     lex = LexicalIndex()
     for d in (["dream", "big", "plan"], ["dream", "job", "offer"], ["paint", "sunset", "lake"], ["run", "charity", "race"]):

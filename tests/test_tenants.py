@@ -18,7 +18,8 @@ import pytest
 from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
 
-from memory_core import MemoryBank, ValidationError, metrics
+from memory_core import MemoryBank, ValidationError
+from memory_core.evaluation import metrics
 from memory_core.cli import cli
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

@@ -1,4 +1,4 @@
-"""memory_core.text and memory_core.words: one CJK class, one tokenizer, one set of people/pet words."""
+"""memory_core.language.text and memory_core.language.words: one CJK class, one tokenizer, one set of people/pet words."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import re
 
 import pytest
 
-from memory_core import conflicts, extract, merge, text, words
-from memory_core.rules import extract_patterns, gate_patterns
+from memory_core.curation import conflicts, extract, merge
+from memory_core.language import text, words
+from memory_core.language.rules import extract_patterns, gate_patterns
 
 
 def test_chinese_runs_become_words_and_their_characters() -> None:
@@ -65,7 +66,7 @@ def test_the_ascii_shortcut_gives_the_tokens_of_the_general_path() -> None:
     import random
     import string
 
-    from memory_core.text import _ascii_tokens, _unicode_tokens
+    from memory_core.language.text import _ascii_tokens, _unicode_tokens
 
     rng = random.Random(7)
     words = ["the", "och", "katterna", "is", "jag", "I", "don't", "co-worker", "What", "did", "you", "x", "7",

@@ -1,4 +1,4 @@
-"""Access tokens (memory_core.tokens): checked on every request, so the check is cheap and never
+"""Access tokens (memory_core.services.tokens): checked on every request, so the check is cheap and never
 stale. The server's end-to-end token behaviour (401, 403, revoking with the CLI) is in
 test_server.py and test_mcp.py."""
 

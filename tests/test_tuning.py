@@ -12,16 +12,17 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from memory_core import MemoryBank, ScoringParams, ValidationError, tuning
+from memory_core import MemoryBank, ScoringParams, ValidationError
+from memory_core.evaluation import tuning
 from memory_core.cli import cli
 from memory_core.models import LabeledQuery
-from memory_core.tuning import Objective
+from memory_core.evaluation.tuning import Objective
 
 
 @pytest.fixture(scope="session")
 def embedder():
     """all-MiniLM-L6-v2 rather than the default model: the tuner's search ranges and the demo's labels were measured with it."""
-    from memory_core.embed import MINILM_MODEL, get_embedder
+    from memory_core.embedding.embedder import MINILM_MODEL, get_embedder
 
     return get_embedder(MINILM_MODEL)
 

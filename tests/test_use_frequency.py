@@ -297,7 +297,7 @@ def test_presets_round_trip_frequency_from_and_old_presets_default_to_retrievals
     assert ScoringParams.from_dict(old).frequency_from == "retrievals"
     assert ScoringParams().frequency_from == "retrievals"  # the default keeps today's behaviour
     with pytest.raises(ValidationError, match="use_count"):  # blend cannot count uses it was not given
-        from memory_core.scoring import blend
+        from memory_core.index.scoring import blend
         blend(USES, similarity=np.ones(1), lexical=np.zeros(1), created=np.zeros(1), last_access=np.full(1, np.nan),
               importance=np.zeros(1), access_count=np.zeros(1), now=0.0)
 
@@ -306,7 +306,7 @@ def test_the_tuner_tries_frequency_from_uses_when_the_labels_need_it(bank, embed
     """Labels say the memory the answers used is the relevant one: only frequency_from="uses" can
     tell the twins apart, so the tuner (starting from "retrievals") proposes it, the same way for a
     given seed."""
-    from memory_core import tuning
+    from memory_core.evaluation import tuning
 
     used, never = twins(bank, embedder)
     for rid in recall_both(bank, 2):

@@ -175,7 +175,7 @@ def merge_undo(obj: _Context, merge_id: int) -> None:
 def maintain(obj: _Context, dry_run: bool, all_steps: bool, steps: tuple[str, ...], namespace: str | None,
              now: str | None, hard: bool, use_llm: bool, as_json: bool) -> None:
     """Run the maintenance plan: expiry and conflict rules weekly, merges monthly."""
-    from memory_core import maintenance  # loads the conflict rules: only when maintaining
+    from memory_core.curation import maintenance  # loads the conflict rules: only when maintaining
 
     client = _llm(use_llm)
     plan = maintenance.MaintenancePlan(expire_action="hard" if hard else "archive")

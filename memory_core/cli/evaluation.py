@@ -94,7 +94,7 @@ def feedback(obj: _Context, retrieval_id: int, answer: str | None, used_ids: tup
 def metrics(obj: _Context, namespace: str | None, since: str | None, until: str | None,
             labels_file: str | None, k: int | None, as_json: bool) -> None:
     """Retrieval frequency, empty results, usage rate, precision@k and ablation figures."""
-    from memory_core import metrics as mx  # pandas: loaded only when asked for
+    from memory_core.evaluation import metrics as mx  # pandas: loaded only when asked for
 
     def bound(value: str | None, what: str) -> Any:
         if value is None:
@@ -222,7 +222,7 @@ def _scores_line(s: Any) -> str:
 
 
 def _labeled_set(bank: MemoryBank, namespace: str | None, set_name: str | None) -> Any:
-    from memory_core import tuning
+    from memory_core.evaluation import tuning
 
     queries = bank.labels(namespace=namespace, set_name=set_name)
     if not queries:
@@ -247,7 +247,7 @@ def _labeled_set(bank: MemoryBank, namespace: str | None, set_name: str | None) 
 def tune(obj: _Context, namespace: str | None, set_name: str | None, objective: str, folds: int, trials: int,
          seed: int, base_name: str | None, save_as: str | None, as_json: bool) -> None:
     """Search weights, half-life, threshold and frequency_from on labeled queries (cross-validated); a preset."""
-    from memory_core import tuning
+    from memory_core.evaluation import tuning
 
     tuning.Objective.parse(objective)
     with obj.open() as bank:
@@ -295,7 +295,7 @@ def tune(obj: _Context, namespace: str | None, set_name: str | None, objective: 
 def replay(obj: _Context, since: str | None, until: str | None, preset_name: str, namespace: str | None,
            set_name: str | None, as_json: bool) -> None:
     """Re-run logged recalls under a preset, as what-ifs: what changes, what becomes empty, metric deltas."""
-    from memory_core import tuning
+    from memory_core.evaluation import tuning
 
     with obj.open() as bank:
         params = bank.preset(preset_name)

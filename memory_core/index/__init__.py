@@ -1,4 +1,9 @@
-"""Dense (FAISS) and lexical (BM25) indexes of one namespace's live memories, derived from the store.
+"""The index and ranking: a namespace's dense (FAISS) and lexical (BM25) indexes, and how recall ranks.
+
+``scoring`` is the blended score, the presets and the tier rule (scoring lives there only); ``gate``
+decides whether a turn should recall at all; the rest is the index of one namespace's live
+memories, derived from the store. May import: ``errors``, ``models``, ``storage`` (times),
+``language`` and ``embedding``; nothing above.
 
 A :class:`NamespaceIndex` keeps, for every active memory of a namespace, its vector, its
 tokens and the fields scoring needs, in parallel arrays, so recall scores *every* live memory

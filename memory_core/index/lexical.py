@@ -9,11 +9,11 @@ from typing import Iterable
 
 import numpy as np
 
-from ..scoring import ScoringParams, lexical_relevance
-from ..text import lexical_tokens
+from .scoring import ScoringParams, lexical_relevance
+from ..language.text import lexical_tokens
 
 
-# -- tokens (memory_core.text makes them) ----------------------------------------------------------
+# -- tokens (memory_core.language.text makes them) ----------------------------------------------------------
 
 
 def memory_tokens(text: str | None, context: str | None = None) -> list[str]:

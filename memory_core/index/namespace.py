@@ -17,9 +17,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..scoring import (NEIGHBOUR_SECONDS, NEIGHBOURS, ScoringParams, blend, date_match, lexical_relevance,
+from .scoring import (NEIGHBOUR_SECONDS, NEIGHBOURS, ScoringParams, blend, date_match, lexical_relevance,
                        neighbour_best, neighbour_lift, own_relevance, prior_bounds, relevance_of, top_k, upper_bound)
-from ..vectors import dot
+from ..embedding.vectors import dot
 from .formats import (FORMAT_VERSION, HASH_DTYPE, _CHUNK_ROWS, _atomic, _copy_rows, _load_arrow, _map_saved, _release,
                       _save_arrow, _save_npy, _savez, _sequential, namespace_key)
 from .infos import RowInfos
@@ -402,7 +402,7 @@ class NamespaceIndex:
              periods: tuple[tuple[float, float], ...] = ()) -> "Ranking":
         """The top ``params.k`` rows reaching ``params.threshold`` by the blended score, best first.
 
-        ``periods`` are the periods of time the query names (``memory_core.periods``): with
+        ``periods`` are the periods of time the query names (``memory_core.language.periods``): with
         ``params.date_weight`` they lift memories created in them (:func:`scoring.date_match`),
         and the namespace is scored whole (exact by construction: the pruning bounds below do not
         describe the lift, and only queries that name a period pay for it).

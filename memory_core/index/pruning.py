@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import faiss
 import numpy as np
 
-from ..scoring import ScoringParams
+from .scoring import ScoringParams
 from .formats import _CHUNK_ROWS
 
 

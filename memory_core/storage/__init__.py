@@ -23,7 +23,9 @@ The SQL services write is portable between DuckDB and PostgreSQL; what is not li
 implementation. :mod:`.duckdb` (a bank file, the embedded default) and :mod:`.postgres` (a
 PostgreSQL database, for many writers and several servers) implement it; :func:`open_store` and
 :func:`restore_backup` choose the implementation for a location, and :mod:`.copy` copies a bank
-between any two stores (``memctl migrate``, a PostgreSQL bank's backup).
+between any two stores (``memctl migrate``, a PostgreSQL bank's backup). Beside the store, the
+conventions of what it keeps: :mod:`.clock` (naive-UTC times) and :mod:`.cache_dir` (the machine's
+cache folder). May import: ``errors`` and ``models``; nothing above.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 import pyarrow as pa
 
-from ..cache_dir import cache_root
+from .cache_dir import cache_root
 from ..errors import BankLockedError, BankReadOnlyError, CorruptBankError, ValidationError
 from . import schema
 from .interface import IntegrityError, LockWaits

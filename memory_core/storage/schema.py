@@ -3,7 +3,7 @@
 Every store (DuckDB today, PostgreSQL next) runs the same migrations, in order, each once; a
 bank records the versions it has in ``schema_migrations``. The DDL is written in types both
 engines read the same way: ``DOUBLE PRECISION`` (8 bytes), ``REAL[]`` (a list of 4-byte floats),
-``VARCHAR``, ``BIGINT[]``, naive ``TIMESTAMP`` (UTC, see :mod:`memory_core.clock`). A new
+``VARCHAR``, ``BIGINT[]``, naive ``TIMESTAMP`` (UTC, see :mod:`memory_core.storage.clock`). A new
 migration appends a version here (and its undo in tests/conftest.py).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..clock import to_naive_utc, utcnow
+from .clock import to_naive_utc, utcnow
 from ..errors import CorruptBankError
 
 SCHEMA_VERSION = 10

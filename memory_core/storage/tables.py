@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..clock import to_naive_utc
+from .clock import to_naive_utc
 from .schema import BANK_WIDE
 
 if TYPE_CHECKING:
@@ -342,7 +342,7 @@ def log_event(con: Connection, actor: str, action: str, memory_id: int | None, b
 
 
 def write_recalls(con: Connection, entries: list[dict[str, Any]]) -> tuple[int | None, list[int]]:
-    """Write journaled recalls (see :mod:`memory_core.recall_log`) in bulk: their log rows, their
+    """Write journaled recalls (see :mod:`memory_core.services.recall_log`) in bulk: their log rows, their
     hits, and the access counts and last-access times of the memories they returned.
 
     Idempotent: a retrieval id already in the store is skipped with its access counts, so a

@@ -1,0 +1,229 @@
+"""Which pairs of a namespace are worth judging (near neighbours in a similarity band, and pairs whose
+topics the rules can tell apart), finding and previewing contradictions, and the automatic rule."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, Final
+
+import numpy as np
+
+from ...language.llm import LLMClient
+from ...language.text import detect_language
+from ...embedding.vectors import products
+from .llm_judge import judge
+from .records import MemoryView, Verdict
+from .rule_judge import auto_resolution, negated_across_languages, suggest
+
+
+# --------------------------------------------------------------------------- from the bank's data
+
+# Candidates share a topic but are not the same statement: contradictions in the demo set sit
+# between cosine 0.3 and 0.85 with the bundled model; identical statements sit above 0.985.
+CANDIDATE_BAND: Final = (0.3, 0.985)
+NEIGHBOURS: Final = 25
+# How many closer memories the cross-language gate reads the language of before it gives up on a pair
+# (left unflagged): in a large namespace in one language, the walk to the nearest memory in another
+# could otherwise read most of it on an add.
+ACROSS_WALK: Final = 4096
+
+
+def candidate_band(on_model: Callable[[float], float] = float) -> tuple[float, float]:
+    """:data:`CANDIDATE_BAND` on a model's scale (``ModelDefaults.on_model``)."""
+    return (on_model(CANDIDATE_BAND[0]), on_model(CANDIDATE_BAND[1]))
+
+
+def candidate_pairs(ids: np.ndarray, vectors: np.ndarray, rows: Sequence[int] | None = None,
+                    band: tuple[float, float] = CANDIDATE_BAND, neighbours: int = NEIGHBOURS) -> list[tuple[int, int]]:
+    """Pairs of memory ids on one topic: each row's nearest ``neighbours`` with cosine inside ``band``.
+
+    ``rows`` limits the left side (new memories, for incremental detection); pairs are unordered
+    and unique, and ordered by id for determinism.
+    """
+    lo, hi = band
+    left = np.arange(len(ids)) if rows is None else np.asarray(list(rows), dtype=np.int64)
+    pairs: set[tuple[int, int]] = set()
+    for start in range(0, len(left), 512):  # blocks keep memory bounded on large namespaces
+        block = left[start:start + 512]
+        sims = products(vectors[block], vectors)
+        for i, r in enumerate(block):
+            row = sims[i]
+            k = min(neighbours + 1, len(row))
+            near = np.argpartition(-row, k - 1)[:k]
+            for j in near:
+                if j != r and lo <= row[j] <= hi:
+                    a, b = int(ids[r]), int(ids[j])
+                    pairs.add((min(a, b), max(a, b)))
+    return sorted(pairs)
+
+
+# How far the rules can be trusted, by kind and by how close the two memories are in meaning.
+# Measured on the demo bank's planted contradictions against every candidate pair the rules
+# flagged (precision by cosine bucket): "value_change" 0.44 from cosine 0.4, 0.75 from 0.5, 1.0
+# from 0.6; "polarity" 0.25 / 0.43 / 0.53, and 0.83 from 0.7; "switch" 0.18 / 0.33 / 0.67.
+# Below the floor a rule verdict is not recorded; the auto policy needs confidence >= 0.8.
+_TOPIC_CONFIDENCE: Final = {
+    # "Lives in Paris" / "Moved to Berlin" embed at only 0.385: a changed value of one attribute
+    # is flagged from 0.35, for an operator to look at (never applied automatically below 0.5).
+    "value_change": ((0.6, 0.9), (0.5, 0.7), (0.35, 0.6)),
+    "polarity": ((0.7, 0.85), (0.6, 0.7)),
+    "switch": ((0.7, 0.8), (0.6, 0.65)),
+    # Two languages share no word: the pair is gated by being mutual nearest neighbours across the
+    # two languages (across_language_pairs) instead, and is only ever offered for review.
+    "cross_language": ((CANDIDATE_BAND[0], 0.5),),
+}
+
+
+def topic_confidence(kind: str, cosine: float) -> float:
+    """The most a rule verdict of ``kind`` can be trusted for two memories this close; 0 = not at all."""
+    for floor, confidence in _TOPIC_CONFIDENCE.get(kind, ((0.6, 0.7),)):
+        if cosine >= floor:
+            return confidence
+    return 0.0
+
+
+def pairs_to_judge(ids: np.ndarray, vectors: np.ndarray, memory_ids: Collection[int] | None = None,
+                   band: tuple[float, float] = CANDIDATE_BAND,
+                   row_of: Mapping[int, int] | None = None) -> list[tuple[int, int]]:
+    """The candidate pairs detection judges among a namespace's live memories (``ids`` and their unit
+    ``vectors``, as ``MemoryBank.live_vectors`` gives them): every pair on one topic, or with
+    ``memory_ids`` only pairs involving those memories (what runs when memories are added).
+    ``row_of`` (id -> row of ``ids``, a loaded index's own map) spares a scan of ``ids`` to find
+    those memories: milliseconds per add at a million memories."""
+    if len(ids) < 2:
+        return []
+    rows = None
+    if memory_ids is not None:
+        wanted = {int(i) for i in memory_ids}
+        if row_of is None:
+            rows = [r for r, mid in enumerate(ids.tolist()) if mid in wanted]
+        else:
+            rows = sorted(r for m in wanted if (r := row_of.get(m)) is not None and r < len(ids))
+        if not rows:
+            return []
+    return candidate_pairs(ids, vectors, rows, band)
+
+
+def across_language_pairs(pairs: Iterable[tuple[int, int]], ids: np.ndarray, vectors: np.ndarray,
+                          texts: Callable[[list[int]], Mapping[int, str]],
+                          row_of: Mapping[int, int] | None = None) -> set[tuple[int, int]]:
+    """Of ``pairs``, those the rules may judge across languages (``judge_rules(across_languages=True)``):
+    two memories in different languages, exactly one negated (:func:`negated_across_languages`), each
+    the other's nearest memory in its language among the namespace's ``ids`` (with their unit
+    ``vectors``; ``row_of``: id -> row, when a loaded index has it). So a Swedish negation is set
+    beside the one English memory closest to it, not beside every English memory on its topic.
+    ``texts`` gives the texts of memory ids; only the pairs that pass the negation test (few) cost
+    a scan of the namespace; a pair whose check would read the language of more than
+    :data:`ACROSS_WALK` closer memories is left out. Only for a model whose vectors are comparable
+    across languages (``ModelDefaults.across_languages``): the caller checks that."""
+    row_of = {int(m): r for r, m in enumerate(ids.tolist())} if row_of is None else row_of
+    languages: dict[int, str] = {}
+
+    def language(mids: list[int]) -> list[str]:
+        missing = [m for m in mids if m not in languages]
+        if missing:
+            languages.update({m: detect_language(t) for m, t in texts(missing).items()})
+        return [languages.get(m, "") for m in mids]
+
+    def nearest_in(row: int, other: int, wanted: str) -> bool:
+        # Whether no memory of language ``wanted`` is closer to ``row`` than ``other`` is.
+        sims = products(vectors[[row]], vectors)[0]
+        closer = np.flatnonzero(sims > sims[other])
+        if len(closer) > ACROSS_WALK + 1:
+            return False
+        closer = closer[np.argsort(-sims[closer], kind="stable")]
+        for start in range(0, len(closer), 64):  # nearest first: most walks end in the first block
+            block = [int(ids[r]) for r in closer[start:start + 64] if r != row]
+            if wanted in language(block):
+                return False
+        return True
+
+    found = set()
+    for a, b in pairs:
+        text = texts([a, b])
+        if a not in text or b not in text or negated_across_languages(text[a], text[b]) is None:
+            continue
+        lang_a, lang_b = language([a, b])
+        ra, rb = row_of[a], row_of[b]
+        if nearest_in(ra, rb, lang_b) and nearest_in(rb, ra, lang_a):
+            found.add((min(a, b), max(a, b)))
+    return found
+
+
+def find(pairs: Sequence[tuple[int, int]], ids: np.ndarray, vectors: np.ndarray, memories: Mapping[int, Any],
+         known: Collection[tuple[int, int]], *, memory_ids: Collection[int] | None = None,
+         client: LLMClient | None = None, max_per_memory: int = 3,
+         to_reference: Callable[[float], float] = float,
+         across: Collection[tuple[int, int]] = ()) -> list[dict[str, Any]]:
+    """Judge the candidate ``pairs`` (:func:`pairs_to_judge` of ``ids`` and ``vectors``) and return the
+    contradictions worth recording, as rows for :meth:`MemoryBank.record_conflicts`. Writes nothing.
+
+    :func:`judge` decides (the LLM when ``client`` works, else the rules, whose confidence is capped
+    by how close in meaning the two are: :func:`topic_confidence`). ``memories`` holds at least the
+    memories of ``pairs``; pairs in ``known`` (older id, newer id), recorded before whatever became of
+    them, are not flagged again. With ``memory_ids`` (the new memories), each is flagged against at
+    most ``max_per_memory`` stored ones, the clearest first. ``to_reference`` puts the model's cosine
+    on the scale :func:`topic_confidence` was measured on (``ModelDefaults.to_reference``).
+    ``across`` (:func:`across_language_pairs`, as (smaller id, larger id)): the pairs the rules may
+    also judge across languages.
+    """
+    row_of = {int(m): r for r, m in enumerate(ids.tolist())}
+    wanted = set() if memory_ids is None else {int(i) for i in memory_ids}
+    judged = []
+    for a_id, b_id in pairs:
+        a, b = sorted((memories[a_id], memories[b_id]), key=lambda m: (m.created_at, m.id))
+        if (a.id, b.id) in known:
+            continue
+        verdict = judge(MemoryView.from_memory(a), MemoryView.from_memory(b), client,
+                        across_languages=(min(a.id, b.id), max(a.id, b.id)) in across)
+        if not verdict.conflict:
+            continue
+        cos = float(vectors[row_of[a.id]] @ vectors[row_of[b.id]])
+        confidence = verdict.confidence
+        if verdict.path == "rules":
+            confidence = min(confidence, topic_confidence(verdict.kind, to_reference(cos)))
+            if confidence == 0.0:
+                continue
+        suggestion = suggest(MemoryView.from_memory(a), MemoryView.from_memory(b), verdict.kind, confidence) \
+            if verdict.path == "rules" else verdict.suggestion
+        judged.append(((confidence, cos), dict(a_id=a.id, b_id=b.id, kind=verdict.kind, evidence=verdict.evidence,
+                                               confidence=confidence, suggestion=suggestion, path=verdict.path)))
+    if memory_ids is not None:
+        # A new memory is flagged against the few stored ones it most clearly contradicts; a flood
+        # of flags on one write helps no operator (and templated logs would cause one).
+        judged.sort(key=lambda j: j[0], reverse=True)
+        per_memory: dict[int, int] = {}
+        kept = []
+        for key, row in judged:
+            new = row["a_id"] if row["a_id"] in wanted else row["b_id"]
+            if per_memory.get(new, 0) < max_per_memory:
+                per_memory[new] = per_memory.get(new, 0) + 1
+                kept.append((key, row))
+        judged = kept
+    return [row for _, row in judged]
+
+
+def preview(found: Iterable[Mapping[str, Any]], memories: Mapping[int, Any], namespace: str) -> list[Any]:
+    """The conflicts :func:`find` found, as a dry run shows them: unrecorded (id 0), open."""
+    from ...models import Conflict
+
+    now = datetime.now(timezone.utc)
+    return [Conflict(id=0, namespace=namespace, a=memories[row["a_id"]], b=memories[row["b_id"]],
+                     kind=row["kind"], evidence=row["evidence"], confidence=row["confidence"],
+                     suggestion=row["suggestion"], path=row["path"], status="open", resolution=None,
+                     detected_at=now) for row in found]
+
+
+def auto_rule(conflict: Any, min_confidence: float = 0.8) -> str | None:
+    """The rule an automatic policy applies to a recorded conflict, or None to leave it to an
+    operator: only the two clear rules, only when confident, never on a pinned memory."""
+    if conflict.status != "open" or conflict.a.pinned or conflict.b.pinned:
+        return None
+    if conflict.a.status != "active" or conflict.b.status != "active":
+        return None
+    verdict = Verdict(conflict=True, kind=conflict.kind or "switch", evidence=conflict.evidence or "",
+                      confidence=float(conflict.confidence), suggestion=conflict.suggestion or "review",
+                      path=conflict.path or "rules")
+    return auto_resolution(verdict, MemoryView.from_memory(conflict.a), MemoryView.from_memory(conflict.b),
+                           min_confidence=min_confidence)

@@ -1,0 +1,1 @@
+"""Small tools for the repository (not shipped in the wheel)."""
