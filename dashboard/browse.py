@@ -103,8 +103,8 @@ def valid_days(raw: str) -> bool:
 
 
 def bulk_actions(ids: list[int], by_id: dict) -> None:
-    """Act on the selected rows: forget or restore them, set their importance or category; one
-    undoable operation each where the bank offers one (see the Activity page)."""
+    """Act on the selected rows: forget or restore them, set their importance or category; each
+    one operation, undone as a whole from the Activity page."""
     active = [i for i in ids if by_id[i].status == "active"]
     archived = [i for i in ids if by_id[i].status == "archived"]
     box = st.container(border=True)
@@ -117,21 +117,18 @@ def bulk_actions(ids: list[int], by_id: dict) -> None:
             flash(f"Archived {len(active)} memories (restorable; undo operation {group} on the Activity page).")
     if archived and c2.button(f"Restore {len(archived)}", key="bulk_restore"):
         with readable_errors():
-            for i in archived:
-                bank.restore(i)
-            flash(f"Restored {len(archived)} memories.")
+            group = bank.restore_many(archived)
+            flash(f"Restored {len(archived)} memories (undo operation {group} on the Activity page).")
     importance = c3.number_input("Set importance", 0.0, 1.0, 0.5, 0.05, key="bulk_importance")
     if active and c3.button(f"Set importance of {len(active)}", key="bulk_set_importance"):
         with readable_errors():
-            for i in active:
-                bank.update(i, importance=float(importance))
-            flash(f"Set the importance of {len(active)} memories to {importance:.2f}.")
+            group = bank.update_many(active, importance=float(importance))
+            flash(f"Set the importance of {len(active)} memories to {importance:.2f} (operation {group}).")
     category_new = c4.selectbox("Set category", CATEGORIES, key="bulk_category")
     if active and c4.button(f"Set category of {len(active)}", key="bulk_set_category"):
         with readable_errors():
-            for i in active:
-                bank.update(i, category=category_new)
-            flash(f"Set the category of {len(active)} memories to {category_new}.")
+            group = bank.update_many(active, category=category_new)
+            flash(f"Set the category of {len(active)} memories to {category_new} (operation {group}).")
 
 
 with readable_errors():
