@@ -57,7 +57,9 @@ def row_of(m, score: float | None = None, link: bool = False) -> dict:
     row = {} if score is None else {"score": round(score, 3)}
     row.update({"id": memory_href(m.id) if link else m.id, "text": m.text if m.text is not None else "(erased)", "namespace": m.namespace,
                 "category": m.category, "kind": m.kind, "importance": round(m.importance, 3),
-                "status": m.status, "pinned": m.pinned, "created": when(m.created_at),
+                "status": m.status, "pinned": m.pinned,
+                # the table shows the day (its width fits 1,280 px); an export keeps the time
+                "created": f"{m.created_at:%Y-%m-%d}" if link else when(m.created_at),
                 # recalled: recalls that returned it; used: those whose answer used it (feedback)
                 "recalled": m.access_count, "used": m.use_count})
     return row
@@ -101,8 +103,8 @@ def valid_days(raw: str) -> bool:
 
 
 def bulk_actions(ids: list[int], by_id: dict) -> None:
-    """Act on the selected rows: forget or restore them, set their importance or category; one
-    undoable operation each where the bank offers one (see the Activity page)."""
+    """Act on the selected rows: forget or restore them, set their importance or category; each
+    one operation, undone as a whole from the Activity page."""
     active = [i for i in ids if by_id[i].status == "active"]
     archived = [i for i in ids if by_id[i].status == "archived"]
     box = st.container(border=True)
@@ -115,21 +117,18 @@ def bulk_actions(ids: list[int], by_id: dict) -> None:
             flash(f"Archived {len(active)} memories (restorable; undo operation {group} on the Activity page).")
     if archived and c2.button(f"Restore {len(archived)}", key="bulk_restore"):
         with readable_errors():
-            for i in archived:
-                bank.restore(i)
-            flash(f"Restored {len(archived)} memories.")
+            group = bank.restore_many(archived)
+            flash(f"Restored {len(archived)} memories (undo operation {group} on the Activity page).")
     importance = c3.number_input("Set importance", 0.0, 1.0, 0.5, 0.05, key="bulk_importance")
     if active and c3.button(f"Set importance of {len(active)}", key="bulk_set_importance"):
         with readable_errors():
-            for i in active:
-                bank.update(i, importance=float(importance))
-            flash(f"Set the importance of {len(active)} memories to {importance:.2f}.")
+            group = bank.update_many(active, importance=float(importance))
+            flash(f"Set the importance of {len(active)} memories to {importance:.2f} (operation {group}).")
     category_new = c4.selectbox("Set category", CATEGORIES, key="bulk_category")
     if active and c4.button(f"Set category of {len(active)}", key="bulk_set_category"):
         with readable_errors():
-            for i in active:
-                bank.update(i, category=category_new)
-            flash(f"Set the category of {len(active)} memories to {category_new}.")
+            group = bank.update_many(active, category=category_new)
+            flash(f"Set the category of {len(active)} memories to {category_new} (operation {group}).")
 
 
 with readable_errors():
@@ -219,15 +218,24 @@ with readable_errors():
     df = pd.DataFrame(rows)
     selected_ids: list[int] = []
     if rows:
+        # Widths in pixels that fit every column in the main area of a 1,280 px window (the sidebar open).
+        many = namespace is None
         event = st.dataframe(
             df, hide_index=True, width="stretch", key="browse_table", on_select="rerun",
-            selection_mode="multi-row", height=min(len(rows), 20) * 35 + 40,
-            column_config={"id": id_column(), "text": st.column_config.TextColumn("text", width="large"),
-                           "namespace": st.column_config.TextColumn(width="small"),
-                           "importance": st.column_config.NumberColumn("imp.", width="small", format="%.2f"),
-                           "pinned": st.column_config.CheckboxColumn(width="small"),
-                           "recalled": st.column_config.NumberColumn(width="small"),
-                           "used": st.column_config.NumberColumn(width="small")})
+            selection_mode="multi-row", height=min(len(rows), 20) * 35 + 38,
+            column_order=[c for c in df.columns if c != "namespace" or many],
+            column_config={"id": id_column(), "score": st.column_config.NumberColumn(width=52, format="%.3f"),
+                           "text": st.column_config.TextColumn("text", width=166 if many else 236),
+                           "namespace": st.column_config.TextColumn("ns", width=70),
+                           "category": st.column_config.TextColumn(width=80),
+                           "kind": st.column_config.TextColumn(width=58),
+                           "importance": st.column_config.NumberColumn("imp.", width=46, format="%.2f"),
+                           "status": st.column_config.TextColumn(width=64),
+                           "pinned": st.column_config.CheckboxColumn("pin", width=36),
+                           "created": st.column_config.TextColumn(width=84, help="day created (UTC); the time is on "
+                                                                                 "the memory's page"),
+                           "recalled": st.column_config.NumberColumn(width=58, help="recalls that returned it"),
+                           "used": st.column_config.NumberColumn(width=44, help="recalls whose answer used it")})
         picked = list(getattr(getattr(event, "selection", None), "rows", []) or [])
         selected_ids = [shown[i].id for i in picked if i < len(shown)]
     else:

@@ -145,6 +145,17 @@ def bad_link(message: str) -> None:
     st.warning(f"This link has a value the page cannot use: {message}", icon="🔗")
 
 
+def set_param(name: str, value: str | None) -> None:
+    """Write ``?name=value`` (None: remove it) only when it changes: each write sends the page's
+    whole query string as the server knows it, and an unchanged write would drop the values bound
+    widgets put there since."""
+    if st.query_params.get(name) != value:
+        if value is None:
+            st.query_params.pop(name, None)
+        else:
+            st.query_params[name] = value
+
+
 def check_param(name: str, valid: Callable[[str], bool], expected: str) -> bool:
     """True unless ``?name=`` is present and not ``valid``; then a message naming what it may be."""
     raw = url_param(name)
@@ -175,10 +186,7 @@ def linked_select(where: Any, label: str, options: list, key: str, *, noun: str,
     if key not in st.session_state and raw is not None and check_choice_param(key, options, noun):
         index = [str(o) for o in options].index(raw)
     choice = where.selectbox(label, options, index=index, key=key, format_func=format_func, help=help)
-    if choice == options[0]:  # the default keeps the link short
-        st.query_params.pop(key, None)
-    else:
-        st.query_params[key] = str(choice)
+    set_param(key, None if choice == options[0] else str(choice))  # the default keeps the link short
     return choice
 
 
@@ -194,7 +202,7 @@ def memory_link(memory_id: int, label: str | None = None) -> str:
 
 def id_column(label: str = "id") -> Any:
     """A dataframe column of memory page URLs shown as their ids (rows hold ``memory_href(id)``)."""
-    return st.column_config.LinkColumn(label, display_text=r"id=(\d+)", width="small",
+    return st.column_config.LinkColumn(label, display_text=r"id=(\d+)", width=48,
                                        help="Opens the memory's own page")
 
 
@@ -234,7 +242,7 @@ def namespace_picker(bank: MemoryBank, key: str = "namespace", allow_all: bool =
     index = options.index(current) if current in options else 0
     choice = st.selectbox("Namespace", options, index=index, key=key, on_change=_chose_namespace, args=(key,))
     st.session_state["namespace_choice"] = choice
-    st.query_params["ns"] = choice
+    set_param("ns", choice)
     return None if choice == "(all)" else choice
 
 

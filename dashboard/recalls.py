@@ -122,6 +122,7 @@ def detail(r: dict, f: Any) -> None:
             memories = {}
         given = [Hit(memory=memories[i], score=float(h["score"] or 0.0), components={}, rank=h["rank"])
                  for i, h in received.items() if i in memories]
+        st.markdown("Received, in rank order: " + " · ".join(f"[#{i}]({memory_href(i)})" for i in received))
         st.code(format_for_prompt(given, now=r["recalled_at"]), language=None, wrap_lines=True)
     st.markdown("**Feedback**")
     if f is None:
@@ -160,7 +161,7 @@ with readable_errors():
     st.caption(f"**{len(shown):,}** of the {len(logged):,} newest logged recalls"
                + (f" (at most {LIMIT}: narrow the dates for older ones)" if len(logged) == LIMIT else "")
                + f" · {sum(1 for r in shown if not r['n_results']):,} empty")
-    rows = [{"recall": r["id"], "when": when(r["recalled_at"]), "namespace": r["namespace"],
+    rows = [{"recall": r["id"], "when": f"{r['recalled_at']:%Y-%m-%d %H:%M}", "namespace": r["namespace"],
              "query": r.get("query") or "", "preset": r.get("preset") or "", "returned": r["n_results"],
              "ms": round(r["latency_ms"] or 0.0, 1), "feedback": feedback_word(feedbacks.get(r["id"]))}
             for r in shown]
@@ -168,7 +169,14 @@ with readable_errors():
     if rows:
         event = st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="recalls_table",
                              on_select="rerun", selection_mode="single-row", height=min(len(rows), 12) * 35 + 40,
-                             column_config={"query": st.column_config.TextColumn(width="large")})
+                             column_config={"recall": st.column_config.NumberColumn(width=56),
+                                            "when": st.column_config.TextColumn("when (UTC)", width=128),
+                                            "namespace": st.column_config.TextColumn(width=80),
+                                            "query": st.column_config.TextColumn(width=200),
+                                            "preset": st.column_config.TextColumn(width=90),
+                                            "returned": st.column_config.NumberColumn(width=70),
+                                            "ms": st.column_config.NumberColumn(width=60),
+                                            "feedback": st.column_config.TextColumn(width=100)})
         picked = list(getattr(getattr(event, "selection", None), "rows", []) or [])
         if picked and picked[0] < len(shown):
             picked_id = shown[picked[0]]["id"]

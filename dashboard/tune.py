@@ -17,7 +17,7 @@ from memory_core import ScoringParams
 from memory_core.index import scoring
 from memory_core.evaluation import tuning
 from dashboard.common import (THRESHOLD_LABEL_ROOM, check_choice_param, check_param, ensure_loaded, get_bank,
-                              model_caption, namespace_picker, readable_errors, threshold_line, url_param)
+                              model_caption, namespace_picker, readable_errors, set_param, threshold_line, url_param)
 
 CANDIDATES = 15  # at least this many candidates are shown, in or out
 # (ScoringParams field, label, min, max, step)
@@ -172,7 +172,7 @@ with readable_errors():
     base_name = st.selectbox("Start from preset", names, key="tune_preset", on_change=on_preset_change,
                              help=f"The bank's active preset is **{active_name}**.")
     base = presets[base_name]
-    st.query_params["tune_preset"] = base_name
+    set_param("tune_preset", base_name)
 
     logged = bank.retrievals(namespace=namespace, limit=50)
     logged_queries = list(dict.fromkeys(r["query"] for r in logged))

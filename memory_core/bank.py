@@ -383,6 +383,15 @@ class MemoryBank:
         """Forget several memories as one operation; returns its group id (None for no ids)."""
         return self._changes.forget_many(ids, hard=hard, reason=reason)
 
+    def restore_many(self, ids: Iterable[int]) -> int | None:
+        """Restore several archived memories as one operation; returns its group id (None for no ids)."""
+        return self._changes.restore_many(ids)
+
+    def update_many(self, ids: Iterable[int], **changes: Any) -> int | None:
+        """Set the same fields (importance, category, kind, pinned...) on several memories as one
+        operation; returns its group id (None for no ids)."""
+        return self._changes.update_many(ids, **changes)
+
     def restore(self, memory_id: int) -> Memory:
         """Bring an archived (soft-deleted) memory back into recall."""
         return self._changes.restore(memory_id)

@@ -289,3 +289,5 @@ def test_bulk_restore_and_regrade_the_selection(browse):
     with open_bank() as bank:
         assert bank.get(ids["berlin"]).status == "active"
         assert bank.get(ids["veg"]).importance == pytest.approx(0.7)
+        regrade = [e for e in bank.events(limit=20) if e.action == "update"]
+        assert len(regrade) == 3 and len({e.group_id for e in regrade}) == 1  # one operation, undone as one
