@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import tempfile
 from collections import defaultdict
 from datetime import datetime, timedelta
@@ -95,29 +96,46 @@ def _on_topic(bank: MemoryBank, queries: list[dict], truth: list[dict], merged_i
     return {"on_topic": n, "relevant_hit": hit}
 
 
+VARIANTS = {"default": MaintenancePlan(), "no_auto_resolve": MaintenancePlan(resolve_conflicts=False),
+            "seed_004": MaintenancePlan(expire_rule="age_importance")}
+
+
 def demo_key() -> dict[str, Any]:
-    """The demo answer key's figures, per half of the namespaces and overall."""
+    """The demo answer key's figures, per half of the namespaces and overall, for a default run, for
+    one that leaves every conflict to an operator (what expiry alone does) and for seed 004's rule."""
     key, queries = demo.truth(), demo.queries()
     truth = key["queries"]
     expendable = {e["line"] for name in ("stale", "trivia", "logs") for e in key[name]}
     planted = {frozenset((c["old_line"], c["new_line"])) for c in key["contradictions"]}
     last_turn = max(parse_time(q["at"]) for q in queries)
     now = (last_turn + timedelta(days=1)).replace(hour=12, minute=0, second=0, microsecond=0)
-    plan = MaintenancePlan()
-    with tempfile.TemporaryDirectory() as tmp, MemoryBank.open(Path(tmp) / "demo.duckdb") as bank:
-        report_ids = bank.import_jsonl(demo.MEMORIES).ids
-        assert report_ids == list(range(1, len(report_ids) + 1)), "memory id N is line N"
-        names = sorted(ns for ns, n in bank.namespaces() if n)
-        halves = {"first": set(names[::2]), "second": set(names[1::2]), "all": set(names)}
-        before = {h: _on_topic(bank, queries, truth, {}, ns) for h, ns in halves.items()}
-        memories = bank.get_many(report_ids)
-        report = bank.maintain(now=now)
-        after_memories = bank.get_many(report_ids)
-        merged_into = {i: m.merged_into for i, m in after_memories.items() if m.merged_into}
-        after = {h: _on_topic(bank, queries, truth, merged_into, ns) for h, ns in halves.items()}
+    out: dict[str, Any] = {"now": now.isoformat(), "variants": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        imported = Path(tmp) / "imported.duckdb"
+        with MemoryBank.open(imported) as bank:
+            ids = bank.import_jsonl(demo.MEMORIES).ids
+            assert ids == list(range(1, len(ids) + 1)), "memory id N is line N"
+            names = sorted(ns for ns, n in bank.namespaces() if n)
+            halves = {"first": set(names[::2]), "second": set(names[1::2]), "all": set(names)}
+            before = {h: _on_topic(bank, queries, truth, {}, ns) for h, ns in halves.items()}
+            memories = bank.get_many(ids)
+            bank.backup(Path(tmp) / "copy.duckdb")
+        for name, plan in VARIANTS.items():
+            path = Path(tmp) / f"{name}.duckdb"
+            shutil.copy(Path(tmp) / "copy.duckdb", path)
+            with MemoryBank.open(path) as bank:
+                report = bank.maintain(now=now, plan=plan)
+                merged_into = {i: m.merged_into for i, m in bank.get_many(ids).items() if m.merged_into}
+                after = {h: _on_topic(bank, queries, truth, merged_into, ns) for h, ns in halves.items()}
+            out["variants"][name] = _figures(report, memories, halves, before, after, expendable, planted, plan, now)
+    return out
+
+
+def _figures(report: Any, memories: dict[int, Any], halves: dict[str, set[str]], before: dict, after: dict,
+             expendable: set[int], planted: set[frozenset[int]], plan: MaintenancePlan, now: datetime) -> dict:
     expired = {i for c in report.changes if c.action == "expire" for i in c.memory_ids}
     resolved = [frozenset(c.memory_ids) for c in report.changes if c.action == "resolve_conflict"]
-    out: dict[str, Any] = {"now": now.isoformat(), "steps": report.steps, "counts": report.counts, "halves": {}}
+    out: dict[str, Any] = {"steps": report.steps, "counts": report.counts, "halves": {}}
     for half, spaces in halves.items():
         rows: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for i, m in memories.items():
@@ -137,7 +155,7 @@ def demo_key() -> dict[str, Any]:
             "namespaces": sorted(spaces),
             "languages": {lang: {**r, "due_archived_share": _share(r["expendable_due_archived"], r["expendable_due"])}
                           for lang, r in sorted(rows.items())},
-            "auto_resolved": sum(1 for p in resolved if next(iter(p)) and _ns(memories, p) <= spaces),
+            "auto_resolved": sum(1 for p in resolved if _ns(memories, p) <= spaces),
             "auto_resolved_not_planted": sum(1 for p in resolved if p not in planted and _ns(memories, p) <= spaces),
             "on_topic_before": _share(before[half]["relevant_hit"], before[half]["on_topic"]),
             "on_topic_after": _share(after[half]["relevant_hit"], after[half]["on_topic"]),

@@ -208,3 +208,44 @@ def test_rows_left_out_of_a_preview_are_not_applied(bank: MemoryBank):
     assert report.counts["expired"] == len(keys) - 1
     assert f"expire:{ids['cold']}" not in [maintenance.row_key(c) for c in report.changes]
     assert report.counts["review"] == len(REVIEW)  # review rows stay: they change nothing
+
+
+def test_memctl_maintain_takes_the_rule_and_undo_run_undoes_a_run(tmp_path, embedder):
+    from click.testing import CliRunner
+
+    from memory_core.cli import cli
+
+    path = tmp_path / "cli.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        ids = build(bank)
+    run = lambda *args: CliRunner().invoke(cli, ["--bank", str(path), *args])  # noqa: E731
+    seed = run("maintain", "--step", "cleanup", "--now", NOW.isoformat(), "--rule", "age_importance", "--dry-run")
+    assert seed.exit_code == 0, seed.output
+    assert f"would expire [{ids['peanuts']}]" in seed.output  # seed 004's rule: durable or not
+    real = run("maintain", "--step", "cleanup", "--now", NOW.isoformat())
+    assert real.exit_code == 0, real.output
+    assert f"would expire [{ids['peanuts']}]" not in real.output and f"review [{ids['peanuts']}]" in real.output
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        [applied] = bank.maintenance_runs(include_dry_runs=False)
+        assert bank.get(ids["cold"]).status == "archived"
+    undone = run("undo-run", str(applied["id"]))
+    assert undone.exit_code == 0 and f"maintenance run {applied['id']} undone" in undone.output, undone.output
+    again = run("undo-run", str(applied["id"]))
+    assert again.exit_code != 0 and "already undone" in again.output
+    bad = run("maintain", "--rule", "oldest")
+    assert bad.exit_code != 0
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.get(ids["cold"]).status == "active"
+
+
+def test_the_benchmark_on_the_durability_set_archives_no_durable_case():
+    """bench/maintenance_quality.py's first measure, run whole: a default cleanup 60 days on archives
+    no durable case of either half, in any language, and most transient ones."""
+    from bench.maintenance_quality import durability_set
+
+    result = durability_set()
+    for split, languages in result["splits"].items():
+        assert set(languages) == {"en", "sv", "zh", "all"}
+        for lang, row in languages.items():
+            assert row["durable_archived"] == 0, (split, lang)
+            assert row["transient_archived_share"] >= 0.9, (split, lang)
