@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ...language.text import detect_language, tokenize
-from ...language.rules.conflict_patterns import SUBJECT_LIGHT_WORDS, SUBJECT_SLOTS, SUPERSEDE_SIGNALS
+from ...language.rules.conflict_patterns import PLAN_CUES, SUBJECT_LIGHT_WORDS, SUBJECT_SLOTS, SUPERSEDE_SIGNALS
 
 SUBJECT_NEIGHBOURS: Final = 2
 """Each memory is judged against its this many nearest memories of the namespace only."""
@@ -54,6 +54,7 @@ CONFIDENCE: Final = {
 
 _LANGUAGES = ("en", "sv", "zh")
 _SLOTS = {slot: {lang: re.compile(rx) for lang, rx in rows.items()} for slot, rows in SUBJECT_SLOTS.items()}
+_PLANS = {lang: re.compile(rx) for lang, rx in PLAN_CUES.items()}
 _SIGNALS = {lang: tuple((name, re.compile(rx)) for name, rx in rows) for lang, rows in SUPERSEDE_SIGNALS.items()}
 
 
@@ -153,3 +154,13 @@ def confidence(rule_conflict: bool, older: str, newer: str, shared: SameSubject)
         return 0.0
     return CONFIDENCE[("none", "now" if signal == "now" else "signal", len(shared.words) >= 2)]
 
+
+
+def moved_on(a: str, b: str) -> bool:
+    """Whether one of two memories states a plan the other does not ("Considering a trip to Peru" /
+    "Booked flights to Lima"), or carries a supersede signal the other does not: the subject moved
+    on, an update or a contradiction, never a duplicate to merge."""
+    la, lb = _pair_languages(a, b)
+    if bool(_PLANS[la].search(a.casefold())) != bool(_PLANS[lb].search(b.casefold())):
+        return True
+    return bool((supersede_signals(a, b) | supersede_signals(b, a)) & STRONG_SIGNALS)

@@ -478,3 +478,13 @@ SUPERSEDE_SIGNALS: dict[str, list[tuple[str, str]]] = {
            ("again", r"又|重新|回到"),
            ("now", r"现在|如今|开始")],
 }
+
+# A plan or intention not yet carried out ("considering", "plans to", "applying for"): beside a memory
+# without one on the same subject, the pair is a step forward (an update), never a duplicate to merge.
+PLAN_CUES: dict[str, str] = {
+    "en": r"\b(?:consider\w*|plans?|planning|thinking (?:about|of)|hop(?:es|ing) to|applying|preparing for|"
+          r"training for|waiting for|saving (?:up )?for|looking (?:for|at)|intends? to)\b",
+    "sv": r"\b(?:funderar|överväger|planerar|hoppas|söker till|letar efter|tittar på|pluggar inför|tränar inför|"
+          r"väntar på|sparar till|tänker)\b",
+    "zh": r"考虑|打算|计划|希望|在找|准备|在等|在攒|申请",
+}
