@@ -398,16 +398,15 @@ def test_a_large_namespace_loads_under_a_progress_bar(tmp_path, embedder, monkey
     assert shown == [] and len(ranking(at)) > 0
 
 
-def test_the_models_cosine_is_shown_beside_the_blend(tune_bank, embedder):
-    at = open_tune()
-    table = frames(at)[0]
-    assert {"cosine", "cosine rank"} <= set(table.columns)
+def test_weights_are_said_to_be_normalised_and_nothing_changed_shows_no_delta(tune_bank, embedder):
     with MemoryBank.open(tune_bank, embedder=embedder) as bank:
-        hits = bank.recall(QUERY, namespace="alice", params=ScoringParams().replace(threshold=0.0, k=20),
-                           record=False)
-    by_id = {h.memory.id: h.components["similarity"] for h in hits}
-    for mid, cosine in zip(table["id"], table["cosine"]):
-        assert cosine == pytest.approx(by_id[int(mid)])
-    best = int(table.sort_values("cosine", ascending=False)["id"].iloc[0])
-    assert sorted(table["cosine rank"]) == list(range(1, len(table) + 1))
-    assert any(f"cosine alone puts #{best} first" in c.value for c in at.caption)
+        [veg] = bank.memories("alice", contains="vegetarian")
+        bank.label("alice", QUERY, veg.id)  # a label set, so the page shows its metrics
+    at = open_tune()
+    [note] = [c.value for c in at.caption if "divide the weights by their sum" in c.value]
+    p = ScoringParams()
+    total = p.alpha + p.beta + p.gamma + p.delta
+    assert f"α {p.alpha / total:.2f}" in note and f"β {p.beta / total:.2f}" in note
+    spec = chart(at)
+    assert all(label.split()[1] in ("in", "out") for label in spec["data"][0]["y"])  # words beside the colour
+    assert at.metric and all(m.delta in (None, "") for m in at.metric)  # the active preset against itself
