@@ -72,7 +72,7 @@ class MemoryBank:
              lock_timeout: float = 10.0, read_only: bool = False, embedder: Embedder | None = None,
              token: str | None = None) -> "MemoryBank":
         """Open the bank at ``path``, creating it if missing. A new bank records ``model`` (default:
-        bundled MiniLM), an existing one refuses another; ``actor`` names who changes; ``lock_timeout``
+        multilingual-e5-small), an existing one refuses another; ``actor`` names who changes; ``lock_timeout``
         bounds each wait for another process. An ``http(s)://`` address opens the bank served there
         with ``token``: a :class:`~memory_core.client.RemoteBank`, with this API for its routes."""
         if is_url(path):
