@@ -43,8 +43,8 @@ import pyarrow as pa
 
 from .cache_dir import cache_root
 from ..errors import BankLockedError, BankReadOnlyError, CorruptBankError, ValidationError
-from . import DATABASE_SCHEMES, schema
-from .interface import IntegrityError, LockWaits
+from . import schema
+from .interface import DATABASE_SCHEMES, IntegrityError, LockWaits
 from .pg_notify import TRIGGER_DDL, ChangeListener
 
 try:  # the driver is a dependency, but a DuckDB-only install may lack it: say so when it matters
