@@ -102,7 +102,7 @@ MODEL_DEFAULTS: dict[str, ModelDefaults] = {
     # needs no shared word. Figures: BENCHMARKS.md, "A multilingual default".
     E5_MODEL: ModelDefaults(merge_threshold=0.80, related_threshold=0.50, across_languages=True,
                             recall={},
-                            # The lowest threshold at which general questions come back empty >= 90%
+                            # The lowest threshold at which general questions still come back empty
                             # in every language of both multilingual sets' dev halves (BENCHMARKS.md,
                             # "A multilingual default").
                             presets={"generative-agents": {"threshold": 0.43}},
