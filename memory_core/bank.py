@@ -72,7 +72,7 @@ class MemoryBank:
              lock_timeout: float = 10.0, read_only: bool = False, embedder: Embedder | None = None,
              token: str | None = None) -> "MemoryBank":
         """Open the bank at ``path``, creating it if missing. A new bank records ``model`` (default:
-        bundled MiniLM), an existing one refuses another; ``actor`` names who changes; ``lock_timeout``
+        multilingual-e5-small), an existing one refuses another; ``actor`` names who changes; ``lock_timeout``
         bounds each wait for another process. An ``http(s)://`` address opens the bank served there
         with ``token``: a :class:`~memory_core.client.RemoteBank`, with this API for its routes."""
         if is_url(path):
@@ -382,6 +382,15 @@ class MemoryBank:
     def forget_many(self, ids: Iterable[int], *, hard: bool = False, reason: str | None = None) -> int | None:
         """Forget several memories as one operation; returns its group id (None for no ids)."""
         return self._changes.forget_many(ids, hard=hard, reason=reason)
+
+    def restore_many(self, ids: Iterable[int]) -> int | None:
+        """Restore several archived memories as one operation; returns its group id (None for no ids)."""
+        return self._changes.restore_many(ids)
+
+    def update_many(self, ids: Iterable[int], **changes: Any) -> int | None:
+        """Set the same fields (importance, category, kind, pinned...) on several memories as one
+        operation; returns its group id (None for no ids)."""
+        return self._changes.update_many(ids, **changes)
 
     def restore(self, memory_id: int) -> Memory:
         """Bring an archived (soft-deleted) memory back into recall."""

@@ -44,6 +44,9 @@ PAGES = {
     "usage": ("Usage", "Usage"),
     "evaluate": ("Evaluate", "Evaluate"),
     "access": ("Access", "Create a token"),
+    "memory": ("Memory", "Open a memory by its id"),
+    "recalls": ("Recalls", "What agents asked"),
+    "activity": ("Activity", "Every change to the bank"),
 }
 PAGE_FILES = sorted(p.stem for p in PAGES_DIR.glob("*.py") if p.stem not in {"common", "__init__"})
 
@@ -306,8 +309,8 @@ def _check_page(tab: Tab, module: str, name: str, active: str | None = "10") -> 
     assert not tab.page_errors, f"{name}: JavaScript errors: {tab.page_errors}"
 
 
-def test_markup_in_a_memory_is_shown_as_text(tab):
-    """Browse filtered to the markup memory: its text is shown literally, the script never runs."""
+def test_markup_in_a_memory_is_shown_as_text(tab, browser_bank):
+    """Browse filtered to the markup memory, then its own page: its text is shown literally, the script never runs."""
     tab.goto("browse")
     page = tab.page
     box = page.get_by_label("Text contains")
@@ -316,6 +319,8 @@ def test_markup_in_a_memory_is_shown_as_text(tab):
     tab.settle()
     main = page.locator('[data-testid="stMain"]')
     expect(main.get_by_text("1 matching memories", exact=False)).to_be_visible()
+    page.goto(f"{tab.base_url}/memory?id={browser_bank[1]['xss']}")
+    tab.settle()
     code = main.locator('[data-testid="stCode"]').first
     expect(code).to_contain_text("<script>window.__pwned=1</script>")
     expect(code).to_contain_text('<img src="http://example.invalid/x.png">')

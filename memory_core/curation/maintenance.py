@@ -74,7 +74,7 @@ class MaintenancePlan:
     transient_after_days: float = 30.0
     detect_conflicts: bool = True
     resolve_conflicts: bool = True  # apply newer_wins / explicit_wins when the detector is sure
-    conflict_min_confidence: float = 0.8
+    conflict_min_confidence: float = conflicts.AUTO_BAR
     merge_threshold: float | None = None  # None: the bank's model's default (embed.MODEL_DEFAULTS)
     cleanup_every_days: float = 7.0
     merge_every_days: float = 30.0

@@ -257,6 +257,41 @@ class Changes:
         mid = check_id(memory_id)
         return self.apply(mid, {"status": "active"}, "restore", require_status=("archived",))
 
+    def restore_many(self, ids: Iterable[int]) -> int | None:
+        """Restore several archived memories as one operation (undone as a whole with ``undo_group``);
+        returns its group id (None when ``ids`` is empty). A memory that is not archived refuses them all."""
+        member_ids = self._ids(ids)
+        if not member_ids:
+            return None
+        group, _, _ = self.change({mid: {"status": "active"} for mid in member_ids}, "restore",
+                                  require_status=("archived",))
+        return group
+
+    def update_many(self, ids: Iterable[int], **changes: Any) -> int | None:
+        """Set the same fields on several memories as one operation (a dashboard's bulk re-grade:
+        importance, category, kind, pinned...; not the text, which is each memory's own). Returns the
+        group id (None when ``ids`` is empty); a bad field or id refuses them all."""
+        member_ids = self._ids(ids)
+        unknown = set(changes) - (set(EDITABLE) - {"text"})
+        if unknown:
+            raise ValidationError(
+                f"cannot set {', '.join(sorted(unknown))} on several memories; fields: "
+                f"{', '.join(f for f in EDITABLE if f != 'text')}")
+        if not changes:
+            raise ValidationError("nothing to update: pass at least one field")
+        clean = check_changes(changes)
+        if not member_ids:
+            return None
+        group, _, _ = self.change({mid: dict(clean) for mid in member_ids}, "update",
+                                  require_status=("active", "archived"))
+        return group
+
+    @staticmethod
+    def _ids(ids: Iterable[int]) -> list[int]:
+        if isinstance(ids, (str, bytes)):
+            raise ValidationError("ids must be a list of memory ids")
+        return sorted({check_id(i) for i in ids})
+
     def forget_many(self, ids: Iterable[int], *, hard: bool = False, reason: str | None = None) -> int | None:
         """Forget several memories as one operation (soft: archived, undoable with ``undo_group``;
         hard: erased, with one rewrite of the file for all of them). Returns the operation's group
