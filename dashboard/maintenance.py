@@ -34,7 +34,8 @@ def _rows(changes: list[dict]) -> pd.DataFrame:
         why = c.get("why") or {}
         out.append({"action": c["action"], "namespace": c.get("namespace"),
                     "memories": ", ".join(map(str, c["memory_ids"])), "durability": why.get("durability"),
-                    "age (days)": why.get("age_days"), "last used": (why.get("last_used") or "never")[:10] if why else None,
+                    "age (days)": why.get("age_days"),
+                    "last used": (why.get("last_used") or "never")[:10] if why else None,
                     "why": c["detail"], "undo group": c.get("group_id")})
     return pd.DataFrame(out)
 

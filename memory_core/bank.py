@@ -241,7 +241,7 @@ class MemoryBank:
         contradiction of a stored memory is flagged at once (see :meth:`conflicts`) unless
         ``detect_conflicts=False``. ``context`` situates the memory (the turns around it): recall
         matches its words, it is never shown, and it is set once. ``durability`` (durable or
-        transient) is read from the text, category and kind when not given (:mod:`memory_core.durability`).
+        transient) is read from the text, category and kind when not given (:mod:`memory_core.language.durability`).
 
         The same text again (whitespace and Unicode normalised) in a namespace where it is an
         active memory is not stored twice: that memory is reinforced (one more access, the later

@@ -4,12 +4,12 @@ Maintenance has two steps with their own schedules:
 
 * **cleanup** (weekly by default): expire transient memories whose time has passed (a day's
   state after a few days, a week's after a couple of weeks, a dated thing after its date, logs,
-  small talk and events by age and disuse: :mod:`memory_core.durability`), and offer durable ones
+  small talk and events by age and disuse: :mod:`memory_core.language.durability`), and offer durable ones
   long unused for review, never expiring them for age or disuse alone; seed 004's rule (old,
   unimportant, unused: ``expire_rule="age_importance"``) stays as an option. Then detect new
   contradictions and apply the two clear conflict rules (newer wins, explicit beats inferred) to
-  open conflicts the detector is sure about (:func:`memory_core.conflicts.auto_rule` owns that
-  bar), leaving the rest for an operator.
+  open conflicts the detector is sure about (:func:`memory_core.curation.conflicts.auto_rule` and
+  its ``AUTO_BAR`` own that bar), leaving the rest for an operator.
 * **merge** (monthly by default): merge clusters of near-duplicate memories.
 
 This module plans; the bank applies. :func:`plan_run` reads the bank (through
@@ -18,7 +18,10 @@ what the earlier ones leave, so a preview (``dry_run=True``) lists exactly what 
 :meth:`MemoryBank.apply_maintenance` makes the changes (unless dry) and records the run with its
 report; :meth:`MemoryBank.maintain` does both. A run never touches a memory an operator pinned.
 Every change it makes is an undoable operation (``bank.undo_group``), except expiry with
-``expire_action="hard"``, which erases for good.
+``expire_action="hard"``, which erases for good; ``bank.undo_maintenance_run`` undoes a whole run.
+Each operation is one transaction: a run stopped between two leaves each memory wholly changed by
+one or untouched. A preview's rows can be left out of the run (:func:`row_key`,
+:meth:`MaintenanceWork.keep_only`).
 """
 
 from __future__ import annotations

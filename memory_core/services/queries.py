@@ -248,7 +248,8 @@ class Queries:
                 raise ValidationError(f"{name} must be a number of days >= 0")
         created_before = to_naive_utc(now_dt) - timedelta(days=older_than_days)
         used_before = to_naive_utc(now_dt) - timedelta(days=unused_days)
-        where = "status = 'active' AND NOT pinned AND created_at < ? AND (last_accessed_at IS NULL OR last_accessed_at < ?)"
+        where = ("status = 'active' AND NOT pinned AND created_at < ? "
+                 "AND (last_accessed_at IS NULL OR last_accessed_at < ?)")
         params: list[Any] = [created_before, used_before]
         if below_importance is not None:
             where += " AND importance < ?"

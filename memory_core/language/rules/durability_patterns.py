@@ -84,7 +84,8 @@ LOG: Final[dict[str, list[tuple[str, str]]]] = {
 # A state of the moment without a time word ("is in a bad mood", "running a fever").
 STATE: Final[dict[str, list[tuple[str, str]]]] = {
     "en": [("state", r"\b(?:is|am|feels?|feeling) (?:tired|sick|ill|stuck|nervous|stressed|in a (?:bad|good) mood|"
-                     r"waiting|busy|in a hurry)\b|\bfever\b|\bis down\b|\bhasn't slept\b|\bneeds to pick up\b|\bpile of\b")],
+                     r"waiting|busy|in a hurry)\b|\bfever\b|\bis down\b|\bhasn't slept\b|\bneeds to pick up\b|"
+                     r"\bpile of\b")],
     "sv": [("tillstånd", r"\b(?:är|känner sig) (?:trött|sjuk|förkyld|nervös|stressad|på (?:dåligt|bra) humör)\b|"
                          r"\bväntar på\b|\bfeber\b|\bligger nere\b|\bhar sovit dåligt\b|\bska hämta\b|\bmycket mejl\b|"
                          r"\bbråttom\b")],
