@@ -65,13 +65,16 @@ QUERIES = [("alice", "what did I run"), ("alice", "food"), ("alice", "kitchen"),
            ("bob", "what is my job")]
 
 
-def build(bank: MemoryBank, rows=REALISTIC) -> dict[str, int]:
+def build(bank: MemoryBank, rows=REALISTIC, transient=EXPIRING) -> dict[str, int]:
     # dedupe=False: exact duplicates are stored as given (a bank written before adds reinforced
     # the memory already there, or by a caller who asked for copies), for the merge step to find.
+    # The memories the run should expire are marked transient (logs and passing remarks), the
+    # rest durable, whatever the durability rule reads in their texts.
     ids = bank.add_many([
         {"text": text, "namespace": ns, "importance": imp, "created_at": ago(created),
-         "last_accessed_at": None if used is None else ago(used), "access_count": count, "pinned": pinned}
-        for _, ns, text, imp, created, used, count, pinned in rows], dedupe=False)
+         "last_accessed_at": None if used is None else ago(used), "access_count": count, "pinned": pinned,
+         "durability": "transient" if key in transient else "durable"}
+        for key, ns, text, imp, created, used, count, pinned in rows], dedupe=False)
     return dict(zip([r[0] for r in rows], ids))
 
 
@@ -170,7 +173,11 @@ def test_real_run_archives_the_expiring_memories_and_writes_one_report(bank: Mem
     assert run["id"] == report.run_id and run["dry_run"] is False
     assert run["report"]["counts"] == report.counts and run["report"]["stats"] == report.stats
     assert run["plan"] == MaintenancePlan().to_dict()
-    assert len(run["report"]["changes"]) == len(report.changes) == 3 + 1
+    # Three expiries, one review (a durable memory long unused, listed and left as it is), one merge.
+    assert len(run["report"]["changes"]) == len(report.changes) == 3 + 1 + 1
+    [review] = [c for c in report.changes if c.action == "review"]
+    assert review.memory_ids == [ids["swedish"]] and review.group_id is None and report.counts["review"] == 1
+    assert review.why["durability"] == "durable" and review.why["last_used"] is None
 
 
 def test_an_expiry_is_undone_as_one_operation_restoring_the_bank_exactly(bank: MemoryBank) -> None:
@@ -216,7 +223,8 @@ def test_pinned_memories_are_never_expired_merged_or_auto_resolved(bank: MemoryB
     # The contradiction is shown to an operator, not decided for them.
     [c] = bank.conflicts(namespace="carol")
     assert {c.a.id, c.b.id} == {ids["tea"], ids["coffee"]} and c.status == "open"
-    assert report.counts == {"expired": 0, "merged": 0, "merges": 0, "superseded": 0, "conflicts_detected": 1}
+    assert report.counts == {"expired": 0, "review": 0, "merged": 0, "merges": 0, "superseded": 0,
+                             "conflicts_detected": 1}
 
 
 # -- hard expiry -------------------------------------------------------------------------------
@@ -241,7 +249,7 @@ def index_contents(folder: Path) -> list[tuple[str, bytes]]:
 
 def _hard_expire(bank: MemoryBank) -> tuple[int, maintenance.MaintenanceReport]:
     [mid, _] = bank.add_many([
-        {"text": SECRET, "namespace": "alice", "importance": 0.2, "created_at": ago(400)},
+        {"text": SECRET, "namespace": "alice", "importance": 0.2, "created_at": ago(400), "durability": "transient"},
         {"text": "Prefers tea in the morning", "namespace": "alice", "importance": 0.8, "created_at": ago(10)},
     ])
     bank.recall("quokka safari", namespace="alice", now=NOW, threshold=0, record=False)  # builds the index
