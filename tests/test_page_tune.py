@@ -217,7 +217,7 @@ def test_switching_preset_loads_its_values(tune_bank):
     assert not at.exception
     assert at.slider(key="tune_alpha").value == pytest.approx(0.6)
     assert at.slider(key="tune_k").value == 3
-    assert at.slider(key="tune_threshold").value == pytest.approx(0.45)
+    assert at.slider(key="tune_threshold").value == pytest.approx(0.43)  # generative-agents on e5's scale
 
 
 def test_using_the_page_changes_no_access_counts_or_retrievals(tune_bank):
