@@ -173,6 +173,9 @@ with readable_errors():
                              help=f"The bank's active preset is **{active_name}**.")
     base = presets[base_name]
     set_param("tune_preset", base_name)
+    if (other := bank.presets_from_other_models().get(base_name)) is not None:
+        st.warning(f"Preset **{base_name}** was set on {other}; this bank now uses {bank.model}, whose cosines "
+                   "read differently: check its threshold here before relying on it.")
 
     logged = bank.retrievals(namespace=namespace, limit=50)
     logged_queries = list(dict.fromkeys(r["query"] for r in logged))

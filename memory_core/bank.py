@@ -450,6 +450,11 @@ class MemoryBank:
         """Save (or overwrite) an operator preset. Built-in names are reserved."""
         self._settings.save_preset(name, params, description)
 
+    def presets_from_other_models(self) -> dict[str, str]:
+        """Saved presets set on another model than the bank's now (name -> that model): flagged,
+        since their threshold reads that model's cosines."""
+        return self._settings.saved_on_other_models()
+
     def active_preset(self) -> tuple[str, ScoringParams]:
         """The name and parameters agents get when they pass no params."""
         return self._settings.active_preset()

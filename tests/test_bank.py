@@ -234,6 +234,20 @@ def test_every_builtin_preset_is_on_the_banks_models_scale(bank, alice):
     assert [h.memory.id for h in hits] == [h.memory.id for h in low]
 
 
+def test_a_saved_preset_is_flagged_once_the_banks_model_changes(bank_path, embedder):
+    from memory_core.embedding.embedder import MINILM_MODEL
+
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        bank.add("Prefers window seats on trains", namespace="alice")
+        bank.save_preset("mine", ScoringParams().replace(threshold=0.3))
+        assert bank.presets_from_other_models() == {}
+        model = bank.model
+        bank.reembed(MINILM_MODEL)
+        assert bank.presets_from_other_models() == {"mine": model}
+        bank.save_preset("mine", ScoringParams().replace(threshold=0.4))  # set again on the new model
+        assert bank.presets_from_other_models() == {}
+
+
 def test_reopen_keeps_everything(bank_path, embedder):
     with MemoryBank.open(bank_path, embedder=embedder) as bank:
         mid = bank.add("Has a dog called Pixel", namespace="alice")

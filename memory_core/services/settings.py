@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 INDEX_MODES = ("exact", "ivf")
 
 
+PRESET_MODEL = "preset_model:"  # meta key prefix: the model a saved preset was set on
+
+
 class Settings:
     """Reads and changes one bank's presets and index mode."""
 
@@ -67,10 +70,22 @@ class Settings:
                         "params = excluded.params, description = excluded.description, "
                         "created_at = excluded.created_at, updated_at = excluded.updated_at",
                         [name, params.to_json(), description, now, now])
+            # The model whose cosines the preset's weights and threshold were set on.
+            tables.put_meta(con, PRESET_MODEL + name, self.core.model)
             tables.log_event(con, self.core.actor, "save_preset", None,
                             {"name": name, "params": json.loads(before[0])} if before else None,
                             {"name": name, "params": params.to_dict()}, utcnow())
         self.core.active_params = None
+
+    def saved_on_other_models(self) -> dict[str, str]:
+        """Saved presets set on another model than the bank's (it was re-embedded since): name ->
+        that model. Their thresholds and similarity range read another model's cosines: check
+        them (the Tune page shows the flag) before relying on them."""
+        with self.core.session(write=False) as con:
+            saved = {row[0] for row in con.execute("SELECT name FROM presets").fetchall()}
+            meta = tables.meta(con)
+        return {name: meta[PRESET_MODEL + name] for name in sorted(saved)
+                if meta.get(PRESET_MODEL + name, self.core.model) != self.core.model}
 
     def active_preset(self) -> tuple[str, ScoringParams]:
         """The name and parameters agents get when they pass no params."""
