@@ -45,7 +45,7 @@ from .evaluation.evaluate import AblationCase, AblationResult, ablate, load_case
 from .index.gate import Gate, GateDecision, should_recall
 from .language.llm import get_client
 from .models import (
-    MAX_TEXT, CATEGORIES, CONFLICT_STATUSES, KINDS, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS, STATUSES, Conflict, Event,
+    MAX_TEXT, CATEGORIES, CONFLICT_STATUSES, DURABILITIES, KINDS, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS, STATUSES, Conflict, Event,
     Feedback, Hit, ImportReport, LabeledQuery, Memory, MergeRecord, Profile, check_unicode, format_for_prompt,
     humanize_age, parse_time,
 )
@@ -68,7 +68,7 @@ __all__ = [
     # the recall gate
     "Gate", "GateDecision", "should_recall",
     # vocabularies (what a choice may name)
-    "KINDS", "CATEGORIES", "STATUSES", "TIERS", "ORDERS", "CONFLICT_STATUSES", "RESOLUTIONS", "PII_MODES", "MAINTENANCE_STEPS",
+    "KINDS", "CATEGORIES", "DURABILITIES", "STATUSES", "TIERS", "ORDERS", "CONFLICT_STATUSES", "RESOLUTIONS", "PII_MODES", "MAINTENANCE_STEPS",
     "INDEX_MODES",
     "LOAD_PROGRESS_MIN",
     "MAX_TEXT",  # the longest text (characters) a memory may have

@@ -23,6 +23,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # with other jobs, two OpenMP threads spin against each other: embedding one short text took
 # 0.15 s instead of 0.02 s, a batch of 256 2.5 s instead of 0.7 s (load average about 3.5).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# memctl runs in process unless a test asks for its warm helper (tests/test_cli_warm.py): a helper
+# left behind by one test would serve the next one's bank.
+os.environ.setdefault("MEMCTL_WARM", "0")
 sys.path.insert(0, str(Path(__file__).parent))  # for the stand-in LLM server module
 
 from streamlit import config as _st_config  # noqa: E402
@@ -224,6 +227,7 @@ def _keys_without_namespace(con, pg: bool) -> None:
 
 
 _UNDO_MIGRATION = {
+    11: ["ALTER TABLE memories DROP COLUMN durability", "DELETE FROM meta WHERE key = 'durability_unread'"],
     10: [_keys_without_namespace],
     9: [_vectors_as_real_arrays],
     8: ["ALTER TABLE events DROP COLUMN namespace", "ALTER TABLE retrieval_hits DROP COLUMN namespace",

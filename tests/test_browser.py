@@ -568,3 +568,58 @@ def test_every_page_on_a_postgresql_bank_while_an_agent_writes(browser, pg_datab
     assert failures == [] and len(added) >= 3
     with MemoryBank.open(url, embedder=embedder) as bank:
         assert bank.count("alice") == 7 + len(added)  # the bank's own 7, and every agent note
+
+
+@pytest.fixture(scope="module")
+def maintenance_bank(tmp_path_factory, embedder):
+    """Two transient memories whose time has passed and an old durable one, in a bank of their own."""
+    path = tmp_path_factory.mktemp("browser-maintenance") / "bank.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        ids = bank.add_many([
+            {"text": "Has a cold today", "namespace": "alice", "created_at": _ago(10)},
+            {"text": "Asked how to rebase a branch", "namespace": "alice", "created_at": _ago(60)},
+            {"text": "Allergic to peanuts", "namespace": "alice", "created_at": _ago(400)},
+        ])
+    return path, dict(zip(("cold", "log", "peanuts"), ids))
+
+
+def test_maintenance_preview_leave_out_apply_and_undo(browser, maintenance_bank, embedder):
+    """Apply waits for a dry run; a previewed row says why and can be left out; the applied run is undone."""
+    path, ids = maintenance_bank
+    url = next(server := _serve(path))
+    try:
+        for tab in _tab(browser, url):
+            tab.goto("maintenance")
+            page = tab.page
+            main = page.locator('[data-testid="stMain"]')
+            expect(main.get_by_role("button", name="Apply", exact=True)).to_be_disabled()
+            main.get_by_role("button", name="Dry run", exact=True).click()
+            tab.settle()
+            expect(main.get_by_role("button", name="Apply", exact=True)).to_be_enabled()
+            expect(main.get_by_text("durable memories long unused, listed for review", exact=False)).to_be_visible()
+            tab.screenshot("maintenance-dry-run")
+            # Leave the cold out: pick its row in the multiselect.
+            box = main.locator('[data-testid="stMultiSelect"]').filter(has_text="Leave these rows out")
+            box.locator("input").click()
+            page.keyboard.type(f"expire {ids['cold']} ")
+            page.keyboard.press("Enter")
+            page.keyboard.press("Escape")
+            tab.settle()
+            apply = main.get_by_role("button", name="Apply (1 rows left out)")
+            expect(apply).to_be_enabled()
+            apply.click()
+            tab.settle()
+            expect(main.get_by_text("Maintenance applied", exact=False)).to_be_visible()
+            with MemoryBank.open(path, embedder=embedder) as bank:
+                assert bank.get(ids["cold"]).status == "active" and bank.get(ids["log"]).status == "archived"
+                assert bank.get(ids["peanuts"]).status == "active"
+                [run] = bank.maintenance_runs(include_dry_runs=False)
+            main.get_by_role("button", name=f"Undo run {run['id']}").click()
+            tab.settle()
+            expect(main.get_by_text(f"Run {run['id']} undone", exact=False)).to_be_visible()
+            tab.check_clean("maintenance-undone")
+            tab.screenshot("maintenance-undone")
+            with MemoryBank.open(path, embedder=embedder) as bank:
+                assert [bank.get(i).status for i in ids.values()] == ["active"] * 3
+    finally:
+        server.close()

@@ -50,6 +50,7 @@ them (for trusted, private banks only).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -257,7 +258,7 @@ class _CompiledRule:
 
 
 def _compile_rules(table: dict[str, list[Rule]]) -> tuple[_CompiledRule, ...]:
-    """Validate and compile :data:`RULES`; a malformed table fails at import, not silently."""
+    """Validate and compile :data:`RULES`; a malformed table fails on first use, loudly, not silently."""
     compiled: list[_CompiledRule] = []
     seen: set[str] = set()
     for language, rules in table.items():
@@ -277,7 +278,11 @@ def _compile_rules(table: dict[str, list[Rule]]) -> tuple[_CompiledRule, ...]:
     return tuple(compiled)
 
 
-_COMPILED: Final = _compile_rules(RULES)
+@functools.cache
+def _compiled() -> tuple[_CompiledRule, ...]:
+    """:data:`RULES` compiled, once per process on first use: the table is large, and a command
+    that never extracts (``memctl stats``, ``memctl recall``) should not pay for compiling it."""
+    return _compile_rules(RULES)
 
 
 def explain_rules() -> list[dict[str, str]]:
@@ -285,7 +290,7 @@ def explain_rules() -> list[dict[str, str]]:
     so a dashboard or ``memctl`` can show exactly what the rule-based extractor keeps."""
     return [{"id": c.rule.rule_id, "language": c.language, "category": c.rule.category,
              "pattern": c.rule.pattern, "template": c.rule.template, "example": c.rule.example,
-             "expected": c.rule.expected} for c in _COMPILED]
+             "expected": c.rule.expected} for c in _compiled()]
 
 
 def _is_small_talk(sentence: str) -> bool:
@@ -436,7 +441,7 @@ def _match(clause: str) -> _Hit | None | str:
 
 def _match_rules(work: str, clause: str) -> _Hit | None | str:
     """The first rule that fires on ``work`` (the normalised clause), rendered; see :func:`_match`."""
-    for compiled in _COMPILED:
+    for compiled in _compiled():
         m = compiled.regex.search(work)
         if m is None:
             continue

@@ -20,10 +20,11 @@ the order listed, so an earlier rule wins when several match.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from ..errors import LLMError, ValidationError
 from ..language.prompts import GATE_JUDGE_PROMPT
@@ -147,7 +148,7 @@ def _compile_rules(
 ) -> tuple[tuple[_CompiledRule, ...], tuple[_CompiledRule, ...]]:
     """Validate and compile *table*; return (positive rules, no-memory rules).
 
-    A malformed table is a programming error, so it fails loudly at import
+    A malformed table is a programming error, so it fails loudly on first use
     rather than silently never firing.
     """
     positive: list[_CompiledRule] = []
@@ -171,9 +172,18 @@ def _compile_rules(
     return tuple(positive), tuple(negative)
 
 
-_POSITIVE_RULES, _NO_MEMORY_RULES = _compile_rules(RULES)
-# Per language: a Swedish "i" (in) is not an English "I".
-_ABOUT_USER_RULES = {lang: _compile_rules({lang: rows})[0] for lang, rows in ABOUT_USER.items()}
+class _Rules(NamedTuple):
+    positive: tuple[_CompiledRule, ...]
+    no_memory: tuple[_CompiledRule, ...]
+    about_user: dict[str, tuple[_CompiledRule, ...]]  # per language: a Swedish "i" (in) is not an English "I"
+
+
+@functools.cache
+def _rules() -> _Rules:
+    """The rule tables compiled, once per process on first use: a command that never asks the gate
+    (``memctl stats``) should not pay for compiling them."""
+    positive, no_memory = _compile_rules(RULES)
+    return _Rules(positive, no_memory, {lang: _compile_rules({lang: rows})[0] for lang, rows in ABOUT_USER.items()})
 
 _QUOTE_LIMIT: Final = 60
 
@@ -248,11 +258,12 @@ class Gate:
         """
         text = _normalise(query)
         folded = fold_chinese(text)
-        decision = _first_hit(_POSITIVE_RULES, text, folded)
+        rules = _rules()
+        decision = _first_hit(rules.positive, text, folded)
         if decision is None:
-            decision = _first_hit(_NO_MEMORY_RULES, text, folded)
+            decision = _first_hit(rules.no_memory, text, folded)
         if decision is None:  # a question about the user, in the language it is asked in
-            decision = _first_hit(_ABOUT_USER_RULES.get(detect_language(text), ()), text, folded)
+            decision = _first_hit(rules.about_user.get(detect_language(text), ()), text, folded)
         if decision is not None:
             return decision
         if self._judge is None:
@@ -315,7 +326,7 @@ def explain_rules() -> list[dict]:
             "example": rule.example,
             "recall": rule.recall,
         }
-        for rule in (*_POSITIVE_RULES, *_NO_MEMORY_RULES, *(r for rs in _ABOUT_USER_RULES.values() for r in rs))
+        for rule in (*_rules().positive, *_rules().no_memory, *(r for rs in _rules().about_user.values() for r in rs))
     ]
 
 

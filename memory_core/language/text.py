@@ -18,7 +18,26 @@ import threading
 import unicodedata
 from typing import Any, Final
 
-from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN, STOPWORDS_SWEDISH
+
+def _bm25s_stopwords() -> dict[str, Any]:
+    """bm25s's stop word tables, read from its ``stopwords`` module without importing the package,
+    whose ``__init__`` imports SciPy: a command that never ranks (``memctl stats``) would pay for it."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("bm25s")
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover - a declared dependency
+        raise ImportError("bm25s is not installed (pip install bm25s)")
+    path = os.path.join(next(iter(spec.submodule_search_locations)), "stopwords.py")
+    table: dict[str, Any] = {}
+    with open(path, encoding="utf-8") as f:
+        exec(compile(f.read(), path, "exec"), table)  # data only: tuples of words
+    return table
+
+
+_BM25S = _bm25s_stopwords()
+STOPWORDS_EN, STOPWORDS_SWEDISH, STOPWORDS_CHINESE = (_BM25S["STOPWORDS_EN"], _BM25S["STOPWORDS_SWEDISH"],
+                                                      _BM25S["STOPWORDS_CHINESE"])
 
 __all__ = [
     "CJK", "CJK_CHAR", "CJK_RUN", "WORD", "JOINED_WORD", "UNIT", "PUNCT_MAP", "STOP_WORDS", "STOP_CJK",

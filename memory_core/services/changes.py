@@ -393,6 +393,28 @@ class Changes:
         _, after, _ = self.change({event.memory_id: fields}, "undo", note=f"undo event {eid}", extra=mark)
         return after[event.memory_id]
 
+    def undo_groups(self, group_ids: list[int]) -> list[int]:
+        """Undo several operations as one request (a maintenance run's): every one is checked first,
+        so none is undone when one cannot be, then each is undone, the latest first. A memory changed
+        since by anything but these operations refuses the whole request. Returns the undo groups."""
+        gids = [check_id(g) for g in group_ids]
+        with self.core.session(write=False) as con:
+            for gid in gids:
+                events = self.events_where(con, "group_id = ?", [gid])
+                if not events:
+                    raise NotFoundError(f"no operation with group id {gid}")
+                _check_undoable(events)
+                touched = sorted({e.memory_id for e in events if e.memory_id is not None})
+                later = self.events_where(
+                    con, "memory_id IN (SELECT unnest(?)) AND id > ? AND undone_by IS NULL "
+                    "AND group_id NOT IN (SELECT unnest(?))",
+                    [touched, max(e.id for e in events), gids]) if touched else []
+                if later:
+                    e = later[0]
+                    raise StateError(f"memory {e.memory_id} changed after operation {gid} (event {e.id}, "
+                                     f"{e.action}); undo that change first")
+        return [self.undo_group(g) for g in sorted(gids, reverse=True)]
+
     def undo_group(self, group_id: int) -> int:
         """Undo a whole operation (a merge, a conflict resolution, a maintenance step): every memory
         it changed gets its fields back, memories it created are removed, and the conflicts and

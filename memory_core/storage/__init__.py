@@ -34,15 +34,15 @@ import os
 from typing import Hashable, Sequence
 
 from . import schema, tables
-from .interface import Connection, Cursor, Dialect, IntegrityError, Store
+from .interface import DATABASE_SCHEMES, Connection, Cursor, Dialect, IntegrityError, Store
 from .schema import SCHEMA_VERSION
 
 
-def is_database_url(location: str | os.PathLike) -> bool:
-    """Does ``location`` name a database server's bank (a URL) rather than a bank file?"""
-    from .postgres import is_postgres_url
 
-    return is_postgres_url(location)
+def is_database_url(location: str | os.PathLike) -> bool:
+    """Does ``location`` name a database server's bank (a URL) rather than a bank file? A string
+    check only: the PostgreSQL driver is imported when such a bank opens, not for a file."""
+    return isinstance(location, str) and location.startswith(DATABASE_SCHEMES)
 
 
 def open_store(location: str | os.PathLike, *, lock_timeout: float = 10.0, read_only: bool = False) -> Store:

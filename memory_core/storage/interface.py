@@ -17,6 +17,8 @@ from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 import pyarrow as pa
 
 
+DATABASE_SCHEMES = ("postgresql://", "postgres://")  # how a PostgreSQL bank's URL starts
+
 class IntegrityError(Exception):
     """A statement broke a key or constraint of the schema (e.g. an id another writer just took).
 

@@ -1,0 +1,69 @@
+"""A cold ``memctl`` loads only what its command needs: commands that embed nothing never import
+the model's runtime, the server's stack, the dashboard's or the PostgreSQL driver for a bank file.
+
+Each command runs in a real subprocess, which reports ``sys.modules`` as it exits; the test
+checks which heavy packages are among them (not how long it took: timings are BENCHMARKS.md's).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory_core import MemoryBank
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# What no command below may import. The model runs on onnxruntime (or torch); scipy came in
+# through bm25s's package import only for its stop word lists.
+HEAVY = ("torch", "sentence_transformers", "transformers", "onnxruntime", "psycopg", "psycopg_pool", "fastapi",
+         "starlette", "uvicorn", "mcp", "streamlit", "plotly", "scipy", "httpx")
+
+_REPORT = """
+import atexit, json, sys
+atexit.register(lambda: sys.stderr.write("\\nMODULES " + json.dumps(sorted(m for m in sys.modules if "." not in m)) + "\\n"))
+sys.argv = ["memctl"] + sys.argv[1:]
+from memory_core.cli import main
+main()
+"""
+
+
+def loaded(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``memctl ARGS`` in a fresh interpreter; its result and the top-level modules it imported."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMCTL_WARM": "0", "HF_HUB_OFFLINE": "1"}
+    run = subprocess.run([sys.executable, "-c", _REPORT, *args], capture_output=True, text=True, env=env,
+                         timeout=120, cwd=ROOT)
+    line = [x for x in run.stderr.splitlines() if x.startswith("MODULES ")]
+    assert line, run.stderr
+    return run, set(json.loads(line[-1][len("MODULES "):]))
+
+
+@pytest.fixture(scope="module")
+def bank_file(tmp_path_factory, embedder) -> tuple[Path, int]:
+    path = tmp_path_factory.mktemp("cold") / "bank.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        mid = bank.add("Prefers tea to coffee", namespace="alice")
+    return path, mid
+
+
+@pytest.mark.parametrize("command", [["stats"], ["stats", "--json"], ["show", "ID"], ["--help"], ["recall", "--help"],
+                                     ["preset", "list"]])
+def test_a_command_that_embeds_nothing_loads_no_heavy_package(bank_file, command):
+    path, mid = bank_file
+    run, modules = loaded("--bank", str(path), *[str(mid) if a == "ID" else a for a in command])
+    assert run.returncode == 0, run.stderr
+    assert not modules & set(HEAVY), f"memctl {' '.join(command)} imported {sorted(modules & set(HEAVY))}"
+
+
+def test_the_check_sees_a_heavy_import(bank_file):
+    """The probe is honest: a command that embeds (recall, in process) does load the model."""
+    path, _ = bank_file
+    run, modules = loaded("--bank", str(path), "recall", "tea", "-n", "alice", "--dry-run")
+    assert run.returncode == 0, run.stderr
+    assert "Prefers tea" in run.stdout
+    assert modules & {"onnxruntime", "torch"}
