@@ -58,7 +58,8 @@ def summary(events: list[Event]) -> str:
         return first.note
     keys = sorted({k for e in events for k in (e.after or {}) if (e.before or {}).get(k) != (e.after or {}).get(k)}
                   - {"updated_at", "content_hash"})
-    return f"{first.action} of {len(ids)} memor{'y' if len(ids) == 1 else 'ies'}" + (f": {', '.join(keys[:5])}" if keys and first.action != "add" else "")
+    what = f"{first.action} of {len(ids)} memor{'y' if len(ids) == 1 else 'ies'}"
+    return what + (f": {', '.join(keys[:5])}" if keys and first.action != "add" else "")
 
 
 def undo(group: int) -> None:

@@ -9,7 +9,7 @@ import streamlit as st
 
 from memory_core import MemoryCoreError, NotFoundError
 from memory_core.curation import merge as merge_mod
-from dashboard.common import get_bank, merge_candidates, namespace_picker, paged, readable_errors
+from dashboard.common import get_bank, memory_link, merge_candidates, namespace_picker, paged, readable_errors
 
 PAGE_SIZE = 20  # clusters drawn at once (each a text box and a button per member)
 
@@ -101,7 +101,7 @@ with readable_errors():
                 if m is None:
                     continue
                 st.text(m.text if m.text is not None else "(erased)")
-                st.caption(f"memory {m.id} · created {m.created_at:%Y-%m-%d} · {m.kind} · importance "
+                st.caption(f"{memory_link(m.id, f'memory {m.id}')} · created {m.created_at:%Y-%m-%d} · {m.kind} · importance "
                            f"{m.importance:.2f} · recalled {m.access_count}× · used {m.use_count}×")
             st.text_area("Merged text (edit before merging if you like)", value=preview.text,
                          key=f"merge-text-{key}")
@@ -130,8 +130,9 @@ with readable_errors():
         with st.container(border=True):
             info, action = st.columns([5, 1])
             state = f"undone {r.undone_at:%Y-%m-%d %H:%M}" if r.undone_at else "active"
-            info.markdown(f"Merge {r.id} · {r.created_at:%Y-%m-%d %H:%M} · members {', '.join(map(str, r.member_ids))} "
-                          f"→ memory {r.merged_id} · {r.path} · {state}")
+            info.markdown(f"Merge {r.id} · {r.created_at:%Y-%m-%d %H:%M} · members "
+                          f"{', '.join(memory_link(i, str(i)) for i in r.member_ids)} "
+                          f"→ {memory_link(r.merged_id, f'memory {r.merged_id}')} · {r.path} · {state}")
             m = merged.get(r.merged_id)
             if m is not None and m.text is not None:
                 info.text(m.text)

@@ -17,7 +17,8 @@ from memory_core import ScoringParams
 from memory_core.index import scoring
 from memory_core.evaluation import tuning
 from dashboard.common import (THRESHOLD_LABEL_ROOM, check_choice_param, check_param, ensure_loaded, get_bank,
-                              model_caption, namespace_picker, readable_errors, set_param, threshold_line, url_param)
+                              memory_href, model_caption, namespace_picker, readable_errors, set_param,
+                              threshold_line, url_param)
 
 CANDIDATES = 15  # at least this many candidates are shown, in or out
 # (ScoringParams field, label, min, max, step)
@@ -250,7 +251,7 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
     for h in hits:
         parts = score_parts(h, p)
         is_in = h.score >= p.threshold and h.rank <= p.k
-        rows.append({"in": is_in, "rank": h.rank, "id": h.memory.id, "score": h.score,
+        rows.append({"in": is_in, "rank": h.rank, "id": h.memory.id, "open": memory_href(h.memory.id), "score": h.score,
                      **parts, "total": sum(parts.values()), "tier ×": h.components["tier"], "text": h.memory.text})
     table = pd.DataFrame(rows)
     n_in = int(table["in"].sum())
@@ -267,6 +268,7 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
                       margin={"l": 10, "r": 10, "t": 10 + THRESHOLD_LABEL_ROOM, "b": 10})
     st.plotly_chart(fig, key="tune_chart", width="stretch")
     st.dataframe(table, hide_index=True, key="tune_table", column_config={
+        "open": st.column_config.LinkColumn("memory", display_text="open", width=60),
         "in": st.column_config.CheckboxColumn("in", help="in: returned to the agent (score ≥ threshold, rank ≤ k); "
                                                          "unticked: out"),
         **{c: st.column_config.NumberColumn(c, format="%.3f") for c in ["score", *dict.fromkeys(n for n, _, _ in PARTS),

@@ -320,8 +320,10 @@ def test_markup_in_a_memory_is_shown_as_text(tab, browser_bank):
     main = page.locator('[data-testid="stMain"]')
     expect(main.get_by_text("1 matching memories", exact=False)).to_be_visible()
     page.goto(f"{tab.base_url}/memory?id={browser_bank[1]['xss']}")
+    expect(page.locator('[data-testid="stSidebarNav"]')).to_be_visible(timeout=60_000)
     tab.settle()
     code = main.locator('[data-testid="stCode"]').first
+    expect(code).to_be_visible(timeout=60_000)
     expect(code).to_contain_text("<script>window.__pwned=1</script>")
     expect(code).to_contain_text('<img src="http://example.invalid/x.png">')
     assert main.locator("img[src*='example.invalid']").count() == 0
