@@ -33,11 +33,11 @@ from __future__ import annotations
 import os
 from typing import Hashable, Sequence
 
-from . import schema, tables
+from . import schema  # and .tables, imported where used (NumPy, Arrow): the cache folder needs neither
 from .interface import Connection, Cursor, Dialect, IntegrityError, Store
 from .schema import SCHEMA_VERSION
 
-DATABASE_SCHEMES = ("postgresql://", "postgres://")  # how a PostgreSQL bank's URL starts
+DATABASE_SCHEMES = ("postgresql://", "postgres://")  # how a PostgreSQL bank's URL starts (postgres.URL_SCHEMES)
 
 
 def is_database_url(location: str | os.PathLike) -> bool:
