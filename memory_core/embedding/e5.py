@@ -350,11 +350,13 @@ class E5Encoder:
 
 
 def _fingerprint(path: Path) -> str:
-    import onnxruntime
-    import torch
+    """The build's key: the weights file and the exporting libraries' versions, read from their
+    installed metadata (the same strings as ``torch.__version__``): importing torch to learn its
+    version would cost every cold process seconds and a few hundred MB for a build made once."""
+    from importlib.metadata import version
 
     st = path.stat()
-    key = f"{BUILD_VERSION}|{path}|{st.st_size}|{st.st_mtime_ns}|{torch.__version__}|{onnxruntime.__version__}"
+    key = f"{BUILD_VERSION}|{path}|{st.st_size}|{st.st_mtime_ns}|{version('torch')}|{version('onnxruntime')}"
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
