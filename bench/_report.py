@@ -234,6 +234,27 @@ server-side times (what the page waits for), over {r['repeats']} repeats.
 |---|---|---|
 {cold}
 | building the bank (vectors given) | {r['import_with_vectors_s']:.1f} s | |
+{_dashboard_browser_md(r)}"""
+
+
+def _dashboard_browser_md(r: dict) -> str:
+    """In chromium, on the demo bank and on this bank: warm page switches and Browse's filter and search."""
+    runs = [(f"demo ({r['demo']['memories']:,})", r["demo"]) if "page_switch" in r.get("demo", {}) else None,
+            (f"{r['memories']:,}", r["browser"]) if "page_switch" in r.get("browser", {}) else None]
+    runs = [x for x in runs if x]
+    if not runs:
+        return ""
+    rows = "\n".join(f"| {name} | {b['page_switch']['p50_s']:.2f} s (slowest page {b['page_switch']['slowest_page']}, "
+                     f"max {b['page_switch']['max_s']:.2f} s) | {b['browse_filter']['p50_s']:.2f} s | "
+                     f"{b['browse_search']['p50_s']:.2f} s |" for name, b in runs)
+    return f"""
+In chromium (Playwright), the dashboard open on the bank, each page visited once before; p50 over
+{runs[0][1]['page_switch']['n']} switches (every page, several rounds) and the Browse rounds. The search is timed from the
+typing pause (400 ms) to the table redrawn. Target: each ≤ 1 s.
+
+| bank (memories) | warm page switch p50 | Browse: a facet picked, p50 | Browse: a word searched, p50 |
+|---|---|---|---|
+{rows}
 """
 
 

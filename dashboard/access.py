@@ -90,7 +90,7 @@ with readable_errors():
     if tokens:
         st.dataframe(pd.DataFrame([{
             "name": t.name, "namespaces": ", ".join(t.namespaces) or "(all)", "access": _access(t),
-            "created": t.created_at, "last used": _when(activity[t.name].last_used),
+            "created": _when(t.created_at), "last used": _when(activity[t.name].last_used),
             f"changes ({ACTIVE_DAYS} d)": activity[t.name].changes,
             f"recalls ({ACTIVE_DAYS} d)": activity[t.name].recalls} for t in tokens]),
             hide_index=True, width="stretch")

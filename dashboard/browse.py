@@ -1,7 +1,10 @@
-"""Browse: find, inspect, edit, delete, restore, add and export memories.
+"""Browse: find memories, act on a selection, export the view, add by hand.
 
-Texts are always shown as plain text (st.code / dataframe cells), never as markdown or HTML:
-memories come from conversations and may contain markup.
+Every filter lives in the URL (each widget is bound to a query parameter named by its key), so a
+reload or a copied link shows the same view; a value the page cannot use is named on the page.
+Each memory id links to the memory's own page, where it is read, edited, forgotten or undone.
+Texts are always shown as plain text (dataframe cells), never as markdown or HTML: memories come
+from conversations and may contain markup.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ import streamlit as st
 
 from memory_core import CATEGORIES, KINDS, ORDERS, STATUSES, TIERS
 from memory_core.index.scoring import COLD_DAYS, HOT_DAYS
-from dashboard.common import configured_password, ensure_loaded, get_bank, namespace_picker, password_matches, readable_errors
+from dashboard.common import (check_choice_param, check_param, ensure_loaded, get_bank, id_column, linked_select,
+                              memory_href, namespace_picker, readable_errors)
 
+PAGE_SIZES = (25, 50, 100, 200)
 PAGE_SIZE = 50
 ANY = "(any)"
 DATE_MIN, DATE_MAX = date(1970, 1, 1), date(2100, 12, 31)  # imported memories may be old
@@ -48,11 +53,13 @@ def day_bounds(picked) -> tuple[datetime | None, datetime | None]:
     return start, end
 
 
-def row_of(m, score: float | None = None) -> dict:
+def row_of(m, score: float | None = None, link: bool = False) -> dict:
     row = {} if score is None else {"score": round(score, 3)}
-    row.update({"id": m.id, "text": m.text if m.text is not None else "(erased)", "namespace": m.namespace,
+    row.update({"id": memory_href(m.id) if link else m.id, "text": m.text if m.text is not None else "(erased)", "namespace": m.namespace,
                 "category": m.category, "kind": m.kind, "importance": round(m.importance, 3),
-                "status": m.status, "pinned": m.pinned, "created": when(m.created_at),
+                "status": m.status, "pinned": m.pinned,
+                # the table shows the day (its width fits 1,280 px); an export keeps the time
+                "created": f"{m.created_at:%Y-%m-%d}" if link else when(m.created_at),
                 # recalled: recalls that returned it; used: those whose answer used it (feedback)
                 "recalled": m.access_count, "used": m.use_count})
     return row
@@ -77,46 +84,106 @@ def add_form(default_namespace: str) -> None:
 if msg := st.session_state.pop("browse_flash", None):
     st.success(msg)
 
+
+def counted(counts: dict[str, int]):
+    """A facet's option label: the value and how many memories of the namespace have it."""
+    return lambda v: v if v == ANY else f"{v} ({counts.get(v, 0):,})"
+
+
+def valid_range(raw: str) -> bool:
+    """An importance range as the URL holds it: two numbers in [0, 1], low first."""
+    lo, hi = (float(x) for x in raw.strip("[]()").split(","))
+    return 0 <= lo <= hi <= 1
+
+
+def valid_days(raw: str) -> bool:
+    """A date range as the URL holds it: one or two ISO days."""
+    days = [date.fromisoformat(x.strip().strip("'\"")) for x in raw.strip("[]()").split(",") if x.strip()]
+    return 1 <= len(days) <= 2
+
+
+def bulk_actions(ids: list[int], by_id: dict) -> None:
+    """Act on the selected rows: forget or restore them, set their importance or category; each
+    one operation, undone as a whole from the Activity page."""
+    active = [i for i in ids if by_id[i].status == "active"]
+    archived = [i for i in ids if by_id[i].status == "archived"]
+    box = st.container(border=True)
+    box.markdown(f"**{len(ids)} selected**: " + " ".join(f"[#{i}]({memory_href(i)})" for i in ids[:12])
+                 + (" …" if len(ids) > 12 else ""))
+    c1, c2, c3, c4 = box.columns(4)
+    if active and c1.button(f"Forget {len(active)}", key="bulk_forget", help="Archive: kept, never recalled, undoable"):
+        with readable_errors():
+            group = bank.forget_many(active)
+            flash(f"Archived {len(active)} memories (restorable; undo operation {group} on the Activity page).")
+    if archived and c2.button(f"Restore {len(archived)}", key="bulk_restore"):
+        with readable_errors():
+            group = bank.restore_many(archived)
+            flash(f"Restored {len(archived)} memories (undo operation {group} on the Activity page).")
+    importance = c3.number_input("Set importance", 0.0, 1.0, 0.5, 0.05, key="bulk_importance")
+    if active and c3.button(f"Set importance of {len(active)}", key="bulk_set_importance"):
+        with readable_errors():
+            group = bank.update_many(active, importance=float(importance))
+            flash(f"Set the importance of {len(active)} memories to {importance:.2f} (operation {group}).")
+    category_new = c4.selectbox("Set category", CATEGORIES, key="bulk_category")
+    if active and c4.button(f"Set category of {len(active)}", key="bulk_set_category"):
+        with readable_errors():
+            group = bank.update_many(active, category=category_new)
+            flash(f"Set the category of {len(active)} memories to {category_new} (operation {group}).")
+
+
 with readable_errors():
     if not bank.namespaces():
         st.info("This bank has no memories yet: add one below, or import with `memctl import`.")
         add_form("default")
         st.stop()
 
-    # -- filters ----------------------------------------------------------------------------
+    # -- filters: each bound to the URL; a bad value in a link is named, then ignored ----------------
     namespace = namespace_picker(bank, key="browse_namespace", allow_all=True)
-    f1, f2, f3 = st.columns(3)
-    status = f1.selectbox("Status", list(STATUSES) + [ANY], key="browse_status")
-    kind = f2.selectbox("Kind", [ANY, *KINDS], key="browse_kind")
-    category = f3.selectbox("Category", [ANY, *CATEGORIES], key="browse_category")
+    stats = bank.stats(namespace)
+    for name, options, noun in (("sort", ORDERS, "sort order"), ("pinned", list(PINNED), "pinned choice"),
+                                ("size", PAGE_SIZES, "page size")):
+        check_choice_param(name, options, noun)
+    check_param("importance", valid_range, "two numbers from 0 to 1, low first, such as 0.5,1")
+    for name in ("created", "used"):
+        check_param(name, valid_days, "one or two days, such as 2025-01-01,2025-12-31")
+    check_param("page", lambda raw: int(raw) >= 1, "a page number from 1")
+
     s1, s2 = st.columns(2)
-    contains = s1.text_input("Text contains", key="browse_contains", placeholder="plain text, case-insensitive")
-    query = s2.text_input("Semantic search (what-if: records nothing)", key="browse_query",
-                          placeholder="what kind of food do I like?")
-    r1, r2, r3 = st.columns(3)
-    imp_lo, imp_hi = r1.slider("Importance", 0.0, 1.0, (0.0, 1.0), 0.05, key="browse_importance")
-    imp_lo, imp_hi = round(float(imp_lo), 2), round(float(imp_hi), 2)  # no float noise from the slider steps
-    created_after, created_before = day_bounds(r2.date_input("Created between", value=(), key="browse_created",
-                                                             min_value=DATE_MIN, max_value=DATE_MAX,
-                                                             help="leave empty for no bound"))
-    used_after, used_before = day_bounds(r3.date_input("Last used between", value=(), key="browse_used",
-                                                       min_value=DATE_MIN, max_value=DATE_MAX,
-                                                       help="leave empty for no bound"))
-    o1, o2, o3 = st.columns(3)
-    pinned = o1.selectbox("Pinned", list(PINNED), key="browse_pinned")
-    tier = o2.selectbox("Tier", [ANY, *TIERS], key="browse_tier",
-                        help=f"hot: touched in the last {HOT_DAYS:g} days; warm: {HOT_DAYS:g}-{COLD_DAYS:g} days; "
-                             "cold: longer ago")
-    order = o3.selectbox("Sort by", ORDERS, key="browse_order")
+    contains = s1.text_input("Text contains", key="text", bind="query-params", live="400ms",
+                             placeholder="plain text, case-insensitive; applies as you type")
+    query = s2.text_input("Semantic search (what-if: records nothing)", key="q", bind="query-params",
+                          live="600ms", placeholder="what kind of food do I like?")
+    f1, f2, f3, f4, f5 = st.columns(5)
+    status = linked_select(f1, "Status", list(STATUSES) + [ANY], "status", noun="status",
+                           format_func=counted({**stats["by_status"], ANY: stats["total"]}))
+    kind = linked_select(f2, "Kind", [ANY, *KINDS], "kind", noun="kind", format_func=counted(stats["by_kind"]),
+                         help="counts: active memories")
+    category = linked_select(f3, "Category", [ANY, *CATEGORIES], "category", noun="category",
+                             format_func=counted(stats["by_category"]), help="counts: active memories")
+    tier = linked_select(f4, "Tier", [ANY, *TIERS], "tier", noun="tier", format_func=counted(stats["by_tier"]),
+                         help=f"hot: touched in the last {HOT_DAYS:g} days; warm: {HOT_DAYS:g}-{COLD_DAYS:g} days; "
+                              "cold: longer ago (counts: active memories)")
+    order = f5.selectbox("Sort by", ORDERS, key="sort", bind="query-params")
+    with st.expander("More filters: importance, dates, pinned"):
+        r1, r2, r3, r4 = st.columns(4)
+        imp_lo, imp_hi = r1.slider("Importance", 0.0, 1.0, (0.0, 1.0), 0.05, key="importance", bind="query-params")
+        imp_lo, imp_hi = round(float(imp_lo), 2), round(float(imp_hi), 2)  # no float noise from the slider steps
+        created_after, created_before = day_bounds(r2.date_input("Created between", value=(), key="created",
+                                                                 bind="query-params", min_value=DATE_MIN,
+                                                                 max_value=DATE_MAX, help="leave empty for no bound"))
+        used_after, used_before = day_bounds(r3.date_input("Last used between", value=(), key="used",
+                                                           bind="query-params", min_value=DATE_MIN,
+                                                           max_value=DATE_MAX, help="leave empty for no bound"))
+        pinned = r4.selectbox("Pinned", list(PINNED), key="pinned", bind="query-params")
     filters = dict(namespace=namespace, status=None if status == ANY else status,
                    kind=None if kind == ANY else kind, category=None if category == ANY else category,
-                   contains=contains.strip() or None, pinned=PINNED[pinned],
+                   contains=(contains or "").strip() or None, pinned=PINNED[pinned],
                    min_importance=imp_lo if imp_lo > 0 else None, max_importance=imp_hi if imp_hi < 1 else None,
                    created_after=created_after, created_before=created_before,
                    used_after=used_after, used_before=used_before, tier=None if tier == ANY else tier)
 
     # -- the table --------------------------------------------------------------------------
-    semantic = bool(query.strip())
+    semantic = bool((query or "").strip())
     if semantic:
         if namespace is None:
             st.warning("Semantic search works within one namespace: pick one above.")
@@ -130,144 +197,72 @@ with readable_errors():
                 kept = {m.id for m in bank.memories(namespace, status="active", limit=None, **narrowing)}
                 hits = [h for h in hits if h.memory.id in kept]
             shown = [h.memory for h in hits]
-            rows = [row_of(h.memory, h.score) for h in hits]
+            rows = [row_of(h.memory, h.score, link=True) for h in hits]
             st.caption(f"{len(hits)} active memories ranked by recall score (threshold 0, top 50; "
                        "the sort order does not apply).")
     else:
         total = bank.count(**filters)
-        n_pages = max(1, math.ceil(total / PAGE_SIZE))
-        p1, p2 = st.columns([1, 4])
-        page_no = p1.selectbox("Page", list(range(1, n_pages + 1)), key="browse_page")
+        p1, p2, p3 = st.columns([1, 4, 3])
+        size = p1.selectbox("Page size", PAGE_SIZES, index=PAGE_SIZES.index(PAGE_SIZE), key="size",
+                            bind="query-params")
+        n_pages = max(1, math.ceil(total / size))
+        with p3:
+            page_no = st.pagination(n_pages, key="page", bind="query-params", width="stretch")
         page_no = min(int(page_no or 1), n_pages)  # the filters may have shrunk the page count
-        shown = bank.memories(**filters, order=order, limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE)
-        rows = [row_of(m) for m in shown]
-        first = (page_no - 1) * PAGE_SIZE
-        p2.caption(f"{total} matching memories · showing {first + 1 if shown else 0}–{first + len(shown)}")
+        shown = bank.memories(**filters, order=order, limit=size, offset=(page_no - 1) * size)
+        rows = [row_of(m, link=True) for m in shown]
+        first = (page_no - 1) * size
+        p2.caption(f"**{total:,}** matching memories · showing {first + 1 if shown else 0}–{first + len(shown)} "
+                   f"· page {page_no} of {n_pages}")
 
     df = pd.DataFrame(rows)
     selected_ids: list[int] = []
     if rows:
-        event = st.dataframe(df, hide_index=True, width="stretch", key="browse_table",
-                             on_select="rerun", selection_mode="multi-row")
+        # Widths in pixels that fit every column in the main area of a 1,280 px window (the sidebar open).
+        many = namespace is None
+        event = st.dataframe(
+            df, hide_index=True, width="stretch", key="browse_table", on_select="rerun",
+            selection_mode="multi-row", height=min(len(rows), 20) * 35 + 38,
+            column_order=[c for c in df.columns if c != "namespace" or many],
+            column_config={"id": id_column(), "score": st.column_config.NumberColumn(width=52, format="%.3f"),
+                           "text": st.column_config.TextColumn("text", width=166 if many else 236),
+                           "namespace": st.column_config.TextColumn("ns", width=70),
+                           "category": st.column_config.TextColumn(width=80),
+                           "kind": st.column_config.TextColumn(width=58),
+                           "importance": st.column_config.NumberColumn("imp.", width=46, format="%.2f"),
+                           "status": st.column_config.TextColumn(width=64),
+                           "pinned": st.column_config.CheckboxColumn("pin", width=36),
+                           "created": st.column_config.TextColumn(width=84, help="day created (UTC); the time is on "
+                                                                                 "the memory's page"),
+                           "recalled": st.column_config.NumberColumn(width=58, help="recalls that returned it"),
+                           "used": st.column_config.NumberColumn(width=44, help="recalls whose answer used it")})
         picked = list(getattr(getattr(event, "selection", None), "rows", []) or [])
-        selected_ids = [int(df["id"].iloc[i]) for i in picked if i < len(df)]
+        selected_ids = [shown[i].id for i in picked if i < len(shown)]
     else:
         st.write("No memory matches these filters.")
 
     # -- selection: bulk actions and exports --------------------------------------------------
     by_id = {m.id: m for m in shown}
-    b1, b2, b3 = st.columns(3)
-    active_selected = [i for i in selected_ids if by_id.get(i) and by_id[i].status == "active"]
-    if active_selected and b1.button(f"Archive {len(active_selected)} selected", key="bulk_forget"):
-        with readable_errors():
-            bank.forget_many(active_selected)
-            flash(f"Archived {len(active_selected)} memories (restorable).")
-    export = shown if semantic else bank.memories(**filters, order=order, limit=None)
-    if export:
-        b2.download_button("Export filtered set as CSV", key="export_csv", mime="text/csv",
-                           file_name="memories.csv",
-                           data=pd.DataFrame([row_of(m) for m in export]).to_csv(index=False))
-        b3.download_button("Export filtered set as JSONL", key="export_jsonl", mime="application/jsonl",
-                           file_name="memories.jsonl",
-                           data="".join(json.dumps({k: v for k, v in m.to_dict().items() if k != "content_hash"},
-                                                   ensure_ascii=False) + "\n" for m in export))
+    if selected_ids:
+        bulk_actions(selected_ids, by_id)
+    else:
+        st.caption("Select rows (the boxes at the left) to forget, restore or re-grade them together; "
+                   "click an id to open the memory.")
+    # The export is built when a button is pressed (Streamlit calls ``data`` then), not on every rerun.
+    n_export = len(shown) if semantic else total
+    if n_export:
+        def view() -> list:
+            return shown if semantic else bank.memories(**filters, order=order, limit=None)
 
-    # -- detail view ------------------------------------------------------------------------
-    st.divider()
-    options = selected_ids or [m.id for m in shown]
-    if options:
-        label = {m.id: (m.text or "(erased)") for m in shown}
-        mid = st.selectbox("Details of", options, key="browse_detail",
-                           format_func=lambda i: f"#{i} · {label.get(i, '')[:70]}")
-        m = bank.get(mid)
-        st.subheader(f"Memory #{m.id}")
-        st.code(m.text if m.text is not None else "(text erased by a hard delete)", language=None, wrap_lines=True)
-        fields = {k: v for k, v in m.to_dict().items() if k != "text"}
-        st.dataframe(pd.DataFrame({"field": list(fields), "value": ["" if v is None else str(v) for v in fields.values()]}),
-                     hide_index=True, key="detail_fields")
-        n_conf = len(bank.conflicts(status="open", memory_id=m.id))
-        if n_conf:
-            st.caption(f"This memory is part of {n_conf} open conflict(s).")
-
-        a1, a2 = st.columns(2)
-        if m.status == "active":
-            if a1.button("Unpin" if m.pinned else "Pin", key=f"pin_{m.id}"):
-                with readable_errors():
-                    bank.update(m.id, pinned=not m.pinned)
-                    flash(f"{'Unpinned' if m.pinned else 'Pinned'} memory #{m.id}.")
-            if a2.button("Soft delete (archive)", key=f"forget_{m.id}"):
-                with readable_errors():
-                    bank.forget(m.id)
-                    flash(f"Archived memory #{m.id}: it is no longer recalled; restore it any time.")
-        elif m.status == "archived":
-            if a2.button("Restore", key=f"restore_{m.id}"):
-                with readable_errors():
-                    bank.restore(m.id)
-                    flash(f"Restored memory #{m.id}.")
-
-        if m.status != "deleted":
-            with st.expander("Edit", expanded=False):
-                with st.form(f"edit_form_{m.id}"):
-                    text = st.text_area("Text", value=m.text, key=f"edit_text_{m.id}")
-                    e1, e2, e3 = st.columns(3)
-                    importance = e1.number_input("Importance", 0.0, 1.0, float(m.importance), 0.05,
-                                                 key=f"edit_importance_{m.id}")
-                    category_new = e2.selectbox("Category", CATEGORIES, index=CATEGORIES.index(m.category),
-                                                key=f"edit_category_{m.id}")
-                    kind_new = e3.selectbox("Kind", KINDS, index=KINDS.index(m.kind), key=f"edit_kind_{m.id}")
-                    if st.form_submit_button("Save changes"):
-                        changes = {}
-                        if text != m.text:
-                            changes["text"] = text
-                        if abs(float(importance) - m.importance) > 1e-9:
-                            changes["importance"] = float(importance)
-                        if category_new != m.category:
-                            changes["category"] = category_new
-                        if kind_new != m.kind:
-                            changes["kind"] = kind_new
-                        if not changes:
-                            st.info("Nothing changed.")
-                        else:
-                            with readable_errors():
-                                bank.update(m.id, **changes)
-                                flash(f"Updated {', '.join(changes)} of memory #{m.id}.")
-
-            with st.expander("Delete forever", expanded=False):
-                st.warning(f"Hard delete erases memory #{m.id} for good: its text (below), its vector "
-                           "and its content are removed from the file; its history keeps only the id and a "
-                           "content hash. This cannot be undone (a soft delete can).")
-                st.text((m.text or "")[:80])  # plain text: a warning box would render the memory's markdown
-                confirm = st.text_input(f"Type the memory id {m.id} to confirm", key=f"hard_confirm_{m.id}")
-                # On a dashboard guarded by a password, erasing for good asks for it again.
-                again = (st.text_input("Password again", type="password", key=f"hard_password_{m.id}")
-                         if configured_password() else None)
-                if st.button("Delete forever", key=f"hard_delete_{m.id}", type="primary"):
-                    if confirm.strip() != str(m.id):
-                        st.error(f"Type {m.id} in the box to confirm: nothing was deleted.")
-                    elif again is not None and not password_matches(again):
-                        st.error("Wrong password: nothing was deleted.")
-                    else:
-                        with readable_errors():
-                            bank.forget(m.id, hard=True)
-                            flash(f"Memory #{m.id} was deleted forever.")
-
-        st.markdown("**Recall log**")
-        log = [{"when": when(r["recalled_at"]), "query": r.get("query") or "",
-                "rank": h["rank"], "score": None if h.get("score") is None else round(h["score"], 3)}
-               for r in bank.retrievals(memory_id=m.id, limit=50) for h in r["hits"] if h["memory_id"] == m.id]
-        if log:
-            st.caption(f"The {len(log)} most recent logged recall(s) that returned this memory (at most 50).")
-            st.dataframe(pd.DataFrame(log), hide_index=True, width="stretch", key="detail_recalls")
-        else:
-            st.caption("This memory was never recalled yet.")
-
-        st.markdown("**History**")
-        events = bank.history(m.id)
-        st.dataframe(pd.DataFrame([{
-            "at": when(e.at), "actor": e.actor, "action": e.action, "note": e.note or "",
-            "before": json.dumps(e.before, ensure_ascii=False, default=str) if e.before else "",
-            "after": json.dumps(e.after, ensure_ascii=False, default=str) if e.after else "",
-        } for e in events]), hide_index=True, width="stretch", key="detail_history")
+        b1, b2 = st.columns(2)
+        b1.download_button(f"Export this view as CSV ({n_export:,})", key="export_csv", mime="text/csv",
+                           file_name="memories.csv", on_click="ignore",
+                           data=lambda: pd.DataFrame([row_of(m) for m in view()]).to_csv(index=False))
+        b2.download_button(f"Export this view as JSONL ({n_export:,})", key="export_jsonl",
+                           mime="application/jsonl", file_name="memories.jsonl", on_click="ignore",
+                           data=lambda: "".join(json.dumps({k: v for k, v in m.to_dict().items()
+                                                            if k != "content_hash"}, ensure_ascii=False) + "\n"
+                                                for m in view()))
 
     st.divider()
     add_form(namespace or "default")

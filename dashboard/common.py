@@ -28,9 +28,12 @@ PAGES = [
     ("conflicts", "Conflicts", "⚖️"),
     ("merges", "Merges", "🧩"),
     ("maintenance", "Maintenance", "🧹"),
+    ("recalls", "Recalls", "🔁"),
+    ("activity", "Activity", "🕘"),
     ("usage", "Usage", "📈"),
     ("evaluate", "Evaluate", "🧪"),
     ("access", "Access", "🔑"),
+    ("memory", "Memory", "🧠"),
 ]
 
 
@@ -124,6 +127,85 @@ def model_caption(bank: MemoryBank) -> str:
     return f"Embedding model **{bank.model.split('/')[-1]}**"
 
 
+# -- state in the URL ---------------------------------------------------------------------------
+# Widgets whose value belongs in a shared link are bound to a query parameter of the same name as
+# their key (``bind="query-params"``: Streamlit reads it on load and writes it on change). A bound
+# widget drops a value it cannot take silently; the page checks the raw value first with
+# ``check_param`` so a bad link says what was wrong instead of quietly showing something else.
+
+def url_param(name: str) -> str | None:
+    """The raw value of ``?name=`` in this page's URL, or None; a repeated parameter (a bound date
+    range is ``?created=2025-01-01&created=2025-12-31``) comes back joined by commas."""
+    values = [str(v) for v in st.query_params.get_all(name) if v not in (None, "")]
+    return ",".join(values) if values else None
+
+
+def bad_link(message: str) -> None:
+    """Say on the page that a part of the link was not understood (never a stack trace)."""
+    st.warning(f"This link has a value the page cannot use: {message}", icon="🔗")
+
+
+def set_param(name: str, value: str | None) -> None:
+    """Write ``?name=value`` (None: remove it) only when it changes: each write sends the page's
+    whole query string as the server knows it, and an unchanged write would drop the values bound
+    widgets put there since."""
+    if st.query_params.get(name) != value:
+        if value is None:
+            st.query_params.pop(name, None)
+        else:
+            st.query_params[name] = value
+
+
+def check_param(name: str, valid: Callable[[str], bool], expected: str) -> bool:
+    """True unless ``?name=`` is present and not ``valid``; then a message naming what it may be."""
+    raw = url_param(name)
+    if raw is None:
+        return True
+    try:
+        ok = bool(valid(raw))
+    except (ValueError, TypeError):
+        ok = False
+    if not ok:
+        bad_link(f"`{name}={raw[:80]}`: {expected}. It is ignored.")
+    return ok
+
+
+def check_choice_param(name: str, options: Any, noun: str) -> bool:
+    """``check_param`` for a value that must be one of ``options``."""
+    options = [str(o) for o in options]
+    return check_param(name, lambda raw: raw in options, f"the {noun} must be one of {', '.join(options)}")
+
+
+def linked_select(where: Any, label: str, options: list, key: str, *, noun: str, index: int = 0,
+                  format_func: Callable[[Any], str] = str, help: str | None = None) -> Any:
+    """A selectbox whose choice is ``?key=`` in the URL, for labels that change with the data
+    (a facet's counts): a bound widget would store the label, so this one stores the option itself.
+    The link's value is read when the widget first appears; a bad one is named on the page. The
+    first option is the default, left out of the URL."""
+    raw = url_param(key)
+    if key not in st.session_state and raw is not None and check_choice_param(key, options, noun):
+        index = [str(o) for o in options].index(raw)
+    choice = where.selectbox(label, options, index=index, key=key, format_func=format_func, help=help)
+    set_param(key, None if choice == options[0] else str(choice))  # the default keeps the link short
+    return choice
+
+
+def memory_href(memory_id: int) -> str:
+    """The URL of one memory's page, relative to the dashboard (what every memory id links to)."""
+    return f"./memory?id={int(memory_id)}"
+
+
+def memory_link(memory_id: int, label: str | None = None) -> str:
+    """A markdown link to one memory's page (the label is an id or fixed words, never memory text)."""
+    return f"[{label or f'#{int(memory_id)}'}]({memory_href(memory_id)})"
+
+
+def id_column(label: str = "id") -> Any:
+    """A dataframe column of memory page URLs shown as their ids (rows hold ``memory_href(id)``)."""
+    return st.column_config.LinkColumn(label, display_text=r"id=(\d+)", width=48,
+                                       help="Opens the memory's own page")
+
+
 def _chose_namespace(key: str) -> None:
     """The user picked a namespace: every page opens on it from now on (see namespace_picker)."""
     st.session_state["namespace_choice"] = st.session_state[key]
@@ -147,11 +229,20 @@ def namespace_picker(bank: MemoryBank, key: str = "namespace", allow_all: bool =
         st.info(f"This bank has no memories yet{'' if empty[0] in ',:;' else '. '}{empty}")
         st.stop()
     current = st.session_state.get("namespace_choice")
+    linked = url_param("ns")
+    if key not in st.session_state and linked is not None:  # a reload or a shared link names one
+        if linked in options:
+            current = linked
+            st.session_state["namespace_chosen"] = True
+        else:
+            bad_link(f"the namespace `{linked[:80]}` is not in this bank (it has "
+                     f"{', '.join(names[:8])}{'…' if len(names) > 8 else ''}). Showing another one.")
     if prefer is not None and key not in st.session_state and not st.session_state.get("namespace_chosen"):
         current = prefer(names) or current  # asked only when the page opens: the choice then stays put
     index = options.index(current) if current in options else 0
     choice = st.selectbox("Namespace", options, index=index, key=key, on_change=_chose_namespace, args=(key,))
     st.session_state["namespace_choice"] = choice
+    set_param("ns", choice)
     return None if choice == "(all)" else choice
 
 

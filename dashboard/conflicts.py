@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from memory_core import Conflict, Memory
-from dashboard.common import get_bank, namespace_picker, paged, readable_errors
+from dashboard.common import get_bank, memory_link, namespace_picker, paged, readable_errors
 
 RULES = [  # (rule, button label, what it does)
     ("newer_wins", "Newer wins", "the older memory becomes superseded by the newer one"),
@@ -42,7 +42,7 @@ def _undo(group_id: int) -> None:
 
 
 def _memory(col, m: Memory, label: str) -> None:
-    col.markdown(f"**{label}** · memory {m.id}")
+    col.markdown(f"**{label}** · {memory_link(m.id, f'memory {m.id}')}")
     col.text(m.text if m.text is not None else "(erased)")
     col.caption(f"created {m.created_at:%Y-%m-%d %H:%M} · {m.kind} · importance {m.importance:.2f} · "
                 f"{m.category} · {m.status}")

@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from memory_core import ablate, parse_cases
+from memory_core import MemoryCoreError, ablate, get_client, parse_cases
 from memory_core.evaluation import metrics as mx
 from dashboard.common import get_bank, readable_errors
 
@@ -58,7 +58,17 @@ st.caption("Ablation: each question is answered once with the memories recall re
            "means memory changes nothing, however good retrieval looks.")
 
 with readable_errors():
-    with st.expander("Run an ablation", expanded=not bank.ablation_runs(limit=1)):
+    try:
+        llm_ready, llm_problem = get_client() is not None, None
+    except MemoryCoreError as exc:  # configured, but not usably
+        llm_ready, llm_problem = False, str(exc)
+    if not llm_ready:
+        st.warning("No LLM is configured, so an ablation cannot run here yet"
+                   + (f" ({llm_problem})" if llm_problem else "") + ". Set `MEMCTL_LLM_BASE_URL` (any "
+                   "OpenAI-compatible endpoint), `MEMCTL_LLM_MODEL` and, if the endpoint needs one, "
+                   "`MEMCTL_LLM_API_KEY` in the dashboard's environment, then restart it. A separate judge is "
+                   "optional: `MEMCTL_JUDGE_*`. Past runs stay readable below.", icon="🔌")
+    with st.expander("Run an ablation", expanded=llm_ready and not bank.ablation_runs(limit=1)):
         st.caption('Cases: JSON lines `{"question": ..., "namespace": ..., "expected": ...}` (namespace and '
                    "expected answer optional). The answering model is the configured LLM (`MEMCTL_LLM_*`); the "
                    "judge is `MEMCTL_JUDGE_*` when set, else the same endpoint.")

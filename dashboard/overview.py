@@ -1,15 +1,22 @@
-"""Overview (home): the bank at a glance — counts, distributions, growth, conflicts, maintenance."""
+"""Overview (home): the bank at a glance — counts, distributions, growth, conflicts, maintenance.
+
+Each tile links to the view it counts (Browse, Recalls, Conflicts), filtered as the tile says.
+"""
 
 from __future__ import annotations
 
 import os
+from datetime import datetime, timedelta, timezone
 
 import pandas as pd
 import plotly.express as px
 import streamlit as st
 
 from memory_core.curation import merge
+from memory_core.index.scoring import COLD_DAYS, HOT_DAYS
 from dashboard.common import get_bank, merge_candidates, readable_errors
+
+TREND_DAYS = 7  # the empty-recall trend compares the last week with the week before
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -44,12 +51,36 @@ with readable_errors():
     if notice := bank.language_notice():
         st.warning(notice, icon="🌐")
     open_conflicts = stats["open_conflicts"]
+    now = datetime.now(timezone.utc)
+    recent = bank.retrievals(limit=None, since=now - timedelta(days=2 * TREND_DAYS))
+    cut = now - timedelta(days=TREND_DAYS)
+
+    def empty_rate(rs: list) -> float | None:
+        return sum(1 for r in rs if not r["n_results"]) / len(rs) if rs else None
+
+    this_week = empty_rate([r for r in recent if r["recalled_at"] >= cut])
+    last_week = empty_rate([r for r in recent if r["recalled_at"] < cut])
+    rate = stats["empty_retrievals"] / stats["retrievals"] if stats["retrievals"] else None
     cols = st.columns(5)
     cols[0].metric("active memories", stats["active"])
+    cols[0].page_link("dashboard/browse.py", label="Browse them", icon="🔎")
     cols[1].metric("namespaces", stats["namespaces"])
-    cols[2].metric("recalls logged", stats["retrievals"])
-    cols[3].metric("empty recalls", stats["empty_retrievals"])
+    cols[1].page_link("dashboard/browse.py", label="Every namespace", icon="🔎", query_params={"ns": "(all)"})
+    cols[2].metric("recalls logged", stats["retrievals"],
+                   help=f"{len([r for r in recent if r['recalled_at'] >= cut])} in the last {TREND_DAYS} days")
+    cols[2].page_link("dashboard/recalls.py", label="Explore recalls", icon="🔁", query_params={"ns": "(all)"})
+    cols[3].metric("empty recalls", f"{stats['empty_retrievals']}" + ("" if rate is None else f" ({rate:.0%})"),
+                   None if this_week is None or last_week is None or abs(this_week - last_week) < 0.005
+                   else f"{(this_week - last_week) * 100:+.0f} points this week",
+                   delta_color="off",
+                   help=f"Share of all logged recalls that returned nothing; the arrow compares the last {TREND_DAYS} "
+                        f"days ({'—' if this_week is None else f'{this_week:.0%}'}) with the {TREND_DAYS} before "
+                        f"({'—' if last_week is None else f'{last_week:.0%}'}). An empty recall is a correct answer "
+                        "when nothing fits; many may mean a threshold set too high.")
+    cols[3].page_link("dashboard/recalls.py", label="See empty recalls", icon="🔁",
+                      query_params={"ns": "(all)", "results": "empty"})
     cols[4].metric("open conflicts", open_conflicts)
+    cols[4].page_link("dashboard/conflicts.py", label="Review conflicts", icon="⚖️", query_params={"ns": "(all)"})
 
     if stats["total"] == 0:
         st.info("This bank is empty. Build the demo into it with `make demo` "
@@ -63,6 +94,9 @@ with readable_errors():
         with right:
             _bar("Active memories by namespace", dict(bank.namespaces()), "namespace")
             _bar("Active memories by tier", stats["by_tier"], "tier")
+            st.caption(f"Tiers follow when a memory was last touched (added or recalled): hot within "
+                       f"{HOT_DAYS:g} days, warm up to {COLD_DAYS:g}, cold beyond. No hot memory means none was "
+                       f"added or recalled in the last {HOT_DAYS:g} days.")
 
         # Growth: every memory (any status) by the month it was created, counted by the bank.
         if stats["by_month"]:

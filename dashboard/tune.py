@@ -16,8 +16,8 @@ import streamlit as st
 from memory_core import ScoringParams
 from memory_core.index import scoring
 from memory_core.evaluation import tuning
-from dashboard.common import (THRESHOLD_LABEL_ROOM, ensure_loaded, get_bank, model_caption, namespace_picker,
-                              readable_errors, threshold_line)
+from dashboard.common import (THRESHOLD_LABEL_ROOM, check_choice_param, check_param, ensure_loaded, get_bank,
+                              model_caption, namespace_picker, readable_errors, set_param, threshold_line, url_param)
 
 CANDIDATES = 15  # at least this many candidates are shown, in or out
 # (ScoringParams field, label, min, max, step)
@@ -73,8 +73,24 @@ def score_parts(hit, p: ScoringParams) -> dict[str, float]:
     return {name: shares[component] for name, _, component in PARTS}
 
 
+def linked_moment(day: date) -> datetime | None:
+    """The exact moment a link carried (``?at=``, from a logged recall) when it falls on ``day``: the
+    ranking then uses the recency that recall saw."""
+    raw = url_param("at")
+    try:
+        moment = datetime.fromisoformat(raw) if raw else None
+    except ValueError:
+        return None
+    if moment is not None and moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment if moment is not None and moment.date() == day else None
+
+
 def as_of(day: date) -> datetime:
-    """The moment an "as of" date stands for: now for today, otherwise the end of that day (UTC)."""
+    """The moment an "as of" date stands for: the linked recall's moment on its day, now for today,
+    otherwise the end of that day (UTC)."""
+    if (moment := linked_moment(day)) is not None:
+        return moment
     if day >= datetime.now(timezone.utc).date():
         return datetime.now(timezone.utc)
     return datetime.combine(day, time.max, tzinfo=timezone.utc)
@@ -140,6 +156,14 @@ with readable_errors():
         if chosen in presets:
             load_preset_into_sliders(presets[chosen])
 
+    # A link (a reload, or "open in Tune" from a logged recall) names the preset, the query and the day.
+    if "tune_preset" not in st.session_state and check_choice_param("tune_preset", names, "preset"):
+        if (linked := url_param("tune_preset")) is not None:
+            st.session_state["tune_preset"] = linked
+            load_preset_into_sliders(presets[linked])
+    check_param("tune_as_of", date.fromisoformat, "a day such as 2025-06-30")
+    check_param("at", datetime.fromisoformat, "a moment such as 2025-06-30T14:05:00+00:00")
+
     if st.session_state.get("tune_preset") not in names:
         st.session_state["tune_preset"] = active_name if active_name in names else names[0]
         load_preset_into_sliders(presets[st.session_state["tune_preset"]])
@@ -148,13 +172,14 @@ with readable_errors():
     base_name = st.selectbox("Start from preset", names, key="tune_preset", on_change=on_preset_change,
                              help=f"The bank's active preset is **{active_name}**.")
     base = presets[base_name]
+    set_param("tune_preset", base_name)
 
     logged = bank.retrievals(namespace=namespace, limit=50)
     logged_queries = list(dict.fromkeys(r["query"] for r in logged))
     qcol, lcol, dcol = st.columns([3, 3, 1])
     picked = lcol.selectbox("…or a recent logged query", ["(type your own)"] + logged_queries, key="tune_logged")
-    typed = qcol.text_input("Query", key="tune_query", placeholder="what kind of food do I like?")
-    day = dcol.date_input("As of", value=datetime.now(timezone.utc).date(), key="tune_as_of")
+    typed = qcol.text_input("Query", key="tune_query", placeholder="what kind of food do I like?", bind="query-params")
+    day = dcol.date_input("As of", value=datetime.now(timezone.utc).date(), key="tune_as_of", bind="query-params")
     query = typed.strip() or ("" if picked == "(type your own)" else picked)
     sets = bank.label_sets()
     set_names = list(dict.fromkeys([*sets, "default"]))
@@ -163,26 +188,49 @@ with readable_errors():
                              help="Marks on this page go into this set; its metrics and the tuner use it.")
 
 
+# Slider rows of the weights panel: (heading, fields), laid out across the page so labels read whole.
+SLIDER_ROWS = [
+    ("Weights (divided by their sum)", ["alpha", "beta", "gamma", "delta"]),
+    ("Inside relevance", ["lexical_weight", "neighbour_weight", "date_weight"]),
+    ("Recency, cut-off and size", ["half_life_days", "threshold", "k"]),
+    ("Tier multipliers", ["tier_hot", "tier_warm", "tier_cold"]),
+]
+
+
+def normalised(values: dict) -> str:
+    """The weights as scoring uses them: each divided by their sum (α 0.10 of a sum 0.32 draws 0.31)."""
+    names = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ"}
+    total = sum(float(values[f]) for f in names)
+    if total <= 0:
+        return "All four weights are 0: every score is 0."
+    return (f"Scores divide the weights by their sum ({total:.2f}), so what counts is each one's share: "
+            + " · ".join(f"{n} {float(values[f]) / total:.2f}" for f, n in names.items())
+            + ". The bars below are drawn with these shares.")
+
+
 @st.fragment
 def tuner() -> None:
     with readable_errors():
-        left, right = st.columns([1, 3])
-        with left:
-            st.subheader("Weights")
-            values = {}
-            for field, label, lo, hi, step in SLIDERS:
-                values[field] = st.slider(label, min_value=lo, max_value=hi, step=step, key=slider_key(field))
+        spec = {field: (label, lo, hi, step) for field, label, lo, hi, step in SLIDERS}
+        values = {}
+        with st.expander("Settings", expanded=True):
+            for heading, fields in SLIDER_ROWS:
+                st.markdown(f"**{heading}**")
+                for col, field in zip(st.columns(4), fields):
+                    label, lo, hi, step = spec[field]
+                    values[field] = col.slider(label, min_value=lo, max_value=hi, step=step, key=slider_key(field))
+                if heading.startswith("Weights"):
+                    st.caption(normalised(values))
             for field, label, options, help_text in CHOICES:
                 values[field] = st.radio(label, options, key=slider_key(field), horizontal=True, help=help_text)
             if base.decay != "exponential":
                 st.caption(f"Preset {base_name} decays linearly: the half-life has no effect.")
         p = base.replace(**values)
         now = as_of(day)
-        with right:
-            show_metrics(p)
-            show_ranking(p, now)
-            show_replay(p, now)
-            save_and_activate(p)
+        show_metrics(p)
+        show_ranking(p, now)
+        show_replay(p, now)
+        save_and_activate(p)
 
 
 def show_ranking(p: ScoringParams, now: datetime) -> None:
@@ -205,7 +253,7 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
     n_in = int(table["in"].sum())
     st.subheader(f"{n_in} of {len(hits)} candidates in (k={p.k}, threshold={p.threshold:.2f})")
     # Plotly reads <b>, <a href>, <br> in labels as markup: escaped, a memory's tags show as typed.
-    labels = [f"{'✅' if r['in'] else '⬜'} #{r['id']} {html.escape(r['text'][:50])}" for r in rows]
+    labels = [f"{'✅ in' if r['in'] else '⬜ out'} #{r['id']} {html.escape(r['text'][:50])}" for r in rows]
     fig = go.Figure()
     for name, _, _ in PARTS:
         fig.add_bar(name=name, y=labels, x=[float(v) for v in table[name]], orientation="h")
@@ -216,8 +264,10 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
                       margin={"l": 10, "r": 10, "t": 10 + THRESHOLD_LABEL_ROOM, "b": 10})
     st.plotly_chart(fig, key="tune_chart", width="stretch")
     st.dataframe(table, hide_index=True, key="tune_table", column_config={
-        c: st.column_config.NumberColumn(c, format="%.3f") for c in ["score", *dict.fromkeys(n for n, _, _ in PARTS),
-                                                                     "total", "tier ×"]})
+        "in": st.column_config.CheckboxColumn("in", help="in: returned to the agent (score ≥ threshold, rank ≤ k); "
+                                                         "unticked: out"),
+        **{c: st.column_config.NumberColumn(c, format="%.3f") for c in ["score", *dict.fromkeys(n for n, _, _ in PARTS),
+                                                                     "total", "tier ×"]}})
 
     active = bank.recall(query, namespace=namespace, params=active_params, now=now, record=False)
     before = [h.memory.id for h in active]
@@ -265,7 +315,7 @@ def mark_results(rows: list[dict]) -> None:
                    "not relevant" if existing and mid in existing.irrelevant else "unlabeled")
         key = f"tune_mark_{tag}_{mid}"
         t, m = st.columns([1, 1])  # room for the three marks on one line beside the text
-        t.text(f"{'✅' if r['in'] else '⬜'} #{mid} {r['text']}")
+        t.text(f"{'✅ in ' if r['in'] else '⬜ out'} #{mid} {r['text']}")
         m.radio(f"mark #{mid}", MARKS, index=MARKS.index(current), key=key, horizontal=True,
                 label_visibility="collapsed", on_change=on_mark, args=(mid, key))
 
@@ -283,7 +333,8 @@ def show_metrics(p: ScoringParams) -> None:
     for col, (name, attr) in zip(cols, [("precision@k", "precision"), ("recall@k", "recall"),
                                         ("empty when nothing relevant", "empty_rate"), ("F0.5", "f_beta")]):
         a, b = getattr(mine, attr), getattr(theirs, attr)
-        col.metric(name, fmt(a), None if a != a or b != b else f"{a - b:+.3f} vs {active_name}",
+        same = a != a or b != b or abs(a - b) < 0.0005  # no arrow for "no change"
+        col.metric(name, fmt(a), None if same else f"{a - b:+.3f} vs {active_name}",
                    help=f"Active preset {active_name}: {fmt(b)}")
     tune_panel(labeled)
 

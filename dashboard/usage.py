@@ -14,7 +14,8 @@ import plotly.express as px
 import streamlit as st
 
 from memory_core.evaluation import metrics as mx
-from dashboard.common import THRESHOLD_LABEL_ROOM, get_bank, namespace_picker, readable_errors, threshold_line
+from dashboard.common import (THRESHOLD_LABEL_ROOM, get_bank, id_column, memory_href, namespace_picker, readable_errors,
+                              threshold_line)
 
 COLORS = {"returned": "#2e7d32", "empty": "#f9a825", "skipped": "#9e9e9e"}
 DAY_MS = 86_400_000  # a day on a plotly date axis
@@ -146,12 +147,14 @@ with readable_errors():
                              "window or a week reads as a trend. The page opens on the shortest window "
                              f"that typically holds {mx.READABLE_TURNS} recalls. Days without recalls are "
                              "left out (no rate), never drawn as 0 %.")
-        counts = mx.retrievals_over_time(df, "weekly") if view == "weekly" else mx.daily(df, start, end)
+        # The bars follow the view: a rolling view sums each day with the days before it, as the lines do.
+        counts = mx.daily(df, start, end) if view == "daily" else mx.retrievals_over_time(df, view)
         long = counts[["day", *mx.OUTCOMES]].melt(id_vars="day", var_name="outcome", value_name="turns")
         long["outcome"] = long["outcome"].replace({"skipped": "skipped by gate"})
         fig = px.bar(long, x="day", y="turns", color="outcome", barmode="stack",
                      color_discrete_map={**COLORS, "skipped by gate": COLORS["skipped"]},
-                     labels={"day": "week" if view == "weekly" else "day"})
+                     labels={"day": "week" if view == "weekly" else "day",
+                             "turns": "turns" if view in ("daily", "weekly") else f"turns ({view} sum)"})
         _show(_day_axis(_whole_counts(fig, int(counts["turns"].max())), view), "usage_daily")
 
         rates = mx.retrievals_over_time(df, view)
@@ -213,8 +216,16 @@ with readable_errors():
         if top.empty:
             st.caption("no hits in this window")
         else:
-            st.dataframe(top, hide_index=True, column_config={
-                "mean_rank": st.column_config.NumberColumn(format="%.1f"),
+            # Counts first and the text last, so the numbers are on screen whatever the width.
+            top = top.assign(memory_id=[memory_href(i) for i in top["memory_id"]])
+            st.dataframe(top, hide_index=True, column_order=["memory_id", "recalls", "used", "mean_rank", "access_count",
+                                                             "last_recalled", "namespace", "status", "text"],
+                         column_config={
+                "memory_id": id_column("memory"),
+                "recalls": st.column_config.NumberColumn(width="small"),
+                "used": st.column_config.NumberColumn(width="small"),
+                "access_count": st.column_config.NumberColumn("recalled (all time)", width="small"),
+                "mean_rank": st.column_config.NumberColumn(format="%.1f", width="small"),
                 "last_recalled": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
     with b:
         never = mx.never_recalled(bank, namespace)

@@ -42,8 +42,8 @@ from .errors import (
     PermissionDeniedError, ServerUnavailableError, StateError, ValidationError,
 )
 from .models import (
-    MAX_TEXT, CATEGORIES, CONFLICT_STATUSES, INDEX_MODES, KINDS, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS, STATUSES,
-    Conflict, Event, Feedback, Hit, ImportReport, LabeledQuery, Memory, MergeRecord, Profile, check_unicode,
+    MAX_TEXT, CATEGORIES, CONFLICT_STATUSES, DURABILITIES, INDEX_MODES, KINDS, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS,
+    STATUSES, Conflict, Event, Feedback, Hit, ImportReport, LabeledQuery, Memory, MergeRecord, Profile, check_unicode,
     format_for_prompt, humanize_age, parse_time,
 )
 from .storage.cache_dir import cache_root
@@ -109,7 +109,7 @@ __all__ = [
     # the recall gate
     "Gate", "GateDecision", "should_recall",
     # vocabularies (what a choice may name)
-    "KINDS", "CATEGORIES", "STATUSES", "TIERS", "ORDERS", "CONFLICT_STATUSES", "RESOLUTIONS", "PII_MODES", "MAINTENANCE_STEPS",
+    "KINDS", "CATEGORIES", "DURABILITIES", "STATUSES", "TIERS", "ORDERS", "CONFLICT_STATUSES", "RESOLUTIONS", "PII_MODES", "MAINTENANCE_STEPS",
     "INDEX_MODES",
     "LOAD_PROGRESS_MIN",
     "MAX_TEXT",  # the longest text (characters) a memory may have

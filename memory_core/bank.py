@@ -72,7 +72,7 @@ class MemoryBank:
              lock_timeout: float = 10.0, read_only: bool = False, embedder: Embedder | None = None,
              token: str | None = None) -> "MemoryBank":
         """Open the bank at ``path``, creating it if missing. A new bank records ``model`` (default:
-        bundled MiniLM), an existing one refuses another; ``actor`` names who changes; ``lock_timeout``
+        multilingual-e5-small), an existing one refuses another; ``actor`` names who changes; ``lock_timeout``
         bounds each wait for another process. An ``http(s)://`` address opens the bank served there
         with ``token``: a :class:`~memory_core.client.RemoteBank`, with this API for its routes."""
         if is_url(path):
@@ -235,12 +235,13 @@ class MemoryBank:
     def add(self, text: str, namespace: str = "default", importance: float = 0.5, kind: str = "explicit",
             category: str = "other", created_at: Any = None, source: str | None = None, embedding: Any = None,
             pinned: bool = False, detect_conflicts: bool = True, context: str | None = None,
-            dedupe: bool = True) -> int:
+            dedupe: bool = True, durability: str | None = None) -> int:
         """Store one memory (a short distilled statement) and return its id. ``importance`` is in
         [0, 1]; ``kind`` explicit (the user said it) or inferred; ``created_at`` default now. A
         contradiction of a stored memory is flagged at once (see :meth:`conflicts`) unless
         ``detect_conflicts=False``. ``context`` situates the memory (the turns around it): recall
-        matches its words, it is never shown, and it is set once.
+        matches its words, it is never shown, and it is set once. ``durability`` (durable or
+        transient) is read from the text, category and kind when not given (:mod:`memory_core.durability`).
 
         The same text again (whitespace and Unicode normalised) in a namespace where it is an
         active memory is not stored twice: that memory is reinforced (one more access, the later
@@ -250,6 +251,8 @@ class MemoryBank:
         row = {"text": text, "namespace": namespace, "importance": importance, "kind": kind,
                "category": category, "created_at": created_at, "source": source, "pinned": pinned,
                "context": context}
+        if durability is not None:
+            row["durability"] = durability
         if embedding is not None:
             row["embedding"] = embedding
         return self._curation.add(row, detect=detect_conflicts, client=self.llm, dedupe=dedupe)
@@ -335,12 +338,14 @@ class MemoryBank:
         """Ids and unit vectors of a namespace's live memories (read-only views)."""
         return self._queries.live_vectors(namespace)
 
-    def expiry_candidates(self, *, now: Any = None, older_than_days: float, below_importance: float,
-                          unused_days: float, namespace: str | None = None) -> list[Memory]:
-        """Live, unpinned, old, unimportant memories not recalled lately: what expiry removes."""
+    def expiry_candidates(self, *, now: Any = None, older_than_days: float, below_importance: float | None,
+                          unused_days: float, namespace: str | None = None,
+                          durability: str | None = None) -> list[Memory]:
+        """Live, unpinned, old memories not recalled lately, under an importance and of a durability when
+        given: what maintenance weighs for expiry or review."""
         return self._queries.expiry_candidates(now=now, older_than_days=older_than_days,
                                                below_importance=below_importance, unused_days=unused_days,
-                                               namespace=namespace)
+                                               namespace=namespace, durability=durability)
 
     def usage_summary(self, namespace: str | None = None) -> dict[str, Any]:
         """Live memories, average access count, never recalled: totals a maintenance report carries."""
@@ -377,6 +382,15 @@ class MemoryBank:
     def forget_many(self, ids: Iterable[int], *, hard: bool = False, reason: str | None = None) -> int | None:
         """Forget several memories as one operation; returns its group id (None for no ids)."""
         return self._changes.forget_many(ids, hard=hard, reason=reason)
+
+    def restore_many(self, ids: Iterable[int]) -> int | None:
+        """Restore several archived memories as one operation; returns its group id (None for no ids)."""
+        return self._changes.restore_many(ids)
+
+    def update_many(self, ids: Iterable[int], **changes: Any) -> int | None:
+        """Set the same fields (importance, category, kind, pinned...) on several memories as one
+        operation; returns its group id (None for no ids)."""
+        return self._changes.update_many(ids, **changes)
 
     def restore(self, memory_id: int) -> Memory:
         """Bring an archived (soft-deleted) memory back into recall."""
@@ -486,6 +500,10 @@ class MemoryBank:
     def apply_maintenance(self, work: Any, *, dry_run: bool = False) -> Any:
         """Make a planned maintenance run's changes (unless ``dry_run``), record it; returns its report."""
         return self._curation.apply_maintenance(work, dry_run=dry_run)
+
+    def undo_maintenance_run(self, run_id: int) -> list[int]:
+        """Undo everything a maintenance run changed, all or nothing; returns the undo groups."""
+        return self._curation.undo_maintenance_run(run_id)
 
     def merge_candidates(self, namespace: str) -> list[Any]:
         """Live memories of ``namespace`` that could be merged (not pinned, not in an open conflict)."""

@@ -197,12 +197,14 @@ class RemoteBank:
     def add(self, text: str, namespace: str | None = None, importance: float = 0.5, kind: str = "explicit",
             category: str = "other", created_at: Any = None, source: str | None = None, embedding: Any = None,
             pinned: bool = False, detect_conflicts: bool = True, context: str | None = None,
-            dedupe: bool = True) -> int:
+            dedupe: bool = True, durability: str | None = None) -> int:
         """Store one memory and return its id (see :meth:`MemoryBank.add`)."""
         importance = check_importance(importance)  # the library's own message, not the route schema's
         body = {"text": text, "namespace": namespace, "importance": importance, "kind": kind, "category": category,
                 "created_at": _time(created_at, "created_at"), "source": source, "embedding": _vector(embedding),
                 "pinned": pinned, "detect_conflicts": detect_conflicts, "context": context, "dedupe": dedupe}
+        if durability is not None:  # left out otherwise: a server of before durabilities takes the body as it was
+            body["durability"] = durability
         return self._request("POST", "/v1/memories", body)["id"]
 
     def add_many(self, rows: Iterable[dict[str, Any]], *, progress: Callable[[int], None] | None = None,

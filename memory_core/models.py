@@ -17,6 +17,8 @@ from typing import Any, Iterable
 from .errors import ValidationError
 
 KINDS = ("explicit", "inferred")
+# Whether a memory lasts or its time passes (memory_core.language.durability reads it from the text).
+DURABILITIES = ("durable", "transient")
 CATEGORIES = ("preference", "goal", "decision", "difficulty", "fact", "profile", "other")
 STATUSES = ("active", "archived", "merged", "superseded", "deleted")
 PII_MODES = ("redact", "refuse", "allow")  # what ingest does with personal identifiers in a conversation
@@ -58,6 +60,9 @@ class Memory:
     # How many recalls' answers used this memory (feedback decided it), where ``access_count``
     # counts every recall that returned it; ScoringParams.frequency_from picks which one ranks.
     use_count: int = 0
+    # Durable (who someone is, what they prefer, want, find hard or decided) or transient (an
+    # event, a day's or a week's state, a log): maintenance expires only transient memories.
+    durability: str = "durable"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, dates as ISO 8601 strings."""

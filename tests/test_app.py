@@ -36,6 +36,11 @@ def test_overview_shows_the_bank_at_a_glance(tmp_path, embedder, monkeypatch):
     m = metrics(at)
     assert m["active memories"] == "2" and m["namespaces"] == "2"
     assert m["recalls logged"] == "1" and m["open conflicts"] == "0"
+    assert m["empty recalls"] == "0 (0%)"  # with its rate
+    links = {p.proto.label: (p.proto.page, p.proto.query_string) for p in at.get("page_link")}
+    assert links["See empty recalls"][0].endswith("recalls") and "results=empty" in links["See empty recalls"][1]
+    assert links["Review conflicts"][0].endswith("conflicts")
+    assert any("No hot memory means" in c.value for c in at.caption)  # the tier rule, explained
     assert len(at.get("plotly_chart")) == 5  # status, category, namespace, tier, growth
     text = " ".join(md.value for md in at.markdown)
     assert "No maintenance run yet." in text and "Active scoring preset" in text

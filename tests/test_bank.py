@@ -219,6 +219,21 @@ def test_preset_values_match_design():
     assert (wr.alpha, wr.beta, wr.gamma, wr.delta, wr.k, wr.threshold, wr.decay) == (0.5, 0.2, 0.2, 0.1, 5, 0, "linear")
 
 
+def test_every_builtin_preset_is_on_the_banks_models_scale(bank, alice):
+    """The presets' thresholds were set on MiniLM's cosines; a bank of another model gets its own
+    (embed's MODEL_DEFAULTS), and a recall naming the preset uses them."""
+    from memory_core.embedding.embedder import model_defaults
+
+    defaults = model_defaults(bank.model)
+    presets = bank.presets()
+    for name in ("generative-agents", "weighted-recall"):
+        assert presets[name] == ScoringParams.preset(name).replace(**defaults.presets.get(name, {}))
+    assert presets["generative-agents"].threshold == 0.43 < ScoringParams.preset("generative-agents").threshold
+    hits = bank.recall("vegetarian food", namespace="alice", params="generative-agents", now=NOW, record=False)
+    low = bank.recall("vegetarian food", namespace="alice", params=presets["generative-agents"], now=NOW, record=False)
+    assert [h.memory.id for h in hits] == [h.memory.id for h in low]
+
+
 def test_reopen_keeps_everything(bank_path, embedder):
     with MemoryBank.open(bank_path, embedder=embedder) as bank:
         mid = bank.add("Has a dog called Pixel", namespace="alice")

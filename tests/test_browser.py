@@ -44,6 +44,9 @@ PAGES = {
     "usage": ("Usage", "Usage"),
     "evaluate": ("Evaluate", "Evaluate"),
     "access": ("Access", "Create a token"),
+    "memory": ("Memory", "Open a memory by its id"),
+    "recalls": ("Recalls", "What agents asked"),
+    "activity": ("Activity", "Every change to the bank"),
 }
 PAGE_FILES = sorted(p.stem for p in PAGES_DIR.glob("*.py") if p.stem not in {"common", "__init__"})
 
@@ -306,8 +309,8 @@ def _check_page(tab: Tab, module: str, name: str, active: str | None = "10") -> 
     assert not tab.page_errors, f"{name}: JavaScript errors: {tab.page_errors}"
 
 
-def test_markup_in_a_memory_is_shown_as_text(tab):
-    """Browse filtered to the markup memory: its text is shown literally, the script never runs."""
+def test_markup_in_a_memory_is_shown_as_text(tab, browser_bank):
+    """Browse filtered to the markup memory, then its own page: its text is shown literally, the script never runs."""
     tab.goto("browse")
     page = tab.page
     box = page.get_by_label("Text contains")
@@ -316,6 +319,8 @@ def test_markup_in_a_memory_is_shown_as_text(tab):
     tab.settle()
     main = page.locator('[data-testid="stMain"]')
     expect(main.get_by_text("1 matching memories", exact=False)).to_be_visible()
+    page.goto(f"{tab.base_url}/memory?id={browser_bank[1]['xss']}")
+    tab.settle()
     code = main.locator('[data-testid="stCode"]').first
     expect(code).to_contain_text("<script>window.__pwned=1</script>")
     expect(code).to_contain_text('<img src="http://example.invalid/x.png">')
@@ -561,3 +566,58 @@ def test_every_page_on_a_postgresql_bank_while_an_agent_writes(browser, pg_datab
     assert failures == [] and len(added) >= 3
     with MemoryBank.open(url, embedder=embedder) as bank:
         assert bank.count("alice") == 7 + len(added)  # the bank's own 7, and every agent note
+
+
+@pytest.fixture(scope="module")
+def maintenance_bank(tmp_path_factory, embedder):
+    """Two transient memories whose time has passed and an old durable one, in a bank of their own."""
+    path = tmp_path_factory.mktemp("browser-maintenance") / "bank.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        ids = bank.add_many([
+            {"text": "Has a cold today", "namespace": "alice", "created_at": _ago(10)},
+            {"text": "Asked how to rebase a branch", "namespace": "alice", "created_at": _ago(60)},
+            {"text": "Allergic to peanuts", "namespace": "alice", "created_at": _ago(400)},
+        ])
+    return path, dict(zip(("cold", "log", "peanuts"), ids))
+
+
+def test_maintenance_preview_leave_out_apply_and_undo(browser, maintenance_bank, embedder):
+    """Apply waits for a dry run; a previewed row says why and can be left out; the applied run is undone."""
+    path, ids = maintenance_bank
+    url = next(server := _serve(path))
+    try:
+        for tab in _tab(browser, url):
+            tab.goto("maintenance")
+            page = tab.page
+            main = page.locator('[data-testid="stMain"]')
+            expect(main.get_by_role("button", name="Apply", exact=True)).to_be_disabled()
+            main.get_by_role("button", name="Dry run", exact=True).click()
+            tab.settle()
+            expect(main.get_by_role("button", name="Apply", exact=True)).to_be_enabled()
+            expect(main.get_by_text("durable memories long unused, listed for review", exact=False)).to_be_visible()
+            tab.screenshot("maintenance-dry-run")
+            # Leave the cold out: pick its row in the multiselect.
+            box = main.locator('[data-testid="stMultiSelect"]').filter(has_text="Leave these rows out")
+            box.locator("input").click()
+            page.keyboard.type(f"expire {ids['cold']} ")
+            page.keyboard.press("Enter")
+            page.keyboard.press("Escape")
+            tab.settle()
+            apply = main.get_by_role("button", name="Apply (1 rows left out)")
+            expect(apply).to_be_enabled()
+            apply.click()
+            tab.settle()
+            expect(main.get_by_text("Maintenance applied", exact=False)).to_be_visible()
+            with MemoryBank.open(path, embedder=embedder) as bank:
+                assert bank.get(ids["cold"]).status == "active" and bank.get(ids["log"]).status == "archived"
+                assert bank.get(ids["peanuts"]).status == "active"
+                [run] = bank.maintenance_runs(include_dry_runs=False)
+            main.get_by_role("button", name=f"Undo run {run['id']}").click()
+            tab.settle()
+            expect(main.get_by_text(f"Run {run['id']} undone", exact=False)).to_be_visible()
+            tab.check_clean("maintenance-undone")
+            tab.screenshot("maintenance-undone")
+            with MemoryBank.open(path, embedder=embedder) as bank:
+                assert [bank.get(i).status for i in ids.values()] == ["active"] * 3
+    finally:
+        server.close()

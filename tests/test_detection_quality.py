@@ -8,7 +8,7 @@ detection on every namespace, and checks:
 * detection finds enough of the planted contradictions (recall) without flooding an operator with
   false ones (precision);
 * no planted contradiction ends up inside one planned merge cluster (a merge would blur both facts);
-* the maintenance auto-policy mostly resolves real contradictions: a false one it resolves
+* the maintenance auto-policy resolves nothing but real contradictions: a false one it resolves
   supersedes a true memory without anyone looking.
 
 Run with ``-s`` to see the figures.
@@ -86,9 +86,10 @@ def test_detection_precision_and_recall(demo: Demo) -> None:
     sure = {pair(c.a.id, c.b.id) for c in demo.detected if c.confidence >= 0.7}
     sure_precision = len(sure & PLANTED) / len(sure) if sure else 0.0
     print(f"  flagged with confidence >= 0.7: {len(sure)}, precision {sure_precision:.2f}")
-    assert recall >= 0.45
+    # The same-subject rule trades a little recall for precision (BENCHMARKS.md, "Curation quality").
+    assert recall >= 0.4
     # Everything flagged is for an operator to look at; what is flagged with confidence is mostly right.
-    assert precision >= 0.45
+    assert precision >= 0.55
     assert sure_precision >= 0.6
     # Every recorded conflict is open, ordered old -> new, and within one namespace.
     for c in demo.detected:
@@ -123,7 +124,7 @@ def test_no_planted_contradiction_is_planned_into_one_merge(demo: Demo) -> None:
             assert preview.text
 
 
-def test_the_auto_policy_mostly_resolves_real_contradictions(demo: Demo) -> None:
+def test_the_auto_policy_resolves_nothing_but_real_contradictions(demo: Demo) -> None:
     auto = [(c, rule) for c in demo.detected if (rule := conflicts_mod.auto_rule(c)) is not None]
     wrong = [(c, rule) for c, rule in auto if pair(c.a.id, c.b.id) not in PLANTED]
     share = len(wrong) / len(auto) if auto else 0.0
@@ -131,8 +132,8 @@ def test_the_auto_policy_mostly_resolves_real_contradictions(demo: Demo) -> None
           f"{len(wrong)} of them ({share:.0%}) are not planted contradictions")
     for c, rule in wrong:
         print(f"  {rule}: {c.a.text!r} -> {c.b.text!r} ({c.kind}, {c.confidence:.2f})")
-    assert auto, "the policy should settle some of the clear planted contradictions"
+    # Only at the automatic bar (held-out precision 0.95), which no rules verdict reaches: a false
+    # contradiction resolved without a person would supersede a true memory.
+    assert wrong == []
     assert all(rule in conflicts_mod.AUTO_RULES for _, rule in auto)
-    assert len(wrong) <= 0.4 * len(auto)
-    # Only confident verdicts are applied.
-    assert all(c.confidence >= 0.8 for c, _ in auto)
+    assert all(c.confidence >= conflicts_mod.AUTO_BAR for c, _ in auto)

@@ -152,3 +152,20 @@ def test_a_method_added_to_a_protocol_is_found() -> None:
     grown = source.replace("class Dialect(Protocol):", "class Dialect(Protocol):\n    def regexp(self, c: str) -> str: ...\n")
     drift = seam_drift(protocol_methods(grown), documented_methods(ARCHITECTURE.read_text(encoding="utf-8")))
     assert drift == {"Dialect": {"in the code only": ["regexp"], "in the docs only": []}}
+
+
+def test_a_newcomers_path_names_every_package() -> None:
+    """README → ARCHITECTURE.md → a package's docstring: each names every package of memory_core,
+    and each package's docstring says what it owns and what it may import."""
+    packages = sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file())
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    layout = _section(readme, "## Layout", "\n## ") if "\n## " in readme[readme.index("## Layout") + 1:] \
+        else readme[readme.index("## Layout"):]
+    layers = _section(ARCHITECTURE.read_text(encoding="utf-8"), "## Layers", "### Packages")
+    assert [p for p in packages if f"{p}/" not in layout] == [], "name these packages in the README's Layout"
+    assert [p for p in packages if f"{p}/" not in layers] == [], "draw these packages in ARCHITECTURE.md's Layers"
+    for package in packages:
+        doc = ast.get_docstring(ast.parse((ROOT / package / "__init__.py").read_text(encoding="utf-8"))) or ""
+        flat = " ".join(doc.split())
+        says_imports = "may import" in flat.lower() or "public surface" in flat or "public package" in flat
+        assert len(doc.splitlines()) >= 3 and says_imports, f"memory_core/{package}/__init__.py: say what it owns and may import"

@@ -96,3 +96,8 @@ def test_a_model_of_another_shape_stays_on_torch(small_model):
 
     # MiniLM with a projection after pooling: not what embed_onnx exports, so torch runs it.
     assert Embedder(small_model).runtime == "torch"
+
+
+def test_the_open_docstring_names_the_default_model():
+    doc = " ".join(MemoryBank.open.__doc__.split())
+    assert f"(default: {DEFAULT_MODEL})" in doc and "MiniLM" not in doc and MINILM_MODEL not in doc

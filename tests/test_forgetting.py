@@ -58,7 +58,8 @@ def _stored_holding(location, needles: list[bytes]) -> list[str]:
 def _busy_bank(path: Path | str, embedder) -> tuple[MemoryBank, int, int]:
     bank = MemoryBank.open(path, embedder=embedder)
     secret = bank.add(SECRET, namespace="alice", importance=0.9, created_at=NOW - timedelta(days=5))
-    old = bank.add(SECRET_OLD, namespace="alice", importance=0.2, created_at=NOW - timedelta(days=400))
+    old = bank.add(SECRET_OLD, namespace="alice", importance=0.2, created_at=NOW - timedelta(days=400),
+                   durability="transient")
     _, _, newer = bank.add_many([{"text": t, "namespace": "alice", "created_at": NOW - timedelta(days=d)}
                                  for t, d in (("Drinks tea every morning", 40), ("Moved to Berlin in August", 90),
                                               ("Keeps the spare key at the neighbours'", 1))])

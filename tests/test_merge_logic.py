@@ -670,3 +670,18 @@ def test_demo_set_thresholds_trade_precision_for_recall(demo):
     lower, default = _measure(demo, threshold=0.75), _measure(demo)
     assert lower["recall"] > default["recall"]
     assert lower["contradictions"], "below the default, contradictions start to be merged"
+
+
+@pytest.mark.parametrize("a, b", [
+    ("Is considering a trip to Peru", "Booked flights to Peru"),
+    ("Funderar på att köpa en segelbåt", "Köpte en segelbåt"),
+    ("打算养一只猫", "养了一只猫"),
+    ("Runs every morning", "Quit running every morning"),
+])
+def test_a_subject_that_moved_on_is_not_merged(a: str, b: str) -> None:
+    # Identical vectors: only the wording can tell a step forward from a paraphrase.
+    vector = np.ones(8, dtype=np.float32) / np.sqrt(8)
+    pair = [cand(1, a, vector=vector), cand(2, b, vector=vector)]
+    assert find_clusters(pair, threshold=0.9) == []
+    same = [cand(1, a, vector=vector), cand(2, a + ".", vector=vector)]
+    assert [sorted(c.ids) for c in find_clusters(same, threshold=0.9)] == [[1, 2]]

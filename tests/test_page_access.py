@@ -119,6 +119,7 @@ def test_the_page_shows_which_tokens_agents_still_use(tmp_path, embedder, monkey
     assert (table.loc["busy-agent", "changes (30 d)"], table.loc["busy-agent", "recalls (30 d)"]) == (1, 2)
     assert (table.loc["idle-agent", "changes (30 d)"], table.loc["idle-agent", "recalls (30 d)"]) == (0, 0)
     used, idle = table.loc["busy-agent", "last used"], table.loc["idle-agent", "last used"]
+    assert table.loc["busy-agent", "created"].endswith(" UTC")  # one time zone throughout, said on every time
     assert used.endswith(" UTC") and used[:4].isdigit() and idle == "never"  # not "None" for a token never used
     at.selectbox(key="revoke-name").set_value("busy-agent").run()
     assert any("Last used" in c.value for c in at.caption)

@@ -1,4 +1,4 @@
-"""The Browse page: filters, searches, the detail view and its actions, add by hand, markup shown literally."""
+"""The Browse page: filters and facets, searches, pages, bulk actions, exports, add by hand, markup shown literally."""
 
 from __future__ import annotations
 
@@ -62,29 +62,34 @@ def texts(at) -> set[str]:
     return set() if t is None else set(t["text"])
 
 
-def detail(at, mid: int):
-    at.selectbox(key="browse_detail").select(mid).run()
-    assert not at.exception
-    return at
+def row_ids(at) -> list[int]:
+    """The table's memory ids, read from their links to the memory page."""
+    t = table(at)
+    return [] if t is None else [int(link.rsplit("=", 1)[1]) for link in t["id"]]
+
+
+def words(at) -> str:
+    return " ".join(str(x.value) for kind in (at.markdown, at.caption, at.warning, at.info, at.success)
+                    for x in kind)
 
 
 def test_browse_renders_and_filters_narrow_the_table(browse):
     at, ids, _ = browse
     assert texts(at) == {"Prefers vegetarian food", "Wants to run a marathon next year", MARKUP}
-    at.selectbox(key="browse_status").select("archived").run()
+    at.selectbox(key="status").select("archived").run()
     assert texts(at) == {"Moved to Berlin in August"}
-    at.selectbox(key="browse_status").select("(any)").run()
-    at.selectbox(key="browse_category").select("goal").run()
+    at.selectbox(key="status").select("(any)").run()
+    at.selectbox(key="category").select("goal").run()
     assert texts(at) == {"Wants to run a marathon next year"}
     at.selectbox(key="browse_namespace").select("(all)").run()
-    at.selectbox(key="browse_category").select("fact").run()
+    at.selectbox(key="category").select("fact").run()
     assert texts(at) == {"Moved to Berlin in August", "Works night shifts"}
     assert not at.exception
 
 
 def test_plain_text_search_finds_a_memory(browse):
     at, ids, _ = browse
-    at.text_input(key="browse_contains").input("MARATHON").run()
+    at.text_input(key="text").input("MARATHON").run()
     assert texts(at) == {"Wants to run a marathon next year"}
 
 
@@ -92,7 +97,7 @@ def test_semantic_search_ranks_the_relevant_memory_first_and_records_nothing(bro
     at, ids, open_bank = browse
     with open_bank() as bank:
         logged = len(bank.retrievals(limit=None))
-    at.text_input(key="browse_query").input("what should I cook for dinner, any meat?").run()
+    at.text_input(key="q").input("what should I cook for dinner, any meat?").run()
     assert not at.exception
     t = table(at)
     assert t["text"].iloc[0] == "Prefers vegetarian food"
@@ -104,47 +109,15 @@ def test_semantic_search_ranks_the_relevant_memory_first_and_records_nothing(bro
 def test_semantic_hits_pass_through_the_bank_filters(browse):
     """The table's filters narrow the semantic hits as they narrow the table: by the bank's filters."""
     at, ids, _ = browse
-    at.text_input(key="browse_query").input("what should I cook for dinner, any meat?").run()
+    at.text_input(key="q").input("what should I cook for dinner, any meat?").run()
     assert "Wants to run a marathon next year" in texts(at) and MARKUP in texts(at)  # threshold 0: all of them
-    at.selectbox(key="browse_category").select("goal").run()
+    at.selectbox(key="category").select("goal").run()
     assert texts(at) == {"Wants to run a marathon next year"}
-    at.selectbox(key="browse_category").select("(any)").run()
-    at.selectbox(key="browse_tier").select("hot").run()
+    at.selectbox(key="category").select("(any)").run()
+    at.selectbox(key="tier").select("hot").run()
     assert texts(at) == {MARKUP}
-    at.text_input(key="browse_contains").input("VEGETARIAN").run()
+    at.text_input(key="text").input("VEGETARIAN").run()
     assert texts(at) == set() and not at.exception
-
-
-def test_soft_delete_hides_from_recall_and_restore_brings_it_back(browse):
-    at, ids, open_bank = browse
-    veg = ids["veg"]
-    detail(at, veg).button(key=f"forget_{veg}").click().run()
-    assert not at.exception and "Archived" in at.success[0].value
-    with open_bank() as bank:
-        assert bank.get(veg).status == "archived"
-        assert veg not in [h.memory.id for h in bank.recall("vegetarian food", namespace="alice", record=False)]
-    assert "Prefers vegetarian food" not in texts(at)
-    at.selectbox(key="browse_status").select("archived").run()
-    detail(at, veg).button(key=f"restore_{veg}").click().run()
-    assert not at.exception
-    with open_bank() as bank:
-        assert bank.get(veg).status == "active"
-        assert veg in [h.memory.id for h in bank.recall("vegetarian food", namespace="alice", record=False)]
-        assert [e.action for e in bank.history(veg)][-2:] == ["forget", "restore"]
-
-
-def test_edit_importance_and_pin_change_the_bank(browse):
-    at, ids, open_bank = browse
-    mid = ids["marathon"]
-    detail(at, mid)
-    at.number_input(key=f"edit_importance_{mid}").set_value(0.95)
-    at.button(key=f"FormSubmitter:edit_form_{mid}-Save changes").click().run()
-    assert not at.exception
-    at.button(key=f"pin_{mid}").click().run()
-    assert not at.exception
-    with open_bank() as bank:
-        m = bank.get(mid)
-        assert m.importance == pytest.approx(0.95) and m.pinned and m.text == "Wants to run a marathon next year"
 
 
 def test_add_by_hand_creates_a_memory(browse):
@@ -158,31 +131,6 @@ def test_add_by_hand_creates_a_memory(browse):
     with open_bank() as bank:
         [m] = bank.memories(namespace="alice", contains="peanuts")
         assert (m.category, m.importance) == ("profile", pytest.approx(0.9))
-
-
-def test_hard_delete_needs_the_typed_id(browse):
-    at, ids, open_bank = browse
-    mid = ids["marathon"]
-    detail(at, mid).button(key=f"hard_delete_{mid}").click().run()
-    assert "nothing was deleted" in at.error[0].value
-    at.text_input(key=f"hard_confirm_{mid}").input(str(mid + 1000)).run()
-    at.button(key=f"hard_delete_{mid}").click().run()
-    assert "nothing was deleted" in at.error[0].value
-    with open_bank() as bank:
-        assert bank.get(mid).status == "active"
-    at.text_input(key=f"hard_confirm_{mid}").input(str(mid)).run()
-    at.button(key=f"hard_delete_{mid}").click().run()
-    assert not at.exception and "deleted forever" in at.success[0].value
-    with open_bank() as bank:
-        m = bank.get(mid)
-        assert m.status == "deleted" and m.text is None
-
-
-def test_markup_in_a_memory_is_shown_literally(browse):
-    at, ids, _ = browse
-    detail(at, ids["markup"])
-    assert at.code[0].value == MARKUP
-    assert all("<b>" not in md.value and "**bold**" not in md.value for md in at.markdown)
 
 
 def test_empty_bank_offers_the_add_form(tmp_path, embedder, monkeypatch):
@@ -200,9 +148,9 @@ def test_empty_bank_offers_the_add_form(tmp_path, embedder, monkeypatch):
 
 def test_bulk_soft_delete_of_the_selection_and_exports(browse):
     at, ids, open_bank = browse
-    assert len(at.get("download_button")) == 2  # CSV and JSONL of the filtered set
-    at.text_input(key="browse_contains").input("e").run()  # any filter; the rows below are the table's first two
-    first_two = [int(i) for i in table(at)["id"].iloc[:2]]
+    assert len(at.get("download_button")) == 2  # CSV and JSONL of the current view
+    at.text_input(key="text").input("e").run()  # any filter; the rows below are the table's first two
+    first_two = row_ids(at)[:2]
     at.session_state["browse_table"] = {"selection": {"rows": [0, 1], "columns": [], "cells": []}}
     at.run()
     at.button(key="bulk_forget").click().run()
@@ -213,72 +161,133 @@ def test_bulk_soft_delete_of_the_selection_and_exports(browse):
 
 def test_importance_range_narrows_the_table(browse):
     at, ids, _ = browse
-    at.slider(key="browse_importance").set_value((0.7, 1.0)).run()
+    at.slider(key="importance").set_value((0.7, 1.0)).run()
     assert not at.exception
     assert texts(at) == {"Prefers vegetarian food"}
-    at.slider(key="browse_importance").set_value((0.0, 0.6)).run()
+    at.slider(key="importance").set_value((0.0, 0.6)).run()
     assert texts(at) == {"Wants to run a marathon next year", MARKUP}
 
 
 def test_created_date_range_narrows_the_table(browse):
     at, ids, _ = browse
-    at.date_input(key="browse_created").set_value((date(2025, 1, 1), date(2025, 12, 31))).run()
+    at.date_input(key="created").set_value((date(2025, 1, 1), date(2025, 12, 31))).run()
     assert not at.exception
     assert texts(at) == {"Wants to run a marathon next year"}
-    at.selectbox(key="browse_status").select("(any)").run()
+    at.selectbox(key="status").select("(any)").run()
     assert texts(at) == {"Wants to run a marathon next year", "Moved to Berlin in August"}
     # the end day is included whole
-    at.date_input(key="browse_created").set_value((date(2024, 1, 1), date(2024, 1, 15))).run()
+    at.date_input(key="created").set_value((date(2024, 1, 1), date(2024, 1, 15))).run()
     assert texts(at) == {"Prefers vegetarian food"}
 
 
 def test_last_used_and_pinned_filters(browse):
     at, ids, _ = browse
     at.selectbox(key="browse_namespace").select("(all)").run()
-    at.date_input(key="browse_used").set_value((date(2000, 1, 1), date(2100, 1, 1))).run()
+    at.date_input(key="used").set_value((date(2000, 1, 1), date(2100, 1, 1))).run()
     assert not at.exception
     assert texts(at) == {"Works night shifts"}  # the only memory ever recalled
-    at.date_input(key="browse_used").set_value(()).run()
-    at.selectbox(key="browse_pinned").select("pinned").run()
+    at.date_input(key="used").set_value(()).run()
+    at.selectbox(key="pinned").select("pinned").run()
     assert texts(at) == set()
-    at.selectbox(key="browse_pinned").select("not pinned").run()
+    at.selectbox(key="pinned").select("not pinned").run()
     assert "Works night shifts" in texts(at)
 
 
 def test_sort_by_importance_puts_the_most_important_first(browse):
     at, ids, _ = browse
     assert table(at)["text"].iloc[0] != "Prefers vegetarian food"  # newest first: it is the oldest
-    at.selectbox(key="browse_order").select("importance").run()
+    at.selectbox(key="sort").select("importance").run()
     assert not at.exception
     t = table(at)
     assert t["text"].iloc[0] == "Prefers vegetarian food"
     assert list(t["importance"]) == sorted(t["importance"], reverse=True)
 
 
-def recall_log(at):
-    """The detail view's recall log table, or None (non-selectable dataframes expose no key in AppTest)."""
-    logs = [d.value for d in at.dataframe if list(d.value.columns) == ["when", "query", "rank", "score"]]
-    return logs[0] if logs else None
-
-
-def test_detail_view_shows_the_recall_log(browse):
-    at, ids, _ = browse
-    detail(at, ids["veg"])
-    assert any("never recalled yet" in c.value for c in at.caption)
-    assert recall_log(at) is None
-    at.selectbox(key="browse_namespace").select("bob").run()
-    detail(at, ids["night"])
-    assert not any("never recalled yet" in c.value for c in at.caption)
-    log = recall_log(at)
-    assert list(log["query"]) == ["night shifts at work"] and list(log["rank"]) == [1]
-    assert log["when"].iloc[0] != "" and log["score"].iloc[0] is not None
-
-
 def test_tier_filter_narrows_the_table(browse):
     """The fixture's dated memories are long untouched (cold); the undated ones were made today (hot)."""
     at, ids, _ = browse
-    at.selectbox(key="browse_tier").select("cold").run()
+    at.selectbox(key="tier").select("cold").run()
     assert texts(at) == {"Prefers vegetarian food", "Wants to run a marathon next year"}
-    at.selectbox(key="browse_tier").select("hot").run()
+    at.selectbox(key="tier").select("hot").run()
     assert texts(at) == {MARKUP}
     assert not at.exception
+
+
+def test_every_id_links_to_the_memory_page_and_markup_stays_text(browse):
+    at, ids, _ = browse
+    assert set(table(at)["id"]) == {f"./memory?id={ids[k]}" for k in ("veg", "marathon", "markup")}
+    assert MARKUP in texts(at)  # a dataframe cell: never rendered as markdown
+    assert all("<b>" not in md.value and "**bold**" not in md.value for md in at.markdown)
+
+
+def _opened(path, query: dict[str, str]) -> AppTest:
+    """Browse opened from a link (a reload or a shared URL) with these query parameters."""
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("dashboard/browse.py")
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_a_link_restores_the_filtered_view(browse):
+    at, ids, _ = browse
+    at = _opened(None, {"ns": "alice", "status": "(any)", "category": "fact"})
+    assert texts(at) == {"Moved to Berlin in August"}
+    at = _opened(None, {"ns": "alice", "text": "marathon"})
+    assert texts(at) == {"Wants to run a marathon next year"}
+    at = _opened(None, {"ns": "bob"})
+    assert texts(at) == {"Works night shifts"}
+
+
+@pytest.mark.parametrize("query, says", [
+    ({"ns": "nobody"}, "the namespace `nobody` is not in this bank"),
+    ({"ns": "alice", "status": "gone"}, "`status=gone`: the status must be one of"),
+    ({"ns": "alice", "importance": "x,2"}, "`importance=x,2`"),
+    ({"ns": "alice", "created": "yesterday"}, "`created=yesterday`"),
+    ({"ns": "alice", "size": "7"}, "`size=7`"),
+])
+def test_a_bad_value_in_the_link_is_named_on_the_page(browse, query, says):
+    at = _opened(None, query)
+    assert says in words(at), words(at)
+    assert texts(at)  # the page still shows a table
+
+
+def test_facets_show_their_counts(browse):
+    at, ids, _ = browse
+    assert "archived (1)" in at.selectbox(key="status").options
+    assert "goal (1)" in at.selectbox(key="category").options
+    assert "active (3)" in at.selectbox(key="status").options
+
+
+def test_page_size_and_pages(browse):
+    at, ids, open_bank = browse
+    with open_bank() as bank:
+        bank.add_many([{"text": f"Filler note {i}", "namespace": "alice"} for i in range(30)])
+    at.run()
+    assert len(table(at)) == 33 and "33" in words(at)  # one page of 50
+    at.selectbox(key="size").select(25).run()
+    assert len(table(at)) == 25 and "page 1 of 2" in words(at)
+    at = _opened(None, {"ns": "alice", "size": "25", "page": "2"})
+    assert len(table(at)) == 8 and "page 2 of 2" in words(at)
+
+
+def test_bulk_restore_and_regrade_the_selection(browse):
+    at, ids, open_bank = browse
+    at.selectbox(key="status").select("(any)").run()
+    rows = row_ids(at)
+    at.session_state["browse_table"] = {"selection": {"rows": list(range(len(rows))), "columns": [], "cells": []}}
+    at.run()
+    at.number_input(key="bulk_importance").set_value(0.7)
+    at.button(key="bulk_set_importance").click().run()
+    assert not at.exception and "Set the importance of 3" in at.success[0].value
+    at.session_state["browse_table"] = {"selection": {"rows": list(range(len(rows))), "columns": [], "cells": []}}
+    at.run()
+    at.button(key="bulk_restore").click().run()
+    assert not at.exception and "Restored 1" in at.success[0].value
+    with open_bank() as bank:
+        assert bank.get(ids["berlin"]).status == "active"
+        assert bank.get(ids["veg"]).importance == pytest.approx(0.7)
+        regrade = [e for e in bank.events(limit=20) if e.action == "update"]
+        assert len(regrade) == 3 and len({e.group_id for e in regrade}) == 1  # one operation, undone as one

@@ -260,7 +260,7 @@ def test_maintenance_dry_run_changes_nothing_then_apply_archives(tmp_path, embed
     assert not at.exception, at.exception
     table = at.dataframe[0].value
     assert list(table["action"]) == ["expire"] and list(table["memories"]) == [str(old)]
-    assert "Asked about a parking ticket once" in table["detail"].iloc[0]
+    assert "Asked about a parking ticket once" in table["why"].iloc[0] and table["durability"].iloc[0] == "transient"
     with MemoryBank.open(path, embedder=embedder) as bank:
         assert bank.get(old).status == "active" and bank.get(keep).status == "active"
         assert [r["dry_run"] for r in bank.maintenance_runs()] == [True]
@@ -279,13 +279,13 @@ def test_maintenance_plan_inputs_change_the_dry_run(tmp_path, embedder, monkeypa
     path = tmp_path / "maintenance-plan.duckdb"
     old, _ = _expiry_bank(path, embedder)
     at = _app(path, monkeypatch, "dashboard/maintenance.py")
-    at.number_input(key="m_expire_after").set_value(500.0).run()  # the old memory is 400 days old
+    at.number_input(key="m_transient_after").set_value(500.0).run()  # the old log is 400 days old
     at.button(key="m_dry").click().run()
     assert not at.exception, at.exception
     assert any("Nothing to change" in i.value for i in at.info)
     with MemoryBank.open(path, embedder=embedder) as bank:
         assert bank.get(old).status == "active"
-        assert bank.maintenance_runs()[0]["plan"]["expire_after_days"] == 500.0
+        assert bank.maintenance_runs()[0]["plan"]["transient_after_days"] == 500.0
 
 
 def test_maintenance_hard_expiry_needs_confirmation(tmp_path, embedder, monkeypatch):
@@ -293,9 +293,73 @@ def test_maintenance_hard_expiry_needs_confirmation(tmp_path, embedder, monkeypa
     _expiry_bank(path, embedder)
     at = _app(path, monkeypatch, "dashboard/maintenance.py")
     at.selectbox(key="m_action").select("hard").run()
+    at.button(key="m_dry").click().run()
     assert at.button(key="m_apply").disabled
     at.checkbox(key="m_confirm_hard").check().run()
     assert not at.button(key="m_apply").disabled
+
+
+def _transient_bank(path: Path, embedder) -> dict[str, int]:
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        ids = bank.add_many([
+            {"text": "Has a cold today", "namespace": "alice", "created_at": ago(10)},
+            {"text": "Asked how to rebase a branch", "namespace": "alice", "created_at": ago(60)},
+            {"text": "Allergic to peanuts", "namespace": "alice", "created_at": ago(400)},
+        ])
+    return dict(zip(("cold", "log", "peanuts"), ids))
+
+
+def test_maintenance_applies_only_after_a_dry_run_of_the_same_settings(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "maintenance-gate.duckdb"
+    _transient_bank(path, embedder)
+    at = _app(path, monkeypatch, "dashboard/maintenance.py")
+    assert at.button(key="m_apply").disabled  # no dry run yet
+    at.button(key="m_dry").click().run()
+    assert not at.button(key="m_apply").disabled
+    at.number_input(key="m_day").set_value(30.0).run()  # a setting changed since the dry run
+    assert at.button(key="m_apply").disabled
+    assert any("settings changed since the dry run" in w.value for w in at.warning)
+    at.button(key="m_dry").click().run()
+    assert not at.button(key="m_apply").disabled
+
+
+def test_maintenance_rows_say_why_and_can_be_left_out(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "maintenance-rows.duckdb"
+    ids = _transient_bank(path, embedder)
+    at = _app(path, monkeypatch, "dashboard/maintenance.py")
+    at.button(key="m_dry").click().run()
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    assert sorted(table["memories"]) == sorted([str(ids["cold"]), str(ids["log"])])
+    assert set(table["durability"]) == {"transient"} and all(table["age (days)"] > 0)
+    assert set(table["last used"]) == {"never"} and all("transient" in w for w in table["why"])
+    review = at.dataframe[1].value  # the old durable fact: listed, never expired
+    assert list(review["memories"]) == [str(ids["peanuts"])] and "review" in review["why"].iloc[0]
+    at.multiselect(key="m_leave_out").select(f"expire:{ids['cold']}").run()
+    at.button(key="m_apply").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.get(ids["cold"]).status == "active"  # left out
+        assert bank.get(ids["log"]).status == "archived" and bank.get(ids["peanuts"]).status == "active"
+
+
+def test_maintenance_past_runs_can_be_undone_from_the_page(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "maintenance-undo.duckdb"
+    ids = _transient_bank(path, embedder)
+    at = _app(path, monkeypatch, "dashboard/maintenance.py")
+    at.button(key="m_dry").click().run()
+    at.button(key="m_apply").click().run()
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        [run] = bank.maintenance_runs(include_dry_runs=False)
+        assert bank.get(ids["log"]).status == "archived"
+    assert [b.key for b in at.button if b.key.startswith("m_undo_")] == [f"m_undo_{run['id']}"]  # not the dry run
+    at.button(key=f"m_undo_{run['id']}").click().run()
+    assert not at.exception, at.exception
+    assert any(f"Run {run['id']} undone" in s.value for s in at.success)
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert [bank.get(i).status for i in ids.values()] == ["active"] * 3
+    assert f"m_undo_{run['id']}" not in [b.key for b in at.button]
+    assert any(e.label.startswith(f"Run {run['id']} ") and "undone" in e.label for e in at.expander)
 
 
 def test_merges_of_a_large_namespace_wait_until_asked(tmp_path, embedder, monkeypatch):

@@ -120,3 +120,10 @@ def test_the_settings_named_on_the_page_survive_markdown(eval_bank):
         shown = _as_shown(text)
         for setting in re.findall(r"MEMCTL_[A-Z_]*\*?", text):
             assert setting in shown, f"{setting!r} is lost in {shown!r}"
+
+
+def test_the_page_says_up_front_that_no_llm_is_configured(eval_bank):
+    """Before any case is pasted: the operator learns there is no LLM, and which settings make one."""
+    at = open_page()
+    [notice] = [w.value for w in at.warning if "No LLM is configured" in w.value]
+    assert "MEMCTL_LLM_BASE_URL" in notice and "MEMCTL_LLM_MODEL" in notice

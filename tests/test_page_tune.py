@@ -396,3 +396,17 @@ def test_a_large_namespace_loads_under_a_progress_bar(tmp_path, embedder, monkey
     at.text_input(key="tune_query").input("another dinner idea").run()
     assert not at.exception
     assert shown == [] and len(ranking(at)) > 0
+
+
+def test_weights_are_said_to_be_normalised_and_nothing_changed_shows_no_delta(tune_bank, embedder):
+    with MemoryBank.open(tune_bank, embedder=embedder) as bank:
+        [veg] = bank.memories("alice", contains="vegetarian")
+        bank.label("alice", QUERY, veg.id)  # a label set, so the page shows its metrics
+    at = open_tune()
+    [note] = [c.value for c in at.caption if "divide the weights by their sum" in c.value]
+    p = ScoringParams()
+    total = p.alpha + p.beta + p.gamma + p.delta
+    assert f"α {p.alpha / total:.2f}" in note and f"β {p.beta / total:.2f}" in note
+    spec = chart(at)
+    assert all(label.split()[1] in ("in", "out") for label in spec["data"][0]["y"])  # words beside the colour
+    assert at.metric and all(m.delta in (None, "") for m in at.metric)  # the active preset against itself

@@ -155,6 +155,17 @@ def test_rates_over_time_read_as_a_trend_and_skip_days_without_recalls(tmp_path,
     days, freq = _line(at, "usage_frequency")
     assert days == ["2026-03-02", "2026-03-03", "2026-03-05"] and freq == pytest.approx([1 / 3, 3 / 5, 3 / 6])
 
+    # The bars above the lines follow the view: rolling sums, not the day's own turns.
+    bars = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "usage_daily" in c.proto.id)
+    turns = {}
+    for trace in bars["data"]:
+        y = trace["y"]
+        if isinstance(y, dict):
+            y = np.frombuffer(base64.b64decode(y["bdata"]), dtype=np.dtype(y["dtype"])).tolist()
+        for d, v in zip(trace["x"], y):
+            turns[str(d)[:10]] = turns.get(str(d)[:10], 0) + v
+    assert turns["2026-03-03"] == 5 and turns["2026-03-05"] == 6  # 3 + 2, then 3 + 2 + 1
+
     at.radio(key="usage_view").set_value("7-day rolling").run()
     assert not at.exception
     days, freq = _line(at, "usage_frequency")

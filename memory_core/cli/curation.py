@@ -164,6 +164,16 @@ def merge_undo(obj: _Context, merge_id: int) -> None:
     click.echo(f"merge {merge_id} undone")
 
 
+@cli.command(name="undo-run")
+@click.argument("run_id", type=int)
+@click.pass_obj
+def undo_run(obj: _Context, run_id: int) -> None:
+    """Undo everything a maintenance run changed, all or nothing (refused if a memory changed since)."""
+    with obj.open() as bank:
+        undos = bank.undo_maintenance_run(run_id)
+    click.echo(f"maintenance run {run_id} undone ({len(undos)} operations)")
+
+
 @cli.command()
 @click.option("--dry-run", is_flag=True, help="Print exactly what would change; change nothing.")
 @click.option("--all", "all_steps", is_flag=True, help="Run every step, not only the due ones.")
@@ -171,16 +181,19 @@ def merge_undo(obj: _Context, merge_id: int) -> None:
 @click.option("-n", "--namespace", default=None)
 @click.option("--now", default=None, help="Run as of this date (default: now).")
 @click.option("--hard", is_flag=True, help="Erase expired memories for good instead of archiving them.")
+@click.option("--rule", type=click.Choice(["durability", "age_importance"]), default="durability", show_default=True,
+              help="durability: expire transient memories once their time has passed, list durable ones long "
+                   "unused for review; age_importance: seed 004's rule (old, unimportant, unused), durable or not.")
 @_llm_option
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def maintain(obj: _Context, dry_run: bool, all_steps: bool, steps: tuple[str, ...], namespace: str | None,
-             now: str | None, hard: bool, use_llm: bool, as_json: bool) -> None:
+             now: str | None, hard: bool, rule: str, use_llm: bool, as_json: bool) -> None:
     """Run the maintenance plan: expiry and conflict rules weekly, merges monthly."""
     from memory_core.curation import maintenance  # loads the conflict rules: only when maintaining
 
     client = _llm(use_llm)
-    plan = maintenance.MaintenancePlan(expire_action="hard" if hard else "archive")
+    plan = maintenance.MaintenancePlan(expire_action="hard" if hard else "archive", expire_rule=rule)
     chosen = list(maintenance.STEPS) if all_steps else (list(steps) or None)
     with obj.open() as bank, click.progressbar(length=100, label="maintenance", file=sys.stderr) as bar:
         def progress(done: int, total: int, label: str) -> None:

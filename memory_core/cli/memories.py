@@ -13,7 +13,7 @@ import click
 
 # Light names only at import: the bank, scoring and the demo set are imported by the commands that
 # use them, so a call over the warm helper (memory_core.cli.warm) never loads them.
-from memory_core import CATEGORIES, INDEX_MODES, KINDS, humanize_age, parse_time
+from memory_core import CATEGORIES, DURABILITIES, INDEX_MODES, KINDS, humanize_age, parse_time
 
 if TYPE_CHECKING:
     from memory_core import MemoryBank
@@ -45,14 +45,29 @@ def init(obj: _Context, model: str | None) -> None:
 @click.option("--no-dedupe", is_flag=True,
               help="Store the text as a new memory even if an active memory of the namespace has the same text "
                    "(default: that memory is reinforced and its id printed).")
+@click.option("--durability", type=click.Choice(DURABILITIES), default=None,
+              help="durable or transient (maintenance expires only transient memories); default: read from the text.")
 @click.pass_obj
 def add(obj: _Context, text: str, namespace: str, importance: float, kind: str, category: str,
-        created_at: str | None, source: str | None, context: str | None, no_dedupe: bool) -> None:
+        created_at: str | None, source: str | None, context: str | None, no_dedupe: bool,
+        durability: str | None) -> None:
     """Store one memory; prints its id (an existing memory's, reinforced, when the namespace has the same text)."""
     with obj.open(warm=True) as bank:
         mid = bank.add(text, namespace=namespace, importance=importance, kind=kind, category=category,
-                       created_at=created_at, source=source, context=context, dedupe=not no_dedupe)
+                       created_at=created_at, source=source, context=context, dedupe=not no_dedupe,
+                       durability=durability)
     click.echo(mid)
+
+
+@cli.command(name="set-durability")
+@click.argument("memory_id", type=int)
+@click.argument("durability", type=click.Choice(DURABILITIES))
+@click.pass_obj
+def set_durability(obj: _Context, memory_id: int, durability: str) -> None:
+    """Mark a memory durable (maintenance never expires it for age) or transient (expired once its time passes)."""
+    with obj.open() as bank:
+        memory = bank.update(memory_id, durability=durability)
+    click.echo(f"memory {memory.id} is {memory.durability}")
 
 
 @cli.command(name="import")

@@ -2,9 +2,14 @@
 
 Maintenance has two steps with their own schedules:
 
-* **cleanup** (weekly by default): expire old, unimportant, unused memories; detect new
-  contradictions; apply the two clear conflict rules (newer wins, explicit beats inferred) to
-  open conflicts the detector is sure about, leaving the rest for an operator.
+* **cleanup** (weekly by default): expire transient memories whose time has passed (a day's
+  state after a few days, a week's after a couple of weeks, a dated thing after its date, logs,
+  small talk and events by age and disuse: :mod:`memory_core.durability`), and offer durable ones
+  long unused for review, never expiring them for age or disuse alone; seed 004's rule (old,
+  unimportant, unused: ``expire_rule="age_importance"``) stays as an option. Then detect new
+  contradictions and apply the two clear conflict rules (newer wins, explicit beats inferred) to
+  open conflicts the detector is sure about (:func:`memory_core.conflicts.auto_rule` owns that
+  bar), leaving the rest for an operator.
 * **merge** (monthly by default): merge clusters of near-duplicate memories.
 
 This module plans; the bank applies. :func:`plan_run` reads the bank (through
@@ -31,6 +36,7 @@ from . import conflicts, merge
 from ..storage.clock import utcnow
 from ..embedding.embedder import model_defaults
 from ..errors import ValidationError
+from ..language import durability as durability_mod
 from ..models import MAINTENANCE_STEPS, Conflict, Memory, parse_time
 
 if TYPE_CHECKING:
@@ -41,18 +47,34 @@ ProgressFn = Callable[[int, int, str], None]
 STEPS = MAINTENANCE_STEPS
 
 
+EXPIRE_RULES = ("durability", "age_importance")
+
+
 @dataclass(frozen=True)
 class MaintenancePlan:
-    """What maintenance does and how often. The defaults come from practice: memories older than
-    180 days, with importance under 0.7 and unused for six months, expire (archived, restorable)."""
+    """What maintenance does and how often.
+
+    With ``expire_rule="durability"`` (the default) a transient memory expires once its time has
+    passed: a day's state ``day_state_days`` after it was written, a week's ``week_state_days``
+    after, a dated one ``after_date_days`` after its date, the rest (logs, small talk, events)
+    once older than ``transient_after_days`` and unused as long. A durable memory never expires:
+    one older than ``expire_after_days`` and unused for ``unused_days`` is listed for review.
+    ``expire_rule="age_importance"`` is seed 004's rule instead: every memory older than
+    ``expire_after_days``, under ``expire_below_importance`` and unused for ``unused_days`` expires,
+    durable or not. Expired memories are archived (restorable) unless ``expire_action="hard"``."""
 
     expire_after_days: float = 180.0
     expire_below_importance: float = 0.7
     unused_days: float = 180.0
     expire_action: str = "archive"  # "archive" (soft, restorable) or "hard" (erased for good)
+    expire_rule: str = "durability"  # or "age_importance" (seed 004's)
+    day_state_days: float = 3.0
+    week_state_days: float = 14.0
+    after_date_days: float = 1.0
+    transient_after_days: float = 30.0
     detect_conflicts: bool = True
     resolve_conflicts: bool = True  # apply newer_wins / explicit_wins when the detector is sure
-    conflict_min_confidence: float = 0.8
+    conflict_min_confidence: float = conflicts.AUTO_BAR
     merge_threshold: float | None = None  # None: the bank's model's default (embed.MODEL_DEFAULTS)
     cleanup_every_days: float = 7.0
     merge_every_days: float = 30.0
@@ -63,6 +85,9 @@ class MaintenancePlan:
             if f.name == "expire_action":
                 if value not in ("archive", "hard"):
                     raise ValidationError(f"expire_action must be 'archive' or 'hard', got {value!r}")
+            elif f.name == "expire_rule":
+                if value not in EXPIRE_RULES:
+                    raise ValidationError(f"expire_rule must be one of {', '.join(EXPIRE_RULES)}, got {value!r}")
             elif f.name in ("detect_conflicts", "resolve_conflicts"):
                 if not isinstance(value, bool):
                     raise ValidationError(f"{f.name} must be true or false, got {value!r}")
@@ -89,11 +114,14 @@ class PlannedChange:
     """One change a run makes (or, dry, would make)."""
 
     step: str  # cleanup or merge
-    action: str  # expire, resolve_conflict, merge
+    action: str  # expire, review (a durable memory long unused: listed, never changed), resolve_conflict, merge
     memory_ids: list[int]
     detail: str
     namespace: str | None = None
     group_id: int | None = None  # the operation's group, to undo it (real runs only)
+    # Why an expiry or a review: the memory's durability, the rule's reason, its age in days and
+    # when it was last recalled (None: never).
+    why: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -129,8 +157,9 @@ class MaintenanceSource(Protocol):
 
     def stats(self, namespace: str | None = ..., now: Any = ...) -> dict[str, Any]: ...
 
-    def expiry_candidates(self, *, now: Any = ..., older_than_days: float, below_importance: float,
-                          unused_days: float, namespace: str | None = ...) -> list[Memory]: ...
+    def expiry_candidates(self, *, now: Any = ..., older_than_days: float, below_importance: float | None,
+                          unused_days: float, namespace: str | None = ...,
+                          durability: str | None = ...) -> list[Memory]: ...
 
     def live_vectors(self, namespace: str) -> tuple[np.ndarray, np.ndarray]: ...
 
@@ -183,7 +212,7 @@ class MaintenanceWork:
     started: datetime
     changes: list[PlannedChange] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        ("expired", "merged", "merges", "superseded", "conflicts_detected"), 0))
+        ("expired", "review", "merged", "merges", "superseded", "conflicts_detected"), 0))
     expire: list[int] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)  # rows for MemoryBank.record_conflicts
     resolutions: list[Resolution] = field(default_factory=list)
@@ -197,6 +226,26 @@ class MaintenanceWork:
         if self.progress is not None:
             self.progress(self.done, self.total, label)
 
+    def keep_only(self, keys: Iterable[str]) -> None:
+        """Leave out the rows whose :func:`row_key` is not in ``keys`` (an operator deselected them
+        in a preview); review rows change nothing and stay. New conflicts are still recorded."""
+        wanted = set(keys)
+        dropped = {id(c) for c in self.changes if c.action != "review" and row_key(c) not in wanted}
+        if not dropped:
+            return
+        self.changes = [c for c in self.changes if id(c) not in dropped]
+        kept = {i for c in self.changes if c.action == "expire" for i in c.memory_ids}
+        self.expire = [i for i in self.expire if i in kept]
+        self.resolutions = [r for r in self.resolutions if id(r.change) not in dropped]
+        self.merges = [m for m in self.merges if id(m.change) not in dropped]
+        self.counts.update(expired=len(self.expire), superseded=len(self.resolutions), merges=len(self.merges),
+                           merged=sum(len(m.ids) for m in self.merges))
+
+    def applied(self, action: str) -> None:
+        """Tell ``progress`` that one operation of a real run is done (its count of work unchanged)."""
+        if self.progress is not None:
+            self.progress(self.done, self.total, f"applied {action}")
+
     def expired(self, group_id: int | None) -> None:
         """Note the operation that expired the memories (undoable only when archived)."""
         for c in self.changes:
@@ -206,6 +255,14 @@ class MaintenanceWork:
     def report(self, dry_run: bool, stats: dict[str, Any]) -> MaintenanceReport:
         return MaintenanceReport(dry_run=dry_run, now=self.now, steps=self.steps, changes=self.changes,
                                  counts=self.counts, stats=stats)
+
+
+def row_key(change: PlannedChange | dict[str, Any]) -> str:
+    """A row of a plan by what it does: its action and memories (the same in a dry run and the real
+    run planned from the same bank), e.g. ``"expire:12"``, ``"merge:3-7"``."""
+    action, ids = (change["action"], change["memory_ids"]) if isinstance(change, dict) else (change.action,
+                                                                                             change.memory_ids)
+    return f"{action}:{'-'.join(map(str, ids))}"
 
 
 def tiers(bank: MaintenanceSource, now: Any = None, namespace: str | None = None) -> dict[str, int]:
@@ -261,18 +318,7 @@ def plan_run(
     held: dict[str, set[int]] = {}  # by namespace: memories in a conflict that stays open
 
     if "cleanup" in steps:
-        expired = source.expiry_candidates(now=now_dt, older_than_days=plan.expire_after_days,
-                                           below_importance=plan.expire_below_importance,
-                                           unused_days=plan.unused_days, namespace=namespace)
-        for m in expired:
-            used = "never recalled" if m.last_accessed_at is None else f"last recalled {m.last_accessed_at:%Y-%m-%d}"
-            # An erased memory's words must not survive in the run's report either.
-            what = f"memory {m.id}" if plan.expire_action == "hard" else repr(m.text)
-            work.changes.append(PlannedChange(
-                "cleanup", "expire", [m.id], f"{what}: created {m.created_at:%Y-%m-%d}, importance "
-                f"{m.importance:.2f}, {used}", m.namespace))
-        work.expire = [m.id for m in expired]
-        work.counts["expired"] = len(expired)
+        _plan_expiry(source, work)
         gone.update(work.expire)
         for ns in namespaces:
             held[ns] = _plan_cleanup(source, work, ns, gone, client)
@@ -294,6 +340,70 @@ def plan_run(
                 work.counts["merged"] += len(cluster.ids)
             work.tick(f"merge {ns}")
     return work
+
+
+def _plan_expiry(source: MaintenanceSource, work: MaintenanceWork) -> None:
+    """Plan the cleanup's expiries (and, by durability, its reviews) into ``work``."""
+    plan, now = work.plan, work.now
+    if plan.expire_rule == "age_importance":
+        for m in source.expiry_candidates(now=now, older_than_days=plan.expire_after_days,
+                                          below_importance=plan.expire_below_importance,
+                                          unused_days=plan.unused_days, namespace=work.namespace):
+            _add_row(work, "expire", m, f"older than {plan.expire_after_days:g} days with importance "
+                     f"{m.importance:.2f} (under {plan.expire_below_importance:g})")
+        return
+    for m in source.expiry_candidates(now=now, older_than_days=0, below_importance=None, unused_days=0,
+                                      namespace=work.namespace, durability="transient"):
+        why = transient_due(m, plan, now)
+        if why is not None:
+            _add_row(work, "expire", m, why)
+    for m in source.expiry_candidates(now=now, older_than_days=plan.expire_after_days, below_importance=None,
+                                      unused_days=plan.unused_days, namespace=work.namespace, durability="durable"):
+        _add_row(work, "review", m, f"durable and unused for {plan.unused_days:g} days: review it (a durable "
+                 "memory is never expired for age or disuse alone)")
+
+
+def transient_due(m: Memory, plan: MaintenancePlan, now: datetime) -> str | None:
+    """Why a transient memory's time has passed at ``now`` under ``plan`` (None: not yet)."""
+    reading = durability_mod.infer(m.text, m.category, m.kind)
+    # Marked transient by hand where the text names no time: by age and disuse, as a log is.
+    horizon = reading.horizon if reading.durability == "transient" else "age"
+    age = now - m.created_at
+    if horizon == "date":
+        date = durability_mod.named_date(m.text or "", m.created_at)
+        if date is not None:
+            return (f"transient, dated {date:%Y-%m-%d} ({reading.reason}): over for {plan.after_date_days:g} days"
+                    if now >= date + timedelta(days=1 + plan.after_date_days) else None)
+        horizon = "week"
+    if horizon == "day":
+        return (f"transient, a day's state ({reading.reason}): older than {plan.day_state_days:g} days"
+                if age >= timedelta(days=plan.day_state_days) else None)
+    if horizon == "week":
+        return (f"transient, a week's state ({reading.reason}): older than {plan.week_state_days:g} days"
+                if age >= timedelta(days=plan.week_state_days) else None)
+    unused = m.last_accessed_at is None or now - m.last_accessed_at >= timedelta(days=plan.transient_after_days)
+    if age >= timedelta(days=plan.transient_after_days) and unused:
+        return (f"transient ({reading.reason if reading.durability == 'transient' else 'marked so'}): older than "
+                f"{plan.transient_after_days:g} days and unused as long")
+    return None
+
+
+def _add_row(work: MaintenanceWork, action: str, m: Memory, reason: str) -> None:
+    """One expiry or review row, with why: durability, reason, age and last use."""
+    used = "never recalled" if m.last_accessed_at is None else f"last recalled {m.last_accessed_at:%Y-%m-%d}"
+    # An erased memory's words must not survive in the run's report either.
+    what = f"memory {m.id}" if action == "expire" and work.plan.expire_action == "hard" else repr(m.text)
+    age = (work.now - m.created_at).total_seconds() / 86400
+    work.changes.append(PlannedChange(
+        "cleanup", action, [m.id], f"{what}: {reason}; created {m.created_at:%Y-%m-%d}, importance "
+        f"{m.importance:.2f}, {used}", m.namespace,
+        why={"durability": m.durability, "reason": reason, "age_days": round(age, 1),
+             "last_used": None if m.last_accessed_at is None else m.last_accessed_at.isoformat()}))
+    if action == "expire":
+        work.expire.append(m.id)
+        work.counts["expired"] += 1
+    else:
+        work.counts["review"] += 1
 
 
 def _plan_cleanup(source: MaintenanceSource, work: MaintenanceWork, ns: str, gone: set[int],

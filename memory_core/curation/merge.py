@@ -42,6 +42,7 @@ from ..embedding.embedder import DEFAULT_MODEL, model_defaults
 from ..errors import LLMError, ValidationError
 from ..language.text import detect_language, mostly_cjk, tokenize
 from ..language.llm import LLMClient, with_fallback
+from .conflicts.subject import moved_on
 
 __all__ = [
     "Candidate",
@@ -258,8 +259,8 @@ class _Compatibility:
     Cosine similarity alone merges too much: "5 km personal best is 26:30" and "New 5 km personal
     best: 25:05" embed at 0.80 (an update, not a duplicate), templated logs ("Did 13 km for the
     long run", "Did 15 km ...") at 0.9, and the bundled English model rates unrelated Swedish or
-    Chinese sentences 0.85 and more because it does not understand them. Three cheap lexical
-    checks (numbers, negation, shared content words) veto such pairs; with a model that places
+    Chinese sentences 0.85 and more because it does not understand them. Cheap lexical checks
+    (numbers, negation, a plan or supersede signal on one side only, shared content words) veto such pairs; with a model that places
     languages in one space (``across_languages``), a pair in two languages is spared the shared-word
     check, which it could never pass. They only ever remove pairs,
     so every cluster still has all pairs above the threshold. Tokens, numbers and negations are
@@ -304,6 +305,10 @@ class _Compatibility:
         # "Eats meat" / "Doesn't eat meat" embed very close; a negation on one side only is far
         # more often a contradiction than a paraphrase, and contradictions are shown, not merged.
         if self._negated(i) != self._negated(j):
+            return False
+        # "Considering X" / "Signed up for X", "Runs" / "Quit running": the subject moved on (an
+        # update, or a contradiction), and merging the two would lose the latest state.
+        if moved_on(self._cands[i].text, self._cands[j].text):
             return False
         if self._min_shared <= 0:
             return True

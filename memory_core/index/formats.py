@@ -30,10 +30,10 @@ from typing import Any, Iterator
 import numpy as np
 
 
-FORMAT_VERSION = 5  # 2: lexical_tokens (a longer stop list) and memories' context; 3: vectors as .npy; 4: tokens by
+FORMAT_VERSION = 6  # 2: lexical_tokens (a longer stop list) and memories' context; 3: vectors as .npy; 4: tokens by
 
 
-# language; 5: each row's change sequence, scoring fields and descriptive fields (see index_cache)
+# language; 5: each row's change sequence, scoring fields and descriptive fields (see index_cache); 6: durability
 HASH_DTYPE = "S64"  # a SHA-256 in hex
 
 

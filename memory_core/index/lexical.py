@@ -161,6 +161,14 @@ class LexicalIndex:
             self._arrays[tid] = arrays
         return arrays if arrays[0].size else None
 
+    def rows_holding(self, term: str, limit: int) -> np.ndarray:
+        """The rows holding ``term`` when at most ``limit`` rows do; none otherwise (the few
+        memories a rare word is found in, without reading a common word's postings)."""
+        arrays = self._posting_arrays(term)
+        if arrays is None or len(arrays[0]) > limit:
+            return np.zeros(0, dtype=np.int64)
+        return np.asarray(arrays[0], dtype=np.int64)
+
     def idf(self, term: str) -> float:
         arrays = self._posting_arrays(term)
         return self._idf(0 if arrays is None else len(arrays[0]))

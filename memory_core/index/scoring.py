@@ -231,7 +231,9 @@ class ScoringParams:
 
     @classmethod
     def preset(cls, name: str) -> "ScoringParams":
-        """One of the built-in presets: ``default``, ``generative-agents``, ``weighted-recall``."""
+        """One of the built-in presets: ``default``, ``generative-agents``, ``weighted-recall``, as
+        set for the reference scale (MiniLM's, e5's for ``default``). A bank's own, on its model's
+        scale: ``bank.presets()[name]``, or the name passed as recall's ``params``."""
         try:
             return PRESETS[name]
         except (KeyError, TypeError):

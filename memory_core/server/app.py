@@ -247,6 +247,8 @@ class NewRow(_Body):
     pinned: bool = False
     source: str | None = None
     embedding: list[float] | None = Field(None, description="Its vector from the bank's model (skips embedding).")
+    durability: str | None = Field(None, description="durable or transient (maintenance expires only transient "
+                                                     "memories once their time has passed); default: read from the text.")
 
 
 class NewMemory(NewRow):
@@ -270,6 +272,7 @@ class MemoryChanges(_Body):
     created_at: str | None = None
     pinned: bool | None = None
     source: str | None = None
+    durability: str | None = None
 
 
 class RecallRequest(_Body):

@@ -48,7 +48,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 import memory_core as mc
-from memory_core import CATEGORIES, MemoryBank, Token, check_unicode, format_for_prompt
+from memory_core import CATEGORIES, DURABILITIES, MemoryBank, Token, check_unicode, format_for_prompt
 
 from .app import MAX_INT64, VERSION, Caller, Service, caller_of, error_response, status_of
 
@@ -127,6 +127,7 @@ def min_seq_of(value: str | None) -> int | None:
 # -- the tools -----------------------------------------------------------------------------------
 
 Category = Literal[CATEGORIES]  # type: ignore[valid-type]
+Durability = Literal[DURABILITIES]  # type: ignore[valid-type]
 
 
 class MemoryRecord(BaseModel):
@@ -148,6 +149,7 @@ class MemoryRecord(BaseModel):
     status: str = Field(description="active, archived, merged, superseded or deleted")
     pinned: bool
     source: str | None
+    durability: str = Field("durable", description="durable, or transient: maintenance expires it once its time has passed")
     seq: int | None = Field(None, description=(
         "After add_memory: the change number the write reached. A client of several servers sends it "
         f"as the {MIN_SEQ_HEADER} header to read the memory back from any of them."))
@@ -236,6 +238,9 @@ def _store_tool(tool: Tool, access: Callable[[Context], Access]) -> None:
             "How central this is to the user, 0 to 1: names, health, goals and strong preferences "
             "0.8-1; ordinary preferences and facts 0.5; minor details 0.2-0.3."))] = 0.5,
         category: Annotated[Category, Field(description="What kind of memory this is.")] = "other",
+        durability: Annotated[Durability | None, Field(description=(
+            "durable (who the user is, what they prefer, want, find hard or decided) or transient (an "
+            "event, a plan with a date, a state of the week); default: read from the text."))] = None,
     ) -> Annotated[CallToolResult, MemoryRecord]:
         """Store one long-term memory about the user, to recall in later conversations.
 
@@ -250,6 +255,8 @@ def _store_tool(tool: Tool, access: Callable[[Context], Access]) -> None:
         who.caller.check_write()
         row = {"text": text, "namespace": who.namespace, "importance": importance, "category": category,
                "kind": "explicit", "created_at": None, "context": None, "pinned": False, "source": "mcp"}
+        if durability is not None:
+            row["durability"] = durability
         svc = who.service
         memory = svc.add(row, who.caller)
         return text_result(f"Stored memory {memory.id}: {memory.text}", {**memory.to_dict(), "seq": svc.bank.seen_seq})

@@ -257,6 +257,41 @@ class Changes:
         mid = check_id(memory_id)
         return self.apply(mid, {"status": "active"}, "restore", require_status=("archived",))
 
+    def restore_many(self, ids: Iterable[int]) -> int | None:
+        """Restore several archived memories as one operation (undone as a whole with ``undo_group``);
+        returns its group id (None when ``ids`` is empty). A memory that is not archived refuses them all."""
+        member_ids = self._ids(ids)
+        if not member_ids:
+            return None
+        group, _, _ = self.change({mid: {"status": "active"} for mid in member_ids}, "restore",
+                                  require_status=("archived",))
+        return group
+
+    def update_many(self, ids: Iterable[int], **changes: Any) -> int | None:
+        """Set the same fields on several memories as one operation (a dashboard's bulk re-grade:
+        importance, category, kind, pinned...; not the text, which is each memory's own). Returns the
+        group id (None when ``ids`` is empty); a bad field or id refuses them all."""
+        member_ids = self._ids(ids)
+        unknown = set(changes) - (set(EDITABLE) - {"text"})
+        if unknown:
+            raise ValidationError(
+                f"cannot set {', '.join(sorted(unknown))} on several memories; fields: "
+                f"{', '.join(f for f in EDITABLE if f != 'text')}")
+        if not changes:
+            raise ValidationError("nothing to update: pass at least one field")
+        clean = check_changes(changes)
+        if not member_ids:
+            return None
+        group, _, _ = self.change({mid: dict(clean) for mid in member_ids}, "update",
+                                  require_status=("active", "archived"))
+        return group
+
+    @staticmethod
+    def _ids(ids: Iterable[int]) -> list[int]:
+        if isinstance(ids, (str, bytes)):
+            raise ValidationError("ids must be a list of memory ids")
+        return sorted({check_id(i) for i in ids})
+
     def forget_many(self, ids: Iterable[int], *, hard: bool = False, reason: str | None = None) -> int | None:
         """Forget several memories as one operation (soft: archived, undoable with ``undo_group``;
         hard: erased, with one rewrite of the file for all of them). Returns the operation's group
@@ -357,6 +392,28 @@ class Changes:
             "UPDATE events SET undone_by = ? WHERE id = ?", [group, eid])
         _, after, _ = self.change({event.memory_id: fields}, "undo", note=f"undo event {eid}", extra=mark)
         return after[event.memory_id]
+
+    def undo_groups(self, group_ids: list[int]) -> list[int]:
+        """Undo several operations as one request (a maintenance run's): every one is checked first,
+        so none is undone when one cannot be, then each is undone, the latest first. A memory changed
+        since by anything but these operations refuses the whole request. Returns the undo groups."""
+        gids = [check_id(g) for g in group_ids]
+        with self.core.session(write=False) as con:
+            for gid in gids:
+                events = self.events_where(con, "group_id = ?", [gid])
+                if not events:
+                    raise NotFoundError(f"no operation with group id {gid}")
+                _check_undoable(events)
+                touched = sorted({e.memory_id for e in events if e.memory_id is not None})
+                later = self.events_where(
+                    con, "memory_id IN (SELECT unnest(?)) AND id > ? AND undone_by IS NULL "
+                    "AND group_id NOT IN (SELECT unnest(?))",
+                    [touched, max(e.id for e in events), gids]) if touched else []
+                if later:
+                    e = later[0]
+                    raise StateError(f"memory {e.memory_id} changed after operation {gid} (event {e.id}, "
+                                     f"{e.action}); undo that change first")
+        return [self.undo_group(g) for g in sorted(gids, reverse=True)]
 
     def undo_group(self, group_id: int) -> int:
         """Undo a whole operation (a merge, a conflict resolution, a maintenance step): every memory

@@ -25,7 +25,8 @@ from ..embedding.embedder import DEFAULT_MODEL, Embedder, canonical_model_name, 
 from ..errors import BankReadOnlyError, ModelMismatchError, NotFoundError, StateError, ValidationError
 from ..index import NamespaceIndex
 from .index_cache import IndexCache, Progress
-from ..models import Memory
+from ..language.durability import infer as infer_durability
+from ..models import DURABILITIES, Memory
 from .recall_log import RecallJournal
 from ..index.scoring import ScoringParams
 from ..storage import Connection, Store, open_store, tables, transaction_parts
@@ -98,6 +99,7 @@ class Core:
                     raise unavailable from None
             if not read_only:
                 store.initialize(con, wanted or DEFAULT_MODEL)
+                _read_durabilities(con)
             meta = tables.meta(con)
         bank_model = meta["embedding_model"]
         if wanted is not None and wanted != bank_model:
@@ -465,3 +467,19 @@ class Core:
 def _exists(path: str | os.PathLike) -> bool:
     """Whether ``path`` names a bank file already there (a database URL is taken as there)."""
     return "://" in str(path) or os.path.exists(path)
+
+
+def _read_durabilities(con: Connection) -> None:
+    """Read the durability of every memory that has none (a bank migrated to schema 11), by the rule
+    a new memory is read by, in the opening transaction; the migration's meta key asks for it once."""
+    if con.execute("SELECT count(*) FROM meta WHERE key = 'durability_unread'").fetchone()[0] == 0:
+        return
+    rows = con.execute("SELECT id, text, category, kind FROM memories WHERE durability IS NULL").fetchall()
+    by: dict[str, list[int]] = {d: [] for d in DURABILITIES}
+    for mid, text, category, kind in rows:
+        by[infer_durability(text, category, kind).durability].append(int(mid))
+    for durability, ids in by.items():
+        for start in range(0, len(ids), 10_000):
+            con.execute("UPDATE memories SET durability = ? WHERE id IN (SELECT unnest(?))",
+                        [durability, ids[start:start + 10_000]])
+    con.execute("DELETE FROM meta WHERE key = 'durability_unread'")

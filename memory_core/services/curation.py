@@ -257,7 +257,9 @@ class Curation:
         row = self.writer.check_row({
             "text": text, "namespace": ms[0].namespace, **merge_mod.merged_fields(ms),
             "last_accessed_at": max(last) if last else None, "source": "merge",
-            "pinned": any(m.pinned for m in ms)}, utcnow())
+            "pinned": any(m.pinned for m in ms),
+            # A merge lasts when one of its members does (a durable fact is never merged away).
+            "durability": "durable" if any(m.durability == "durable" for m in ms) else "transient"}, utcnow())
         with self.core.session() as con:
             new_id = tables.take_ids(con, "next_id", 1)  # reserved, so the members can point at it
         row["id"] = new_id
@@ -309,6 +311,32 @@ class Curation:
                         [rid, to_naive_utc(started_at), to_naive_utc(utcnow()), self.core.actor, dry_run,
                          json.dumps(plan, default=str), json.dumps(report, default=str, ensure_ascii=False)])
         return rid
+
+    def undo_maintenance_run(self, run_id: int) -> list[int]:
+        """Undo everything a maintenance run changed (its expiries, resolutions and merges), all or
+        nothing, and note it in the run's report (``undone``); returns the undo groups. Refused for a
+        dry run, a run already undone, one that changed nothing undoable (a hard expiry erases for
+        good), and when a memory the run changed has changed since."""
+        rid = check_id(run_id)
+        with self.core.session(write=False) as con:
+            rows = con.arrow("SELECT * FROM maintenance_runs WHERE id = ?", [rid]).to_pylist()
+        if not rows:
+            raise NotFoundError(f"no maintenance run {rid}")
+        run = rows[0]
+        if run["dry_run"]:
+            raise StateError(f"maintenance run {rid} was a dry run: it changed nothing")
+        report = json.loads(run["report"] or "{}")
+        if report.get("undone"):
+            raise StateError(f"maintenance run {rid} was already undone")
+        groups = list(dict.fromkeys(c["group_id"] for c in report.get("changes", []) if c.get("group_id") is not None))
+        if not groups:
+            raise StateError(f"maintenance run {rid} changed nothing that can be undone")
+        undos = self.changes.undo_groups(groups)
+        report["undone"] = {"at": utcnow().isoformat(), "by": self.core.actor, "groups": undos}
+        with self.core.session() as con:
+            con.execute("UPDATE maintenance_runs SET report = ? WHERE id = ?",
+                        [json.dumps(report, default=str, ensure_ascii=False), rid])
+        return undos
 
     def maintenance_runs(self, limit: int = 20, include_dry_runs: bool = True) -> list[dict[str, Any]]:
         """Past maintenance runs, newest first, with their plans and reports."""
@@ -553,17 +581,22 @@ class Curation:
         """Make the changes a planned maintenance run lists (a :class:`memory_core.curation.maintenance.MaintenanceWork`),
         unless ``dry_run``, then record the run with its report; returns the report."""
         if not dry_run:
+            # Each operation is one transaction and one undo group: a run stopped between two
+            # leaves every memory either changed by a whole operation or not at all.
             action = work.plan.expire_action
             if work.expire:
                 work.expired(self.changes.forget_many(work.expire, hard=action == "hard",
                                                       reason=f"maintenance: expired ({action})"))
+                work.applied("expire")
             recorded = self.record_conflicts(work.findings) if work.findings else []
             for r in work.resolutions:
                 c = r.conflict if r.finding is None else recorded[r.finding]
                 if c is not None:  # None: another writer recorded the pair meanwhile; it stays for an operator
                     r.settle(c.id, self.resolve_conflict(c.id, r.rule).group_id)
+                    work.applied("resolve_conflict")
             for m in work.merges:
                 m.change.group_id = self.merge(m.ids, m.text, path=m.path, detail=m.detail).group_id
+                work.applied("merge")
         report = work.report(dry_run, {**self.queries.usage_summary(work.namespace),
                                        "by_tier": self.queries.stats(namespace=work.namespace, now=work.now)["by_tier"]})
         report.run_id = self.record_maintenance_run(started_at=work.started, dry_run=dry_run,

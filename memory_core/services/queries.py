@@ -16,6 +16,7 @@ from . import rows as rowmod
 from ..storage.clock import to_aware, to_naive_utc, utcnow
 from ..embedding.embedder import E5_MODEL, ENGLISH_ONLY
 from ..errors import ValidationError
+from ..language.durability import check_durability
 from ..models import (
     CATEGORIES, KINDS, STATUSES, Memory, Profile, check_choice, check_id, check_importance, check_namespace,
     parse_time,
@@ -233,20 +234,26 @@ class Queries:
         emb.flags.writeable = False
         return ids, emb
 
-    def expiry_candidates(self, *, now: Any = None, older_than_days: float, below_importance: float,
-                          unused_days: float, namespace: str | None = None) -> list[Memory]:
+    def expiry_candidates(self, *, now: Any = None, older_than_days: float, below_importance: float | None,
+                          unused_days: float, namespace: str | None = None,
+                          durability: str | None = None) -> list[Memory]:
         """Live, unpinned memories created more than ``older_than_days`` before ``now``, with importance
-        under ``below_importance``, not recalled for ``unused_days`` (or never): what expiry removes."""
+        under ``below_importance`` (None: any), not recalled for ``unused_days`` (or never), of one
+        ``durability`` when given: what maintenance weighs for expiry or review."""
         now_dt = parse_time(now, "now") or utcnow()
         for name, value in (("older_than_days", older_than_days), ("unused_days", unused_days)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
                 raise ValidationError(f"{name} must be a number of days >= 0")
-        check_importance(below_importance)
         created_before = to_naive_utc(now_dt) - timedelta(days=older_than_days)
         used_before = to_naive_utc(now_dt) - timedelta(days=unused_days)
-        where = ("status = 'active' AND NOT pinned AND created_at < ? AND importance < ? "
-                 "AND (last_accessed_at IS NULL OR last_accessed_at < ?)")
-        params: list[Any] = [created_before, float(below_importance), used_before]
+        where = "status = 'active' AND NOT pinned AND created_at < ? AND (last_accessed_at IS NULL OR last_accessed_at < ?)"
+        params: list[Any] = [created_before, used_before]
+        if below_importance is not None:
+            where += " AND importance < ?"
+            params.append(float(check_importance(below_importance)))
+        if durability is not None:
+            where += " AND durability = ?"
+            params.append(check_durability(durability))
         if namespace is not None:
             where += " AND namespace = ?"
             params.append(check_namespace(namespace))

@@ -3,14 +3,16 @@
 The ranking itself is the index's (:meth:`NamespaceIndex.rank`, scoring from
 :mod:`memory_core.index.scoring`); this module decides when the store must be read first, pairs
 memories an operator chose to keep both of, builds the hits, and hands real recalls to the
-recall log. :meth:`Recall.candidates` captures what ranking needs once, for what-if tuning.
+recall log. :meth:`Recall.candidates` captures what ranking needs once, for what-if tuning. Both
+rank a question without the words naming the namespace's subject (:mod:`memory_core.index.subject`):
+the text embedded and matched is :meth:`Recall.ranked_text`'s.
 """
 
 from __future__ import annotations
 
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -24,6 +26,7 @@ from ..models import Hit, check_namespace, check_text, parse_time
 from ..language.periods import query_periods
 from .recall_writer import RecallWriter
 from ..index.scoring import Candidates, ScoringParams, add_kept_pairs, date_match
+from ..index.subject import ranking_query
 from ..language.text import lexical_tokens
 from .settings import Settings
 
@@ -75,8 +78,12 @@ class Recall:
         now_dt = parse_time(now, "now") or utcnow()
         decision = self.gate.decide(query) if gate else None
         vector = None
+        text = query
         if (decision is None or decision.recall) and self.core.dim is not None:
-            vector = self.core.embedder.encode_one(query, kind="query")
+            # Outside the lock, the loaded index (if any) tells what ranking will read; rank
+            # checks it under the lock and embeds again in the rare case it changed meanwhile.
+            text = self.guess_ranked_text(namespace, query)
+            vector = self.core.embedder.encode_one(text, kind="query")
         with self.core.lock:
             self.core.check_open()
             # Reserved before ranking: taking a new block may catch up with other processes.
@@ -86,7 +93,7 @@ class Recall:
                     and (self.core.flush_current or self.core.store.signature() == self.core.signature)):
                 # Nobody wrote since this bank last looked (or only this bank's flush, which has
                 # caught up with the others and holds the file): no file access at all.
-                hits = [] if vector is None else self.rank(None, idx, query, p, now_dt, vector)
+                hits = [] if vector is None else self.rank(None, idx, query, p, now_dt, vector, text)
             else:
                 # No flush here: the index already counts this bank's buffered recalls, and a
                 # write transaction per recall would hold the file longer for other processes.
@@ -96,18 +103,50 @@ class Recall:
                         self.curation.acknowledged_pairs(con)
                         idx = self.core.ns_index(con, namespace)
                         if idx is not None:
-                            hits = self.rank(con, idx, query, p, now_dt, vector)
+                            hits = self.rank(con, idx, query, p, now_dt, vector, text)
             if record:
                 self.log.record(rid, query, namespace, p, preset_name, decision, hits, now_dt,
                              (time.perf_counter() - started) * 1000.0)
         return hits
 
+    def text_of(self, con: Any | None, idx: NamespaceIndex) -> Callable[[int], str]:
+        """A row's text: from the index, else the store (``con``; None: a session if needed)."""
+        def text(row: int) -> str:
+            info = idx.info[row]
+            if info is not None:
+                return info[0] or ""
+            mid = int(idx.ids[row])
+            return self.core.get_many(con, [mid])[mid].text
+        return text
+
+    def ranked_text(self, con: Any | None, idx: NamespaceIndex | None, query: str) -> str:
+        """What ranking embeds and matches for ``query``: it without the words naming the
+        namespace's subject (:func:`memory_core.index.subject.ranking_query`)."""
+        if idx is None:
+            return query
+        return ranking_query(query, idx.lexical, self.text_of(con, idx))
+
+    def guess_ranked_text(self, namespace: str, query: str) -> str:
+        """:meth:`ranked_text` from the loaded index without the lock or the store: a guess
+        (another thread may be changing the index), which :meth:`rank` checks under the lock."""
+        idx = self.core.indexes.get(namespace)
+        if idx is None:
+            return query
+        try:
+            return ranking_query(query, idx.lexical, lambda row: (idx.info[row] or ("",))[0] or "")
+        except Exception:  # an index changing under the guess: rank decides
+            return query
+
     def rank(self, con: Any | None, idx: NamespaceIndex, query: str, p: ScoringParams, now_dt: datetime,
-              vector: np.ndarray) -> list[Hit]:
+              vector: np.ndarray, text: str | None = None) -> list[Hit]:
+        """Rank ``idx`` for ``query``; ``vector`` is the embedding of ``text`` (default: the query)."""
         if idx.n == 0:
             return []
         idx.mode = self.core.index_mode
-        ranking = idx.rank(p, lexical_tokens(query), vector, now_dt.timestamp(), query_periods(query, now_dt))
+        ranked = self.ranked_text(con, idx, query)
+        if ranked != (query if text is None else text):
+            vector = self.core.embedder.encode_one(ranked, kind="query")
+        ranking = idx.rank(p, lexical_tokens(ranked), vector, now_dt.timestamp(), query_periods(query, now_dt))
         self.last_search = {"approximate": ranking.approximate, **ranking.stats}
         rows = [int(r) for r in ranking.rows]
         score = {r: float(s) for r, s in zip(rows, ranking.scores)}
@@ -172,8 +211,14 @@ class Recall:
                 if vectors is None:  # another process gave the bank its first vectors meanwhile
                     vectors = self.core.embedder.encode(list(queries), kind="query")
                 # One product per query, as recall computes it, so rounding cannot reorder near-ties.
+                # Ranked as recall ranks them: a question naming the namespace's subject without its name.
+                ranked = {q: self.ranked_text(None, idx, q) for q in dict.fromkeys(queries)}
+                changed = [i for i, q in enumerate(queries) if ranked[q] != q]
+                if changed:
+                    vectors = np.array(vectors, copy=True)
+                    vectors[changed] = self.core.embedder.encode([ranked[queries[i]] for i in changed], kind="query")
                 sim = np.array([idx.similarities(np.asarray(v, dtype=np.float32)) for v in vectors], dtype=np.float64)
-                matched = {q: idx.lexical.match(lexical_tokens(q)) for q in dict.fromkeys(queries)}
+                matched = {q: idx.lexical.match(lexical_tokens(ranked[q])) for q in dict.fromkeys(queries)}
                 lex = np.array([matched[q][0] for q in queries], dtype=np.float64).reshape(len(queries), n)
                 idf_sum = np.array([matched[q][1] for q in queries], dtype=np.float64)
                 max_idf = matched[queries[0]][2]

@@ -20,7 +20,7 @@ from ..models import Memory
 
 # What a Memory needs beyond the index's arrays, kept per row so recall never opens the file for it.
 INFO_COLUMNS = ("text", "kind", "category", "created_at", "updated_at", "last_accessed_at", "pinned", "source",
-                "embedding_model", "superseded_by", "merged_into", "context")
+                "embedding_model", "superseded_by", "merged_into", "context", "durability")
 INFO_SQL = ", ".join(INFO_COLUMNS)  # fixed column names, never input
 TIME_COLUMNS = ("created_at", "updated_at", "last_accessed_at")  # stored as naive UTC (None stays None)
 
@@ -67,7 +67,7 @@ def memory_from_row(row: dict[str, Any]) -> Memory:
         status=row["status"], pinned=bool(row["pinned"]), source=row["source"],
         content_hash=row["content_hash"], embedding_model=row["embedding_model"],
         superseded_by=row["superseded_by"], merged_into=row["merged_into"], context=row.get("context"),
-        use_count=int(row.get("use_count") or 0),
+        use_count=int(row.get("use_count") or 0), durability=row.get("durability") or "durable",
     )
 
 
@@ -76,13 +76,15 @@ def memory_from_index(idx: NamespaceIndex, r: int) -> Memory | None:
     row_info = idx.info[r]
     if row_info is None:
         return None
-    text, kind, category, created, updated, last, pinned, source, model, superseded_by, merged_into, context = row_info
+    (text, kind, category, created, updated, last, pinned, source, model, superseded_by, merged_into, context,
+     durability) = row_info
     return Memory(
         id=int(idx.ids[r]), text=text, namespace=idx.namespace, kind=kind, category=category,
         importance=float(idx.importance[r]), created_at=to_aware(created), updated_at=to_aware(updated),
         last_accessed_at=to_aware(last), access_count=int(idx.access_count[r]), status="active",
         pinned=bool(pinned), source=source, content_hash=idx.hash_at(r), embedding_model=model,
         superseded_by=superseded_by, merged_into=merged_into, context=context, use_count=int(idx.use_count[r]),
+        durability=durability or "durable",
     )
 
 

@@ -28,10 +28,12 @@ class Settings:
         self.core = core
 
     def builtin(self) -> dict[str, ScoringParams]:
-        """The built-in presets for this bank: :data:`PRESETS`, with "default" on the bank's model's
-        scale (``recall`` of :data:`memory_core.embedding.embedder.MODEL_DEFAULTS`)."""
-        out = dict(PRESETS)
-        out["default"] = PRESETS["default"].replace(**model_defaults(self.core.model).recall)
+        """The built-in presets for this bank: :data:`PRESETS`, each on the bank's model's scale
+        ("default": ``recall`` of :data:`memory_core.embedding.embedder.MODEL_DEFAULTS`, the others
+        its ``presets``)."""
+        defaults = model_defaults(self.core.model)
+        out = {name: params.replace(**defaults.presets.get(name, {})) for name, params in PRESETS.items()}
+        out["default"] = PRESETS["default"].replace(**defaults.recall)
         return out
 
     def presets(self) -> dict[str, ScoringParams]:

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from . import rows as rowmod
 from ..storage.clock import utcnow
+from ..language.durability import check_durability, infer as infer_durability
 from ..embedding.embedder import canonical_model_name, get_embedder
 from ..index import HASH_DTYPE
 from ..errors import ModelMismatchError, ValidationError
@@ -39,11 +40,12 @@ Progress = Callable[[int], None]
 BATCH_EMBED = 2048
 BATCH_VECTORS = 8192
 
-EDITABLE = ("text", "namespace", "kind", "category", "importance", "created_at", "pinned", "source")
+EDITABLE = ("text", "namespace", "kind", "category", "importance", "created_at", "pinned", "source", "durability")
 # Fields a row may carry on import (an export's fields, and the vector).
 ROW_FIELDS = frozenset({"id", "text", "namespace", "importance", "kind", "category", "created_at", "updated_at",
                         "last_accessed_at", "access_count", "status", "pinned", "source", "embedding",
-                        "embedding_model", "content_hash", "superseded_by", "merged_into", "context", "use_count"})
+                        "embedding_model", "content_hash", "superseded_by", "merged_into", "context", "use_count",
+                        "durability"})
 # Fields curation, undo and forgetting set; already checked by the operation that sets them.
 _INTERNAL = ("status", "superseded_by", "merged_into", "last_accessed_at", "access_count", "updated_at")
 
@@ -68,6 +70,8 @@ def check_field(key: str, value: Any) -> Any:
         if checked is None:
             raise ValidationError("created_at cannot be empty")
         return checked
+    if key == "durability":
+        return check_durability(value)
     if key == "pinned":
         if not isinstance(value, bool):
             raise ValidationError("pinned must be true or false")
@@ -131,6 +135,10 @@ class Writer:
             # An export carries how often each memory was used; a merge passes its members' sum.
             "use_count": _whole(row, "use_count", 0, 2**31),
         }
+        # Given, or read from the text, category and kind as they are written.
+        given = row.get("durability")
+        out["durability"] = (check_field("durability", given) if given is not None
+                             else infer_durability(text, out["category"], out["kind"]).durability)
         for key in ("id", "superseded_by", "merged_into"):
             v = row.get(key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1 or v >= 2**62):

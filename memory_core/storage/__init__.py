@@ -34,10 +34,9 @@ import os
 from typing import Hashable, Sequence
 
 from . import schema  # and .tables, imported where used (NumPy, Arrow): the cache folder needs neither
-from .interface import Connection, Cursor, Dialect, IntegrityError, Store
+from .interface import DATABASE_SCHEMES, Connection, Cursor, Dialect, IntegrityError, Store
 from .schema import SCHEMA_VERSION
 
-DATABASE_SCHEMES = ("postgresql://", "postgres://")  # how a PostgreSQL bank's URL starts (postgres.URL_SCHEMES)
 
 
 def is_database_url(location: str | os.PathLike) -> bool:

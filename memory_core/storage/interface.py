@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # for the hints only: the protocols are imported by callers t
     import pyarrow as pa
 
 
+DATABASE_SCHEMES = ("postgresql://", "postgres://")  # how a PostgreSQL bank's URL starts
+
 class IntegrityError(Exception):
     """A statement broke a key or constraint of the schema (e.g. an id another writer just took).
 

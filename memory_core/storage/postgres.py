@@ -44,7 +44,7 @@ import pyarrow as pa
 from .cache_dir import cache_root
 from ..errors import BankLockedError, BankReadOnlyError, CorruptBankError, ValidationError
 from . import schema
-from .interface import IntegrityError, LockWaits
+from .interface import DATABASE_SCHEMES, IntegrityError, LockWaits
 from .pg_notify import TRIGGER_DDL, ChangeListener
 
 try:  # the driver is a dependency, but a DuckDB-only install may lack it: say so when it matters
@@ -58,7 +58,7 @@ except ImportError:  # pragma: no cover - the package lists psycopg as a depende
 
 log = logging.getLogger(__name__)
 
-URL_SCHEMES = ("postgresql://", "postgres://")  # storage.DATABASE_SCHEMES, which names no driver
+URL_SCHEMES = DATABASE_SCHEMES
 # The write lock's key: one per database (a bank is a database), the same in every process.
 WRITE_LOCK_KEY = int.from_bytes(hashlib.sha256(b"memory_core.bank.write").digest()[:8], "big", signed=True)
 POOL_MAX = 8  # connections a store keeps at most: one per thread that works on the bank at once

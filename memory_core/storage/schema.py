@@ -14,7 +14,7 @@ from typing import Any
 from .clock import to_naive_utc, utcnow
 from ..errors import CorruptBankError
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 # The key of each tenant table that has one (version 1-3); version 10 adds the namespace to it on
 # PostgreSQL. The tenant tables without a key (hits, feedback hits, removed memories, ablation
@@ -208,6 +208,15 @@ MIGRATIONS: dict[int, list[str | dict[str, str]]] = {
     # a primary key, and a file is neither distributed nor partitioned.
     10: [{"postgres": f"ALTER TABLE {table} DROP CONSTRAINT {table}_pkey, ADD PRIMARY KEY ({key}, namespace)"}
          for table, key in TENANT_KEYS.items()],
+    # Each memory's durability (durable or transient, memory_core.language.durability): maintenance
+    # expires a transient memory once its time has passed and only lists a durable one for review.
+    # The rule is the library's, not SQL's: the column starts NULL and the meta key
+    # 'durability_unread' asks the bank's opener to read every memory whose durability is NULL
+    # (services/core.py), in the same transaction, then drops the key.
+    11: [
+        "ALTER TABLE memories ADD COLUMN durability VARCHAR",
+        "INSERT INTO meta VALUES ('durability_unread', '1')",
+    ],
 }
 
 BANK_WIDE = ""  # the namespace of a row that belongs to no namespace (check_namespace refuses "")

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 MEMORY_COLUMNS = (
     "id", "namespace", "text", "kind", "category", "importance", "created_at", "updated_at",
     "last_accessed_at", "access_count", "status", "pinned", "source", "content_hash",
-    "embedding_model", "superseded_by", "merged_into", "seq", "context", "use_count",
+    "embedding_model", "superseded_by", "merged_into", "seq", "context", "use_count", "durability",
 )
 
 # The Arrow type of each memory column as the schema stores it: a bulk insert's table is typed by
@@ -38,7 +38,7 @@ MEMORY_ARROW_TYPES: dict[str, pa.DataType] = {
     "updated_at": pa.timestamp("us"), "last_accessed_at": pa.timestamp("us"), "access_count": pa.int64(),
     "status": pa.string(), "pinned": pa.bool_(), "source": pa.string(), "content_hash": pa.string(),
     "embedding_model": pa.string(), "superseded_by": pa.int64(), "merged_into": pa.int64(), "seq": pa.int64(),
-    "context": pa.string(), "use_count": pa.int32(),
+    "context": pa.string(), "use_count": pa.int32(), "durability": pa.string(),
 }
 
 _TIME_COLUMNS = ("created_at", "updated_at", "last_accessed_at")
@@ -49,7 +49,7 @@ SMALL_INSERT = 32  # rows below which an insert's "add" events are built in Pyth
 # The memory as an "add" event records it (the fields a caller gave, in this order, and its id).
 _ADD_EVENT_FIELDS = ("text", "namespace", "importance", "kind", "category", "created_at", "updated_at",
                      "last_accessed_at", "status", "pinned", "source", "content_hash", "superseded_by",
-                     "merged_into", "access_count", "id")
+                     "merged_into", "access_count", "durability", "id")
 
 # Columns the recall writer reads back for the memories whose access counts it changed.
 ACCESS_COLUMNS = ("id", "namespace", "status", "created_at", "last_accessed_at", "importance",

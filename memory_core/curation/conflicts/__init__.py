@@ -1,10 +1,12 @@
 """Contradiction detection between two memories: the decision part, as pure functions.
 
-Candidate pairs come from the dense index: two live memories of one namespace whose cosine
-similarity falls in a band, i.e. memories already known to be about the same topic
-(:func:`pairs_to_judge`, from the vectors the bank hands over). This module decides, for each such
-pair, whether they CONTRADICT and how an operator (or an automatic policy) should resolve it
-(:func:`find`); MemoryBank.detect_conflicts records what it finds. Nothing here touches the database.
+Candidate pairs follow one rule, on an add's check as in a maintenance scan (:mod:`.subject`): each
+memory with its ``SUBJECT_NEIGHBOURS`` nearest memories of the namespace whose cosine falls in a band
+(:func:`pairs_to_judge`, from the vectors the bank hands over), and of those only the pairs about the
+same subject (:func:`same_subject`: a shared subject slot or content word, one category; a shared
+topic is not enough). This module decides, for each such pair, whether they CONTRADICT and how an
+operator (or an automatic policy) should resolve it (:func:`find`); MemoryBank.detect_conflicts
+records what it finds. Nothing here touches the database.
 
 Two judges produce the same :class:`Verdict`:
 
@@ -34,13 +36,17 @@ Two judges produce the same :class:`Verdict`:
     otherwise a Swedish negation would be set against every English memory near it. Only pairs that
     pass the cheap negation test pay for the scan of the namespace, on add (in the hold, from the
     loaded index) as in the maintenance scan; a walk past ``ACROSS_WALK`` closer memories leaves
-    the pair unflagged. A pair outside a memory's 25 nearest neighbours is not
-    a candidate at all, even when it is the nearest in the other language.
+    the pair unflagged. A pair outside a memory's ``SUBJECT_NEIGHBOURS`` nearest
+    is not a candidate at all, even when it is the nearest in the other language.
 
   Paraphrases, refinements ("Likes coffee" / "Likes coffee with oat milk"), compatible facts and
   pairs that are both negative ("Doesn't eat meat" / "Never eats pork") are not conflicts. The
   rules prefer missing a conflict to inventing one (an invented one could overwrite a true
   memory): a negation flip needs explicit evidence, and a changed number needs a change word.
+* the **supersede signals** (:func:`supersede_signals`: "quit", "moved to", "no longer", "now prefers",
+  "again"; "har slutat", "flyttade", "inte längre", "igen"; "不再", "搬到", "放弃", "又开始"): on a pair
+  about one subject, a signal in the newer memory alone is a ``switch`` for the rules path, and one
+  that backs a rules verdict raises its confidence (the calibrated table of :mod:`.subject`).
 * :func:`judge_llm`: asks the configured OpenAI-compatible model for strict JSON and validates
   it; :func:`judge` uses the LLM when one is configured and working, else the rules.
 
@@ -58,27 +64,32 @@ only on a clear rule":
 
 :func:`auto_resolution` says which of the two clear rules (:data:`AUTO_RULES`) an automatic
 policy may apply to a verdict; everything else is left to an operator. ``keep_both`` and
-``review`` are never applied automatically.
+``review`` are never applied automatically, and :func:`auto_rule` (what maintenance calls) applies
+a rule only from :data:`AUTO_BAR`, the confidence where held-out precision is 0.95 or more.
 """
 
 from __future__ import annotations
 
-from .candidates import (CANDIDATE_BAND, NEIGHBOURS, across_language_pairs, auto_rule, candidate_band,
+from .candidates import (CANDIDATE_BAND, across_language_pairs, auto_rule, candidate_band,
                          candidate_pairs, find, pairs_to_judge, preview, topic_confidence)
 from .llm_judge import judge, judge_llm
 from .records import (AUTO_RULES, CONFLICT_KINDS, MUCH_NEWER, PATHS, REVIEW_BELOW, SAME_DAY, SUGGESTIONS, MemoryView,
                       Verdict)
 from .rule_judge import auto_resolution, judge_rules, negated_across_languages, suggest
+from .subject import AUTO_BAR, OFFER_FLOOR, SUBJECT_NEIGHBOURS, SameSubject, same_subject, supersede_signals
 
 __all__ = [
+    "AUTO_BAR",
     "AUTO_RULES",
     "CANDIDATE_BAND",
     "CONFLICT_KINDS",
     "MUCH_NEWER",
-    "NEIGHBOURS",
+    "OFFER_FLOOR",
     "PATHS",
     "REVIEW_BELOW",
     "SAME_DAY",
+    "SUBJECT_NEIGHBOURS",
+    "SameSubject",
     "SUGGESTIONS",
     "MemoryView",
     "Verdict",
@@ -94,6 +105,8 @@ __all__ = [
     "negated_across_languages",
     "pairs_to_judge",
     "preview",
+    "same_subject",
     "suggest",
+    "supersede_signals",
     "topic_confidence",
 ]

@@ -15,6 +15,8 @@ from ...embedding.vectors import products
 from .llm_judge import judge
 from .records import MemoryView, Verdict
 from .rule_judge import auto_resolution, negated_across_languages, suggest
+from .subject import AUTO_BAR, OFFER_FLOOR, SUBJECT_NEIGHBOURS, confidence as subject_confidence, same_subject, \
+    signal_verdict
 
 
 # --------------------------------------------------------------------------- from the bank's data
@@ -22,7 +24,6 @@ from .rule_judge import auto_resolution, negated_across_languages, suggest
 # Candidates share a topic but are not the same statement: contradictions in the demo set sit
 # between cosine 0.3 and 0.85 with the bundled model; identical statements sit above 0.985.
 CANDIDATE_BAND: Final = (0.3, 0.985)
-NEIGHBOURS: Final = 25
 # How many closer memories the cross-language gate reads the language of before it gives up on a pair
 # (left unflagged): in a large namespace in one language, the walk to the nearest memory in another
 # could otherwise read most of it on an add.
@@ -35,8 +36,10 @@ def candidate_band(on_model: Callable[[float], float] = float) -> tuple[float, f
 
 
 def candidate_pairs(ids: np.ndarray, vectors: np.ndarray, rows: Sequence[int] | None = None,
-                    band: tuple[float, float] = CANDIDATE_BAND, neighbours: int = NEIGHBOURS) -> list[tuple[int, int]]:
-    """Pairs of memory ids on one topic: each row's nearest ``neighbours`` with cosine inside ``band``.
+                    band: tuple[float, float] = CANDIDATE_BAND,
+                    neighbours: int = SUBJECT_NEIGHBOURS) -> list[tuple[int, int]]:
+    """Pairs of memory ids close in meaning: each row's nearest ``neighbours`` (the candidate rule's
+    :data:`~.subject.SUBJECT_NEIGHBOURS`) with cosine inside ``band``.
 
     ``rows`` limits the left side (new memories, for incremental detection); pairs are unordered
     and unique, and ordered by id for determinism.
@@ -58,25 +61,17 @@ def candidate_pairs(ids: np.ndarray, vectors: np.ndarray, rows: Sequence[int] | 
     return sorted(pairs)
 
 
-# How far the rules can be trusted, by kind and by how close the two memories are in meaning.
-# Measured on the demo bank's planted contradictions against every candidate pair the rules
-# flagged (precision by cosine bucket): "value_change" 0.44 from cosine 0.4, 0.75 from 0.5, 1.0
-# from 0.6; "polarity" 0.25 / 0.43 / 0.53, and 0.83 from 0.7; "switch" 0.18 / 0.33 / 0.67.
-# Below the floor a rule verdict is not recorded; the auto policy needs confidence >= 0.8.
+# How close in meaning (on MiniLM's scale, where it was measured) a pair in two languages must be
+# for the rules' cross_language verdict, which is only ever offered for review. Pairs in one
+# language are trusted by the same-subject rule's evidence instead (subject.confidence).
 _TOPIC_CONFIDENCE: Final = {
-    # "Lives in Paris" / "Moved to Berlin" embed at only 0.385: a changed value of one attribute
-    # is flagged from 0.35, for an operator to look at (never applied automatically below 0.5).
-    "value_change": ((0.6, 0.9), (0.5, 0.7), (0.35, 0.6)),
-    "polarity": ((0.7, 0.85), (0.6, 0.7)),
-    "switch": ((0.7, 0.8), (0.6, 0.65)),
-    # Two languages share no word: the pair is gated by being mutual nearest neighbours across the
-    # two languages (across_language_pairs) instead, and is only ever offered for review.
     "cross_language": ((CANDIDATE_BAND[0], 0.5),),
 }
 
 
 def topic_confidence(kind: str, cosine: float) -> float:
-    """The most a rule verdict of ``kind`` can be trusted for two memories this close; 0 = not at all."""
+    """The most a rule verdict of ``kind`` across two languages can be trusted for two memories this
+    close; 0 = not at all."""
     for floor, confidence in _TOPIC_CONFIDENCE.get(kind, ((0.6, 0.7),)):
         if cosine >= floor:
             return confidence
@@ -159,12 +154,14 @@ def find(pairs: Sequence[tuple[int, int]], ids: np.ndarray, vectors: np.ndarray,
     """Judge the candidate ``pairs`` (:func:`pairs_to_judge` of ``ids`` and ``vectors``) and return the
     contradictions worth recording, as rows for :meth:`MemoryBank.record_conflicts`. Writes nothing.
 
-    :func:`judge` decides (the LLM when ``client`` works, else the rules, whose confidence is capped
-    by how close in meaning the two are: :func:`topic_confidence`). ``memories`` holds at least the
+    :func:`judge` decides, only on pairs about one subject (:func:`~.subject.same_subject`; a pair in
+    two languages when ``across`` vouches for it): the LLM when ``client`` works, else the rules and
+    the supersede signals, whose confidence is the calibrated table of :func:`~.subject.confidence`
+    (below :data:`~.subject.OFFER_FLOOR` a pair is not recorded). ``memories`` holds at least the
     memories of ``pairs``; pairs in ``known`` (older id, newer id), recorded before whatever became of
     them, are not flagged again. With ``memory_ids`` (the new memories), each is flagged against at
     most ``max_per_memory`` stored ones, the clearest first. ``to_reference`` puts the model's cosine
-    on the scale :func:`topic_confidence` was measured on (``ModelDefaults.to_reference``).
+    on the scale :func:`topic_confidence` (pairs across languages) was measured on (``ModelDefaults.to_reference``).
     ``across`` (:func:`across_language_pairs`, as (smaller id, larger id)): the pairs the rules may
     also judge across languages.
     """
@@ -175,18 +172,34 @@ def find(pairs: Sequence[tuple[int, int]], ids: np.ndarray, vectors: np.ndarray,
         a, b = sorted((memories[a_id], memories[b_id]), key=lambda m: (m.created_at, m.id))
         if (a.id, b.id) in known:
             continue
-        verdict = judge(MemoryView.from_memory(a), MemoryView.from_memory(b), client,
-                        across_languages=(min(a.id, b.id), max(a.id, b.id)) in across)
-        if not verdict.conflict:
+        vouched = (min(a.id, b.id), max(a.id, b.id)) in across
+        # The candidate rule: one subject (a shared slot or content word, one category); a pair in
+        # two languages shares no word, and is judged only when the cross-language gate vouches for it.
+        shared = same_subject(a.text, b.text, getattr(a, "category", None), getattr(b, "category", None))
+        if shared is None and not vouched:
             continue
+        view_a, view_b = MemoryView.from_memory(a), MemoryView.from_memory(b)
+        verdict = judge(view_a, view_b, client, across_languages=vouched)
         cos = float(vectors[row_of[a.id]] @ vectors[row_of[b.id]])
         confidence = verdict.confidence
-        if verdict.path == "rules":
+        if verdict.path == "rules" and shared is not None and verdict.kind != "cross_language":
+            confidence = subject_confidence(verdict.conflict, a.text, b.text, shared)
+            if confidence < OFFER_FLOOR:
+                continue
+            if not verdict.conflict:  # a supersede signal about the shared subject: the newer replaced it
+                signal = signal_verdict(a.text, b.text, shared)
+                about = ", ".join(sorted(shared.slots | shared.words))
+                verdict = Verdict(conflict=True, kind="switch", confidence=confidence, suggestion="review",
+                                  evidence=f'switch: supersede signal "{signal}" in the newer memory about {about}',
+                                  path="rules")
+        elif verdict.path == "rules":  # across languages: only as close in meaning as the gate asks
             confidence = min(confidence, topic_confidence(verdict.kind, to_reference(cos)))
             if confidence == 0.0:
                 continue
-        suggestion = suggest(MemoryView.from_memory(a), MemoryView.from_memory(b), verdict.kind, confidence) \
-            if verdict.path == "rules" else verdict.suggestion
+        if not verdict.conflict:
+            continue
+        suggestion = suggest(view_a, view_b, verdict.kind, confidence) if verdict.path == "rules" \
+            else verdict.suggestion
         judged.append(((confidence, cos), dict(a_id=a.id, b_id=b.id, kind=verdict.kind, evidence=verdict.evidence,
                                                confidence=confidence, suggestion=suggestion, path=verdict.path)))
     if memory_ids is not None:
@@ -215,9 +228,10 @@ def preview(found: Iterable[Mapping[str, Any]], memories: Mapping[int, Any], nam
                      detected_at=now) for row in found]
 
 
-def auto_rule(conflict: Any, min_confidence: float = 0.8) -> str | None:
+def auto_rule(conflict: Any, min_confidence: float = AUTO_BAR) -> str | None:
     """The rule an automatic policy applies to a recorded conflict, or None to leave it to an
-    operator: only the two clear rules, only when confident, never on a pinned memory."""
+    operator: only the two clear rules, only at :data:`~.subject.AUTO_BAR` (the bar where held-out
+    precision is 0.95 or more) or the plan's own bar, never on a pinned memory. Maintenance calls this."""
     if conflict.status != "open" or conflict.a.pinned or conflict.b.pinned:
         return None
     if conflict.a.status != "active" or conflict.b.status != "active":

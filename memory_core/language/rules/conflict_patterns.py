@@ -409,3 +409,82 @@ _NOT_NAMES: Final = frozenset({"i", "user", "the", "my", "we", "he", "she", "the
                                "our", "his", "her", "their", "jag", "vi", "han", "hon", "de", "den", "det", "min",
                                "mitt", "användaren"})
 _SUBJECT: Final = re.compile(r"([A-ZÅÄÖÆØÉ][\w-]*(?: [A-ZÅÄÖÆØÉ][\w-]*)*)(?:(['’]s|s['’]) ([a-zåäö][\w-]*)| ([\w'’-]+))")
+
+
+# --------------------------------------------------------------------------- #
+# The same-subject candidate rule and the supersede signals (conflicts/subject.py)
+# --------------------------------------------------------------------------- #
+# What a memory is about, whatever it says of it: where someone lives, their diet, pets, work, a
+# relationship, a habit, a sport, a study plan, their devices and how they get around. Two memories
+# that name one slot (or share a content word) are about the same subject; a shared topic ("food",
+# "travel") is not enough. Patterns run on casefolded text with simplified Chinese.
+SUBJECT_SLOTS: dict[str, dict[str, str]] = {
+    "residence": {"en": r"\b(?:lives?|living|moved|moving|relocat\w*|home is|flat|apartment|house)\b",
+                  "sv": r"\b(?:bor|bodde|flytta\w*|lägenhet\w*|hus(?:et)?|hem(?:ma)?)\b",
+                  "zh": r"住|搬|公寓|房子|老家"},
+    "diet": {"en": r"\b(?:vegetarian|vegan|meat|pescatarian|eats?|diet)\b",
+             "sv": r"\b(?:vegetarian|vegan|kött|äter|kost)\b", "zh": r"素|吃肉|肉|饮食"},
+    "pets": {"en": r"\b(?:dogs?|cats?|pets?|pupp(?:y|ies)|rabbits?|horses?)\b",
+             "sv": r"\b(?:hund\w*|katt\w*|husdjur|valp\w*|kanin\w*|häst\w*)\b", "zh": r"狗|猫|宠物|兔"},
+    "work": {"en": r"\b(?:works?|working|job|employ\w*|unemployed|office|career)\b",
+             "sv": r"\b(?:jobb\w*|arbet\w*|kontor\w*|anställ\w*)\b", "zh": r"工作|上班|失业|办公"},
+    "relationship": {"en": r"\b(?:married|marri\w*|divorc\w*|single|girlfriend|boyfriend|partner|wife|husband)\b",
+                     "sv": r"\b(?:gift|skild\w*|skilde|singel|flickvän|pojkvän|sambo|fru)\b",
+                     "zh": r"结婚|离婚|单身|女朋友|男朋友|伴侣|妻子|丈夫"},
+    "smoking": {"en": r"\b(?:smok\w*|cigarettes?|vap\w*)\b", "sv": r"\b(?:rök\w*|cigarett\w*|snus\w*)\b", "zh": r"烟"},
+    "alcohol": {"en": r"\b(?:alcohol|wine|beer)\b", "sv": r"\b(?:alkohol|vin|öl)\b", "zh": r"酒"},
+    "transport": {"en": r"\b(?:drives?|car|cycl\w*|bikes?|commut\w*)\b", "sv": r"\b(?:bil\w*|cykl\w*|pendl\w*)\b",
+                  "zh": r"开车|车|骑车|通勤"},
+    "study": {"en": r"\b(?:stud\w*|universit\w*|degree|course|learning|learn)\b",
+              "sv": r"\b(?:läs(?:a|er)|plugg\w*|universitet\w*|utbildning\w*|kurs\w*|lär)\b", "zh": r"读|学|大学|课程"},
+    "device": {"en": r"\b(?:phone|iphone|android|laptop|computer|windows|linux|mac\w*)\b",
+               "sv": r"\b(?:telefon\w*|iphone|android|laptop\w*|dator\w*|windows|linux|mac\w*)\b",
+               "zh": r"手机|电脑|iphone|安卓|windows|linux"},
+    "sport": {"en": r"\b(?:runs?|running|swim\w*|pool|gym|yoga|climb\w*|boulder\w*|chess|football|tennis|"
+                    r"work(?:s|ing)? out|workouts?)\b",
+              "sv": r"\b(?:spring\w*|löp\w*|sim\w*|badhus\w*|gym\w*|yoga|klättr\w*|schack|fotboll|tennis|träna\w*)\b",
+              "zh": r"跑步|游泳|健身|瑜伽|攀岩|象棋|足球|网球|锻炼"},
+}
+
+# Words too common to make two memories about one subject by being shared.
+SUBJECT_LIGHT_WORDS: Final = frozenset({
+    "is", "has", "have", "had", "like", "likes", "prefer", "prefers", "now", "use", "uses", "get", "got",
+    "har", "är", "gillar", "föredrar", "nu", "numera", "använder"})
+
+# Supersede signals: words in the newer memory that say the older one no longer holds. Each row is
+# (signal, pattern); the signal names it in evidence and decides how far it is trusted:
+#   stop    the older habit or state ended: quit, gave up, no longer, cancelled, divorced, 不再, 放弃, 戒
+#   move    a new place: moved to, flyttade, 搬到
+#   switch  one thing replaced another: switched, instead, now prefers, bytt, istället, 换成, 改成
+#   again   a stopped habit resumed ("started again", "igen", "又开始"); it counts only against an
+#           older memory that says the habit stopped ("Went to the dentist again" is two events)
+#   now     the newer is the current state (now, numera, 现在): trusted only with a shared slot
+SUPERSEDE_SIGNALS: dict[str, list[tuple[str, str]]] = {
+    "en": [("stop", r"\b(?:quit|quitting|gave up|giv(?:e|en|ing) up|stopped|no longer|not any ?more|"
+                    r"(?:n't|not) \w+ \w* ?any more|cancel+ed|sold|divorced|died|left)\b"),
+           ("move", r"\b(?:moved|relocated)\b"),
+           ("switch", r"\b(?:switched|changed|instead|replaced|now prefers|prefers \w+ now)\b|\bfrom \w+.* to\b"),
+           ("again", r"\b(?:again|back)\b"),
+           ("now", r"\b(?:now|these days|nowadays|since)\b")],
+    "sv": [("stop", r"\b(?:slutat|slutade|gett upp|gav upp|inte längre|inte \w+ längre|sagt upp|sade upp|sålde|"
+                    r"skilde|dog)\b"),
+           ("move", r"\b(?:flyttade|flyttat)\b"),
+           ("switch", r"\b(?:bytt|bytte|istället|ändrat|gått över|föredrar numera|föredrar nu)\b"),
+           ("again", r"\b(?:igen|tillbaka)\b"),
+           ("now", r"\b(?:nu|numera|sedan)\b")],
+    "zh": [("stop", r"不再|放弃|戒|退了|退订|离婚|去世|不\S{0,3}了|没有"),
+           ("move", r"搬到|搬出|搬去"),
+           ("switch", r"换成|换到|改成|改\S|转\S|现在更喜欢"),
+           ("again", r"又|重新|回到"),
+           ("now", r"现在|如今|开始")],
+}
+
+# A plan or intention not yet carried out ("considering", "plans to", "applying for"): beside a memory
+# without one on the same subject, the pair is a step forward (an update), never a duplicate to merge.
+PLAN_CUES: dict[str, str] = {
+    "en": r"\b(?:consider\w*|plans?|planning|thinking (?:about|of)|hop(?:es|ing) to|applying|preparing for|"
+          r"training for|waiting for|saving (?:up )?for|looking (?:for|at)|intends? to)\b",
+    "sv": r"\b(?:funderar|överväger|planerar|hoppas|söker till|letar efter|tittar på|pluggar inför|tränar inför|"
+          r"väntar på|sparar till|tänker)\b",
+    "zh": r"考虑|打算|计划|希望|在找|准备|在等|在攒|申请",
+}

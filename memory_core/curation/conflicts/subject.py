@@ -1,0 +1,166 @@
+"""The one candidate rule for contradictions, the supersede signals, and calibrated confidence.
+
+A pair of memories is judged only when it is about the same subject (:func:`same_subject`): both name
+one subject slot (where someone lives, their diet, pets, work, a relationship, a habit, a sport, a
+study plan, devices, how they get around: ``SUBJECT_SLOTS``) or share a content word (the object of
+a preference, a place, a product), and, where both carry a category, the same category. A shared
+topic is not enough: "Is vegetarian" and "Likes quick recipes" are both about food, not one subject.
+Nearness in meaning is the other half of the rule, applied where pairs are drawn: each memory is
+paired with its ``SUBJECT_NEIGHBOURS`` nearest memories only (``candidates.candidate_pairs``), on an
+add for the new memory and in a scan for every memory. So an add judges two pairs, not 25.
+
+Supersede signals (:func:`supersede_signals`, ``SUPERSEDE_SIGNALS`` in English, Swedish and Chinese)
+are words in the newer memory that say the older no longer holds: "quit", "moved to", "no longer",
+"now prefers", "started again"; "har slutat", "flyttade", "inte längre", "igen"; "不再", "搬到",
+"放弃", "又开始". A signal the older memory also carries does not count, and "again" counts only
+against an older memory that says the habit stopped.
+
+Confidence (:func:`confidence`) is a table by evidence: whether the rule judge found a conflict,
+whether a signal backs it, and how many content words the two share. Its values were chosen on
+the dev halves of the curation set and of the demo bank's namespaces (BENCHMARKS.md, "Curation
+quality"); held-out figures are there too. :data:`AUTO_BAR` is the least confidence a maintenance
+run resolves on its own, the bar where held-out precision must be 0.95 or more: no rules verdict
+reaches it, so without an LLM every contradiction is offered for review.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from ...language.text import detect_language, tokenize
+from ...language.rules.conflict_patterns import PLAN_CUES, SUBJECT_LIGHT_WORDS, SUBJECT_SLOTS, SUPERSEDE_SIGNALS
+
+SUBJECT_NEIGHBOURS: Final = 2
+"""Each memory is judged against its this many nearest memories of the namespace only."""
+AUTO_BAR: Final = 0.95
+"""The least confidence a maintenance run applies a clear rule at without a person."""
+OFFER_FLOOR: Final = 0.6
+"""A rules verdict less confident than this is not recorded: it is more often wrong than right."""
+STRONG_SIGNALS: Final = frozenset({"stop", "move", "switch", "again"})
+# Confidence by evidence: (the rule judge found a conflict, a signal backs it or stands alone,
+# the two share two or more content words). Chosen on the dev halves; see the module docstring.
+CONFIDENCE: Final = {
+    ("rule", "signal", True): 0.9,
+    ("rule", "signal", False): 0.85,
+    ("rule", "none", True): 0.85,
+    ("rule", "none", False): 0.45,
+    ("none", "signal", True): 0.75,
+    ("none", "signal", False): 0.75,
+    ("none", "now", True): 0.5,
+    ("none", "now", False): 0.6,
+}
+
+_LANGUAGES = ("en", "sv", "zh")
+_SLOTS = {slot: {lang: re.compile(rx) for lang, rx in rows.items()} for slot, rows in SUBJECT_SLOTS.items()}
+_PLANS = {lang: re.compile(rx) for lang, rx in PLAN_CUES.items()}
+_SIGNALS = {lang: tuple((name, re.compile(rx)) for name, rx in rows) for lang, rows in SUPERSEDE_SIGNALS.items()}
+
+
+def _language(text: str) -> str:
+    language = detect_language(text)
+    return language if language in _LANGUAGES else "en"
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What one memory is about: the subject slots it names and its content words."""
+
+    slots: frozenset[str]
+    words: frozenset[str]
+
+    @classmethod
+    def of(cls, text: str) -> Subject:
+        """The subject of ``text``, read in its own language."""
+        language = _language(text)
+        low = text.casefold()
+        slots = frozenset(slot for slot, rx in _SLOTS.items() if rx[language].search(low))
+        tokens = tokenize(text, language)
+        if language == "zh":
+            words = frozenset(t for t in tokens if len(t) >= 2)
+        else:
+            words = frozenset(t for t in tokens if len(t) > 2 and not t.isdigit() and t not in SUBJECT_LIGHT_WORDS)
+        return cls(slots, words)
+
+
+@dataclass(frozen=True)
+class SameSubject:
+    """Why two memories are about one subject: the slots both name, the content words both use."""
+
+    slots: frozenset[str]
+    words: frozenset[str]
+
+
+def same_subject(a: str, b: str, category_a: str | None = None, category_b: str | None = None) -> SameSubject | None:
+    """The evidence that memories ``a`` and ``b`` are about one subject, or None when they are not:
+    different categories (when both have one), or no shared slot and no shared content word."""
+    if category_a and category_b and category_a != category_b:
+        return None
+    sa, sb = Subject.of(a), Subject.of(b)
+    slots, words = sa.slots & sb.slots, sa.words & sb.words
+    if not slots and not words:
+        return None
+    return SameSubject(slots, words)
+
+
+def _signals(text: str, language: str) -> set[str]:
+    low = text.casefold()
+    return {name for name, rx in _SIGNALS[language] if rx.search(low)}
+
+
+def _pair_languages(older: str, newer: str) -> tuple[str, str]:
+    # A short Swedish memory often reads as English on its own ("Springer igen"): beside a memory
+    # that is clearly Swedish, a Latin-script memory is read as Swedish too.
+    lo, ln = _language(older), _language(newer)
+    if "sv" in (lo, ln) and "zh" not in (lo, ln):
+        return "sv", "sv"
+    return lo, ln
+
+
+def supersede_signals(older: str, newer: str) -> frozenset[str]:
+    """The supersede signals of ``newer`` that ``older`` does not carry ("stop", "move", "switch",
+    "again", "now"); "again" only when ``older`` says the habit stopped."""
+    lo, ln = _pair_languages(older, newer)
+    old, new = _signals(older, lo), _signals(newer, ln)
+    found = new - old
+    if "again" in found and "stop" not in old:
+        found.discard("again")
+    return frozenset(found)
+
+
+def signal_verdict(older: str, newer: str, shared: SameSubject) -> str | None:
+    """The signal that alone makes a same-subject pair a contradiction, or None: a strong signal,
+    or "now" when the two name the same slot."""
+    found = supersede_signals(older, newer)
+    strong = sorted(found & STRONG_SIGNALS)
+    if strong:
+        return strong[0]
+    if "now" in found and shared.slots:
+        return "now"
+    return None
+
+
+def confidence(rule_conflict: bool, older: str, newer: str, shared: SameSubject) -> float:
+    """How often a rules verdict with this evidence is right (the ``CONFIDENCE`` table); 0 when
+    neither the rule judge nor a signal says the two contradict."""
+    found = supersede_signals(older, newer)
+    strong = bool(found & STRONG_SIGNALS)
+    if rule_conflict:
+        backing = "signal" if strong or "now" in found else "none"
+        return CONFIDENCE[("rule", backing, len(shared.words) >= 2)]
+    signal = signal_verdict(older, newer, shared)
+    if signal is None:
+        return 0.0
+    return CONFIDENCE[("none", "now" if signal == "now" else "signal", len(shared.words) >= 2)]
+
+
+
+def moved_on(a: str, b: str) -> bool:
+    """Whether one of two memories states a plan the other does not ("Considering a trip to Peru" /
+    "Booked flights to Lima"), or carries a supersede signal the other does not: the subject moved
+    on, an update or a contradiction, never a duplicate to merge."""
+    la, lb = _pair_languages(a, b)
+    if bool(_PLANS[la].search(a.casefold())) != bool(_PLANS[lb].search(b.casefold())):
+        return True
+    return bool((supersede_signals(a, b) | supersede_signals(b, a)) & STRONG_SIGNALS)

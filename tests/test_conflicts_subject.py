@@ -1,0 +1,134 @@
+"""The one candidate rule for contradictions (same subject), the supersede signals in English,
+Swedish and Chinese, and the calibrated confidence, held to the curation set's test half."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+
+from memory_core.curation import conflicts
+from memory_core.curation.conflicts.subject import CONFIDENCE, confidence
+from memory_core.models import Conflict, Memory
+
+
+@pytest.mark.parametrize("older, newer", [
+    ("Lives in Lisbon", "Moved to Porto in May"),
+    ("Bor i Västerås", "Flyttade till Örebro i våras"),
+    ("住在广州", "上个月搬到了杭州"),
+    ("Is vegan", "Eats fish again"),
+    ("Plays the cello in an orchestra", "Gave up the cello"),
+    ("Spelar golf på somrarna", "Har slutat spela golf"),
+    ("每天早上喝豆浆", "不再喝豆浆了"),
+])
+def test_same_subject_pairs_are_candidates(older: str, newer: str) -> None:
+    assert conflicts.same_subject(older, newer) is not None
+
+
+@pytest.mark.parametrize("older, newer", [
+    ("Is vegan", "Likes recipes with few ingredients"),          # one topic (food), two subjects
+    ("Gillar att resa med tåg", "Föredrar hotell nära centrum"),
+    ("喜欢喝绿茶", "每周去两次健身房"),
+])
+def test_a_shared_topic_is_not_a_subject(older: str, newer: str) -> None:
+    assert conflicts.same_subject(older, newer) is None
+
+
+def test_different_categories_are_not_one_subject() -> None:
+    assert conflicts.same_subject("Lives in Lisbon", "Moved to Porto", "profile", "profile") is not None
+    assert conflicts.same_subject("Lives in Lisbon", "Moved to Porto", "profile", "event") is None
+
+
+@pytest.mark.parametrize("older, newer, signal", [
+    ("Smokes after lunch", "Quit smoking last winter", "stop"),
+    ("Plays chess", "No longer plays chess", "stop"),
+    ("Lives in Lisbon", "Moved to Porto", "move"),
+    ("Prefers window seats", "Now prefers aisle seats", "switch"),
+    ("Stopped climbing", "Climbs again on Fridays", "again"),
+    ("Röker", "Har slutat röka", "stop"),
+    ("Äter kött", "Äter inte kött längre", "stop"),
+    ("Bor i Lund", "Flyttade till Malmö", "move"),
+    ("Slutade med löpning", "Springer igen", "again"),
+    ("每天跑步", "不再跑步了", "stop"),
+    ("学日语", "放弃学日语了", "stop"),
+    ("住在北京", "搬到了上海", "move"),
+    ("戒了咖啡", "又开始喝咖啡了", "again"),
+])
+def test_supersede_signals_in_three_languages(older: str, newer: str, signal: str) -> None:
+    assert signal in conflicts.supersede_signals(older, newer)
+
+
+def test_again_is_a_signal_only_after_a_habit_stopped() -> None:
+    assert "again" not in conflicts.supersede_signals("Went to the dentist in May", "Went to the dentist again")
+    assert "again" not in conflicts.supersede_signals("五月看了牙医", "八月又去看了牙医")
+    assert "again" in conflicts.supersede_signals("Quit yoga", "Does yoga again")
+
+
+def test_a_signal_the_older_memory_carries_does_not_count() -> None:
+    assert "stop" not in conflicts.supersede_signals("Quit smoking in March", "Quit smoking for good")
+
+
+def test_confidence_follows_the_evidence_table() -> None:
+    shared = conflicts.same_subject("Drinks tea every morning", "Stopped drinking tea")
+    assert shared is not None and len(shared.words) >= 2
+    assert confidence(True, "Drinks tea every morning", "Stopped drinking tea", shared) == \
+        CONFIDENCE[("rule", "signal", True)]
+    plain = conflicts.same_subject("Has a dog", "Has a cat")
+    assert plain is not None and confidence(False, "Has a dog", "Has a cat", plain) == 0.0
+    assert max(CONFIDENCE.values()) < conflicts.AUTO_BAR  # no rules verdict is applied without a person
+
+
+def _memory(mid: int, text: str, at: datetime, category: str = "fact") -> Memory:
+    return Memory(id=mid, text=text, namespace="n", kind="explicit", category=category, importance=0.5,
+                  created_at=at, updated_at=at, last_accessed_at=None, access_count=0, status="active",
+                  content_hash=str(mid))
+
+
+def _find(older: str, newer: str) -> list[dict]:
+    t0 = datetime(2026, 1, 1)
+    memories = {1: _memory(1, older, t0), 2: _memory(2, newer, t0 + timedelta(days=90))}
+    vectors = np.eye(2, dtype=np.float32)  # the rule reads the words; nearness is the caller's part
+    return conflicts.find([(1, 2)], np.array([1, 2]), vectors, memories, set())
+
+
+def test_find_judges_only_pairs_about_one_subject() -> None:
+    [row] = _find("Lives in Lisbon", "Moved to Porto in May")
+    assert row["kind"] in ("value_change", "switch") and row["confidence"] >= conflicts.OFFER_FLOOR
+    assert _find("Is vegan", "Likes recipes with few ingredients") == []
+    assert _find("Has a dog", "Has a cat") == []
+    assert _find("Is considering a trip to Peru", "Booked flights to Lima") == []
+
+
+def test_an_auto_rule_needs_the_automatic_bar() -> None:
+    [row] = _find("Drinks tea every morning", "Stopped drinking tea")
+    t0 = datetime(2026, 1, 1)
+    a, b = _memory(1, "Drinks tea every morning", t0), _memory(2, "Stopped drinking tea", t0 + timedelta(days=90))
+    conflict = Conflict(id=1, namespace="n", a=a, b=b, kind=row["kind"], evidence=row["evidence"],
+                        confidence=row["confidence"], suggestion=row["suggestion"], path="rules", status="open",
+                        resolution=None, detected_at=t0)
+    assert row["suggestion"] == "newer_wins"
+    assert conflicts.auto_rule(conflict) is None  # below AUTO_BAR: offered, not applied
+    assert conflicts.auto_rule(conflict, min_confidence=row["confidence"]) == "newer_wins"
+
+
+@pytest.fixture(scope="module")
+def held_out() -> dict:
+    from bench.curation_quality import set_conflicts
+    from memory_core.embedding.embedder import DEFAULT_MODEL
+
+    return set_conflicts(DEFAULT_MODEL, "test")
+
+
+def test_held_out_contradictions_are_offered_with_precision(held_out: dict) -> None:
+    offered = held_out["offered"]["all"]
+    assert offered["precision"] >= 0.8 and offered["recall"] >= 0.7, offered
+    for lang in ("en", "sv", "zh"):
+        assert held_out["offered"][lang]["precision"] >= 0.8, (lang, held_out["offered"][lang])
+
+
+def test_held_out_calibration_offered_at_0_8_is_right_80_percent(held_out: dict) -> None:
+    for conf, row in held_out["calibration"].items():
+        if float(conf) >= 0.8:
+            assert row["right"] >= 0.8 * row["offered"], (conf, row)
+    assert held_out["auto"]["all"]["found"] == 0
