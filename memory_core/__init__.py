@@ -34,29 +34,70 @@ redact, llm, embed, ...) is internal and may change without notice; what faces n
 exported here. Names with a leading underscore are never public.
 """
 
-from .bank import INDEX_MODES, LOAD_PROGRESS_MIN, MemoryBank
-from .client import RemoteBank
+from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
+
 from .errors import (
     AuthenticationError, BankLockedError, BankReadOnlyError, CorruptBankError, ImportFormatError, LLMError,
     LLMNotConfiguredError, MemoryCoreError, ModelMismatchError, NotFoundError, PayloadTooLargeError,
     PermissionDeniedError, ServerUnavailableError, StateError, ValidationError,
 )
-from .evaluation.evaluate import AblationCase, AblationResult, ablate, load_cases, parse_cases
-from .index.gate import Gate, GateDecision, should_recall
-from .language.llm import get_client
 from .models import (
-    MAX_TEXT, CATEGORIES, CONFLICT_STATUSES, DURABILITIES, KINDS, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS, STATUSES, Conflict, Event,
-    Feedback, Hit, ImportReport, LabeledQuery, Memory, MergeRecord, Profile, check_unicode, format_for_prompt,
-    humanize_age, parse_time,
+    MAX_TEXT, CATEGORIES, CONFLICT_STATUSES, DURABILITIES, INDEX_MODES, KINDS, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS,
+    STATUSES, Conflict, Event, Feedback, Hit, ImportReport, LabeledQuery, Memory, MergeRecord, Profile, check_unicode,
+    format_for_prompt, humanize_age, parse_time,
 )
-from .index.scoring import PRESETS, TIERS, ScoringParams
-from .services.queries import ORDERS as _ORDER_SQL
-from .services.tokens import Token, TokenActivity
+from .storage.cache_dir import cache_root
 from ._moved import install as _install_moved
 
 _install_moved()
 
-ORDERS = tuple(_ORDER_SQL)  # the sort orders MemoryBank.memories(order=...) takes
+# The exports that pull in the bank, the model's code, NumPy or the index: imported on first use
+# (PEP 562), so that a command which needs none of them (memctl over its warm helper, --help)
+# does not pay for them. ``from memory_core import MemoryBank`` works as before.
+_LAZY: dict[str, tuple[str, str]] = {
+    "MemoryBank": (".bank", "MemoryBank"), "LOAD_PROGRESS_MIN": (".bank", "LOAD_PROGRESS_MIN"),
+    "RemoteBank": (".client", "RemoteBank"),
+    "AblationCase": (".evaluation.evaluate", "AblationCase"), "AblationResult": (".evaluation.evaluate", "AblationResult"),
+    "ablate": (".evaluation.evaluate", "ablate"), "load_cases": (".evaluation.evaluate", "load_cases"),
+    "parse_cases": (".evaluation.evaluate", "parse_cases"),
+    "Gate": (".index.gate", "Gate"), "GateDecision": (".index.gate", "GateDecision"),
+    "should_recall": (".index.gate", "should_recall"),
+    "get_client": (".language.llm", "get_client"),
+    "PRESETS": (".index.scoring", "PRESETS"), "TIERS": (".index.scoring", "TIERS"),
+    "ScoringParams": (".index.scoring", "ScoringParams"),
+    "Token": (".services.tokens", "Token"), "TokenActivity": (".services.tokens", "TokenActivity"),
+}
+
+
+if _TYPE_CHECKING:  # what _LAZY names, for type checkers and the import graph (scripts/import_graph.py)
+    from .bank import LOAD_PROGRESS_MIN, MemoryBank
+    from .client import RemoteBank
+    from .evaluation.evaluate import AblationCase, AblationResult, ablate, load_cases, parse_cases
+    from .index.gate import Gate, GateDecision, should_recall
+    from .index.scoring import PRESETS, TIERS, ScoringParams
+    from .language.llm import get_client
+    from .services.tokens import Token, TokenActivity
+
+
+def __getattr__(name: str) -> _Any:
+    if name == "ORDERS":  # the sort orders MemoryBank.memories(order=...) takes
+        from .services.queries import ORDERS as order_sql
+
+        value: _Any = tuple(order_sql)
+    elif name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module, __name__), attr)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | {"ORDERS"})
+
 
 PUBLIC_MODULES = ("index.scoring", "evaluation.metrics", "evaluation.tuning", "curation.merge", "curation.maintenance",
                   "demo", "server", "client")
@@ -86,5 +127,7 @@ __all__ = [
     "LLMNotConfiguredError", "AuthenticationError", "PermissionDeniedError", "PayloadTooLargeError",
     "ServerUnavailableError",
     "PUBLIC_MODULES",
+    # the machine's cache folder (derived files: index caches, built models, memctl's warm helpers)
+    "cache_root",
 ]
 __version__ = "0.1.0"

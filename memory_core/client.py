@@ -50,16 +50,17 @@ import numbers
 import re
 import threading
 import time
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from . import errors
-from .embedding.embedder import canonical_model_name
 from .errors import (
     AuthenticationError, BankLockedError, MemoryCoreError, ModelMismatchError, NotFoundError, PayloadTooLargeError,
     PermissionDeniedError, ServerUnavailableError, StateError, ValidationError,
 )
-from .models import Conflict, Event, Feedback, Hit, ImportReport, Memory, check_id, parse_time
-from .index.scoring import ScoringParams
+from .models import Conflict, Event, Feedback, Hit, ImportReport, Memory, check_id, check_importance, parse_time
+
+if TYPE_CHECKING:  # imported where used: a client (memctl over its warm helper) loads no model or index code
+    from .index.scoring import ScoringParams
 
 __all__ = ["RemoteBank", "ERRORS", "DEFAULT_TIMEOUT", "DEFAULT_RETRIES", "MAX_RETRY_WAIT", "is_url"]
 
@@ -67,6 +68,7 @@ DEFAULT_TIMEOUT = 30.0  # seconds for one request (a recall that loads a large n
 DEFAULT_RETRIES = 3  # extra tries after a 503 or a refused connection
 MAX_RETRY_WAIT = 10.0  # seconds: the longest Retry-After honoured between tries
 PAGE = 10_000  # memories per GET /v1/memories (the server's MAX_PAGE)
+MAX_K = 1_000  # the most memories one recall returns (ScoringParams.k, the server's MAX_K)
 
 # The error classes a server may name, by name: memory_core's errors (every one memory_core exports).
 ERRORS: dict[str, type[MemoryCoreError]] = {
@@ -89,11 +91,14 @@ class RemoteBank:
     ``timeout`` bounds each request (seconds); ``retries`` is how many more times a 503 or a
     refused connection is tried; ``model``, when given, must be the served bank's model
     (``ModelMismatchError`` otherwise, as :meth:`MemoryBank.open` does); ``read_your_writes``
-    sends the highest change number seen with every read (see the module's docstring).
+    sends the highest change number seen with every read (see the module's docstring); ``uds``
+    is the path of a unix socket the server listens on (``url`` then only names it: memctl's warm
+    helper, ``memory_core.cli.warm``).
     """
 
     def __init__(self, url: str, token: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,
-                 retries: int = DEFAULT_RETRIES, model: str | None = None, read_your_writes: bool = True):
+                 retries: int = DEFAULT_RETRIES, model: str | None = None, read_your_writes: bool = True,
+                 uds: str | None = None):
         import httpx
 
         if not is_url(url):
@@ -112,7 +117,8 @@ class RemoteBank:
         self.url = url.rstrip("/")
         self.timeout = float(timeout)
         self.retries = retries
-        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=self.timeout)
+        transport = None if uds is None else httpx.HTTPTransport(uds=uds)  # a server on a unix socket
+        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=self.timeout, transport=transport)
         self._latest = threading.local()
         self.read_your_writes = read_your_writes
         self._seq: int | None = None  # the highest X-Memory-Seq any answer carried
@@ -121,6 +127,8 @@ class RemoteBank:
         self._closed = False
         if model is not None:
             try:
+                from .embedding.embedder import canonical_model_name
+
                 if canonical_model_name(model) != self.model:
                     raise ModelMismatchError(f"the bank served at {self.url} uses {self.model!r}, not {model!r}")
             except BaseException:
@@ -189,11 +197,14 @@ class RemoteBank:
     def add(self, text: str, namespace: str | None = None, importance: float = 0.5, kind: str = "explicit",
             category: str = "other", created_at: Any = None, source: str | None = None, embedding: Any = None,
             pinned: bool = False, detect_conflicts: bool = True, context: str | None = None,
-            dedupe: bool = True) -> int:
+            dedupe: bool = True, durability: str | None = None) -> int:
         """Store one memory and return its id (see :meth:`MemoryBank.add`)."""
+        importance = check_importance(importance)  # the library's own message, not the route schema's
         body = {"text": text, "namespace": namespace, "importance": importance, "kind": kind, "category": category,
                 "created_at": _time(created_at, "created_at"), "source": source, "embedding": _vector(embedding),
                 "pinned": pinned, "detect_conflicts": detect_conflicts, "context": context, "dedupe": dedupe}
+        if durability is not None:  # left out otherwise: a server of before durabilities takes the body as it was
+            body["durability"] = durability
         return self._request("POST", "/v1/memories", body)["id"]
 
     def add_many(self, rows: Iterable[dict[str, Any]], *, progress: Callable[[int], None] | None = None,
@@ -286,16 +297,23 @@ class RemoteBank:
                now: Any = None, record: bool = True, gate: bool = False, k: int | None = None,
                threshold: float | None = None) -> list[Hit]:
         """The top k memories of ``namespace`` for ``query`` that clear the threshold, possibly none."""
+        if k is not None:  # ScoringParams' own messages, not the route schema's
+            if isinstance(k, bool) or not isinstance(k, int):
+                raise ValidationError(f"k must be a whole number, got {k!r}")
+            if not 1 <= k <= MAX_K:
+                raise ValidationError(f"k must be between 1 and {MAX_K}, got {k}")
         body: dict[str, Any] = {"query": query, "namespace": namespace, "now": _time(now, "now"), "record": record,
                                 "gate": gate, "k": k, "threshold": threshold}
         if self.read_your_writes and self._seq is not None:
             body["min_seq"] = self._seq
-        if isinstance(params, ScoringParams):
-            body["params"] = params.to_dict()
-        elif isinstance(params, str):
+        if isinstance(params, str):
             body["preset"] = params
         elif params is not None:
-            raise ValidationError(f"params must be a ScoringParams, a preset name or None, got {type(params).__name__}")
+            from .index.scoring import ScoringParams
+
+            if not isinstance(params, ScoringParams):
+                raise ValidationError(f"params must be a ScoringParams, a preset name or None, got {type(params).__name__}")
+            body["params"] = params.to_dict()
         answer = self._request("POST", "/v1/recall", body)
         if answer.get("retrieval_id") is not None:
             self._latest.rid = answer["retrieval_id"]

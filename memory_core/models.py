@@ -23,6 +23,7 @@ CATEGORIES = ("preference", "goal", "decision", "difficulty", "fact", "profile",
 STATUSES = ("active", "archived", "merged", "superseded", "deleted")
 PII_MODES = ("redact", "refuse", "allow")  # what ingest does with personal identifiers in a conversation
 MAINTENANCE_STEPS = ("cleanup", "merge")  # the steps of a maintenance run (memory_core.curation.maintenance)
+INDEX_MODES = ("exact", "ivf")  # how recall searches a large namespace: exact, or the approximate IVF index
 MAX_ID = 2**63 - 1  # ids are 64-bit integers in the store
 MAX_TEXT = 1_000_000  # characters; memories are meant to be short, but nothing valid is refused
 

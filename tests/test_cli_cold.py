@@ -60,10 +60,12 @@ def test_a_command_that_embeds_nothing_loads_no_heavy_package(bank_file, command
     assert not modules & set(HEAVY), f"memctl {' '.join(command)} imported {sorted(modules & set(HEAVY))}"
 
 
-def test_the_check_sees_a_heavy_import(bank_file):
-    """The probe is honest: a command that embeds (recall, in process) does load the model."""
+def test_a_cold_recall_loads_the_models_runtime_only(bank_file):
+    """The probe is honest: a command that embeds (recall, in process) does load the model's runtime,
+    ONNX Runtime, and nothing of torch's (the built model's key reads torch's version, not torch)."""
     path, _ = bank_file
     run, modules = loaded("--bank", str(path), "recall", "tea", "-n", "alice", "--dry-run")
     assert run.returncode == 0, run.stderr
     assert "Prefers tea" in run.stdout
-    assert modules & {"onnxruntime", "torch"}
+    assert "onnxruntime" in modules
+    assert not modules & {"torch", "transformers", "sentence_transformers", "scipy", "psycopg", "fastapi", "httpx"}

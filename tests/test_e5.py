@@ -72,6 +72,27 @@ def test_the_tokenizer_is_the_reference_engines(e5):
         assert len(tokenizer.content("query: " + text)) + 2 == engine.token_count(unicodedata.normalize("NFC", text), True)
 
 
+def test_the_tokenizer_cached_in_the_cache_folder_is_rebuilt_when_damaged(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMCTL_CACHE_DIR", str(tmp_path / "cache"))
+    source = embed_e5.weights_path()
+    built = embed_e5.E5Tokenizer(embed_e5.E5File.read(source))
+    texts = ["query: " + t for t in TEXTS + ["  two  spaces ", "emoji 🙂 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢"]]
+    want = [built.content(t) for t in texts]
+    cache = embed_e5._tokenizer_cache(source)
+    assert not cache.exists()
+    first = embed_e5.E5Tokenizer.cached(source, embed_e5.E5File.read(source))  # builds and saves
+    good = cache.read_bytes()
+    weights = embed_e5.E5File.read(source)
+    again = embed_e5.E5Tokenizer.cached(source, weights)  # read back: the weights' pieces are never decoded
+    assert "pieces" not in vars(weights)
+    assert [first.content(t) for t in texts] == [again.content(t) for t in texts] == want
+    for damage in (lambda b: b[:len(b) // 2], lambda b: b[:5000] + b"\0" * 64 + b[5064:], lambda b: b"junk"):
+        cache.write_bytes(damage(good))
+        rebuilt = embed_e5.E5Tokenizer.cached(source, embed_e5.E5File.read(source))
+        assert [rebuilt.content(t) for t in texts] == want
+        assert cache.read_bytes() == good  # written again, whole
+
+
 @pytest.mark.slow
 def test_a_damaged_cache_file_is_built_again(tmp_path, monkeypatch, e5):
     built = embed_e5.build_encoder().path  # this machine's checked build (the cache may hold older ones)

@@ -4,11 +4,14 @@ and the typed errors shown as one line with exit code 1."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from memory_core import ImportFormatError, MemoryBank, MemoryCoreError
+from memory_core import ImportFormatError, MemoryCoreError
+
+if TYPE_CHECKING:
+    from memory_core import MemoryBank
 
 
 DEFAULT_BANK = "data/memory.duckdb"
@@ -19,7 +22,17 @@ class _Context:
     def __init__(self, bank_path: str):
         self.bank_path = bank_path
 
-    def open(self, actor: str = "cli", **kwargs: Any) -> MemoryBank:
+    def open(self, actor: str = "cli", *, warm: bool = False, **kwargs: Any) -> MemoryBank:
+        """The bank; with ``warm``, the bank's warm helper when it is on (a RemoteBank with the
+        same methods for the commands that pass it: see :mod:`memory_core.cli.warm`)."""
+        if warm:
+            from . import warm as helper
+
+            remote = helper.connect(self.bank_path)
+            if remote is not None:
+                return remote
+        from memory_core import MemoryBank
+
         return MemoryBank.open(self.bank_path, actor=actor, **kwargs)
 
 

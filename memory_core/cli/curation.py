@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from memory_core import CONFLICT_STATUSES, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS, get_client
+from memory_core import CONFLICT_STATUSES, MAINTENANCE_STEPS, PII_MODES, RESOLUTIONS
 
 from .base import _Context, cli
 
@@ -19,6 +19,8 @@ def _llm(use_llm: bool) -> Any:
     """The configured LLM client when asked for (MEMCTL_LLM_* or the config file), else None."""
     if not use_llm:
         return None
+    from memory_core import get_client
+
     client = get_client()
     if client is None:
         raise click.ClickException("no LLM is configured: set MEMCTL_LLM_BASE_URL and MEMCTL_LLM_MODEL "

@@ -7,13 +7,14 @@ import json
 import os
 import sys
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import numpy as np
 
-from memory_core import MemoryBank, load_cases, parse_time
-from memory_core import ablate as ablate_cases
+from memory_core import parse_time
+
+if TYPE_CHECKING:
+    from memory_core import MemoryBank
 
 from .base import _Context, cli
 
@@ -154,6 +155,9 @@ def ablate(obj: _Context, cases_file: str, namespace: str | None, judge_model: s
     CASES_FILE holds JSON lines {"question": ..., "namespace": ..., "expected": ...} (namespace and
     expected optional). The answering model is the configured LLM (MEMCTL_LLM_*).
     """
+    from memory_core import ablate as ablate_cases
+    from memory_core import load_cases
+
     cases = load_cases(cases_file, namespace=namespace)
     with obj.open() as bank, click.progressbar(length=len(cases), label="ablating", file=sys.stderr) as bar:
         result = ablate_cases(bank, cases, judge_model=judge_model, seed=seed, params=preset,
@@ -267,6 +271,8 @@ def tune(obj: _Context, namespace: str | None, set_name: str | None, objective: 
         return
     click.echo(f"{result.queries} labeled queries, {len(result.folds)}-fold cross-validation, "
                f"{result.trials} settings tried, objective {result.objective.name}")
+    import numpy as np
+
     click.echo(f"held-out {result.objective.name}: proposal {result.cv_mean:.3f} ± {np.std(result.cv):.3f}  vs  "
                f"{base_name} {result.cv_base_mean:.3f} ± {np.std(result.cv_base):.3f}")
     click.echo(f"  proposal (held out) {_scores_line(result.held_out)}")

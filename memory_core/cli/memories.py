@@ -7,13 +7,16 @@ import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from memory_core import (CATEGORIES, DURABILITIES, INDEX_MODES, KINDS, LOAD_PROGRESS_MIN, MemoryBank, ScoringParams, humanize_age,
-                         parse_time)
-from memory_core import demo as demo_set
+# Light names only at import: the bank, scoring and the demo set are imported by the commands that
+# use them, so a call over the warm helper (memory_core.cli.warm) never loads them.
+from memory_core import CATEGORIES, DURABILITIES, INDEX_MODES, KINDS, humanize_age, parse_time
+
+if TYPE_CHECKING:
+    from memory_core import MemoryBank
 
 from .base import _Context, cli
 
@@ -49,7 +52,7 @@ def add(obj: _Context, text: str, namespace: str, importance: float, kind: str, 
         created_at: str | None, source: str | None, context: str | None, no_dedupe: bool,
         durability: str | None) -> None:
     """Store one memory; prints its id (an existing memory's, reinforced, when the namespace has the same text)."""
-    with obj.open() as bank:
+    with obj.open(warm=True) as bank:
         mid = bank.add(text, namespace=namespace, importance=importance, kind=kind, category=category,
                        created_at=created_at, source=source, context=context, dedupe=not no_dedupe,
                        durability=durability)
@@ -114,7 +117,7 @@ def export(obj: _Context, file: str, namespace: str | None, embeddings: bool) ->
 def recall(obj: _Context, query: str, namespace: str, preset: str | None, now: str | None, k: int | None,
            threshold: float | None, gate: bool, dry_run: bool, as_json: bool) -> None:
     """Recall the memories worth putting in the prompt for QUERY."""
-    with obj.open() as bank:
+    with obj.open(warm=True) as bank:
         _load_with_progress(bank, namespace)
         hits = bank.recall(query, namespace=namespace, params=preset, now=now, k=k, threshold=threshold,
                            gate=gate, record=not dry_run)
@@ -137,6 +140,12 @@ def recall(obj: _Context, query: str, namespace: str, preset: str | None, now: s
 
 def _load_with_progress(bank: MemoryBank, namespace: str) -> None:
     """Load a large namespace's index under a progress bar (seconds to a minute at 1M memories)."""
+    from memory_core import RemoteBank
+
+    if isinstance(bank, RemoteBank):  # the warm helper loads its own, once
+        return
+    from memory_core import LOAD_PROGRESS_MIN
+
     if bank.namespace_loaded(namespace):
         return
     total = bank.count(namespace=namespace)
@@ -152,7 +161,7 @@ def _load_with_progress(bank: MemoryBank, namespace: str) -> None:
 @click.pass_obj
 def show(obj: _Context, memory_id: int, as_json: bool) -> None:
     """Show one memory with its history."""
-    with obj.open() as bank:
+    with obj.open(warm=True) as bank:
         memory = bank.get(memory_id)
         events = bank.history(memory_id)
     if as_json:
@@ -180,7 +189,7 @@ def show(obj: _Context, memory_id: int, as_json: bool) -> None:
 @click.pass_obj
 def forget(obj: _Context, memory_id: int, hard: bool, yes: bool, reason: str | None) -> None:
     """Soft-delete a memory (restorable), or hard-delete it with --hard."""
-    with obj.open() as bank:
+    with obj.open(warm=True) as bank:
         memory = bank.get(memory_id)
         if hard and not yes:
             click.confirm(f"Erase memory {memory_id} for good ({memory.text!r})? This cannot be undone",
@@ -200,12 +209,14 @@ def restore(obj: _Context, memory_id: int | None, backup_file: str | None, force
     if (memory_id is None) == (backup_file is None):
         raise click.UsageError("give a MEMORY_ID to restore one memory, or --from BACKUP to restore the bank")
     if backup_file is not None:
+        from memory_core import MemoryBank
+
         n = MemoryBank.restore_backup(backup_file, obj.bank_path, force=force)
         click.echo(f"bank {obj.bank_path} restored from {backup_file}: {n} memories")
         return
     if force:
         raise click.UsageError("--force goes with --from BACKUP")
-    with obj.open() as bank:
+    with obj.open(warm=True) as bank:
         bank.restore(memory_id)
     click.echo(f"memory {memory_id} restored")
 
@@ -218,6 +229,8 @@ def restore(obj: _Context, memory_id: int | None, backup_file: str | None, force
 def migrate(source: str, dest: str, force: bool) -> None:
     """Copy a bank exactly between stores (DuckDB file <-> PostgreSQL), e.g.
     memctl migrate --from data/bank.duckdb --to postgresql://user@host/db"""
+    from memory_core import MemoryBank
+
     n = MemoryBank.copy_bank(source, dest, force=force)
     click.echo(f"copied {n} memories from {source} to {dest}; open it with: memctl --bank {dest} ...")
 
@@ -284,6 +297,8 @@ def demo(obj: _Context, memories_file: str | None, queries_file: str | None, tru
         if held and not force:
             raise click.ClickException(f"{bank.path} already has memories; use --force or another --bank")
         with _StageBars(_DEMO_STAGES) as bars:
+            from memory_core import demo as demo_set
+
             r = demo_set.build(bank, memories=memories_file or demo_set.MEMORIES,
                                queries=queries_file or demo_set.QUERIES, truth=truth_file, progress=bars)
     click.echo(f"demo bank {obj.bank_path} (model {bank.model}): {r.memories} memories in {r.namespaces} namespaces, "
@@ -331,7 +346,7 @@ class _StageBars:
 @click.pass_obj
 def reembed(obj: _Context, model: str | None) -> None:
     """Embed every memory again, with another model if given."""
-    with MemoryBank.open(obj.bank_path, actor="cli") as bank:
+    with obj.open() as bank:
         total = bank.count(status=None)
         with click.progressbar(length=total, label="embedding", file=sys.stderr) as bar:
             n = bank.reembed(model=model, progress=bar.update)
@@ -343,7 +358,7 @@ def reembed(obj: _Context, model: str | None) -> None:
 @click.pass_obj
 def index_mode(obj: _Context, mode: str | None) -> None:
     """Show or set how recall searches large namespaces: exact (default) or ivf (approximate)."""
-    with MemoryBank.open(obj.bank_path, actor="cli") as bank:
+    with obj.open() as bank:
         if mode is not None:
             bank.set_index_mode(mode)
         click.echo(bank.index_mode)
@@ -374,6 +389,8 @@ def preset_list(obj: _Context) -> None:
 @click.pass_obj
 def preset_save(obj: _Context, name: str, base: str, changes: tuple[str, ...]) -> None:
     """Save a preset made from another with some fields changed."""
+    from memory_core import ScoringParams
+
     with obj.open() as bank:
         params = bank.preset(base)
         updates: dict[str, Any] = {}

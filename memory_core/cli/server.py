@@ -33,12 +33,20 @@ from .base import LOG_LEVELS, _Context, cli
                    "writer at a time).")
 @click.option("--socket-fd", type=int, default=None, hidden=True)  # a worker's inherited listening socket
 @click.option("--worker", type=int, default=None, hidden=True)  # and its number
+@click.option("--warm-socket", type=click.Path(dir_okay=False), default=None, hidden=True)  # memctl's warm helper
+@click.option("--idle-minutes", type=float, default=None, hidden=True)  # stop after so long without a request
 @click.pass_obj
 def serve(obj: _Context, host: str, port: int, no_auth: bool, concurrency: int, max_body: int | None,
-          no_mcp: bool, log_level: str, workers: int, socket_fd: int | None, worker: int | None) -> None:
+          no_mcp: bool, log_level: str, workers: int, socket_fd: int | None, worker: int | None,
+          warm_socket: str | None, idle_minutes: float | None) -> None:
     """Serve the bank over HTTP: the REST API (/docs) for agents in any language, and MCP at /mcp."""
     from memory_core import server
 
+    if warm_socket is not None:  # the CLI's own helper: see memory_core.cli.warm
+        from . import warm
+
+        warm.run_helper(obj, warm_socket, idle_minutes, log_level)
+        return
     bank = obj.open(actor="server")
     try:
         server.check_exposure(host, auth=not no_auth, tokens=0 if no_auth else len(bank.tokens.list()))

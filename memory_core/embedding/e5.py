@@ -15,12 +15,15 @@ the reference engine does, so a long memory is embedded whole rather than trunca
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
+import marshal
 import mmap
 import os
 import re
 import struct
+import sys
 import tempfile
 import threading
 import unicodedata
@@ -51,6 +54,7 @@ PROBES = (
     "Café crème, naïve résumé: Ünïcödé   with  spaces.",
     "The quarterly planning meeting moved to Thursday at 10, room B, bring the budget sheets. " * 30,
 )
+TOKENIZER_VERSION = 1  # bump when the tokenizer's tables change: the cached copy is built again
 BUILD_VERSION = "3"  # bump when the export or quantization changes: a new cache file is built
 _META = "\u2581"
 
@@ -86,12 +90,31 @@ class E5File:
     the tensors (4-bit ones dequantized to float32 on request)."""
 
     config: dict[str, Any]
-    pieces: list[str]
     scores: np.ndarray
-    normalise: dict[int, str]
     specials: dict[str, int]
     _raw: Any  # the file, memory-mapped
     _tensors: dict[str, tuple[int, int, int]]  # name -> (dtype, count, offset)
+    _tables: tuple[int, int, int, int, int]  # the pieces' offsets and blob, the normalisation table: where they are
+
+    # The tokenizer's tables are decoded on first use: a tokenizer read from the cache folder
+    # (E5Tokenizer.cached) needs neither, and decoding 250,000 pieces is most of a cold start's tokenizer.
+    @functools.cached_property
+    def pieces(self) -> list[str]:
+        offs_at, n_pieces, blob_at, _, _ = self._tables
+        offs = np.frombuffer(self._raw, "<u4", n_pieces + 1, offs_at).tolist()
+        blob = self._raw[blob_at:blob_at + offs[-1]]
+        return [blob[offs[i]:offs[i + 1]].decode("utf-8") for i in range(n_pieces)]
+
+    @functools.cached_property
+    def normalise(self) -> dict[int, str]:
+        _, _, _, p, n_norm = self._tables
+        raw, table = self._raw, {}
+        for _ in range(n_norm):
+            cp, n_out = struct.unpack_from("<IB", raw, p)
+            p += 5
+            table[cp] = "".join(chr(c) for c in struct.unpack_from(f"<{n_out}I", raw, p))
+            p += 4 * n_out
+        return table
 
     @classmethod
     def read(cls, path: Path) -> "E5File":
@@ -108,21 +131,15 @@ class E5File:
         o += 20
         (blob_len,) = struct.unpack_from("<Q", raw, o)
         o += 8
-        offs = np.frombuffer(raw, "<u4", n_pieces + 1, o)
+        offs_at = o
         o += 4 * (n_pieces + 1)
         scores = np.frombuffer(raw, "<f4", n_pieces, o).astype(np.float64)
         o += 4 * n_pieces
-        blob = raw[o:o + blob_len]
+        blob_at = o
         o += blob_len
-        pieces = [blob[offs[i]:offs[i + 1]].decode("utf-8") for i in range(n_pieces)]
         n_norm, norm_bytes = struct.unpack_from("<iI", raw, o)
         o += 8
-        normalise, p = {}, o
-        for _ in range(n_norm):
-            cp, n_out = struct.unpack_from("<IB", raw, p)
-            p += 5
-            normalise[cp] = "".join(chr(c) for c in struct.unpack_from(f"<{n_out}I", raw, p))
-            p += 4 * n_out
+        tables = (offs_at, n_pieces, blob_at, o, n_norm)
         o += norm_bytes
         (n_dir,) = struct.unpack_from("<i", raw, o)
         o += 4
@@ -137,7 +154,7 @@ class E5File:
             tensors[name] = (dtype, count, offset)
         config = dict(hidden=H, layers=NL, heads=NH, ff=FF, vocab=VOC, positions=MAXP, types=TVS,
                       eps=float(eps), block=qk)
-        return cls(config, pieces, scores, normalise, dict(bos=bos, eos=eos, pad=pad, unk=unk), raw, tensors)
+        return cls(config, scores, dict(bos=bos, eos=eos, pad=pad, unk=unk), raw, tensors, tables)
 
     def blocks(self, name: str) -> np.ndarray:
         """A 4-bit tensor's blocks of 32 weights, as stored (no copy)."""
@@ -166,6 +183,47 @@ def dequantize(blocks: np.ndarray) -> np.ndarray:
 
 class E5Tokenizer:
     """The reference engine's tokenizer: normalise, metaspace, Viterbi over unigram pieces."""
+
+    @classmethod
+    def cached(cls, source: Path, weights: E5File) -> "E5Tokenizer":
+        """The tokenizer of the weights file ``source``, its tables read from the cache folder when a
+        checked copy is there, else built from ``weights`` and saved. The file holds a SHA-256 of its
+        payload and the format's version: one that is damaged, truncated or of another version is built
+        again (never trusted), and a cache that cannot be written only costs the next start the build."""
+        path = _tokenizer_cache(source)
+        try:
+            raw = path.read_bytes()
+            payload = raw[64:]
+            if raw[:64] == hashlib.sha256(payload).hexdigest().encode():
+                state = marshal.loads(payload)
+                if state.get("version") == TOKENIZER_VERSION:
+                    return cls._from(state)
+            log.warning("the cached tokenizer %s is damaged; building it again", path)
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, EOFError, TypeError, AttributeError):
+            log.warning("the cached tokenizer %s is unreadable; building it again", path)
+        tokenizer = cls(weights)
+        try:
+            payload = marshal.dumps({"version": TOKENIZER_VERSION, **tokenizer._state()})
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomic_bytes(path, hashlib.sha256(payload).hexdigest().encode() + payload)
+        except OSError as exc:
+            log.warning("cannot save the tokenizer to %s (%s): the next start builds it again", path, exc)
+        return tokenizer
+
+    _FIELDS = ("ids", "scores", "unk", "bos", "eos", "pad", "unk_score", "_table", "_longest")
+
+    def _state(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._FIELDS}
+
+    @classmethod
+    def _from(cls, state: dict[str, Any]) -> "E5Tokenizer":
+        tokenizer = cls.__new__(cls)
+        for name in cls._FIELDS:
+            setattr(tokenizer, name, state[name])
+        tokenizer._spaces = re.compile(" {2,}")
+        return tokenizer
 
     def __init__(self, weights: E5File):
         self.ids = {piece: i for i, piece in enumerate(weights.pieces)}
@@ -350,11 +408,13 @@ class E5Encoder:
 
 
 def _fingerprint(path: Path) -> str:
-    import onnxruntime
-    import torch
+    """The build's key: the weights file and the exporting libraries' versions, read from their
+    installed metadata (the same strings as ``torch.__version__``): importing torch to learn its
+    version would cost every cold process seconds and a few hundred MB for a build made once."""
+    from importlib.metadata import version
 
     st = path.stat()
-    key = f"{BUILD_VERSION}|{path}|{st.st_size}|{st.st_mtime_ns}|{torch.__version__}|{onnxruntime.__version__}"
+    key = f"{BUILD_VERSION}|{path}|{st.st_size}|{st.st_mtime_ns}|{version('torch')}|{version('onnxruntime')}"
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
@@ -386,7 +446,7 @@ def build_encoder() -> E5Encoder:
     """
     source = weights_path()
     weights = E5File.read(source)
-    tokenizer = E5Tokenizer(weights)
+    tokenizer = E5Tokenizer.cached(source, weights)
     path = cache_root() / "models" / f"e5-small-int8-{_fingerprint(source)}.onnx"
     stamp = path.with_suffix(".verified")
     problem = ""
@@ -420,6 +480,21 @@ def build_encoder() -> E5Encoder:
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _tokenizer_cache(source: Path) -> Path:
+    """Where the tokenizer's tables of the weights file ``source`` are kept (marshal's format is this
+    Python's: the key names it)."""
+    st = source.stat()
+    key = f"{TOKENIZER_VERSION}|{source}|{st.st_size}|{st.st_mtime_ns}|{sys.version_info[:2]}"
+    return cache_root() / "models" / f"e5-tokenizer-{hashlib.sha256(key.encode()).hexdigest()[:16]}.marshal"
+
+
+def _write_atomic_bytes(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -49,11 +49,11 @@ def supported(model: Any) -> bool:
 
 
 def _fingerprint(location: str) -> str:
-    """A key that changes when the model's files or the exporting libraries change."""
-    import onnxruntime
-    import torch
+    """A key that changes when the model's files or the exporting libraries change (their versions
+    from the installed metadata: importing torch only to read its version costs seconds)."""
+    from importlib.metadata import version
 
-    h = hashlib.sha256(f"{os.path.abspath(location)}|{torch.__version__}|{onnxruntime.__version__}".encode())
+    h = hashlib.sha256(f"{os.path.abspath(location)}|{version('torch')}|{version('onnxruntime')}".encode())
     folder = Path(location)
     if folder.is_dir():
         for f in sorted(folder.rglob("*")):

@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from typing import Any, Sequence
 
 from memory_core import ValidationError
@@ -70,7 +71,7 @@ def log_to_stderr(level: str) -> None:
 def serve(bank: Any, *, host: str = "127.0.0.1", port: int = 8765, auth: bool = True, concurrency: int = 64,
           max_body: int = MAX_BODY, mcp: bool = True, log_level: str = "info",
           graceful_seconds: float = GRACEFUL_SECONDS, sock: socket.socket | None = None,
-          worker: int | None = None) -> None:
+          worker: int | None = None, idle_seconds: float | None = None) -> None:
     """Serve ``bank`` (an open MemoryBank, which the server closes when it stops) until SIGTERM.
 
     ``concurrency`` bounds the requests handled at once (threads for the bank's work; above it
@@ -78,7 +79,9 @@ def serve(bank: Any, *, host: str = "127.0.0.1", port: int = 8765, auth: bool = 
     tokens). On SIGTERM the server stops accepting connections, lets requests in flight finish
     for up to ``graceful_seconds``, writes queued adds, flushes the recall journal and closes the
     bank. ``sock`` (a listening socket) replaces ``host`` and ``port``, and ``worker`` numbers
-    this process: one of ``memctl serve --workers`` (:mod:`.workers`).
+    this process: one of ``memctl serve --workers`` (:mod:`.workers`). ``idle_seconds``, when
+    given, stops the server as SIGTERM would once no request came for that long (memctl's warm
+    helper).
     """
     import uvicorn
 
@@ -106,14 +109,46 @@ def serve(bank: Any, *, host: str = "127.0.0.1", port: int = 8765, auth: bool = 
     handled = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.signal(sig, lambda sig, frame: stops.append(sig)) for sig in handled} \
         if threading.current_thread() is threading.main_thread() else {}
+    server = uvicorn.Server(config)
+    if idle_seconds is not None:
+        config.app = app = _IdleStop(app, server, idle_seconds)
     try:
-        uvicorn.Server(config).run(sockets=None if sock is None else [sock])
+        server.run(sockets=None if sock is None else [sock])
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if stops:
         log.warning("stopped by %s: queued writes stored, recall journal flushed, bank closed",
                     signal.Signals(stops[-1]).name)
+
+
+class _IdleStop:
+    """ASGI middleware that tells uvicorn to stop gracefully once no request has been in flight for
+    ``seconds``: a helper nobody uses gives its memory back."""
+
+    def __init__(self, app: Any, server: Any, seconds: float) -> None:
+        self.app, self.server, self.seconds = app, server, seconds
+        self.active = 0
+        self.last = time.monotonic()
+        threading.Thread(target=self.watch, name="memctl-idle-stop", daemon=True).start()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":  # in flight for the server's whole life: not a request
+            await self.app(scope, receive, send)
+            return
+        self.active += 1  # the event loop's thread only: no lock needed
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.active -= 1
+            self.last = time.monotonic()
+
+    def watch(self) -> None:
+        while not self.server.should_exit:
+            time.sleep(min(5.0, max(0.05, self.seconds / 4)))
+            if self.active == 0 and time.monotonic() - self.last >= self.seconds:
+                log.info("no request for %.0f s: stopping", self.seconds)
+                self.server.should_exit = True
 
 
 def serve_workers(bank: str, workers: int, *, host: str = "127.0.0.1", port: int = 8765,

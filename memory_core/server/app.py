@@ -168,10 +168,14 @@ class Service:
 
 def visible(caller: Caller, lookup: Callable[[int], Any], what: str, ident: int) -> Any:
     """What ``lookup`` finds for ``ident`` if it is of a namespace the caller may use; an unknown id
-    and another tenant's answer the same NotFoundError, so neither tells that the other exists."""
+    and another tenant's answer the same NotFoundError, so neither tells that the other exists. A
+    server without tokens has no tenant to hide: the bank's own error (memctl's warm helper answers
+    as the bank in process would)."""
     try:
         found = lookup(ident)
     except mc.NotFoundError:
+        if caller.token is None:
+            raise
         found = None
     if found is None or not caller.may_use(found.namespace):
         raise mc.NotFoundError(f"no {what} with id {ident}")

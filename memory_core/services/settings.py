@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any
 from ..storage.clock import to_naive_utc, utcnow
 from ..embedding.embedder import model_defaults
 from ..errors import NotFoundError, ValidationError
-from ..models import check_choice
+from ..models import INDEX_MODES, check_choice
 from ..index.scoring import PRESETS, ScoringParams
 from ..storage import tables
 
 if TYPE_CHECKING:
     from .core import Core
 
-INDEX_MODES = ("exact", "ivf")
 
 
 PRESET_MODEL = "preset_model:"  # meta key prefix: the model a saved preset was set on

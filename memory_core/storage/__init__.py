@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 from typing import Hashable, Sequence
 
-from . import schema, tables
+from . import schema  # and .tables, imported where used (NumPy, Arrow): the cache folder needs neither
 from .interface import DATABASE_SCHEMES, Connection, Cursor, Dialect, IntegrityError, Store
 from .schema import SCHEMA_VERSION
 

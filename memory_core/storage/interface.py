@@ -12,9 +12,10 @@ import os
 from collections import deque
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence, runtime_checkable
 
-import pyarrow as pa
+if TYPE_CHECKING:  # for the hints only: the protocols are imported by callers that move no Arrow data
+    import pyarrow as pa
 
 
 DATABASE_SCHEMES = ("postgresql://", "postgres://")  # how a PostgreSQL bank's URL starts
