@@ -1,5 +1,8 @@
 """Conflicts: contradictions between memories, side by side, resolved by a rule and undoable.
 
+Filters (kind, minimum confidence) and the sort live in the URL, so a triage view can be shared
+or reloaded.
+
 Memory text is shown as plain text (st.text), never as markdown: memories may contain markup.
 """
 
@@ -9,7 +12,8 @@ from __future__ import annotations
 import streamlit as st
 
 from memory_core import Conflict, Memory
-from dashboard.common import get_bank, memory_link, namespace_picker, paged, readable_errors
+from dashboard.common import (check_choice_param, check_param, get_bank, linked_select, memory_link, namespace_picker,
+                              paged, readable_errors)
 
 RULES = [  # (rule, button label, what it does)
     ("newer_wins", "Newer wins", "the older memory becomes superseded by the newer one"),
@@ -19,6 +23,8 @@ RULES = [  # (rule, button label, what it does)
 ]
 LABELS = {rule: label for rule, label, _ in RULES} | {"edit": "Edit"}
 PAGE_SIZE = 20  # conflicts drawn at once: each is a dozen widgets, and 1,600 of them took minutes
+ANY = "any"
+SORTS = {"confidence": "confidence, high first", "newest": "newest first", "oldest": "oldest first"}
 LAST = "conflicts_last_resolution"  # (conflict id, group id, rule) of this browser tab's last resolution
 
 bank = get_bank()
@@ -72,13 +78,32 @@ with readable_errors():
         if gid is not None and box.button("Undo", key="undo-last", type="primary"):
             _undo(gid)
 
-    open_conflicts = bank.conflicts(namespace=namespace, status="open")
+    all_open = bank.conflicts(namespace=namespace, status="open")
     where = namespace or "any namespace"
-    st.subheader(f"Open conflicts ({len(open_conflicts)})")
-    if not open_conflicts:
+    counts: dict[str, int] = {}
+    for c in all_open:
+        counts[c.kind] = counts.get(c.kind, 0) + 1
+    f1, f2, f3 = st.columns(3)
+    kind = linked_select(f1, "Kind", [ANY, *sorted(counts)], "kind", noun="conflict kind",
+                         format_func=lambda k: k if k == ANY else f"{k} ({counts[k]})")
+    check_param("min_confidence", lambda raw: 0.0 <= float(raw) <= 1.0, "a number from 0 to 1, such as 0.8")
+    min_confidence = f2.slider("Minimum confidence", 0.0, 1.0, 0.0, 0.05, key="min_confidence",
+                               bind="query-params", help="Show only conflicts at least this sure")
+    check_choice_param("sort", SORTS, "sort order")
+    order = f3.selectbox("Sort by", list(SORTS), key="sort", bind="query-params", format_func=SORTS.get)
+    open_conflicts = [c for c in all_open if (kind == ANY or c.kind == kind) and c.confidence >= min_confidence - 1e-9]
+    if order == "confidence":
+        open_conflicts.sort(key=lambda c: (-c.confidence, -c.detected_at.timestamp(), -c.id))
+    else:
+        open_conflicts.sort(key=lambda c: (c.detected_at, c.id), reverse=order == "newest")
+    shown = f"{len(open_conflicts)} of {len(all_open)}" if len(open_conflicts) != len(all_open) else f"{len(all_open)}"
+    st.subheader(f"Open conflicts ({shown})")
+    if not all_open:
         st.info(f"No open conflicts in {where}. Press “Run detection now” to look for contradictions; "
                 "conflicts also appear when agents add memories or maintenance runs.")
-    for c in paged(open_conflicts, "conflicts_page", PAGE_SIZE, "conflicts (newest first)"):
+    elif not open_conflicts:
+        st.info(f"No open conflict in {where} passes the filters: lower the minimum confidence or pick any kind.")
+    for c in paged(open_conflicts, "conflicts_page", PAGE_SIZE, f"conflicts ({SORTS[order]})"):
         with st.container(border=True):
             st.markdown(f"#### Conflict {c.id} · {c.kind}")
             st.caption(f"namespace {c.namespace} · confidence {c.confidence:.2f} · found by {c.path} · "

@@ -137,6 +137,66 @@ def test_conflicts_show_markup_literally(tmp_path, embedder, monkeypatch):
     assert "<b>x</b>" not in _markdown(at) and "**bold**" not in _markdown(at)
 
 
+def _triage_bank(path: Path, embedder) -> dict[str, int]:
+    """Three open conflicts of three kinds and confidences, detected in the order low, high, middle."""
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        ids = bank.add_many([{"text": t, "namespace": "alice", "created_at": ago(40 - i)} for i, t in enumerate((
+            "Eats meat", "Is vegetarian", "Lives in Paris", "Moved to Berlin", "Has 2 cats", "Has 3 cats"))])
+        found = [("polarity", 0.5, 0, 1), ("switch", 0.9, 2, 3), ("value_change", 0.7, 4, 5)]
+        made = bank.record_conflicts([{"a_id": ids[a], "b_id": ids[b], "kind": kind, "evidence": kind,
+                                       "confidence": conf, "suggestion": "newer_wins", "path": "rules"}
+                                      for kind, conf, a, b in found])
+    return {kind: c.id for (kind, *_), c in zip(found, made)} | {"ids": ids}
+
+
+def _headings(at: AppTest) -> list[str]:
+    return [m.value.split(" · ")[1] for m in at.markdown if m.value.startswith("#### Conflict")]
+
+
+def test_conflicts_filter_and_sort_live_in_the_url(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-triage.duckdb"
+    made = _triage_bank(path, embedder)
+    at = _app(path, monkeypatch, "dashboard/conflicts.py")
+    assert _headings(at) == ["switch", "value_change", "polarity"]  # confidence, high first
+    at.selectbox(key="sort").select("oldest").run()
+    assert _headings(at) == ["polarity", "switch", "value_change"]
+    at.slider(key="min_confidence").set_value(0.6).run()
+    assert not at.exception, at.exception
+    assert _headings(at) == ["switch", "value_change"] and "Open conflicts (2 of 3)" in [s.value for s in at.subheader]
+    at.selectbox(key="kind").select("value_change").run()
+    assert _headings(at) == ["value_change"]
+    at.slider(key="min_confidence").set_value(0.8).run()
+    assert _headings(at) == [] and any("passes the filters" in i.value for i in at.info)
+    ids = made["ids"]
+    at.selectbox(key="kind").select("any").run()
+    assert f"(./memory?id={ids[2]})" in _markdown(at) and f"(./memory?id={ids[3]})" in _markdown(at)
+
+
+def test_conflicts_open_on_the_filters_of_a_link(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-link.duckdb"
+    _triage_bank(path, embedder)
+    monkeypatch.setenv("MEMCTL_BANK", str(path))
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params.update({"min_confidence": "0.6", "sort": "oldest"})
+    at.run()
+    at.switch_page("dashboard/conflicts.py").run()
+    assert not at.exception, at.exception
+    assert _headings(at) == ["switch", "value_change"]
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params.update({"kind": "polarity"})
+    at.run()
+    at.switch_page("dashboard/conflicts.py").run()
+    assert _headings(at) == ["polarity"]
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params.update({"min_confidence": "lots", "kind": "nonsense"})
+    at.run()
+    at.switch_page("dashboard/conflicts.py").run()
+    assert not at.exception, at.exception
+    warnings = " ".join(w.value for w in at.warning)
+    assert "min_confidence=lots" in warnings and "kind=nonsense" in warnings
+    assert len(_headings(at)) == 3
+
+
 def test_conflicts_detection_button_runs(tmp_path, embedder, monkeypatch):
     path = tmp_path / "conflicts-detect.duckdb"
     with MemoryBank.open(path, embedder=embedder) as bank:
