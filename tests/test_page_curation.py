@@ -197,6 +197,67 @@ def test_conflicts_open_on_the_filters_of_a_link(tmp_path, embedder, monkeypatch
     assert len(_headings(at)) == 3
 
 
+def _top_box_first(at: AppTest, text: str) -> bool:
+    """Is the element saying ``text`` drawn before the filters (so above every card)?"""
+    order = [e for e in at.main if getattr(e, "value", None) is not None]
+    said = next(i for i, e in enumerate(order) if isinstance(e.value, str) and text in e.value)
+    filters = next(i for i, e in enumerate(order) if getattr(e, "key", None) == "min_confidence")
+    return said < filters
+
+
+def test_conflicts_bulk_dismiss_of_the_selected_is_one_undo(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-bulk.duckdb"
+    made = _triage_bank(path, embedder)
+    at = _app(path, monkeypatch, "dashboard/conflicts.py")
+    assert at.button(key="bulk-dismiss-selected").disabled and at.button(key="bulk-dismiss-filtered").disabled
+    at.checkbox(key=f"pick-{made['switch']}").check().run()
+    at.checkbox(key=f"pick-{made['polarity']}").check().run()
+    at.button(key="bulk-dismiss-selected").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        status = {k: bank.conflict(made[k]).status for k in ("switch", "polarity", "value_change")}
+        assert status == {"switch": "dismissed", "polarity": "dismissed", "value_change": "open"}
+        assert bank.conflict(made["switch"]).group_id == bank.conflict(made["polarity"]).group_id
+    assert _headings(at) == ["value_change"]
+    assert any("Dismissed 2 conflicts" in t.value for t in at.toast)
+    assert _top_box_first(at, "Dismissed 2 conflicts")
+    at.button(key="undo-last").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert {bank.conflict(made[k]).status for k in ("switch", "polarity", "value_change")} == {"open"}
+    assert _headings(at) == ["switch", "value_change", "polarity"]
+    assert "undo-last" not in [b.key for b in at.button]
+
+
+def test_conflicts_bulk_dismiss_of_the_filtered_needs_confirmation(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-bulk-filtered.duckdb"
+    made = _triage_bank(path, embedder)
+    at = _app(path, monkeypatch, "dashboard/conflicts.py")
+    at.slider(key="min_confidence").set_value(0.6).run()
+    assert at.button(key="bulk-dismiss-filtered").disabled
+    at.checkbox(key="bulk-confirm").check().run()
+    at.button(key="bulk-dismiss-filtered").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.conflict(made["switch"]).status == "dismissed"
+        assert bank.conflict(made["value_change"]).status == "dismissed"
+        assert bank.conflict(made["polarity"]).status == "open"  # below the filter: untouched
+
+
+def test_conflicts_confirmation_of_one_card_is_above_the_cards(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-top.duckdb"
+    made = _triage_bank(path, embedder)
+    at = _app(path, monkeypatch, "dashboard/conflicts.py")
+    at.button(key=f"resolve-{made['polarity']}-dismiss").click().run()  # the last card on the page
+    assert not at.exception, at.exception
+    message = f"Conflict {made['polarity']} resolved: Dismiss."
+    assert any(message in t.value for t in at.toast) and _top_box_first(at, message)
+    at.button(key="undo-last").click().run()
+    assert any("Undone" in t.value for t in at.toast)
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.conflict(made["polarity"]).status == "open"
+
+
 def test_conflicts_detection_button_runs(tmp_path, embedder, monkeypatch):
     path = tmp_path / "conflicts-detect.duckdb"
     with MemoryBank.open(path, embedder=embedder) as bank:
