@@ -348,6 +348,46 @@ def test_merges_opens_where_there_is_something_to_merge_until_the_user_picks(tmp
     assert at.selectbox(key="namespace").value == "alice"
 
 
+def test_merges_across_all_namespaces_show_why_each_cluster_was_suggested(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "merge-all-namespaces.duckdb"
+    a, b, _ = _dupes_bank(path, embedder)
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        c, d = bank.add_many([{"text": "Runs 5 km every morning", "namespace": "carol"},
+                              {"text": "Runs 5 km every morning", "namespace": "carol"}], dedupe=False)
+    at = _app(path, monkeypatch, "dashboard/merges.py")
+    at.selectbox(key="namespace").select("(all)").run()
+    assert not at.exception, at.exception
+    assert "Candidate clusters in all namespaces (2)" in [s.value for s in at.subheader]
+    assert {f"merge-{a}-{b}", f"merge-{c}-{d}"} <= {button.key for button in at.button}
+    captions = [cap.value for cap in at.caption]
+    assert "namespace bob" in captions and "namespace carol" in captions
+    why = [cap for cap in captions if cap.startswith("Why suggested")]
+    assert len(why) == 2 and all("cosine 1.00 lowest" in w for w in why)
+    assert any("shared numbers: 5" in w and "languages: en" in w for w in why)
+    assert any("dark" in w.split("shared words: ")[1] for w in why)
+    headings = [m.value for m in at.markdown if m.value.startswith("#### Cluster")]
+    assert all("confidence 1.00" in h for h in headings)
+    at.button(key=f"merge-{c}-{d}").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        [record] = bank.merges()
+        assert record.member_ids == (c, d) and bank.get(record.merged_id).namespace == "carol"
+
+
+def test_cluster_signals_say_what_the_members_share(embedder):
+    from memory_core.curation import merge
+
+    texts = ["Has 2 cats at home", "Has 2 cats at home in Oslo", "Has 3 cats at home"]
+    members = [merge.Candidate(i, t, str(i), embedder.encode_one(t), 0.5, ago(1), 0, "explicit", "fact")
+               for i, t in enumerate(texts)]
+    signals = merge.cluster_signals(members[:2])
+    assert signals["shared_numbers"] == ["2"] and signals["numbers_only_in_some"] == []
+    assert "cat" in " ".join(signals["shared_words"]) and 0.5 < signals["min_cosine"] <= signals["mean_cosine"] <= 1
+    assert merge.cluster_signals([members[0], members[2]])["numbers_only_in_some"] == ["2", "3"]
+    with pytest.raises(Exception, match="two or more"):
+        merge.cluster_signals(members[:1])
+
+
 def test_merges_threshold_slider_changes_the_candidates(tmp_path, embedder, monkeypatch):
     path = tmp_path / "merge-slider.duckdb"
     with MemoryBank.open(path, embedder=embedder) as bank:
@@ -497,6 +537,10 @@ def test_merges_of_a_large_namespace_wait_until_asked(tmp_path, embedder, monkey
     at.checkbox(key="merge_large::bob").check().run()
     assert not at.exception, at.exception
     assert f"merge-{a}-{b}" in [button.key for button in at.button]
+    at.selectbox(key="namespace").select("(all)").run()  # all namespaces: a large one is named, not searched
+    assert not at.exception, at.exception
+    assert any("Not searched here" in cap.value and "bob" in cap.value for cap in at.caption)
+    assert f"merge-{a}-{b}" not in [button.key for button in at.button]
 
 
 def test_many_conflicts_are_shown_a_page_at_a_time(tmp_path, embedder, monkeypatch):
