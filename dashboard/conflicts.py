@@ -14,7 +14,7 @@ from __future__ import annotations
 import streamlit as st
 
 from memory_core import Conflict, Memory
-from dashboard.common import (check_choice_param, check_param, get_bank, linked_select, memory_link, namespace_picker,
+from dashboard.common import (check_param, get_bank, linked_select, memory_link, namespace_picker,
                               paged, readable_errors)
 
 RULES = [  # (rule, button label, what it does)
@@ -108,8 +108,7 @@ with readable_errors():
     check_param("min_confidence", lambda raw: 0.0 <= float(raw) <= 1.0, "a number from 0 to 1, such as 0.8")
     min_confidence = f2.slider("Minimum confidence", 0.0, 1.0, 0.0, 0.05, key="min_confidence",
                                bind="query-params", help="Show only conflicts at least this sure")
-    check_choice_param("sort", SORTS, "sort order")
-    order = f3.selectbox("Sort by", list(SORTS), key="sort", bind="query-params", format_func=SORTS.get)
+    order = linked_select(f3, "Sort by", list(SORTS), "sort", noun="sort order", format_func=SORTS.get)
     open_conflicts = [c for c in all_open if (kind == ANY or c.kind == kind) and c.confidence >= min_confidence - 1e-9]
     if order == "confidence":
         open_conflicts.sort(key=lambda c: (-c.confidence, -c.detected_at.timestamp(), -c.id))

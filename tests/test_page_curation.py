@@ -177,23 +177,23 @@ def test_conflicts_open_on_the_filters_of_a_link(tmp_path, embedder, monkeypatch
     _triage_bank(path, embedder)
     monkeypatch.setenv("MEMCTL_BANK", str(path))
     at = AppTest.from_file(APP, default_timeout=90)
-    at.query_params.update({"min_confidence": "0.6", "sort": "oldest"})
+    at.query_params.update({"min_confidence": "0.6", "sort": "newest"})
     at.run()
     at.switch_page("dashboard/conflicts.py").run()
     assert not at.exception, at.exception
-    assert _headings(at) == ["switch", "value_change"]
+    assert _headings(at) == ["value_change", "switch"]
     at = AppTest.from_file(APP, default_timeout=90)
     at.query_params.update({"kind": "polarity"})
     at.run()
     at.switch_page("dashboard/conflicts.py").run()
     assert _headings(at) == ["polarity"]
     at = AppTest.from_file(APP, default_timeout=90)
-    at.query_params.update({"min_confidence": "lots", "kind": "nonsense"})
+    at.query_params.update({"min_confidence": "lots", "kind": "nonsense", "sort": "random"})
     at.run()
     at.switch_page("dashboard/conflicts.py").run()
     assert not at.exception, at.exception
     warnings = " ".join(w.value for w in at.warning)
-    assert "min_confidence=lots" in warnings and "kind=nonsense" in warnings
+    assert "min_confidence=lots" in warnings and "kind=nonsense" in warnings and "sort=random" in warnings
     assert len(_headings(at)) == 3
 
 
