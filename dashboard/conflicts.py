@@ -1,5 +1,10 @@
 """Conflicts: contradictions between memories, side by side, resolved by a rule and undoable.
 
+Filters (kind, minimum confidence) and the sort live in the URL, so a triage view can be shared
+or reloaded. The latest resolution (one card, or a bulk dismissal as one operation) and its Undo are
+drawn in a box above the filters and announced by a toast, which stays in view wherever the page is
+scrolled.
+
 Memory text is shown as plain text (st.text), never as markdown: memories may contain markup.
 """
 
@@ -9,7 +14,8 @@ from __future__ import annotations
 import streamlit as st
 
 from memory_core import Conflict, Memory
-from dashboard.common import get_bank, memory_link, namespace_picker, paged, readable_errors
+from dashboard.common import (check_param, get_bank, linked_select, memory_link, namespace_picker,
+                              paged, readable_errors)
 
 RULES = [  # (rule, button label, what it does)
     ("newer_wins", "Newer wins", "the older memory becomes superseded by the newer one"),
@@ -19,18 +25,34 @@ RULES = [  # (rule, button label, what it does)
 ]
 LABELS = {rule: label for rule, label, _ in RULES} | {"edit": "Edit"}
 PAGE_SIZE = 20  # conflicts drawn at once: each is a dozen widgets, and 1,600 of them took minutes
-LAST = "conflicts_last_resolution"  # (conflict id, group id, rule) of this browser tab's last resolution
+ANY = "any"
+SORTS = {"confidence": "confidence, high first", "newest": "newest first", "oldest": "oldest first"}
+LAST = "conflicts_last_resolution"  # (what was done, its group id) of this browser tab's last resolution
+TOAST = "conflicts_toast"  # the message to toast on the next run, after st.rerun
 
 bank = get_bank()
 st.title("Conflicts")
 st.caption("Memories that contradict each other. Resolve each by a rule; every resolution can be undone.")
+top = st.container()  # the latest resolution and its Undo: above the cards, whichever card was resolved
+
+
+def _done(message: str, group_id: int | None) -> None:
+    st.session_state[LAST] = (message, group_id)
+    st.session_state[TOAST] = message + (" Undo is at the top of the page." if group_id is not None else "")
+    st.rerun()
 
 
 def _resolve(c: Conflict, rule: str, **kwargs) -> None:
     with readable_errors():
         done = bank.resolve_conflict(c.id, rule, **kwargs)
-        st.session_state[LAST] = (done.id, done.group_id, rule)
-        st.rerun()
+        _done(f"Conflict {done.id} resolved: {LABELS.get(rule, rule)}.", done.group_id)
+
+
+def _dismiss(conflicts: list[Conflict]) -> None:
+    with readable_errors():
+        group = bank.dismiss_conflicts([c.id for c in conflicts])
+        _done(f"Dismissed {len(conflicts)} conflict{'s' if len(conflicts) != 1 else ''} "
+              f"({', '.join(str(c.id) for c in conflicts[:10])}{'…' if len(conflicts) > 10 else ''}).", group)
 
 
 def _undo(group_id: int) -> None:
@@ -38,6 +60,7 @@ def _undo(group_id: int) -> None:
         bank.undo_group(group_id)
         st.session_state.pop(LAST, None)
         st.session_state["conflicts_undone"] = group_id
+        st.session_state[TOAST] = "Undone: the memories and the conflicts are back as they were."
         st.rerun()
 
 
@@ -62,25 +85,60 @@ with readable_errors():
         bar.progress(1.0, text="Detection done")
         st.success(f"Detection found {found} new conflict{'s' if found != 1 else ''}.")
 
+    if (toast := st.session_state.pop(TOAST, None)) is not None:
+        st.toast(toast, icon="⚖️")
     if st.session_state.pop("conflicts_undone", None) is not None:
-        st.success("Undone: the memories and the conflict are back as they were.")
+        top.success("Undone: the memories and the conflicts are back as they were.")
     last = st.session_state.get(LAST)
     if last:
-        cid, gid, rule = last
-        box = st.container(border=True)
-        box.success(f"Conflict {cid} resolved: {LABELS.get(rule, rule)}.")
+        message, gid = last
+        box = top.container(border=True)
+        box.success(message)
         if gid is not None and box.button("Undo", key="undo-last", type="primary"):
             _undo(gid)
 
-    open_conflicts = bank.conflicts(namespace=namespace, status="open")
+    all_open = bank.conflicts(namespace=namespace, status="open")
     where = namespace or "any namespace"
-    st.subheader(f"Open conflicts ({len(open_conflicts)})")
-    if not open_conflicts:
+    counts: dict[str, int] = {}
+    for c in all_open:
+        counts[c.kind] = counts.get(c.kind, 0) + 1
+    f1, f2, f3 = st.columns(3)
+    kind = linked_select(f1, "Kind", [ANY, *sorted(counts)], "kind", noun="conflict kind",
+                         format_func=lambda k: k if k == ANY else f"{k} ({counts[k]})")
+    check_param("min_confidence", lambda raw: 0.0 <= float(raw) <= 1.0, "a number from 0 to 1, such as 0.8")
+    min_confidence = f2.slider("Minimum confidence", 0.0, 1.0, 0.0, 0.05, key="min_confidence",
+                               bind="query-params", help="Show only conflicts at least this sure")
+    order = linked_select(f3, "Sort by", list(SORTS), "sort", noun="sort order", format_func=SORTS.get)
+    open_conflicts = [c for c in all_open if (kind == ANY or c.kind == kind) and c.confidence >= min_confidence - 1e-9]
+    if order == "confidence":
+        open_conflicts.sort(key=lambda c: (-c.confidence, -c.detected_at.timestamp(), -c.id))
+    else:
+        open_conflicts.sort(key=lambda c: (c.detected_at, c.id), reverse=order == "newest")
+    shown = f"{len(open_conflicts)} of {len(all_open)}" if len(open_conflicts) != len(all_open) else f"{len(all_open)}"
+    st.subheader(f"Open conflicts ({shown})")
+    if not all_open:
         st.info(f"No open conflicts in {where}. Press “Run detection now” to look for contradictions; "
                 "conflicts also appear when agents add memories or maintenance runs.")
-    for c in paged(open_conflicts, "conflicts_page", PAGE_SIZE, "conflicts (newest first)"):
+    elif not open_conflicts:
+        st.info(f"No open conflict in {where} passes the filters: lower the minimum confidence or pick any kind.")
+    if open_conflicts:
+        picked = [c for c in open_conflicts if st.session_state.get(f"pick-{c.id}")]
+        bulk = st.container(border=True)
+        b1, b2, b3 = bulk.columns([2, 2, 3], vertical_alignment="center")
+        if b1.button(f"Dismiss the {len(picked)} selected", key="bulk-dismiss-selected", disabled=not picked,
+                     help="Tick “Select” on the cards to dismiss, then dismiss them all as one undoable step"):
+            _dismiss(picked)
+        sure = b3.checkbox(f"Yes, every one of the {len(open_conflicts)} the filters show is not a conflict",
+                           key="bulk-confirm")
+        if b2.button(f"Dismiss all {len(open_conflicts)} shown by the filters", key="bulk-dismiss-filtered",
+                     disabled=not sure, help="Every conflict that passes the filters above, on every page; "
+                                             "one undoable step"):
+            _dismiss(open_conflicts)
+    for c in paged(open_conflicts, "conflicts_page", PAGE_SIZE, f"conflicts ({SORTS[order]})"):
         with st.container(border=True):
-            st.markdown(f"#### Conflict {c.id} · {c.kind}")
+            head, pick = st.columns([5, 1], vertical_alignment="center")
+            head.markdown(f"#### Conflict {c.id} · {c.kind}")
+            pick.checkbox("Select", key=f"pick-{c.id}", help="Select for “Dismiss the selected”")
             st.caption(f"namespace {c.namespace} · confidence {c.confidence:.2f} · found by {c.path} · "
                        f"detected {c.detected_at:%Y-%m-%d %H:%M}")
             st.text(f"Evidence: {c.evidence}")

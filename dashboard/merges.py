@@ -1,5 +1,9 @@
 """Merges: clusters of near-duplicate memories, their previewed merged text (editable), merge and undo.
 
+"(all)" plans every namespace small enough to search on each visit (a large one is searched when
+picked on its own). Each cluster shows why it was suggested: its confidence (the lowest cosine
+inside it) and its signals as the merge engine computes them (merge.cluster_signals).
+
 Memory text is shown as plain text (st.text), never as markdown: memories may contain markup.
 """
 
@@ -31,12 +35,24 @@ def _text_for(cluster, preview) -> tuple[str, str, str]:
     return text, "manual", f"edited by the operator from the {preview.path} preview"
 
 
+def _why(signals: dict) -> str:
+    """The cluster's signals in one line (words and numbers are the engine's tokens, not memory text)."""
+    words = ", ".join(signals["shared_words"][:12]) or "none"
+    numbers = ", ".join(signals["shared_numbers"]) or "none"
+    line = (f"Why suggested: cosine {signals['min_cosine']:.2f} lowest, {signals['mean_cosine']:.2f} mean · "
+            f"shared words: {words} · shared numbers: {numbers} · languages: {', '.join(signals['languages'])}")
+    if signals["numbers_only_in_some"]:
+        line += f" · numbers in some members only: {', '.join(signals['numbers_only_in_some'])}"
+    return line
+
+
 with readable_errors():
     # Until the user picks one, the page opens where there is most to merge (what the Overview counts).
-    namespace = namespace_picker(bank, empty=", so there is nothing to merge. Add memories on the Browse page "
+    namespace = namespace_picker(bank, allow_all=True, empty=", so there is nothing to merge. Add memories on the Browse page "
                                        "or import them with `memctl import`.",
                                  prefer=lambda names: max(merge_candidates(bank).items(), key=lambda kv: kv[1],
-                                                          default=(None, 0))[0])
+                                                          default=(None, 0))[0]
+                                 or st.session_state.get("namespace_choice") or names[0])
 
     for msg in st.session_state.pop("merges_done", []):
         st.success(msg)
@@ -57,19 +73,34 @@ with readable_errors():
             st.warning("The same-subject threshold must be lower than the similarity threshold; ignoring it.")
             related = None
 
-    size = dict(bank.namespaces()).get(namespace, 0)
-    if size >= merge_mod.LARGE_NAMESPACE and not st.checkbox(
+    sizes = dict(bank.namespaces())
+    size = sizes.get(namespace, 0)
+    if namespace is None:
+        spaces = [ns for ns, n in sizes.items() if 0 < n < merge_mod.LARGE_NAMESPACE]
+        large = [ns for ns, n in sizes.items() if n >= merge_mod.LARGE_NAMESPACE]
+        if large:
+            st.caption(f"Not searched here (too large to search on every visit; pick one on its own): "
+                       f"{', '.join(large)}.")
+    elif size >= merge_mod.LARGE_NAMESPACE and not st.checkbox(
             f"Search {namespace} ({size:,} memories) for merge candidates", key=f"merge_large::{namespace}",
             help="Every pair of memories is compared: about a minute per 100,000 memories, on every change "
                  "of the settings above while this is on."):
         st.info(f"{namespace} holds {size:,} memories: searching it for near-duplicates takes a while. "
                 "Tick the box above to search it.")
         st.stop()
-    with st.spinner(f"Comparing the memories of {namespace}…"):
-        plan = bank.plan_merges(namespace, threshold=threshold, related_threshold=related, client=bank.llm)
-    st.subheader(f"Candidate clusters in {namespace} ({len(plan)})")
+    else:
+        spaces = [namespace]
+    where = namespace or "all namespaces"
+    plan, found_in = [], {}
+    for ns in spaces:
+        with st.spinner(f"Comparing the memories of {ns}…"):
+            for cluster, preview in bank.plan_merges(ns, threshold=threshold, related_threshold=related,
+                                                     client=bank.llm):
+                plan.append((cluster, preview))
+                found_in[cluster.ids] = ns
+    st.subheader(f"Candidate clusters in {where} ({len(plan)})")
     if not plan:
-        st.info(f"No merge candidates in {namespace} at threshold {threshold:.2f}. Lower the threshold or turn on "
+        st.info(f"No merge candidates in {where} at threshold {threshold:.2f}. Lower the threshold or turn on "
                 "same-subject clusters to see more; pick another namespace above.")
     elif st.button(f"Merge all {len(plan)}", key="merge-all", type="primary"):
         bar = st.progress(0.0, text="Merging…")
@@ -90,12 +121,18 @@ with readable_errors():
 
     numbered = paged(list(enumerate(plan, 1)), "merges_page", PAGE_SIZE, "clusters")
     members = bank.get_many([i for _, (cluster, _) in numbered for i in cluster.ids]) if numbered else {}
+    shown_in = {found_in[cluster.ids] for _, (cluster, _) in numbered}
+    candidates = {c.id: c for ns in shown_in for c in bank.merge_candidates(ns)}  # their vectors, for the signals
     for n, (cluster, preview) in numbered:
         key = _key(cluster.ids)
         with st.container(border=True):
-            st.markdown(f"#### Cluster {n} · {cluster.reason} · min similarity {cluster.min_similarity:.2f}")
+            st.markdown(f"#### Cluster {n} · {cluster.reason} · confidence {cluster.min_similarity:.2f}")
+            if namespace is None:
+                st.caption(f"namespace {found_in[cluster.ids]}")
             if cluster.detail:
                 st.caption(cluster.detail)
+            if all(i in candidates for i in cluster.ids):
+                st.caption(_why(merge_mod.cluster_signals([candidates[i] for i in cluster.ids])))
             for mid in cluster.ids:
                 m = members.get(mid)
                 if m is None:
@@ -118,7 +155,7 @@ with readable_errors():
     st.subheader("Past merges")
     past = bank.merges(namespace=namespace)
     if not past:
-        st.caption(f"No merges in {namespace} yet.")
+        st.caption(f"No merges in {where} yet.")
     merged: dict = {}
     for r in past[:50]:
         if r.undone_at is None:  # an undone merge's memory is gone

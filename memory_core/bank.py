@@ -544,6 +544,10 @@ class MemoryBank:
         """Resolve a conflict by a rule (see RESOLUTIONS); one undoable operation."""
         return self._curation.resolve_conflict(conflict_id, rule, memory_id=memory_id, text=text)
 
+    def dismiss_conflicts(self, conflict_ids: Iterable[int]) -> int | None:
+        """Dismiss several open conflicts as one undoable operation; returns its group (None for no ids)."""
+        return self._curation.dismiss_conflicts(conflict_ids)
+
     def merge(self, ids: Iterable[int], text: str | None = None, *, path: str = "manual",
               detail: str | None = None) -> MergeRecord:
         """Merge live memories of one namespace into a new one; one undoable operation."""

@@ -379,9 +379,16 @@ def test_tune_ranking_reacts_to_sliders(tab):
 
 def test_conflicts_newer_wins(tab, browser_bank):
     _, ids = browser_bank
-    tab.goto("conflicts")
     page = tab.page
+    page.goto(tab.base_url + "/conflicts?min_confidence=0.95&sort=oldest")  # a shared triage link
+    tab.settle()
     main = page.locator('[data-testid="stMain"]')
+    expect(main.get_by_text("Open conflicts (0 of 1)")).to_be_visible()
+    expect(main.get_by_text("passes the filters", exact=False)).to_be_visible()
+    assert "sort=oldest" in page.url
+    tab.goto("conflicts")
+    page.goto(tab.base_url + "/conflicts?min_confidence=0")
+    tab.settle()
     expect(main.get_by_text("Open conflicts (1)")).to_be_visible()
     expect(main.get_by_text("Drinks tea every morning").first).to_be_visible()
     button = main.get_by_role("button", name="Newer wins", exact=True)
@@ -389,6 +396,8 @@ def test_conflicts_newer_wins(tab, browser_bank):
     button.click()
     tab.settle()
     expect(main.get_by_text(f"Conflict {ids['conflict']} resolved: Newer wins.")).to_be_visible()
+    toast = page.locator('[data-testid="stToast"]').filter(has_text="resolved: Newer wins")
+    expect(toast).to_be_in_viewport()  # in view wherever the page was scrolled
     expect(main.get_by_text("Open conflicts (0)")).to_be_visible()
     expect(main.get_by_text("resolved by Newer wins", exact=False)).to_be_visible()
     expect(main.get_by_text(f"older ({ids['older']}, now superseded)", exact=False)).to_be_visible()

@@ -116,6 +116,24 @@ def test_edit_and_dismiss(bank, pairs):
     assert record(bank, pairs["paris"], pairs["berlin"]) is None  # never flagged again
 
 
+def test_dismiss_many_is_one_undoable_operation(bank, pairs):
+    c = record(bank, pairs["tea"], pairs["coffee"])
+    d = record(bank, pairs["paris"], pairs["berlin"])
+    group = bank.dismiss_conflicts([c.id, d.id])
+    assert [bank.conflict(x.id).status for x in (c, d)] == ["dismissed", "dismissed"]
+    assert {bank.conflict(x.id).group_id for x in (c, d)} == {group}
+    bank.undo_group(group)
+    assert [bank.conflict(x.id).status for x in (c, d)] == ["open", "open"]
+    assert bank.dismiss_conflicts([]) is None
+    bank.resolve_conflict(c.id, "newer_wins")
+    with pytest.raises(StateError, match="nothing was dismissed"):
+        bank.dismiss_conflicts([d.id, c.id])  # one already resolved: none dismissed
+    assert bank.conflict(d.id).status == "open"
+    with pytest.raises(NotFoundError):
+        bank.dismiss_conflicts([d.id, 999])
+    assert bank.conflict(d.id).status == "open"
+
+
 def test_conflict_bad_input_changes_nothing(bank, pairs):
     with pytest.raises(ValidationError, match="one namespace"):
         record(bank, pairs["tea"], pairs["bob"])

@@ -137,6 +137,127 @@ def test_conflicts_show_markup_literally(tmp_path, embedder, monkeypatch):
     assert "<b>x</b>" not in _markdown(at) and "**bold**" not in _markdown(at)
 
 
+def _triage_bank(path: Path, embedder) -> dict[str, int]:
+    """Three open conflicts of three kinds and confidences, detected in the order low, high, middle."""
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        ids = bank.add_many([{"text": t, "namespace": "alice", "created_at": ago(40 - i)} for i, t in enumerate((
+            "Eats meat", "Is vegetarian", "Lives in Paris", "Moved to Berlin", "Has 2 cats", "Has 3 cats"))])
+        found = [("polarity", 0.5, 0, 1), ("switch", 0.9, 2, 3), ("value_change", 0.7, 4, 5)]
+        made = bank.record_conflicts([{"a_id": ids[a], "b_id": ids[b], "kind": kind, "evidence": kind,
+                                       "confidence": conf, "suggestion": "newer_wins", "path": "rules"}
+                                      for kind, conf, a, b in found])
+    return {kind: c.id for (kind, *_), c in zip(found, made)} | {"ids": ids}
+
+
+def _headings(at: AppTest) -> list[str]:
+    return [m.value.split(" · ")[1] for m in at.markdown if m.value.startswith("#### Conflict")]
+
+
+def test_conflicts_filter_and_sort_live_in_the_url(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-triage.duckdb"
+    made = _triage_bank(path, embedder)
+    at = _app(path, monkeypatch, "dashboard/conflicts.py")
+    assert _headings(at) == ["switch", "value_change", "polarity"]  # confidence, high first
+    at.selectbox(key="sort").select("oldest").run()
+    assert _headings(at) == ["polarity", "switch", "value_change"]
+    at.slider(key="min_confidence").set_value(0.6).run()
+    assert not at.exception, at.exception
+    assert _headings(at) == ["switch", "value_change"] and "Open conflicts (2 of 3)" in [s.value for s in at.subheader]
+    at.selectbox(key="kind").select("value_change").run()
+    assert _headings(at) == ["value_change"]
+    at.slider(key="min_confidence").set_value(0.8).run()
+    assert _headings(at) == [] and any("passes the filters" in i.value for i in at.info)
+    ids = made["ids"]
+    at.selectbox(key="kind").select("any").run()
+    assert f"(./memory?id={ids[2]})" in _markdown(at) and f"(./memory?id={ids[3]})" in _markdown(at)
+
+
+def test_conflicts_open_on_the_filters_of_a_link(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-link.duckdb"
+    _triage_bank(path, embedder)
+    monkeypatch.setenv("MEMCTL_BANK", str(path))
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params.update({"min_confidence": "0.6", "sort": "newest"})
+    at.run()
+    at.switch_page("dashboard/conflicts.py").run()
+    assert not at.exception, at.exception
+    assert _headings(at) == ["value_change", "switch"]
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params.update({"kind": "polarity"})
+    at.run()
+    at.switch_page("dashboard/conflicts.py").run()
+    assert _headings(at) == ["polarity"]
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params.update({"min_confidence": "lots", "kind": "nonsense", "sort": "random"})
+    at.run()
+    at.switch_page("dashboard/conflicts.py").run()
+    assert not at.exception, at.exception
+    warnings = " ".join(w.value for w in at.warning)
+    assert "min_confidence=lots" in warnings and "kind=nonsense" in warnings and "sort=random" in warnings
+    assert len(_headings(at)) == 3
+
+
+def _top_box_first(at: AppTest, text: str) -> bool:
+    """Is the element saying ``text`` drawn before the filters (so above every card)?"""
+    order = [e for e in at.main if getattr(e, "value", None) is not None]
+    said = next(i for i, e in enumerate(order) if isinstance(e.value, str) and text in e.value)
+    filters = next(i for i, e in enumerate(order) if getattr(e, "key", None) == "min_confidence")
+    return said < filters
+
+
+def test_conflicts_bulk_dismiss_of_the_selected_is_one_undo(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-bulk.duckdb"
+    made = _triage_bank(path, embedder)
+    at = _app(path, monkeypatch, "dashboard/conflicts.py")
+    assert at.button(key="bulk-dismiss-selected").disabled and at.button(key="bulk-dismiss-filtered").disabled
+    at.checkbox(key=f"pick-{made['switch']}").check().run()
+    at.checkbox(key=f"pick-{made['polarity']}").check().run()
+    at.button(key="bulk-dismiss-selected").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        status = {k: bank.conflict(made[k]).status for k in ("switch", "polarity", "value_change")}
+        assert status == {"switch": "dismissed", "polarity": "dismissed", "value_change": "open"}
+        assert bank.conflict(made["switch"]).group_id == bank.conflict(made["polarity"]).group_id
+    assert _headings(at) == ["value_change"]
+    assert any("Dismissed 2 conflicts" in t.value for t in at.toast)
+    assert _top_box_first(at, "Dismissed 2 conflicts")
+    at.button(key="undo-last").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert {bank.conflict(made[k]).status for k in ("switch", "polarity", "value_change")} == {"open"}
+    assert _headings(at) == ["switch", "value_change", "polarity"]
+    assert "undo-last" not in [b.key for b in at.button]
+
+
+def test_conflicts_bulk_dismiss_of_the_filtered_needs_confirmation(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-bulk-filtered.duckdb"
+    made = _triage_bank(path, embedder)
+    at = _app(path, monkeypatch, "dashboard/conflicts.py")
+    at.slider(key="min_confidence").set_value(0.6).run()
+    assert at.button(key="bulk-dismiss-filtered").disabled
+    at.checkbox(key="bulk-confirm").check().run()
+    at.button(key="bulk-dismiss-filtered").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.conflict(made["switch"]).status == "dismissed"
+        assert bank.conflict(made["value_change"]).status == "dismissed"
+        assert bank.conflict(made["polarity"]).status == "open"  # below the filter: untouched
+
+
+def test_conflicts_confirmation_of_one_card_is_above_the_cards(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "conflicts-top.duckdb"
+    made = _triage_bank(path, embedder)
+    at = _app(path, monkeypatch, "dashboard/conflicts.py")
+    at.button(key=f"resolve-{made['polarity']}-dismiss").click().run()  # the last card on the page
+    assert not at.exception, at.exception
+    message = f"Conflict {made['polarity']} resolved: Dismiss."
+    assert any(message in t.value for t in at.toast) and _top_box_first(at, message)
+    at.button(key="undo-last").click().run()
+    assert any("Undone" in t.value for t in at.toast)
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.conflict(made["polarity"]).status == "open"
+
+
 def test_conflicts_detection_button_runs(tmp_path, embedder, monkeypatch):
     path = tmp_path / "conflicts-detect.duckdb"
     with MemoryBank.open(path, embedder=embedder) as bank:
@@ -225,6 +346,46 @@ def test_merges_opens_where_there_is_something_to_merge_until_the_user_picks(tmp
     at.selectbox(key="browse_namespace").select("alice").run()
     at.switch_page("dashboard/merges.py").run()
     assert at.selectbox(key="namespace").value == "alice"
+
+
+def test_merges_across_all_namespaces_show_why_each_cluster_was_suggested(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "merge-all-namespaces.duckdb"
+    a, b, _ = _dupes_bank(path, embedder)
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        c, d = bank.add_many([{"text": "Runs 5 km every morning", "namespace": "carol"},
+                              {"text": "Runs 5 km every morning", "namespace": "carol"}], dedupe=False)
+    at = _app(path, monkeypatch, "dashboard/merges.py")
+    at.selectbox(key="namespace").select("(all)").run()
+    assert not at.exception, at.exception
+    assert "Candidate clusters in all namespaces (2)" in [s.value for s in at.subheader]
+    assert {f"merge-{a}-{b}", f"merge-{c}-{d}"} <= {button.key for button in at.button}
+    captions = [cap.value for cap in at.caption]
+    assert "namespace bob" in captions and "namespace carol" in captions
+    why = [cap for cap in captions if cap.startswith("Why suggested")]
+    assert len(why) == 2 and all("cosine 1.00 lowest" in w for w in why)
+    assert any("shared numbers: 5" in w and "languages: en" in w for w in why)
+    assert any("dark" in w.split("shared words: ")[1] for w in why)
+    headings = [m.value for m in at.markdown if m.value.startswith("#### Cluster")]
+    assert all("confidence 1.00" in h for h in headings)
+    at.button(key=f"merge-{c}-{d}").click().run()
+    assert not at.exception, at.exception
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        [record] = bank.merges()
+        assert record.member_ids == (c, d) and bank.get(record.merged_id).namespace == "carol"
+
+
+def test_cluster_signals_say_what_the_members_share(embedder):
+    from memory_core.curation import merge
+
+    texts = ["Has 2 cats at home", "Has 2 cats at home in Oslo", "Has 3 cats at home"]
+    members = [merge.Candidate(i, t, str(i), embedder.encode_one(t), 0.5, ago(1), 0, "explicit", "fact")
+               for i, t in enumerate(texts)]
+    signals = merge.cluster_signals(members[:2])
+    assert signals["shared_numbers"] == ["2"] and signals["numbers_only_in_some"] == []
+    assert "cat" in " ".join(signals["shared_words"]) and 0.5 < signals["min_cosine"] <= signals["mean_cosine"] <= 1
+    assert merge.cluster_signals([members[0], members[2]])["numbers_only_in_some"] == ["2", "3"]
+    with pytest.raises(Exception, match="two or more"):
+        merge.cluster_signals(members[:1])
 
 
 def test_merges_threshold_slider_changes_the_candidates(tmp_path, embedder, monkeypatch):
@@ -376,6 +537,10 @@ def test_merges_of_a_large_namespace_wait_until_asked(tmp_path, embedder, monkey
     at.checkbox(key="merge_large::bob").check().run()
     assert not at.exception, at.exception
     assert f"merge-{a}-{b}" in [button.key for button in at.button]
+    at.selectbox(key="namespace").select("(all)").run()  # all namespaces: a large one is named, not searched
+    assert not at.exception, at.exception
+    assert any("Not searched here" in cap.value and "bob" in cap.value for cap in at.caption)
+    assert f"merge-{a}-{b}" not in [button.key for button in at.button]
 
 
 def test_many_conflicts_are_shown_a_page_at_a_time(tmp_path, embedder, monkeypatch):

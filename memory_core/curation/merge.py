@@ -54,6 +54,7 @@ __all__ = [
     "MAX_MERGED_CHARS",
     "MergePreview",
     "candidates",
+    "cluster_signals",
     "extractive_merge",
     "find_clusters",
     "llm_groups",
@@ -395,6 +396,30 @@ def _min_pairwise(mat: np.ndarray, rows: Sequence[int]) -> float:
     sims = mat[list(rows)] @ mat[list(rows)].T
     iu = np.triu_indices(len(rows), k=1)
     return float(np.clip(sims[iu].min(), -1.0, 1.0))
+
+
+def cluster_signals(members: Sequence[Candidate]) -> dict[str, Any]:
+    """Why a cluster was suggested, as the clusterer sees it: the lowest and mean pairwise cosine,
+    the content words (stems) and numbers every member shares, and the members' languages.
+
+    For an operator judging a suggestion: a high cosine with no shared word is a paraphrase or a
+    translation, shared numbers make a restatement likely, a lone number on one side an update.
+    """
+    if len(members) < 2:
+        raise ValidationError("a cluster has two or more members")
+    mat = _unit_matrix(members)
+    sims = mat @ mat.T
+    iu = np.triu_indices(len(members), k=1)
+    words = [set(tokenize(m.text)) for m in members]
+    numbers = [_numbers(m.text) for m in members]
+    return {
+        "min_cosine": round(float(np.clip(sims[iu].min(), -1.0, 1.0)), 4),
+        "mean_cosine": round(float(np.clip(sims[iu].mean(), -1.0, 1.0)), 4),
+        "shared_words": sorted(set.intersection(*words)),
+        "shared_numbers": sorted(n.lstrip("@") for n in set.intersection(*numbers)),
+        "numbers_only_in_some": sorted(n.lstrip("@") for n in set.union(*numbers) - set.intersection(*numbers)),
+        "languages": sorted({detect_language(m.text) for m in members}),
+    }
 
 
 def find_clusters(

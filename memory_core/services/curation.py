@@ -221,6 +221,39 @@ class Curation:
         self.changes.change(changes, "resolve_conflict", extra=mark, note=f"conflict {cid}: {rule}")
         return self.conflict(cid)
 
+    def dismiss_conflicts(self, conflict_ids: Iterable[int]) -> int | None:
+        """Dismiss several conflicts as one undoable operation; returns its group (None for no ids).
+
+        A triage of many false alarms is one Undo, not one per pair. Every conflict must be open or
+        acknowledged (checked inside the transaction): otherwise nothing is dismissed.
+        """
+        cids = sorted({check_id(c) for c in conflict_ids})
+        if not cids:
+            return None
+        found = {c.id: c for c in (self.conflict(cid) for cid in cids)}  # NotFoundError for an unknown id
+
+        def mark(con: Any, group: int, _: list[int]) -> None:
+            rows = con.execute("SELECT id, status, resolution, resolved_at, resolved_by, group_id FROM conflicts "
+                               "WHERE id IN (SELECT unnest(?))", [cids]).fetchall()
+            for cid, status, resolution, resolved_at, resolved_by, old_group in rows:
+                if status not in ("open", "acknowledged"):
+                    raise StateError(f"conflict {cid} is already {status} ({resolution}); nothing was dismissed")
+            now = utcnow()
+            con.execute("UPDATE conflicts SET status = 'dismissed', resolution = 'dismiss', resolved_at = ?, "
+                        "resolved_by = ?, group_id = ? WHERE id IN (SELECT unnest(?))",
+                        [to_naive_utc(now), self.core.actor, group, cids])
+            for cid, status, resolution, resolved_at, resolved_by, old_group in rows:
+                before = {"conflict_id": cid, "status": status, "resolution": resolution,
+                          "resolved_at": resolved_at.isoformat() if resolved_at else None,
+                          "resolved_by": resolved_by, "group_id": old_group}
+                tables.log_event(con, self.core.actor, "resolve_conflict", None, before,
+                                 {"conflict_id": cid, "status": "dismissed", "resolution": "dismiss"}, now, None,
+                                 group, namespace=found[cid].namespace)
+
+        group, _, _ = self.changes.change({}, "resolve_conflict", extra=mark,
+                                          note=f"dismiss {len(cids)} conflict{'s' if len(cids) != 1 else ''}")
+        return group
+
     def acknowledged_pairs(self, con: Any) -> dict[int, set[int]]:
         if self.core.acknowledged is None:
             pairs: dict[int, set[int]] = {}
