@@ -70,6 +70,7 @@ MEMORIES = [
     {"text": "Goal is to run the Stockholm half marathon", "namespace": "alice", "importance": 0.8,
      "category": "goal", "created_at": "2026-05-01T08:00:00Z"},
     {"text": "Long run: 9 km at 6:40/km", "namespace": "alice", "importance": 0.2, "category": "other",
+     "durability": "transient",  # a log of one run: it passes (no time word tells the rule so)
      "created_at": "2025-01-10T08:00:00Z"},
     {"text": "Plans to move to Berlin in March 2026", "namespace": "bob", "importance": 0.7, "category": "goal",
      "created_at": "2025-10-01T08:00:00Z"},
@@ -244,7 +245,8 @@ def test_maintain_dry_run_prints_what_would_change_and_changes_nothing(imported_
     assert f"merge: would merge [{BERLIN1}, {BERLIN2}] (bob)" in out
     assert f"merge: would merge [{DARK1}, {DARK2}] (bob)" in out
     assert "undo:" not in out  # nothing was done
-    assert re.search(r"dry run \d+ \(cleanup, merge\): expired 1, merged 4, merges 2, superseded 0", out)
+    # the durable memories a year old and never used are listed for review, never expired
+    assert re.search(r"dry run \d+ \(cleanup, merge\): expired 1, review 7, merged 4, merges 2, superseded 0", out)
     assert "live 10," in out
     assert export(imported_bank) == before
 
@@ -257,10 +259,11 @@ def test_maintain_all_applies_and_reports_json(imported_bank: Path) -> None:
     report = json.loads(memctl(imported_bank, "maintain", "--all", "--now", NOW, "--json").stdout)
 
     assert report["dry_run"] is False and report["steps"] == ["cleanup", "merge"]
-    assert report["counts"] == {"expired": 1, "merged": 4, "merges": 2, "superseded": 0, "conflicts_detected": 0}
+    assert report["counts"] == {"expired": 1, "review": 7, "merged": 4, "merges": 2, "superseded": 0,
+                                "conflicts_detected": 0}
     done = sorted((c["step"], c["action"], ", ".join(map(str, c["memory_ids"]))) for c in report["changes"])
     assert done == previewed  # the preview was exactly what happened
-    assert all(c["group_id"] for c in report["changes"])
+    assert all(c["group_id"] for c in report["changes"] if c["action"] != "review")  # a review changes nothing
     # 10 memories - 1 expired - 4 merged + 2 merges (the tea/coffee conflict stays open for an operator)
     assert report["stats"]["active"] == 7
     # Touched as of NOW: only the merged dark-mode memory (dated 2026-11-01, its newest member) is warm.

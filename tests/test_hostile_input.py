@@ -273,11 +273,11 @@ def test_browse_search_with_sql_injects_nothing(tmp_path, embedder, monkeypatch)
     for payload in INJECTIONS[:4] + ["%"]:
         at = AppTest.from_file(APP, default_timeout=120)
         at.session_state["namespace_choice"] = "(all)"
-        at.session_state["browse_contains"] = payload  # the "Text contains" box, as typed
+        at.session_state["text"] = payload  # the "Text contains" box, as typed
         at.run()
         at.switch_page("dashboard/browse.py").run()
         assert not at.exception, at.exception
-        assert at.text_input(key="browse_contains").value == payload
+        assert at.text_input(key="text").value == payload
         assert any("No memory matches" in m.value for m in at.markdown), "the payload matched literally: nothing"
     with MemoryBank.open(path, embedder=embedder) as bank:
         assert bank.count(status=None) == 2 and len(bank.events(limit=100)) == 2

@@ -290,7 +290,9 @@ def test_add_flags_a_contradiction_at_write_time(bank: MemoryBank) -> None:
     bank.add("Works as a nurse in Uppsala", namespace="anna", category="profile", created_at="2025-03-01T08:00:00Z")
     assert bank.conflicts(namespace="anna") == []
 
-    coffee = bank.add("Prefers coffee in the morning", namespace="anna", category="preference",
+    # A change said as one ("now"): a bare "Prefers coffee..." with one shared word is right less often
+    # than not on held-out pairs, so it is not offered (BENCHMARKS.md, "Curation quality").
+    coffee = bank.add("Now prefers coffee in the morning", namespace="anna", category="preference",
                       created_at="2025-09-01T08:00:00Z")
 
     [c] = bank.conflicts(namespace="anna")
@@ -300,7 +302,7 @@ def test_add_flags_a_contradiction_at_write_time(bank: MemoryBank) -> None:
 
 def test_add_without_detection_flags_nothing(bank: MemoryBank) -> None:
     bank.add("Prefers tea in the morning", namespace="anna", created_at="2025-03-01T08:00:00Z")
-    bank.add("Prefers coffee in the morning", namespace="anna", created_at="2025-09-01T08:00:00Z",
+    bank.add("Now prefers coffee in the morning", namespace="anna", created_at="2025-09-01T08:00:00Z",
              detect_conflicts=False)
     assert bank.conflicts(namespace="anna", status=None) == []
     # ...until someone looks: the pair is still there to be found.

@@ -54,16 +54,17 @@ def test_hard_delete_asks_for_the_password_again(tmp_path, embedder, monkeypatch
     at = AppTest.from_file(APP, default_timeout=60)
     at.session_state["signed_in"] = True  # as after signing in
     at.run()
-    at.switch_page("dashboard/browse.py").run()
-    at.selectbox(key="browse_detail").select(mid).run()
-    at.text_input(key=f"hard_confirm_{mid}").input(str(mid)).run()
-    at.text_input(key=f"hard_password_{mid}").input("guess").run()
-    at.button(key=f"hard_delete_{mid}").click().run()
+    at.switch_page("dashboard/memory.py")  # hard delete is on the memory's own page
+    at.query_params["id"] = str(mid)
+    at.run()
+    at.text_input(key="memory_hard_confirm").input(str(mid)).run()
+    at.text_input(key="memory_hard_password").input("guess").run()
+    at.button(key="memory_hard_delete").click().run()
     assert "Wrong password" in at.error[0].value
     with MemoryBank.open(path, embedder=embedder) as bank:
         assert bank.get(mid).status == "active"
-    at.text_input(key=f"hard_password_{mid}").input("correct horse").run()
-    at.button(key=f"hard_delete_{mid}").click().run()
+    at.text_input(key="memory_hard_password").input("correct horse").run()
+    at.button(key="memory_hard_delete").click().run()
     assert not at.exception
     with MemoryBank.open(path, embedder=embedder) as bank:
         assert bank.get(mid).status == "deleted"

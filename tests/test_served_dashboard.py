@@ -69,10 +69,10 @@ def test_every_page_loads_and_edits_reach_the_agents_while_a_server_takes_writes
             assert not [e.value for e in at.error], (page, [e.value for e in at.error])
 
         # The operator archives a memory on Browse and resolves the conflict on Conflicts.
-        at.switch_page("dashboard/browse.py").run()
-        at.selectbox(key="browse_namespace").select("alice").run()
-        at.selectbox(key="browse_detail").select(veg).run()
-        at.button(key=f"forget_{veg}").click().run()
+        at.switch_page("dashboard/memory.py")  # the memory's own page, as a Browse row opens it
+        at.query_params["id"] = str(veg)
+        at.run()
+        at.button(key="memory_forget").click().run()
         assert not at.exception and "Archived" in at.success[0].value
         at.switch_page("dashboard/conflicts.py").run()
         at.button(key=f"resolve-{cid}-newer_wins").click().run()
