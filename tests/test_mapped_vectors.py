@@ -93,7 +93,6 @@ def test_loading_a_namespace_reports_progress(bank_path, embedder, small_thresho
     from click.testing import CliRunner
 
     from memory_core import cli
-    from memory_core.cli import memories as memory_commands
 
     with MemoryBank.open(bank_path, embedder=embedder) as bank:
         bank.add_many(_rows(150, 7, embedder.dim))
@@ -105,7 +104,9 @@ def test_loading_a_namespace_reports_progress(bank_path, embedder, small_thresho
             assert sum(seen) == 150 and bank.namespace_loaded("big")
             assert bank.load_namespace("big") == 150  # already loaded: nothing read
             _check(bank, embedder)
-    monkeypatch.setattr(memory_commands, "LOAD_PROGRESS_MIN", 100)  # recall's module
+    import memory_core
+
+    monkeypatch.setattr(memory_core, "LOAD_PROGRESS_MIN", 100)  # what recall's command reads when it runs
     result = CliRunner().invoke(cli.cli, ["--bank", str(bank_path), "recall", WORDS[0], "--namespace", "big"])
     assert result.exit_code == 0, result.output
     assert "loading the index of big" in result.output

@@ -71,10 +71,12 @@ def test_every_page_loads_and_edits_reach_the_agents_while_a_server_takes_writes
         # The operator archives a memory on Browse and resolves the conflict on Conflicts.
         at.switch_page("dashboard/memory.py")  # the memory's own page, as a Browse row opens it
         at.query_params["id"] = str(veg)
+        at.session_state["id"] = str(veg)  # the page was opened before, without an id: its box keeps its own
         at.run()
         at.button(key="memory_forget").click().run()
         assert not at.exception and "Archived" in at.success[0].value
         at.switch_page("dashboard/conflicts.py").run()
+        at.selectbox(key="namespace").select("alice").run()
         at.button(key=f"resolve-{cid}-newer_wins").click().run()
         assert not at.exception, at.exception
 

@@ -61,7 +61,8 @@ def folder() -> Path:
 
 def paths(bank: str) -> dict[str, Path]:
     """The helper's socket, pid file, start lock and log for ``bank``."""
-    key = hashlib.sha256(f"{_code()}\0{location(bank)}".encode()).hexdigest()[:20]
+    # 12 hex digits keep the socket's path under the kernel's limit (108 bytes) in deep cache folders
+    key = hashlib.sha256(f"{_code()}\0{location(bank)}".encode()).hexdigest()[:12]
     base = folder() / key
     return {"socket": base.with_suffix(".sock"), "pid": base.with_suffix(".pid"), "lock": base.with_suffix(".lock"),
             "log": base.with_suffix(".log")}
