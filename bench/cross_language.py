@@ -1,7 +1,7 @@
 """Curation across languages: do merge suggestions and conflict detection find the demo's planted
 pairs whose two memories are in different languages?
 
-The demo set (``memory_core/demo_data``) plants 34 duplicate clusters (93 pairs) and 45
+The demo set (``memory_core/demo/data``) plants 34 duplicate clusters (93 pairs) and 45
 contradictions; 21 duplicate pairs and 5 contradictions cross languages (Chinese or Swedish beside
 English, by :func:`memory_core.language.text.detect_language`, the language the tokenizer reads each memory
 in). For each model, one bank is built as ``memctl demo --model MODEL`` builds it (import, then

@@ -7,7 +7,7 @@ Two labelled sets, each with a half that choices were made on and a half reporte
   the demo texts), its ``test`` half: each labelled pair is judged as the bank judges a candidate
   pair (``conflicts.find`` on the two memories, the newer dated 60 days after the older), and each
   duplicate pair is asked of the merge plan (``merge.find_clusters`` at the model's defaults);
-* **the demo bank** (``memory_core/demo_data``, built as ``memctl demo`` builds it, without the
+* **the demo bank** (``memory_core/demo/data``, built as ``memctl demo`` builds it, without the
   replay): the contradictions the import recorded and the merges ``plan_merges`` suggests in each
   namespace, against the answer key. Namespaces ``alice`` and ``support-bot`` were the half the
   choices were made on; ``bob`` and ``chen`` are reported as held out.

@@ -9,7 +9,7 @@ Two sets, per language (each memory's own, :func:`memory_core.language.text.dete
   runs 60 days later, when every transient case's time has passed. Reported on its test half (the
   rule was chosen on its dev half): durable memories archived (goal 0), transient ones archived
   (they are all due), and how often the rule's reading matches the label.
-* the demo answer key (``memory_core/demo_data/truth.json``, for measuring only): the demo memories
+* the demo answer key (``memory_core/demo/data/truth.json``, for measuring only): the demo memories
   are imported into a fresh bank (memory id N is line N), one default run (the due steps: cleanup
   and merge) runs the day after the last logged turn, and each logged turn is recalled as of its
   own time before and after, without recording. Reported per half of the namespaces (no setting

@@ -1,7 +1,7 @@
 """memory_core.demo: the demo set is consistent data shipped in the package, and build() makes the
 demo bank from it.
 
-The JSONL/JSON files in memory_core/demo_data/ are the demo's source: the checks below are what
+The JSONL/JSON files in memory_core/demo/data/ are the demo's source: the checks below are what
 keeps them consistent when someone edits them (the answer key names memories and turns by line).
 """
 
@@ -41,12 +41,12 @@ def utc(text: str) -> datetime:
 
 def test_the_demo_data_lives_in_the_package_and_the_wheel_ships_it() -> None:
     package = Path(memory_core.__file__).resolve().parent
-    assert demo.DATA.parent == package
+    assert demo.DATA.parent == package / "demo"
     assert all(p.is_file() for p in (demo.MEMORIES, demo.QUERIES, demo.TRUTH))
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert "memory_core.demo_data" in setuptools["packages"]
+    assert "memory_core.demo.data" in setuptools["packages"]
     for path in (demo.MEMORIES, demo.QUERIES, demo.TRUTH):
-        assert any(fnmatch(path.name, pattern) for pattern in setuptools["package-data"]["memory_core.demo_data"])
+        assert any(fnmatch(path.name, pattern) for pattern in setuptools["package-data"]["memory_core.demo.data"])
 
 
 def test_a_copy_of_the_package_alone_finds_its_demo_data(tmp_path: Path) -> None:
@@ -59,7 +59,7 @@ def test_a_copy_of_the_package_alone_finds_its_demo_data(tmp_path: Path) -> None
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                          env=dict(os.environ, PYTHONPATH=str(site), HF_HUB_OFFLINE="1"), check=True).stdout
     data, n_memories, n_queries, n_described = out.split()
-    assert Path(data) == site / "memory_core" / "demo_data"
+    assert Path(data) == site / "memory_core" / "demo" / "data"
     assert (int(n_memories), int(n_queries), int(n_described)) == (753, 440, 440)
 
 

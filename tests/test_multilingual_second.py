@@ -44,7 +44,7 @@ def test_no_text_is_taken_from_the_first_set_or_the_demo_data():
     first = json.loads((ROOT / "bench" / "data" / "multilingual.json").read_text(encoding="utf-8"))
     taken = {t for f in first["facts"] for t in f["text"].values()}
     taken |= {q for f in first["facts"] for qs in f["questions"].values() for q in qs}
-    demo = " ".join(p.read_text(encoding="utf-8") for p in (ROOT / "memory_core" / "demo_data").glob("*")
+    demo = " ".join(p.read_text(encoding="utf-8") for p in (ROOT / "memory_core" / "demo" / "data").glob("*")
                     if p.is_file() and p.suffix in (".json", ".jsonl", ".md", ".txt"))
     for fact in DATA["facts"]:
         for text in list(fact["text"].values()) + [q for qs in fact["questions"].values() for q in qs]:

@@ -17,4 +17,4 @@ def test_every_package_of_memory_core_is_in_the_wheel() -> None:
     on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "memory_core").rglob("__init__.py")}
     assert on_disk <= listed, f"add to [tool.setuptools] packages in pyproject.toml: {sorted(on_disk - listed)}"
     data_only = listed - on_disk
-    assert data_only == {"memory_core.demo_data"}, f"listed packages that are not in memory_core/: {data_only}"
+    assert data_only == {"memory_core.demo.data"}, f"listed packages that are not in memory_core/: {data_only}"

@@ -238,6 +238,17 @@ def test_from_memory_core_import_an_old_name_works_and_a_moved_package_keeps_its
     assert tuning is importlib.import_module("memory_core.evaluation.tuning")
 
 
+def test_the_old_curation_module_s_class_still_imports_with_a_warning() -> None:
+    """memory_core.curation was the service's module before it became the engines' package."""
+    from memory_core.services.curation import Curation
+
+    with pytest.warns(DeprecationWarning, match="import it from memory_core.services.curation"):
+        from memory_core.curation import Curation as old
+    assert old is Curation
+    with pytest.raises(ImportError):
+        from memory_core.curation import NoSuchName  # noqa: F401
+
+
 def _old_path_imports(path: Path) -> list[str]:
     from memory_core._moved import new_path
 

@@ -1,6 +1,6 @@
 """The demo set, and :func:`build`, the one way to build the demo bank.
 
-The demo is data, shipped inside the package (``memory_core/demo_data/``, described in its
+The demo is data, shipped inside the package (``memory_core/demo/data/``, described in its
 README.md) so an installed ``memctl demo`` finds it:
 
 * ``memories.jsonl``: 753 memories an agent kept about four users, in the format
@@ -11,7 +11,8 @@ README.md) so an installed ``memctl demo`` finds it:
 :func:`build` imports the memories into an open bank, replays the turns as its recall history
 (with a simulated agent's feedback), records the contradictions it finds and labels the turns
 from the answer key, so every dashboard page has something to show. ``memctl demo`` and the
-tests' demo bank both call it.
+tests' demo bank both call it. May import: ``errors`` and the façade (``bank``), whose
+operations it drives as an operator's tools would.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from .errors import ValidationError
+from ..errors import ValidationError
 
 if TYPE_CHECKING:
-    from .bank import MemoryBank
+    from ..bank import MemoryBank
 
-DATA: Path = Path(__file__).resolve().parent / "demo_data"
+DATA: Path = Path(__file__).resolve().parent / "data"
 MEMORIES: Path = DATA / "memories.jsonl"
 QUERIES: Path = DATA / "queries.jsonl"
 TRUTH: Path = DATA / "truth.json"
@@ -55,7 +56,7 @@ def queries(path: PathLike = QUERIES) -> list[dict[str, Any]]:
 
 
 def truth(path: PathLike = TRUTH) -> dict[str, Any]:
-    """The answer key (see demo_data/README.md for its sections)."""
+    """The answer key (see data/README.md for its sections)."""
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
