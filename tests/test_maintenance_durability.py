@@ -87,7 +87,7 @@ def test_no_durable_memory_is_expired_however_old_and_unused(bank: MemoryBank):
                if bank.get(i).durability == "transient" and k != "pinned")
 
 
-# text, category, importance, archived by a default run 40 days on (unused)
+# text, category, importance, archived by a default cleanup when 40 days old and unused
 WRITER_CASES = [
     ("A customer from Brightwater Dental reported that invoices show the wrong VAT rate.", "other", 0.5, True),
     ("Ärende 3312: Bageri Norrsken kan inte logga in.", "other", 0.5, True),
