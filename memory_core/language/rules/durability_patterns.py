@@ -1,6 +1,7 @@
 """The durability rule's tables: per language, the cues that a memory is transient (a day's or a
-week's state, a date, a log of the chat, a one-off event) and the cues that keep it durable (a
-lasting change that starts now, a habit). ``durability.py`` compiles and runs them."""
+week's state, a date, a holiday plan, a log of the chat or of a support ticket, a one-off event or
+state) and the cues that keep it durable (a lasting change that starts now, a habit, a day that
+comes back each year, a year, what says a memory lasts). ``durability.py`` compiles and runs them."""
 
 from __future__ import annotations
 
