@@ -70,6 +70,7 @@ def test_the_rule_reads_text_and_category_in_three_languages(text, category, exp
     ("Saturday mornings are for the farmers' market.", "other", "durable", None),
     ("Lördagsmorgnarna är till för bondemarknaden.", "other", "durable", None),
     ("周日的长距离散步是她一周里最喜欢的时光。", "other", "durable", None),
+    ("周四下午是读书会时间。", "other", "durable", None),
     ("Usually asks for a recipe right after work.", "other", "durable", None),
     ("Brukar träna efter jobbet.", "other", "durable", None),
     ("通常下班后去游泳。", "other", "durable", None),

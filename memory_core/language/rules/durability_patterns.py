@@ -76,8 +76,8 @@ DATE: Final[dict[str, list[tuple[str, str]]]] = {
 }
 
 # A week: this or next week, the weekend, a weekday named as one day ("on Friday", "på fredag",
-# "周五约了", not "Saturday runs", "lördagsmorgnarna", "周日的散步"), the last few days. Over within
-# a couple of weeks.
+# "周五约了"; not "Saturday runs", "lördagsmorgnarna", "周日的散步", "周三晚上是…"), the last few
+# days. Over within a couple of weeks.
 WEEK: Final[dict[str, list[tuple[str, str]]]] = {
     "en": [("this week", r"\b(?:this|next) (?:week|weekend)\b|\bthe weekend\b"),
            ("weekday", rf"\b(?:on|this|next|last|until|till|by|before|from|since|coming) (?:{_WD_EN})\b"
@@ -88,7 +88,8 @@ WEEK: Final[dict[str, list[tuple[str, str]]]] = {
                         rf"|\bi (?:{_WD_SV})s\b|\b(?:{_WD_SV})(?: (?:morgon|kväll|eftermiddag))?,? (?:kl\.? ?)?\d"),
            ("de senaste dagarna", r"\bde senaste (?:dagarna|nätterna)\b")],
     "zh": [("这周", r"这周|本周|下周|这个周末|周末"),
-           ("星期几", r"(?:这|下|本|上)个?(?:周|星期|礼拜)[一二三四五六日天]|(?:周|星期|礼拜)[一二三四五六日天](?!的)"),
+           ("星期几", r"(?:这|下|本|上)个?(?:周|星期|礼拜)[一二三四五六日天]|(?:周|星期|礼拜)[一二三四五六日天]"
+                     r"(?!的|(?:早上|上午|中午|下午|晚上)?是)"),
            ("最近几天", r"最近几天")],
 }
 
@@ -98,7 +99,8 @@ WEEK: Final[dict[str, list[tuple[str, str]]]] = {
 HOLIDAY: Final[dict[str, list[tuple[str, str]]]] = {
     "en": [("holiday", r"\b(?:over|during|for|at) (?:the )?(?:christmas|easter|new year|holidays|half-term|"
                        r"(?:spring|summer|winter|christmas|easter) (?:break|holidays?))\b")],
-    "sv": [("lov", r"\b(?:över|under|i) (?:julen|jul|påsken|påsk|nyår|nyåret)\b|\b(?:jul|påsk|sport|höst|sommar)lovet\b")],
+    "sv": [("lov", r"\b(?:över|under|i) (?:julen|jul|påsken|påsk|nyår|nyåret)\b"
+                   r"|\b(?:jul|påsk|sport|höst|sommar)lovet\b")],
     "zh": [("假期", r"(?:国庆|春节|五一|中秋|元旦|清明)(?:假期)?|(?:这个|今年)假期|过年")],
 }
 
@@ -137,11 +139,11 @@ YEAR: Final[dict[str, list[tuple[str, str]]]] = {
 # whatever the category, unless what it says lasts ("has been stuck at level 5 for a year").
 STATE: Final[dict[str, list[tuple[str, str]]]] = {
     "en": [("state", r"\b(?:is|am|feels?|feeling) (?:tired|sick|ill|stuck|nervous|stressed|in a (?:bad|good) mood|"
-                     r"waiting|busy|in a hurry)\b|\bfever\b|\b(?:is|are) (?:down|broken|out of order)\b|\bhasn't slept\b|"
-                     r"\bneeds to pick up\b|\bpile of\b|\bwaiting for\b|\bhas (?:a cold|the flu)\b")],
+                     r"waiting|busy|in a hurry)\b|\bfever\b|\b(?:is|are) (?:down|broken|out of order)\b|"
+                     r"\bhasn't slept\b|\bneeds to pick up\b|\bpile of\b|\bwaiting for\b|\bhas (?:a cold|the flu)\b")],
     "sv": [("tillstånd", r"\b(?:är|känner sig) (?:trött|sjuk|förkyld|nervös|stressad|på (?:dåligt|bra) humör)\b|"
-                         r"\bväntar på\b|\bfeber\b|\bligger nere\b|\bär (?:trasig|trasigt|sönder)\b|\bhar sovit dåligt\b|\bska hämta\b|\bmycket mejl\b|"
-                         r"\bbråttom\b")],
+                         r"\bväntar på\b|\bfeber\b|\bligger nere\b|\bär (?:trasig|trasigt|sönder)\b|"
+                         r"\bhar sovit dåligt\b|\bska hämta\b|\bmycket mejl\b|\bbråttom\b")],
     "zh": [("状态", r"卡在|感冒|流感|发烧|很累|心情不好|紧张|在等|挂了|坏了|没睡好|取快递|一堆邮件|赶时间")],
 }
 
@@ -158,8 +160,8 @@ PAST_DAY: Final[dict[str, list[tuple[str, str]]]] = {
 LASTING: Final[dict[str, list[tuple[str, str]]]] = {
     "en": [("lasting", r"\b(?:prefers?|likes?|loves?|hates?|dislikes?|enjoys?|wants?|hopes?|wishes|plans?|intends?|"
                        r"aims?|thinks|believes|finds|seems|appears|lives|works|studies|speaks|owns|never|will|"
-                       r"would like|since|is (?:allergic|learning|thinking|planning|trying)|allergic|born|grew up|hometown|"
-                       r"married|kids|children|daughters?|sons?|native|vegetarian|vegan|citizen|based in)\b"
+                       r"would like|since|is (?:allergic|learning|thinking|planning|trying)|allergic|born|grew up|"
+                       r"hometown|married|kids|children|daughters?|sons?|native|vegetarian|vegan|citizen|based in)\b"
                        r"|\bis an? (?!bit\b|little\b)")],
     "sv": [("varaktig", r"\b(?:föredrar|gillar|älskar|hatar|ogillar|avskyr|tycker|tror|vill|hoppas|planerar|tänker|"
                         r"siktar|verkar|bor|jobbar|arbetar|studerar|pluggar|talar|pratar|äger|aldrig|sedan|kommer att|"
