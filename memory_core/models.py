@@ -19,6 +19,7 @@ from .errors import ValidationError
 KINDS = ("explicit", "inferred")
 # Whether a memory lasts or its time passes (memory_core.language.durability reads it from the text).
 DURABILITIES = ("durable", "transient")
+DEFAULT_IMPORTANCE = 0.5  # what a memory written without one gets (REST, MCP, the library)
 CATEGORIES = ("preference", "goal", "decision", "difficulty", "fact", "profile", "other")
 STATUSES = ("active", "archived", "merged", "superseded", "deleted")
 PII_MODES = ("redact", "refuse", "allow")  # what ingest does with personal identifiers in a conversation

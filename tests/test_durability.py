@@ -58,6 +58,77 @@ def test_the_rule_reads_text_and_category_in_three_languages(text, category, exp
     assert reading.reason
 
 
+@pytest.mark.parametrize("text, category, expected, horizon", [
+    # A day that comes back each year is who someone is, not a thing scheduled.
+    ("Birthday is on 2 August.", "other", "durable", None),
+    ("Fyller år den 2 augusti.", "other", "durable", None),
+    ("生日是8月2日。", "other", "durable", None),
+    # A standing fact with a date or a weekday in it: a habit, not one day.
+    ("The support desk closes on 24 December every year.", "fact", "durable", None),
+    ("Supporten stänger den 24 december varje år.", "fact", "durable", None),
+    ("客服每年12月24日休息。", "fact", "durable", None),
+    ("Saturday mornings are for the farmers' market.", "other", "durable", None),
+    ("Lördagsmorgnarna är till för bondemarknaden.", "other", "durable", None),
+    ("周日的长距离散步是她一周里最喜欢的时光。", "other", "durable", None),
+    ("周四下午是读书会时间。", "other", "durable", None),
+    ("Usually asks for a recipe right after work.", "other", "durable", None),
+    ("Brukar träna efter jobbet.", "other", "durable", None),
+    ("通常下班后去游泳。", "other", "durable", None),
+    # A weekday named as one day is still a week's thing.
+    ("Has a physio appointment on Friday.", "other", "transient", "week"),
+    ("Har en tid hos sjukgymnasten på fredag.", "other", "transient", "week"),
+    ("周五约了理疗。", "other", "transient", "week"),
+    # A support ticket's log about a customer.
+    ("A customer from Brightwater Dental reported that invoices show the wrong VAT rate.", "other", "transient", "age"),
+    ("Ärende 3312: Bageri Norrsken kan inte logga in.", "other", "transient", "age"),
+    ("客户明辉牙科反馈发票上的增值税率不对。", "other", "transient", "age"),
+    # A one-off event or state, without a time word, whatever its category.
+    ("The broken dishwasher was repaired.", "fact", "transient", "age"),
+    ("Diskmaskinen blev lagad.", "fact", "transient", "age"),
+    ("洗碗机修好了。", "fact", "transient", "age"),
+    ("Waiting for the new passport to arrive.", "other", "transient", "day"),
+    ("Has the flu and is staying home.", "difficulty", "transient", "day"),
+    ("Är förkyld och stannar hemma.", "difficulty", "transient", "day"),
+    ("得了流感，在家休息。", "difficulty", "transient", "day"),
+    ("Is staying with her sister over Easter.", "fact", "transient", "age"),
+    ("Hälsar på sin syster över påsken.", "fact", "transient", "age"),
+    ("春节去姐姐家住几天。", "fact", "transient", "age"),
+    # ...but what lasts, or is filed as lasting, stays.
+    ("Is learning Korean at the moment.", "other", "durable", None),
+    ("Lär sig koreanska just nu.", "other", "durable", None),
+    ("象棋等级分从去年秋天起一直卡在1500。", "difficulty", "durable", None),
+    ("Bought an e-bike instead of a second car.", "decision", "durable", None),
+    ("Köpte en elcykel i stället för en bil till.", "decision", "durable", None),
+    ("买了电动自行车，不再买第二辆车。", "decision", "durable", None),
+    ("Had knee surgery in 2021 and avoids jumping.", "other", "durable", None),
+])
+def test_the_cases_a_time_word_rule_missed(text, category, expected, horizon):
+    reading = infer(text, category)
+    assert (reading.durability, reading.horizon) == (expected, horizon), reading
+
+
+@pytest.mark.parametrize("small_talk, lasting", [
+    ("The new café downstairs sells decent croissants.", "Thinks open-plan offices are overrated."),
+    ("Nya fiket på hörnet har bra croissanter.", "Tycker att öppna kontorslandskap är överskattade."),
+    ("楼下新开的咖啡店可颂还不错。", "觉得开放式办公室被高估了。"),
+])
+def test_a_low_rated_memory_filed_as_other_is_small_talk_unless_it_says_it_lasts(small_talk, lasting):
+    reading = infer(small_talk, "other", importance=0.1)
+    assert (reading.durability, reading.horizon) == ("transient", "age") and "small talk" in reading.reason
+    # At the default importance, or filed under a category, the writer has not called it small talk.
+    assert infer(small_talk, "other").durability == "durable"
+    assert infer(small_talk, "other", importance=0.5).durability == "durable"
+    assert infer(small_talk, "fact", importance=0.1).durability == "durable"
+    # An opinion (or a habit, a plan, who someone is) lasts however low it is rated.
+    assert infer(lasting, "other", importance=0.1).durability == "durable"
+
+
+def test_the_writer_reads_importance_on_add(bank: MemoryBank):
+    low = bank.add("The new café downstairs sells decent croissants.", namespace="a", importance=0.1)
+    default = bank.add("The bakery on the corner sells decent croissants.", namespace="a")
+    assert (bank.get(low).durability, bank.get(default).durability) == ("transient", "durable")
+
+
 def test_a_past_day_is_an_event_unless_filed_under_a_lasting_category():
     assert infer("Went climbing yesterday", "other").durability == "transient"
     assert infer("Switched to decaf yesterday", "preference").durability == "durable"

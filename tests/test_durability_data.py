@@ -35,7 +35,7 @@ def test_top_level_shape(data: dict) -> None:
 def test_each_case_is_well_formed(data: dict) -> None:
     written = datetime.fromisoformat(data["written_at"]).date()
     for case in data["cases"]:
-        assert FIELDS <= set(case) <= FIELDS | {"ends"}, case
+        assert FIELDS <= set(case) <= FIELDS | {"ends", "importance"}, case
         assert case["lang"] in LANGUAGES, case
         assert case["label"] in LABELS, case
         assert case["why"] in data["labels"][case["label"]], case
@@ -44,6 +44,8 @@ def test_each_case_is_well_formed(data: dict) -> None:
         assert case["split"] in ("dev", "test"), case
         assert isinstance(case["text"], str) and case["text"].strip() == case["text"] and case["text"], case
         assert case["id"].startswith(f"{case['lang']}-{case['label'][0]}"), case
+        if "importance" in case:  # the writer's rating; absent means the default an agent gets
+            assert isinstance(case["importance"], float) and 0 <= case["importance"] <= 1, case
         if "ends" in case:
             assert case["label"] == "transient", case  # a durable fact has no end date
             assert date.fromisoformat(case["ends"]) >= written, case

@@ -87,6 +87,36 @@ def test_no_durable_memory_is_expired_however_old_and_unused(bank: MemoryBank):
                if bank.get(i).durability == "transient" and k != "pinned")
 
 
+# text, category, importance, archived by a default cleanup when 40 days old and unused
+WRITER_CASES = [
+    ("A customer from Brightwater Dental reported that invoices show the wrong VAT rate.", "other", 0.5, True),
+    ("Ärende 3312: Bageri Norrsken kan inte logga in.", "other", 0.5, True),
+    ("客户明辉牙科反馈发票上的增值税率不对。", "other", 0.5, True),
+    ("The new café downstairs sells decent croissants.", "other", 0.1, True),   # rated as small talk
+    ("Nya fiket på hörnet har bra croissanter.", "other", 0.1, True),
+    ("楼下新开的咖啡店可颂还不错。", "other", 0.1, True),
+    ("The new bakery downstairs sells decent croissants.", "other", 0.5, False),  # the default: kept
+    ("Thinks open-plan offices are overrated.", "other", 0.1, False),           # an opinion lasts
+    ("Tycker att öppna kontorslandskap är överskattade.", "other", 0.1, False),
+    ("觉得开放式办公室被高估了。", "other", 0.1, False),
+    ("Birthday is on 2 August.", "other", 0.1, False),                           # a birthday is no date
+    ("Fyller år den 2 augusti.", "other", 0.1, False),
+    ("生日是8月2日。", "other", 0.1, False),
+    ("Bought an e-bike instead of a second car.", "decision", 0.1, False),      # an event filed as lasting
+]
+
+
+def test_logs_and_small_talk_go_and_what_lasts_stays_in_three_languages(bank: MemoryBank):
+    ids = bank.add_many([{"text": t, "namespace": "a", "category": c, "importance": imp, "created_at": ago(40)}
+                         for t, c, imp, _ in WRITER_CASES])
+    report = bank.maintain(now=NOW, steps=["cleanup"])
+    archived = {t for (t, *_), i in zip(WRITER_CASES, ids) if bank.get(i).status == "archived"}
+    assert archived == {t for t, _, _, gone in WRITER_CASES if gone}
+    # Each expiry says why: the rule's reading of the memory.
+    reasons = {c.memory_ids[0]: c.why["reason"] for c in report.changes if c.action == "expire"}
+    assert any("small talk" in r for r in reasons.values()) and any("log" in r for r in reasons.values())
+
+
 def test_seed_004s_rule_is_an_explicit_option(bank: MemoryBank):
     ids = build(bank)
     plan = MaintenancePlan(expire_rule="age_importance")

@@ -368,7 +368,7 @@ def _plan_expiry(source: MaintenanceSource, work: MaintenanceWork) -> None:
 
 def transient_due(m: Memory, plan: MaintenancePlan, now: datetime) -> str | None:
     """Why a transient memory's time has passed at ``now`` under ``plan`` (None: not yet)."""
-    reading = durability_mod.infer(m.text, m.category, m.kind)
+    reading = durability_mod.infer(m.text, m.category, m.kind, m.importance)
     # Marked transient by hand where the text names no time: by age and disuse, as a log is.
     horizon = reading.horizon if reading.durability == "transient" else "age"
     age = now - m.created_at

@@ -1,24 +1,30 @@
 """Durability: whether a memory lasts (who someone is, what they prefer, want, find hard or
 decided) or is transient (an event, a state of a day or a week, a log of the chat, small talk, a
-thing scheduled for a date), read from its text, category and kind when it is written.
+thing scheduled for a date), read from its text, category, kind and importance when it is written.
 
 An engine (pure: text in, a reading out). The bank stores the durability with each memory
 (settable on add and update); maintenance expires a transient memory once its time has passed and
 never expires a durable one for age or disuse alone (:mod:`memory_core.curation.maintenance`). The rule, in
 English, Swedish and Chinese, in order (tables in :mod:`memory_core.language.rules.durability_patterns`):
 
-1. a lasting change that starts now ("from today on eats vegan", "从今天起") is durable;
+1. a lasting change that starts now ("from today on eats vegan", "从今天起") or a habit ("every
+   Thursday", "usually", "på fredagar", "每周六", "every year") is durable;
 2. a day word ("today", "tonight", "right now", "tomorrow", "idag", "i morgon", "今天", "明天")
    makes it transient for a day; a date of the year ("on 20 March", "den 18 mars", "3月20日"),
-   until that date; a week word or a weekday ("this week", "next Wednesday", "nästa onsdag",
-   "下周三") for a couple of weeks, unless the text is a habit ("every Thursday", "on Fridays",
-   "tre gånger i veckan", "每周六");
-3. a log of the chat, small talk or a one-off event told by its verb ("Asked how...", "Frågade",
-   "问了"), or a state of the moment ("is in a bad mood", "väntar på", "发烧"), is transient;
-4. a past day ("yesterday", "igår", "昨天") makes an event, unless the writer filed the memory
-   under a lasting category (preference, goal, decision, difficulty, profile: "Decided yesterday
-   to use Postgres");
-5. anything else is durable: a fact the rule cannot place is kept and offered for review, not
+   until that date, unless the day comes back each year (a birthday, "fyller år", "生日"); a week
+   word or a weekday named as one day ("this week", "on Friday", "nästa onsdag", "下周三") for a
+   couple of weeks ("Saturday runs" is not one day);
+3. a log of the chat, small talk, a one-off event told by its verb ("Asked how...", "Frågade",
+   "问了"), a support ticket's log ("a customer reported..."), or a state of the moment ("is in a
+   bad mood", "väntar på", "发烧"), is transient, unless the writer filed it under a lasting
+   category (preference, goal, decision, difficulty, profile) or an event names its year
+   ("Bought a flat in 2021");
+4. a past day ("yesterday", "igår", "昨天") makes an event, unless filed under a lasting category
+   ("Decided yesterday to use Postgres");
+5. filed as ``other`` and rated below the default importance by its writer, with no sign that it
+   lasts (a preference, opinion, impression, plan, who someone is: where they live or work, their
+   family, health or diet; "since", a year): small talk or a log, transient;
+6. anything else is durable: a fact the rule cannot place is kept and offered for review, not
    archived. A year or a past month ("Moved to Leipzig in 2019") dates a lasting fact.
 
 Kind (explicit or inferred) does not change the reading: an inferred habit lasts as a stated one.
@@ -32,8 +38,10 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from ..errors import ValidationError
-from ..models import DURABILITIES
-from .rules.durability_patterns import DATE, DAY, DURABLE_CATEGORIES, FROM_NOW, HABIT, LOG, PAST_DAY, STATE, WEEK
+from ..models import DEFAULT_IMPORTANCE, DURABILITIES
+from .rules.durability_patterns import (
+    DATE, DAY, DURABLE_CATEGORIES, FROM_NOW, HABIT, HOLIDAY, LASTING, LOG, NOW, PAST_DAY, STATE, WEEK, YEAR, YEARLY,
+)
 from .text import fold_chinese, normalise
 
 __all__ = ["DURABILITIES", "HORIZONS", "Reading", "check_durability", "infer", "named_date"]
@@ -55,8 +63,8 @@ def _compile(table: _Table) -> tuple[tuple[str, re.Pattern[str]], ...]:
     return tuple(out)
 
 
-_FROM_NOW, _HABIT, _DAY, _DATE, _WEEK, _LOG, _STATE, _PAST_DAY = (
-    _compile(t) for t in (FROM_NOW, HABIT, DAY, DATE, WEEK, LOG, STATE, PAST_DAY))
+_FROM_NOW, _HABIT, _YEARLY, _DAY, _NOW, _DATE, _WEEK, _HOLIDAY, _LOG, _YEAR, _STATE, _PAST_DAY, _LASTING = (
+    _compile(t) for t in (FROM_NOW, HABIT, YEARLY, DAY, NOW, DATE, WEEK, HOLIDAY, LOG, YEAR, STATE, PAST_DAY, LASTING))
 
 
 @dataclass(frozen=True)
@@ -85,33 +93,45 @@ def _first(rules: tuple[tuple[str, re.Pattern[str]], ...], text: str) -> tuple[s
     return None
 
 
-def infer(text: str | None, category: str = "other", kind: str = "explicit") -> Reading:
-    """Read a memory's durability from its text, category and kind (see the module's rule)."""
+def infer(text: str | None, category: str = "other", kind: str = "explicit",
+          importance: float | None = None) -> Reading:
+    """Read a memory's durability from its text, category, kind and importance (``None``: the
+    default one) (see the module's rule)."""
     del kind  # read alike: see the module docstring
     if not text:
         return Reading("durable", None, "no text")
     t = fold_chinese(normalise(text))
     if hit := _first(_FROM_NOW, t):
         return Reading("durable", None, f"a lasting change from now ({hit[1]!r})")
-    habit = _first(_HABIT, t)
+    if hit := _first(_HABIT, t):
+        return Reading("durable", None, f"a habit ({hit[1]!r})")
     if hit := _first(_DAY, t):
         return Reading("transient", "day", f"names a day ({hit[1]!r})")
-    if hit := _first(_DATE, t):
+    yearly = _first(_YEARLY, t) is not None
+    lasts = yearly or _first(_LASTING, t) is not None
+    if not lasts and (hit := _first(_NOW, t)):
+        return Reading("transient", "day", f"a state of now ({hit[1]!r})")
+    if not yearly and (hit := _first(_DATE, t)):
         return Reading("transient", "date", f"names a date ({hit[1]!r})")
-    if habit is None and (hit := _first(_WEEK, t)):
+    if hit := _first(_WEEK, t):
         return Reading("transient", "week", f"names a week or a weekday ({hit[1]!r})")
-    if hit := _first(_LOG, t):
+    lasting = category in DURABLE_CATEGORIES
+    if not (lasting or lasts) and (hit := _first(_HOLIDAY, t)):
+        return Reading("transient", "age", f"a plan for a holiday ({hit[1]!r})")
+    if not lasting and _first(_YEAR, t) is None and (hit := _first(_LOG, t)):
         return Reading("transient", "age", f"a log or an event ({hit[1]!r})")
-    if hit := _first(_STATE, t):
+    if not lasts and (hit := _first(_STATE, t)):
         return Reading("transient", "day", f"a state of the moment ({hit[1]!r})")
     if hit := _first(_PAST_DAY, t):
-        if category in DURABLE_CATEGORIES:
+        if lasting:
             return Reading("durable", None, f"a past day ({hit[1]!r}) but filed as {category}")
         return Reading("transient", "age", f"an event of a past day ({hit[1]!r})")
-    if habit is not None:
-        return Reading("durable", None, f"a habit ({habit[1]!r})")
-    if category in DURABLE_CATEGORIES:
+    if lasting:
         return Reading("durable", None, f"filed as {category}")
+    low = importance is not None and importance < DEFAULT_IMPORTANCE
+    if category == "other" and low and not lasts and _first(_YEAR, t) is None:
+        return Reading("transient", "age", f"small talk or a log (filed as other, importance {importance:.2f}, "
+                       "no sign that it lasts)")
     return Reading("durable", None, "no sign of a passing time")
 
 

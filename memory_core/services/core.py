@@ -474,10 +474,10 @@ def _read_durabilities(con: Connection) -> None:
     a new memory is read by, in the opening transaction; the migration's meta key asks for it once."""
     if con.execute("SELECT count(*) FROM meta WHERE key = 'durability_unread'").fetchone()[0] == 0:
         return
-    rows = con.execute("SELECT id, text, category, kind FROM memories WHERE durability IS NULL").fetchall()
+    rows = con.execute("SELECT id, text, category, kind, importance FROM memories WHERE durability IS NULL").fetchall()
     by: dict[str, list[int]] = {d: [] for d in DURABILITIES}
-    for mid, text, category, kind in rows:
-        by[infer_durability(text, category, kind).durability].append(int(mid))
+    for mid, text, category, kind, importance in rows:
+        by[infer_durability(text, category, kind, importance).durability].append(int(mid))
     for durability, ids in by.items():
         for start in range(0, len(ids), 10_000):
             con.execute("UPDATE memories SET durability = ? WHERE id IN (SELECT unnest(?))",

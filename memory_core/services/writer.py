@@ -25,7 +25,7 @@ from ..embedding.embedder import canonical_model_name, get_embedder
 from ..index import HASH_DTYPE
 from ..errors import ModelMismatchError, ValidationError
 from ..models import (
-    CATEGORIES, KINDS, STATUSES, ImportReport, check_choice, check_context, check_importance, check_namespace,
+    CATEGORIES, DEFAULT_IMPORTANCE, KINDS, STATUSES, ImportReport, check_choice, check_context, check_importance, check_namespace,
     check_text, check_unicode, parse_time,
 )
 from ..storage import IntegrityError, tables
@@ -118,7 +118,7 @@ class Writer:
         out = {
             "text": text,
             "namespace": check_field("namespace", row.get("namespace", "default")),
-            "importance": check_field("importance", row.get("importance", 0.5)),
+            "importance": check_field("importance", row.get("importance", DEFAULT_IMPORTANCE)),
             "kind": check_field("kind", row.get("kind", "explicit")),
             "category": check_field("category", row.get("category", "other")),
             "created_at": created,
@@ -138,7 +138,8 @@ class Writer:
         # Given, or read from the text, category and kind as they are written.
         given = row.get("durability")
         out["durability"] = (check_field("durability", given) if given is not None
-                             else infer_durability(text, out["category"], out["kind"]).durability)
+                             else infer_durability(text, out["category"], out["kind"],
+                                                  out["importance"]).durability)
         for key in ("id", "superseded_by", "merged_into"):
             v = row.get(key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1 or v >= 2**62):
