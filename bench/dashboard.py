@@ -90,17 +90,23 @@ def cold_start(bank_path: Path, timeout: float = 120.0) -> dict:
 
 _IDLE = """() => { const app = document.querySelector('[data-testid="stApp"]');
     return app && app.getAttribute('data-test-script-state') === 'notRunning'; }"""
-_BUSY = _IDLE.replace("=== 'notRunning'", "!== 'notRunning'")
+# Counts the script runs the page starts (each leaves "notRunning"), so a run shorter than a poll is seen.
+_COUNT_RUNS = """() => { if (window.__runs !== undefined) return; window.__runs = 0;
+    const app = document.querySelector('[data-testid="stApp"]');
+    new MutationObserver(records => { for (const r of records) if (r.oldValue === 'notRunning') window.__runs++; })
+        .observe(app, {attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true}); }"""
 LIVE_PAUSE_S = 0.4  # Browse's "Text contains" applies this long after the last key (dashboard/browse.py)
 
 
 def _until_idle(page, action, timeout: float = 120.0) -> float:
     """Seconds from ``action()`` until the page's script has run and finished."""
+    page.evaluate(_COUNT_RUNS)
+    runs = page.evaluate("window.__runs")
     t = time.perf_counter()
     action()
     try:
-        page.wait_for_function(_BUSY, timeout=3000, polling=10)
-    except Exception:  # the run ended before the first poll: it is idle already
+        page.wait_for_function(f"window.__runs > {runs}", timeout=3000, polling=10)
+    except Exception:  # the action started no run (nothing changed): the page is idle already
         pass
     page.wait_for_function(_IDLE, timeout=timeout * 1000, polling=10)
     return time.perf_counter() - t

@@ -21,7 +21,7 @@ from ..models import (
     CATEGORIES, KINDS, STATUSES, Memory, Profile, check_choice, check_id, check_importance, check_namespace,
     parse_time,
 )
-from ..index.scoring import TIERS, tier_bounds, tier_of
+from ..index.scoring import TIERS, tier_bounds
 from .settings import Settings
 from ..storage import tables
 from ..language.text import LANGUAGE_NAMES, detect_language
@@ -195,9 +195,6 @@ class Queries:
             by_status = group("status")
             by_kind = group("kind", "AND status = 'active'")
             by_category = group("category", "AND status = 'active'")
-            touched = con.execute(
-                f"SELECT greatest(created_at, coalesce(last_accessed_at, created_at)) FROM memories "
-                f"WHERE {where} AND status = 'active' AND created_at <= ?", params + [to_naive_utc(now_dt)]).fetchall()
             retrievals = con.execute(
                 f"SELECT count(*), count(*) FILTER (WHERE n_results = 0) FROM retrievals WHERE {where}",
                 params).fetchone()
@@ -208,9 +205,7 @@ class Queries:
             by_month = {f"{int(y):04d}-{int(m):02d}": int(v) for y, m, v in con.execute(
                 "SELECT extract(year FROM created_at), extract(month FROM created_at), count(*) FROM memories "
                 f"WHERE {where} GROUP BY 1, 2 ORDER BY 1, 2", params).fetchall()}
-        tiers = {"hot": 0, "warm": 0, "cold": 0}
-        for (t,) in touched:
-            tiers[tier_of((now_dt - to_aware(t)).total_seconds() / 86400.0)] += 1
+        tiers = self.tiers_over_time(namespace, [now_dt])[0]
         return {
             "path": self.core.store.location, "model": self.core.model, "dim": self.core.dim,
             "total": sum(by_status.values()), "active": by_status.get("active", 0),
@@ -221,6 +216,31 @@ class Queries:
             "open_conflicts": int(open_conflicts), "by_month": by_month,
             "file_bytes": self.core.store.size_bytes(),
         }
+
+    def tiers_over_time(self, namespace: str | None, moments: Iterable[Any]) -> list[dict[str, int]]:
+        """Live memories by tier as of each moment (what :meth:`stats` gives for ``now=moment``), from
+        one read of when each was created and last touched, so a trend of many points costs one query."""
+        at = [to_naive_utc(parse_time(m, "moment") or utcnow()) for m in moments]
+        where, params = ("namespace = ?", [check_namespace(namespace)]) if namespace else ("TRUE", [])
+        with self.core.session(write=False) as con:
+            rows = con.execute(f"SELECT created_at, greatest(created_at, coalesce(last_accessed_at, created_at)) "
+                               f"FROM memories WHERE {where} AND status = 'active'", params).fetchall()
+        created = np.array([r[0] for r in rows], dtype="datetime64[us]")
+        touched = np.array([r[1] for r in rows], dtype="datetime64[us]")
+        out = []
+        for moment in at:
+            live = created <= np.datetime64(moment, "us")
+            counts = {}
+            for tier in TIERS:  # the tier rule is scoring's, as times (tier_bounds)
+                after, before = tier_bounds(tier, moment)
+                chosen = live.copy()
+                if after is not None:
+                    chosen &= touched >= np.datetime64(after, "us")
+                if before is not None:
+                    chosen &= touched <= np.datetime64(before, "us")
+                counts[tier] = int(chosen.sum())
+            out.append(counts)
+        return out
 
     def live_vectors(self, namespace: str) -> tuple[np.ndarray, np.ndarray]:
         """Ids and unit vectors of a namespace's live memories, for clustering and for finding
