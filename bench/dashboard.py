@@ -44,15 +44,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def cold_start(bank_path: Path, timeout: float = 120.0) -> dict:
-    """Seconds from launching the dashboard to the Overview page's title rendered in a browser."""
+def _browser() -> tuple[str, dict | None]:
+    """Debian's chromium (or $CHROMIUM) for Playwright, or why the browser rounds cannot run."""
     chromium = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
     try:
-        from playwright.sync_api import sync_playwright
+        import playwright.sync_api  # noqa: F401
     except ImportError:
-        return {"unavailable": "playwright is not installed"}
+        return chromium, {"unavailable": "playwright is not installed"}
     if not Path(chromium).exists():
-        return {"unavailable": f"no chromium at {chromium}"}
+        return chromium, {"unavailable": f"no chromium at {chromium}"}
+    return chromium, None
+
+
+def cold_start(bank_path: Path, timeout: float = 120.0) -> dict:
+    """Seconds from launching the dashboard to the Overview page's title rendered in a browser."""
+    chromium, missing = _browser()
+    if missing:
+        return missing
+    from playwright.sync_api import sync_playwright
     port = _free_port()
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     env.pop("MEMCTL_PASSWORD", None)
@@ -90,17 +99,23 @@ def cold_start(bank_path: Path, timeout: float = 120.0) -> dict:
 
 _IDLE = """() => { const app = document.querySelector('[data-testid="stApp"]');
     return app && app.getAttribute('data-test-script-state') === 'notRunning'; }"""
-_BUSY = _IDLE.replace("=== 'notRunning'", "!== 'notRunning'")
+# Counts the script runs the page starts (each leaves "notRunning"), so a run shorter than a poll is seen.
+_COUNT_RUNS = """() => { if (window.__runs !== undefined) return; window.__runs = 0;
+    const app = document.querySelector('[data-testid="stApp"]');
+    new MutationObserver(records => { for (const r of records) if (r.oldValue === 'notRunning') window.__runs++; })
+        .observe(app, {attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true}); }"""
 LIVE_PAUSE_S = 0.4  # Browse's "Text contains" applies this long after the last key (dashboard/browse.py)
 
 
 def _until_idle(page, action, timeout: float = 120.0) -> float:
     """Seconds from ``action()`` until the page's script has run and finished."""
+    page.evaluate(_COUNT_RUNS)
+    runs = page.evaluate("window.__runs")
     t = time.perf_counter()
     action()
     try:
-        page.wait_for_function(_BUSY, timeout=3000, polling=10)
-    except Exception:  # the run ended before the first poll: it is idle already
+        page.wait_for_function(f"window.__runs > {runs}", timeout=3000, polling=10)
+    except Exception:  # the action started no run (nothing changed): the page is idle already
         pass
     page.wait_for_function(_IDLE, timeout=timeout * 1000, polling=10)
     return time.perf_counter() - t
@@ -109,13 +124,10 @@ def _until_idle(page, action, timeout: float = 120.0) -> float:
 def browser_rounds(bank_path: Path, namespace: str, facet: tuple[str, str], word: str, rounds: int = 3,
                    timeout: float = 180.0) -> dict:
     """Warm page switches over every page of the sidebar, then Browse's filter and search, in chromium."""
-    chromium = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        return {"unavailable": "playwright is not installed"}
-    if not Path(chromium).exists():
-        return {"unavailable": f"no chromium at {chromium}"}
+    chromium, missing = _browser()
+    if missing:
+        return missing
+    from playwright.sync_api import sync_playwright
     sys.path.insert(0, str(ROOT))
     from dashboard.common import PAGES
 

@@ -16,7 +16,7 @@ from datetime import date, datetime, time, timedelta, timezone
 import pandas as pd
 import streamlit as st
 
-from memory_core import CATEGORIES, KINDS, ORDERS, STATUSES, TIERS
+from memory_core import CATEGORIES, KINDS, LANGUAGES, ORDERS, STATUSES, TIERS
 from memory_core.index.scoring import COLD_DAYS, HOT_DAYS
 from dashboard.common import (check_choice_param, check_param, ensure_loaded, get_bank, id_column, linked_select,
                               memory_href, namespace_picker, readable_errors)
@@ -153,7 +153,7 @@ with readable_errors():
                              placeholder="plain text, case-insensitive; applies as you type")
     query = s2.text_input("Semantic search (what-if: records nothing)", key="q", bind="query-params",
                           live="600ms", placeholder="what kind of food do I like?")
-    f1, f2, f3, f4, f5 = st.columns(5)
+    f1, f2, f3, f4, f5, f6 = st.columns(6)
     status = linked_select(f1, "Status", list(STATUSES) + [ANY], "status", noun="status",
                            format_func=counted({**stats["by_status"], ANY: stats["total"]}))
     kind = linked_select(f2, "Kind", [ANY, *KINDS], "kind", noun="kind", format_func=counted(stats["by_kind"]),
@@ -163,7 +163,10 @@ with readable_errors():
     tier = linked_select(f4, "Tier", [ANY, *TIERS], "tier", noun="tier", format_func=counted(stats["by_tier"]),
                          help=f"hot: touched in the last {HOT_DAYS:g} days; warm: {HOT_DAYS:g}-{COLD_DAYS:g} days; "
                               "cold: longer ago (counts: active memories)")
-    order = f5.selectbox("Sort by", ORDERS, key="sort", bind="query-params")
+    language = linked_select(f5, "Language", [ANY, *LANGUAGES], "lang", noun="language",
+                             format_func=counted(stats["by_language"]),
+                             help="read from each memory's text when it is written (counts: active memories)")
+    order = f6.selectbox("Sort by", ORDERS, key="sort", bind="query-params")
     with st.expander("More filters: importance, dates, pinned"):
         r1, r2, r3, r4 = st.columns(4)
         imp_lo, imp_hi = r1.slider("Importance", 0.0, 1.0, (0.0, 1.0), 0.05, key="importance", bind="query-params")
@@ -177,6 +180,7 @@ with readable_errors():
         pinned = r4.selectbox("Pinned", list(PINNED), key="pinned", bind="query-params")
     filters = dict(namespace=namespace, status=None if status == ANY else status,
                    kind=None if kind == ANY else kind, category=None if category == ANY else category,
+                   language=None if language == ANY else language,
                    contains=(contains or "").strip() or None, pinned=PINNED[pinned],
                    min_importance=imp_lo if imp_lo > 0 else None, max_importance=imp_hi if imp_hi < 1 else None,
                    created_after=created_after, created_before=created_before,

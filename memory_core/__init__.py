@@ -64,6 +64,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "should_recall": (".index.gate", "should_recall"),
     "get_client": (".language.llm", "get_client"),
     "PRESETS": (".index.scoring", "PRESETS"), "TIERS": (".index.scoring", "TIERS"),
+    "LANGUAGES": (".language.text", "LANGUAGE_NAMES"),
     "ScoringParams": (".index.scoring", "ScoringParams"),
     "Token": (".services.tokens", "Token"), "TokenActivity": (".services.tokens", "TokenActivity"),
 }
@@ -109,7 +110,7 @@ __all__ = [
     # the recall gate
     "Gate", "GateDecision", "should_recall",
     # vocabularies (what a choice may name)
-    "KINDS", "CATEGORIES", "DURABILITIES", "STATUSES", "TIERS", "ORDERS", "CONFLICT_STATUSES", "RESOLUTIONS", "PII_MODES", "MAINTENANCE_STEPS",
+    "KINDS", "CATEGORIES", "DURABILITIES", "LANGUAGES", "STATUSES", "TIERS", "ORDERS", "CONFLICT_STATUSES", "RESOLUTIONS", "PII_MODES", "MAINTENANCE_STEPS",
     "INDEX_MODES",
     "LOAD_PROGRESS_MIN",
     "MAX_TEXT",  # the longest text (characters) a memory may have

@@ -321,6 +321,10 @@ class MemoryBank:
         """Counts by status, kind, category and tier, plus the bank's model and activity."""
         return self._queries.stats(namespace, now)
 
+    def tiers_over_time(self, namespace: str | None, moments: Iterable[Any]) -> list[dict[str, int]]:
+        """Live memories by tier (hot, warm, cold) as of each moment, for a trend: one read for all."""
+        return self._queries.tiers_over_time(namespace, moments)
+
     def languages(self, sample: int = 2000) -> dict[str, float]:
         """The share of the newest ``sample`` active memories in each language."""
         return self._queries.languages(sample)

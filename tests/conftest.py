@@ -227,6 +227,7 @@ def _keys_without_namespace(con, pg: bool) -> None:
 
 
 _UNDO_MIGRATION = {
+    12: ["ALTER TABLE memories DROP COLUMN language", "DELETE FROM meta WHERE key = 'language_unread'"],
     11: ["ALTER TABLE memories DROP COLUMN durability", "DELETE FROM meta WHERE key = 'durability_unread'"],
     10: [_keys_without_namespace],
     9: [_vectors_as_real_arrays],

@@ -209,6 +209,12 @@ def test_tiers_over_time(history):
     assert tiers("bob", date(2026, 4, 10)) == {"hot": 0, "warm": 2, "cold": 0}
     long = mx.tiers_over_time(bank, "carol", mx.weekly_dates(date(2026, 1, 1), date(2026, 1, 20)))
     assert sorted(set(long["date"])) == [date(2026, 1, 1), date(2026, 1, 8), date(2026, 1, 15), date(2026, 1, 20)]
+    # one read for a whole trend, and each point is what stats says as of that moment
+    dates = mx.weekly_dates(date(2025, 12, 25), date(2026, 4, 12))
+    trend = mx.tiers_over_time(bank, None, dates)
+    for d in dates:
+        point = trend[trend["date"] == d]
+        assert dict(zip(point["tier"], point["memories"])) == bank.stats(now=mx.day_bounds(None, d)[1])["by_tier"]
 
 
 def test_weekly_dates_and_feedback_note(history):

@@ -291,3 +291,25 @@ def test_bulk_restore_and_regrade_the_selection(browse):
         assert bank.get(ids["veg"]).importance == pytest.approx(0.7)
         regrade = [e for e in bank.events(limit=20) if e.action == "update"]
         assert len(regrade) == 3 and len({e.group_id for e in regrade}) == 1  # one operation, undone as one
+
+
+def test_the_language_facet_counts_and_narrows_and_lives_in_the_link(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "languages.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        bank.add("Prefers vegetarian food", namespace="alice")
+        bank.add("Föredrar vegetarisk mat och dricker inte kaffe", namespace="alice")
+        bank.add("喜欢吃素，不喝咖啡", namespace="alice")
+        bank.add("老家在成都", namespace="alice")
+    monkeypatch.setenv("MEMCTL_BANK", str(path))
+    at = _opened(path, {"ns": "alice"})
+    options = at.selectbox(key="lang").options
+    assert {"en (1)", "sv (1)", "zh (2)"} <= set(options)
+    at.selectbox(key="lang").select("zh").run()
+    assert texts(at) == {"喜欢吃素，不喝咖啡", "老家在成都"}
+    at = _opened(path, {"ns": "alice", "lang": "sv"})
+    assert texts(at) == {"Föredrar vegetarisk mat och dricker inte kaffe"}
+    # an edit that changes the language moves the memory to the other facet
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        (sv,) = bank.memories("alice", language="sv")
+        bank.update(sv.id, text="Prefers vegetarian food and drinks no coffee")
+        assert bank.stats("alice")["by_language"] == {"en": 2, "zh": 2}

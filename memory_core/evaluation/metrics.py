@@ -339,15 +339,15 @@ def weekly_dates(start: date, end: date) -> list[date]:
 
 
 def tiers_over_time(bank: MemoryBank, namespace: str | None, dates: Iterable[date]) -> pd.DataFrame:
-    """Live memories by tier as of the end of each date (UTC): ``bank.stats(now=…)["by_tier"]``.
+    """Live memories by tier as of the end of each date (UTC): ``bank.tiers_over_time``, one read for all.
 
     Long format: date, tier (hot / warm / cold), memories. A memory counts from its creation;
     status and last access are today's (the bank keeps no history of them), so a memory recalled
     after a date counts as hot on it, and one archived since does not count at all.
     """
+    dates = list(dates)
     rows = []
-    for d in dates:
-        tiers = bank.stats(namespace, now=day_bounds(None, d)[1])["by_tier"]
+    for d, tiers in zip(dates, bank.tiers_over_time(namespace, [day_bounds(None, d)[1] for d in dates])):
         rows.extend({"date": d, "tier": t, "memories": int(tiers.get(t, 0))} for t in ("hot", "warm", "cold"))
     return pd.DataFrame.from_records(rows, columns=["date", "tier", "memories"])
 

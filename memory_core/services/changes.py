@@ -17,6 +17,7 @@ from . import rows as rowmod
 from ..storage.clock import to_aware, to_naive_utc, utcnow
 from ..errors import NotFoundError, StateError, ValidationError
 from ..models import Event, Memory, check_id, check_importance, check_reason, parse_time
+from ..language.text import detect_language
 from ..storage import tables, transaction_parts
 from .writer import EDITABLE, Writer, check_changes
 
@@ -168,8 +169,9 @@ class Changes:
                 sets.append(f"{key} = ?")
                 params.append(to_naive_utc(value) if isinstance(value, datetime) else value)
             if "text" in fields:
-                sets += ["content_hash = ?", "embedding = ?"]
-                params += [tables.content_hash(fields["text"]), vectors[mid].astype(np.float32)]
+                sets += ["content_hash = ?", "language = ?", "embedding = ?"]
+                params += [tables.content_hash(fields["text"]), detect_language(fields["text"]),
+                           vectors[mid].astype(np.float32)]
             con.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", params + [mid])
         if removals:
             con.execute("INSERT INTO removed_memories SELECT id, namespace, ? FROM memories "

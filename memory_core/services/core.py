@@ -26,6 +26,7 @@ from ..errors import BankReadOnlyError, ModelMismatchError, NotFoundError, State
 from ..index import NamespaceIndex
 from .index_cache import IndexCache, Progress
 from ..language.durability import infer as infer_durability
+from ..language.text import detect_language
 from ..models import DURABILITIES, Memory
 from .recall_log import RecallJournal
 from ..index.scoring import ScoringParams
@@ -100,6 +101,7 @@ class Core:
             if not read_only:
                 store.initialize(con, wanted or DEFAULT_MODEL)
                 _read_durabilities(con)
+                _read_languages(con)
             meta = tables.meta(con)
         bank_model = meta["embedding_model"]
         if wanted is not None and wanted != bank_model:
@@ -483,3 +485,18 @@ def _read_durabilities(con: Connection) -> None:
             con.execute("UPDATE memories SET durability = ? WHERE id IN (SELECT unnest(?))",
                         [durability, ids[start:start + 10_000]])
     con.execute("DELETE FROM meta WHERE key = 'durability_unread'")
+
+
+def _read_languages(con: Connection) -> None:
+    """Read the language of every memory that has none (a bank migrated to schema 12), by the rule a
+    new memory is read by, in the opening transaction; the migration's meta key asks for it once."""
+    if con.execute("SELECT count(*) FROM meta WHERE key = 'language_unread'").fetchone()[0] == 0:
+        return
+    by: dict[str, list[int]] = {}
+    for mid, text in con.execute("SELECT id, text FROM memories WHERE language IS NULL AND text IS NOT NULL").fetchall():
+        by.setdefault(detect_language(text), []).append(int(mid))
+    for language, ids in by.items():
+        for start in range(0, len(ids), 10_000):
+            con.execute("UPDATE memories SET language = ? WHERE id IN (SELECT unnest(?))",
+                        [language, ids[start:start + 10_000]])
+    con.execute("DELETE FROM meta WHERE key = 'language_unread'")

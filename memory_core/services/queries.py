@@ -21,10 +21,10 @@ from ..models import (
     CATEGORIES, KINDS, STATUSES, Memory, Profile, check_choice, check_id, check_importance, check_namespace,
     parse_time,
 )
-from ..index.scoring import TIERS, tier_bounds, tier_of
+from ..index.scoring import TIERS, tier_bounds
 from .settings import Settings
 from ..storage import tables
-from ..language.text import LANGUAGE_NAMES, detect_language
+from ..language.text import LANGUAGE_NAMES
 
 NOTICEABLE_SHARE = 0.1  # of memories in other languages before an English-only model is worth a warning
 
@@ -38,7 +38,7 @@ ORDERS = {  # the sort orders Browse offers; never user text in ORDER BY
     "recently used": "last_accessed_at DESC NULLS LAST, id DESC",
 }
 FILTER_NAMES = ("kind", "category", "contains", "pinned", "min_importance", "max_importance", "created_after",
-                "created_before", "used_after", "used_before", "tier", "now", "durability")
+                "created_before", "used_after", "used_before", "tier", "now", "durability", "language")
 
 
 def check_filter_names(filters: dict[str, Any]) -> None:
@@ -58,7 +58,7 @@ def memory_filter(namespace: str | None, status: str | None, *, kind: str | None
              min_importance: float | None = None, max_importance: float | None = None,
              created_after: Any = None, created_before: Any = None, used_after: Any = None,
              used_before: Any = None, tier: str | None = None, now: Any = None,
-             durability: str | None = None) -> tuple[str, list[Any]]:
+             durability: str | None = None, language: str | None = None) -> tuple[str, list[Any]]:
     if pinned is not None and not isinstance(pinned, bool):
         raise ValidationError("pinned must be true, false or None")
     where, params = where_equal(
@@ -67,6 +67,7 @@ def memory_filter(namespace: str | None, status: str | None, *, kind: str | None
         kind=None if kind is None else check_choice(kind, KINDS, "kind"),
         category=None if category is None else check_choice(category, CATEGORIES, "category"),
         durability=None if durability is None else check_durability(durability),
+        language=None if language is None else check_choice(language, tuple(LANGUAGE_NAMES), "language"),
         pinned=pinned)
     if contains:
         where += " AND strpos(lower(text), lower(?)) > 0"
@@ -127,7 +128,8 @@ class Queries:
 
         Filters: ``kind``, ``category``, ``contains`` (plain text), ``pinned``, ``min_importance``,
         ``max_importance``, ``created_after``, ``created_before``, ``used_after``, ``used_before``,
-        ``tier`` (hot, warm or cold as of ``now``), ``durability`` (durable or transient).
+        ``tier`` (hot, warm or cold as of ``now``), ``durability`` (durable or transient), ``language``
+        (en, sv or zh, read from the text when it is written).
         ``order`` is one of newest, oldest, importance, most used, recently used.
         """
         check_filter_names(filters)
@@ -160,14 +162,11 @@ class Queries:
     def languages(self, sample: int = 2000) -> dict[str, float]:
         """The share of the newest ``sample`` active memories in each language (en, sv, zh)."""
         with self.core.session(write=False) as con:
-            texts = [t for (t,) in con.execute(
-                "SELECT text FROM memories WHERE status = 'active' AND text IS NOT NULL ORDER BY id DESC LIMIT ?",
-                [int(sample)]).fetchall()]
-        counts: dict[str, int] = {}
-        for text in texts:
-            lang = detect_language(text)
-            counts[lang] = counts.get(lang, 0) + 1
-        return {lang: n / len(texts) for lang, n in sorted(counts.items(), key=lambda kv: -kv[1])}
+            counts = dict(con.execute(
+                "SELECT language, count(*) FROM (SELECT language FROM memories WHERE status = 'active' "
+                "AND text IS NOT NULL ORDER BY id DESC LIMIT ?) AS newest GROUP BY 1", [int(sample)]).fetchall())
+        total = sum(counts.values())
+        return {str(lang): n / total for lang, n in sorted(counts.items(), key=lambda kv: -kv[1])}
 
     def language_notice(self, share: float = NOTICEABLE_SHARE) -> str | None:
         """What to tell an operator whose bank's model reads English only while at least ``share``
@@ -184,7 +183,7 @@ class Queries:
                 f"--model {E5_MODEL}")
 
     def stats(self, namespace: str | None = None, now: Any = None) -> dict[str, Any]:
-        """Counts by status, kind, category and tier, plus the bank's model and activity."""
+        """Counts by status, kind, category, tier and language, plus the bank's model and activity."""
         now_dt = parse_time(now, "now") or utcnow()
         where, params = ("namespace = ?", [check_namespace(namespace)]) if namespace else ("TRUE", [])
         with self.core.session(write=False) as con:
@@ -195,9 +194,7 @@ class Queries:
             by_status = group("status")
             by_kind = group("kind", "AND status = 'active'")
             by_category = group("category", "AND status = 'active'")
-            touched = con.execute(
-                f"SELECT greatest(created_at, coalesce(last_accessed_at, created_at)) FROM memories "
-                f"WHERE {where} AND status = 'active' AND created_at <= ?", params + [to_naive_utc(now_dt)]).fetchall()
+            by_language = group("language", "AND status = 'active'")
             retrievals = con.execute(
                 f"SELECT count(*), count(*) FILTER (WHERE n_results = 0) FROM retrievals WHERE {where}",
                 params).fetchone()
@@ -208,19 +205,42 @@ class Queries:
             by_month = {f"{int(y):04d}-{int(m):02d}": int(v) for y, m, v in con.execute(
                 "SELECT extract(year FROM created_at), extract(month FROM created_at), count(*) FROM memories "
                 f"WHERE {where} GROUP BY 1, 2 ORDER BY 1, 2", params).fetchall()}
-        tiers = {"hot": 0, "warm": 0, "cold": 0}
-        for (t,) in touched:
-            tiers[tier_of((now_dt - to_aware(t)).total_seconds() / 86400.0)] += 1
+        tiers = self.tiers_over_time(namespace, [now_dt])[0]
         return {
             "path": self.core.store.location, "model": self.core.model, "dim": self.core.dim,
             "total": sum(by_status.values()), "active": by_status.get("active", 0),
             "by_status": by_status, "by_kind": by_kind, "by_category": by_category, "by_tier": tiers,
+            "by_language": by_language,
             "namespaces": len(self.namespaces()) if namespace is None else 1,
             "retrievals": int(retrievals[0]), "empty_retrievals": int(retrievals[1]),
             "active_preset": name, "change_seq": int(meta["change_seq"]),
             "open_conflicts": int(open_conflicts), "by_month": by_month,
             "file_bytes": self.core.store.size_bytes(),
         }
+
+    def tiers_over_time(self, namespace: str | None, moments: Iterable[Any]) -> list[dict[str, int]]:
+        """Live memories by tier as of each moment (what :meth:`stats` gives for ``now=moment``), from
+        one read of when each was created and last touched, so a trend of many points costs one query."""
+        at = [to_naive_utc(parse_time(m, "moment") or utcnow()) for m in moments]
+        where, params = ("namespace = ?", [check_namespace(namespace)]) if namespace else ("TRUE", [])
+        with self.core.session(write=False) as con:
+            table = con.arrow(f"SELECT created_at, greatest(created_at, coalesce(last_accessed_at, created_at)) "
+                              f"AS touched FROM memories WHERE {where} AND status = 'active'", params)
+        created, touched = (rowmod.timestamps(table.column(c)) for c in ("created_at", "touched"))
+        out = []
+        for moment in at:
+            live = created <= rowmod.ts(moment)
+            counts = {}
+            for tier in TIERS:  # the tier rule is scoring's, as times (tier_bounds)
+                after, before = tier_bounds(tier, moment)
+                chosen = live.copy()
+                if after is not None:
+                    chosen &= touched >= rowmod.ts(after)
+                if before is not None:
+                    chosen &= touched <= rowmod.ts(before)
+                counts[tier] = int(chosen.sum())
+            out.append(counts)
+        return out
 
     def live_vectors(self, namespace: str) -> tuple[np.ndarray, np.ndarray]:
         """Ids and unit vectors of a namespace's live memories, for clustering and for finding

@@ -21,6 +21,7 @@ import pyarrow as pa
 from . import rows as rowmod
 from ..storage.clock import utcnow
 from ..language.durability import check_durability, infer as infer_durability
+from ..language.text import detect_language
 from ..embedding.embedder import canonical_model_name, get_embedder
 from ..index import HASH_DTYPE
 from ..errors import ModelMismatchError, ValidationError
@@ -128,6 +129,7 @@ class Writer:
             "pinned": check_field("pinned", row.get("pinned", False)),
             "source": check_field("source", row.get("source")),
             "content_hash": tables.content_hash(text),
+            "language": detect_language(text),
             "superseded_by": row.get("superseded_by"),
             "merged_into": row.get("merged_into"),
             "context": check_context(row.get("context")),

@@ -14,7 +14,7 @@ from typing import Any
 from .clock import to_naive_utc, utcnow
 from ..errors import CorruptBankError
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 # The key of each tenant table that has one (version 1-3); version 10 adds the namespace to it on
 # PostgreSQL. The tenant tables without a key (hits, feedback hits, removed memories, ablation
@@ -216,6 +216,12 @@ MIGRATIONS: dict[int, list[str | dict[str, str]]] = {
     11: [
         "ALTER TABLE memories ADD COLUMN durability VARCHAR",
         "INSERT INTO meta VALUES ('durability_unread', '1')",
+    ],
+    # Each memory's language (en, sv or zh: memory_core.language.text.detect_language), so Browse
+    # filters and counts by it in SQL. Read like durability: 'language_unread' asks the opener.
+    12: [
+        "ALTER TABLE memories ADD COLUMN language VARCHAR",
+        "INSERT INTO meta VALUES ('language_unread', '1')",
     ],
 }
 

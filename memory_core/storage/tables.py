@@ -28,6 +28,7 @@ MEMORY_COLUMNS = (
     "id", "namespace", "text", "kind", "category", "importance", "created_at", "updated_at",
     "last_accessed_at", "access_count", "status", "pinned", "source", "content_hash",
     "embedding_model", "superseded_by", "merged_into", "seq", "context", "use_count", "durability",
+    "language",
 )
 
 # The Arrow type of each memory column as the schema stores it: a bulk insert's table is typed by
@@ -39,6 +40,7 @@ MEMORY_ARROW_TYPES: dict[str, pa.DataType] = {
     "status": pa.string(), "pinned": pa.bool_(), "source": pa.string(), "content_hash": pa.string(),
     "embedding_model": pa.string(), "superseded_by": pa.int64(), "merged_into": pa.int64(), "seq": pa.int64(),
     "context": pa.string(), "use_count": pa.int32(), "durability": pa.string(),
+    "language": pa.string(),
 }
 
 _TIME_COLUMNS = ("created_at", "updated_at", "last_accessed_at")
