@@ -25,6 +25,7 @@ reaches it, so without an LLM every contradiction is offered for review.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -53,9 +54,24 @@ CONFIDENCE: Final = {
 }
 
 _LANGUAGES = ("en", "sv", "zh")
-_SLOTS = {slot: {lang: re.compile(rx) for lang, rx in rows.items()} for slot, rows in SUBJECT_SLOTS.items()}
-_PLANS = {lang: re.compile(rx) for lang, rx in PLAN_CUES.items()}
-_SIGNALS = {lang: tuple((name, re.compile(rx)) for name, rx in rows) for lang, rows in SUPERSEDE_SIGNALS.items()}
+
+
+@functools.cache
+def _slots() -> dict[str, dict[str, re.Pattern[str]]]:
+    """``SUBJECT_SLOTS`` compiled, on first use (importing costs no regex compilation)."""
+    return {slot: {lang: re.compile(rx) for lang, rx in rows.items()} for slot, rows in SUBJECT_SLOTS.items()}
+
+
+@functools.cache
+def _plans() -> dict[str, re.Pattern[str]]:
+    """``PLAN_CUES`` compiled, on first use."""
+    return {lang: re.compile(rx) for lang, rx in PLAN_CUES.items()}
+
+
+@functools.cache
+def _signal_table() -> dict[str, tuple[tuple[str, re.Pattern[str]], ...]]:
+    """``SUPERSEDE_SIGNALS`` compiled, on first use."""
+    return {lang: tuple((name, re.compile(rx)) for name, rx in rows) for lang, rows in SUPERSEDE_SIGNALS.items()}
 
 
 def _language(text: str) -> str:
@@ -75,7 +91,7 @@ class Subject:
         """The subject of ``text``, read in its own language."""
         language = _language(text)
         low = text.casefold()
-        slots = frozenset(slot for slot, rx in _SLOTS.items() if rx[language].search(low))
+        slots = frozenset(slot for slot, rx in _slots().items() if rx[language].search(low))
         tokens = tokenize(text, language)
         if language == "zh":
             words = frozenset(t for t in tokens if len(t) >= 2)
@@ -106,7 +122,7 @@ def same_subject(a: str, b: str, category_a: str | None = None, category_b: str 
 
 def _signals(text: str, language: str) -> set[str]:
     low = text.casefold()
-    return {name for name, rx in _SIGNALS[language] if rx.search(low)}
+    return {name for name, rx in _signal_table()[language] if rx.search(low)}
 
 
 def _pair_languages(older: str, newer: str) -> tuple[str, str]:
@@ -161,6 +177,6 @@ def moved_on(a: str, b: str) -> bool:
     "Booked flights to Lima"), or carries a supersede signal the other does not: the subject moved
     on, an update or a contradiction, never a duplicate to merge."""
     la, lb = _pair_languages(a, b)
-    if bool(_PLANS[la].search(a.casefold())) != bool(_PLANS[lb].search(b.casefold())):
+    if bool(_plans()[la].search(a.casefold())) != bool(_plans()[lb].search(b.casefold())):
         return True
     return bool((supersede_signals(a, b) | supersede_signals(b, a)) & STRONG_SIGNALS)
