@@ -604,7 +604,8 @@ def test_rule_tables_compile_on_first_use_not_at_import() -> None:
              "print([t.cache_info().currsize for t in tables])\n"
              "from datetime import datetime, timezone\n"
              "t = datetime(2026, 1, 1, tzinfo=timezone.utc)\n"
-             "v = judge_rules(MemoryView(1, 'Lives in Paris', t, 'explicit'), MemoryView(2, 'Moved to Berlin', t, 'explicit'))\n"
+             "v = judge_rules(MemoryView(1, 'Lives in Paris', t, 'explicit'),\n"
+             "                MemoryView(2, 'Moved to Berlin', t, 'explicit'))\n"
              "subject.supersede_signals('Lives in Paris', 'Moved to Berlin'); subject.moved_on('a', 'b')\n"
              "subject.same_subject('Lives in Paris', 'Moved to Berlin')\n"
              "print([t.cache_info().currsize for t in tables], v.conflict)\n")
