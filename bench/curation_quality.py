@@ -13,9 +13,10 @@ Two labelled sets, each with a half that choices were made on and a half reporte
   choices were made on; ``bob`` and ``chen`` are reported as held out.
 
 A conflict counts as offered when it is recorded (confidence at least ``OFFER_FLOOR``); the figures
-at confidence 0.8 and at the automatic bar (``AUTO_BAR``) show the calibration.
+at confidence 0.8 and at the automatic bar (``AUTO_BAR``) show the calibration. ``--fit`` prints the
+confidence table (``subject.CONFIDENCE``) fitted on the dev halves alone.
 
-    python -m bench.curation_quality [--json bench/results/curation_quality.json]
+    python -m bench.curation_quality [--json bench/results/curation_quality.json] [--fit]
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import numpy as np  # noqa: E402
 
 from memory_core import MemoryBank, demo  # noqa: E402
 from memory_core.curation import conflicts, merge  # noqa: E402
-from memory_core.curation.conflicts import AUTO_BAR, OFFER_FLOOR  # noqa: E402
+from memory_core.curation.conflicts import AUTO_BAR, OFFER_FLOOR, subject  # noqa: E402
 from memory_core.embedding.embedder import DEFAULT_MODEL, get_embedder, model_defaults  # noqa: E402
 from memory_core.language.text import detect_language  # noqa: E402
 from memory_core.models import Memory  # noqa: E402
@@ -169,6 +170,77 @@ def demo_figures(model: str) -> dict[str, Any]:
     return out
 
 
+# --------------------------------------------------------------------------- fitting the confidence table
+
+SMOOTHING = 2.0  # pairs' worth of weight a cell's coarser cell (its parent) gets in the cell's estimate
+
+
+def _cell_rows_set(split: str) -> list[tuple[subject.Evidence, bool]]:
+    """(evidence cell, right) for each pair of the curation set's ``split`` in one language that the
+    rules or a signal call a contradiction."""
+    pairs = [p for p in json.loads((DATA / "conflicts.json").read_text(encoding="utf-8"))["pairs"]
+             if p["split"] == split and "-" not in p["lang"]]
+    t0 = datetime(2026, 1, 1)
+    cells = (_evidence_row(_memory(1, p["older"], t0), _memory(2, p["newer"], t0 + timedelta(days=60)),
+                   p["kind"] == "contradiction") for p in pairs)
+    return [cell for cell in cells if cell is not None]
+
+
+def _evidence_row(older: Memory, newer: Memory, right: bool) -> tuple[subject.Evidence, bool] | None:
+    shared = subject.same_subject(older.text, newer.text, older.category, newer.category)
+    if shared is None:
+        return None
+    view = conflicts.MemoryView.from_memory
+    rule = conflicts.judge_rules(view(older), view(newer)).conflict
+    if not rule and subject.signal_verdict(older.text, newer.text, shared) is None:
+        return None
+    return subject.evidence(rule, older.text, newer.text, shared), right
+
+
+def _cell_rows_demo(model: str, namespaces: tuple[str, ...]) -> list[tuple[subject.Evidence, bool]]:
+    """(evidence cell, right) for each candidate pair of the demo bank's ``namespaces`` (the pairs a
+    maintenance scan judges) that the rules or a signal call a contradiction, against the answer key."""
+    key = demo.truth()
+    with tempfile.TemporaryDirectory() as tmp, MemoryBank.open(Path(tmp) / "demo.duckdb", model=model) as bank:
+        built = demo.build(bank, replay=False, detect_conflicts=False)
+        contra = {tuple(sorted((built.line_to_id[c["old_line"]], built.line_to_id[c["new_line"]])))
+                  for c in key["contradictions"] if c["namespace"] in namespaces}
+        band = conflicts.candidate_band(model_defaults(model).on_model)
+        rows = []
+        for ns in namespaces:
+            ids, vectors = bank.live_vectors(ns)
+            pairs = conflicts.pairs_to_judge(ids, vectors, band=band)
+            memories = bank.get_many(sorted({i for p in pairs for i in p}))
+            for a, b in pairs:
+                older, newer = sorted((memories[a], memories[b]), key=lambda m: (m.created_at, m.id))
+                if (cell := _evidence_row(older, newer, (a, b) in contra)) is not None:
+                    rows.append(cell)
+    return rows
+
+
+def fit_confidence(model: str = DEFAULT_MODEL) -> dict[subject.Evidence, float]:
+    """The ``subject.CONFIDENCE`` table from the dev halves: per evidence cell, the share right,
+    smoothed towards its coarser cell (the same key without its last part; the root towards 0.5)
+    with weight ``SMOOTHING``, and capped at ``subject.CONFIDENCE_CAP``."""
+    rows = _cell_rows_set("dev") + _cell_rows_demo(model, DEV_NAMESPACES)
+    counts: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0])
+    for cell, right in rows:
+        for depth in range(len(cell) + 1):
+            counts[cell[:depth]][0] += right
+            counts[cell[:depth]][1] += 1
+    table = {}
+    for cell in itertools.product((True, False), ("strong", "now", "-"), (True, False), (True, False)):
+        rule, backing, slot, _words = cell
+        if not (rule or backing == "strong" or (backing == "now" and slot)):
+            continue  # no verdict to trust (subject.signal_verdict): confidence 0
+        estimate = 0.5
+        for depth in range(len(cell) + 1):
+            right, n = counts.get(cell[:depth], (0, 0))
+            estimate = (right + SMOOTHING * estimate) / (n + SMOOTHING)
+        table[cell] = round(min(estimate, subject.CONFIDENCE_CAP), 2)
+    return table
+
+
 def run(model: str = DEFAULT_MODEL) -> dict[str, Any]:
     t0 = time.perf_counter()
     result = {"model": model,
@@ -203,7 +275,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--fit", action="store_true", help="print subject.CONFIDENCE fitted on the dev halves")
     args = parser.parse_args()
+    if args.fit:
+        for cell, value in fit_confidence(args.model).items():
+            print(f"    {cell!r}: {value},")
+        return
     result = run(args.model)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")

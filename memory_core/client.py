@@ -8,7 +8,7 @@
     bank.feedback(bank.last_retrieval_id, used_ids=[hits[0].memory.id])
 
 ``add``, ``add_many``, ``recall``, ``get``, ``update``, ``forget``, ``restore``, ``history``,
-``feedback``, ``conflicts`` and ``resolve_conflict`` take the arguments of
+``feedback``, ``conflicts``, ``resolve_conflict`` and ``dismiss_conflicts`` take the arguments of
 :class:`~memory_core.MemoryBank` and return the same records (:class:`Memory`, :class:`Hit`,
 :class:`Event`, :class:`Feedback`, :class:`Conflict`), read back with their ``from_dict``; errors
 are the classes the server names (``{"error": {"type", "message"}}``), so ``except NotFoundError``
@@ -347,6 +347,11 @@ class RemoteBank:
         """Resolve a conflict by a rule (see RESOLUTIONS); one undoable operation."""
         path = f"/v1/conflicts/{check_id(conflict_id, 'a conflict id')}/resolve"
         return Conflict.from_dict(self._request("POST", path, {"rule": rule, "memory_id": memory_id, "text": text}))
+
+    def dismiss_conflicts(self, conflict_ids: Iterable[int]) -> int | None:
+        """Dismiss several open conflicts as one undoable operation; returns its group (None for no ids)."""
+        ids = [check_id(c, "a conflict id") for c in conflict_ids]
+        return self._request("POST", "/v1/conflicts/dismiss", {"ids": ids})["group"] if ids else None
 
     # -- HTTP ----------------------------------------------------------------------------------
 

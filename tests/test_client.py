@@ -148,6 +148,26 @@ def test_a_contradiction_is_flagged_listed_and_resolved(bank, ns):
     assert bank.conflicts(namespace=ns, memory_id=quiet, status=None) == []
 
 
+def test_contradictions_are_dismissed_as_one_undoable_operation(bank, ns):
+    for older, newer in (("Alice lives in Oslo", "Alice lives in Bergen"),
+                         ("Alice works at Spotify", "Alice now works at Klarna")):
+        bank.add(older, namespace=ns, category="fact", created_at=NOW - timedelta(days=30))
+        bank.add(newer, namespace=ns, category="fact", created_at=NOW - timedelta(days=1))
+    found = bank.conflicts(namespace=ns)
+    assert len(found) >= 2
+    group = bank.dismiss_conflicts([c.id for c in found])
+    assert isinstance(group, int) and bank.conflicts(namespace=ns) == []
+    dismissed = bank.conflicts(namespace=ns, status="dismissed")
+    assert {c.id for c in dismissed} == {c.id for c in found} and {c.group_id for c in dismissed} == {group}
+    with pytest.raises(StateError):
+        bank.dismiss_conflicts([found[0].id])  # already dismissed
+    assert bank.dismiss_conflicts([]) is None
+    with pytest.raises(NotFoundError):
+        bank.dismiss_conflicts([987654321])
+    with pytest.raises(ValidationError):
+        bank.dismiss_conflicts(["one"])
+
+
 @pytest.mark.parametrize("bad", [
     {"text": ""}, {"text": 5}, {"text": "x", "importance": 7}, {"text": "x", "importance": float("nan")},
     {"text": "x", "kind": "rumour"}, {"text": "x", "created_at": "last tuesday"},

@@ -584,3 +584,32 @@ def test_rules_on_demo_truth() -> None:
           f"({tp}/{len(positives)} contradictions found, {fp}/{len(negatives)} duplicate pairs flagged)")
     assert recall >= 0.6
     assert precision >= 0.85
+
+
+# --------------------------------------------------------------------------- #
+# The rule tables compile on first use, not at import
+# --------------------------------------------------------------------------- #
+
+
+def test_rule_tables_compile_on_first_use_not_at_import() -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])  # this checkout's memory_core, not an installed one
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))}
+    probe = ("from memory_core.curation.conflicts import judge_rules, rule_judge, subject, MemoryView\n"
+             "tables = (rule_judge._rules, subject._slots, subject._plans, subject._signal_table)\n"
+             "print([t.cache_info().currsize for t in tables])\n"
+             "from datetime import datetime, timezone\n"
+             "t = datetime(2026, 1, 1, tzinfo=timezone.utc)\n"
+             "v = judge_rules(MemoryView(1, 'Lives in Paris', t, 'explicit'),\n"
+             "                MemoryView(2, 'Moved to Berlin', t, 'explicit'))\n"
+             "subject.supersede_signals('Lives in Paris', 'Moved to Berlin'); subject.moved_on('a', 'b')\n"
+             "subject.same_subject('Lives in Paris', 'Moved to Berlin')\n"
+             "print([t.cache_info().currsize for t in tables], v.conflict)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         env=env).stdout.split("\n")
+    assert out[0] == "[0, 0, 0, 0]"  # importing the judge compiled nothing
+    assert out[1] == "[1, 1, 1, 1] True"  # the first judgement compiled every table and judged as before

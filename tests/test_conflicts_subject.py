@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memory_core.curation import conflicts
-from memory_core.curation.conflicts.subject import CONFIDENCE, confidence
+from memory_core.curation.conflicts.subject import CONFIDENCE, confidence, evidence
 from memory_core.models import Conflict, Memory
 
 
@@ -72,8 +72,10 @@ def test_a_signal_the_older_memory_carries_does_not_count() -> None:
 def test_confidence_follows_the_evidence_table() -> None:
     shared = conflicts.same_subject("Drinks tea every morning", "Stopped drinking tea")
     assert shared is not None and len(shared.words) >= 2
-    assert confidence(True, "Drinks tea every morning", "Stopped drinking tea", shared) == \
-        CONFIDENCE[("rule", "signal", True)]
+    cell = evidence(True, "Drinks tea every morning", "Stopped drinking tea", shared)
+    assert cell == (True, "strong", False, True)  # the rule, a strong signal ("stopped"), no slot, two words
+    assert confidence(True, "Drinks tea every morning", "Stopped drinking tea", shared) == CONFIDENCE[cell]
+    assert CONFIDENCE[cell] >= 0.8 > CONFIDENCE[(True, "-", False, False)]  # one shared word alone: not offered
     plain = conflicts.same_subject("Has a dog", "Has a cat")
     assert plain is not None and confidence(False, "Has a dog", "Has a cat", plain) == 0.0
     assert max(CONFIDENCE.values()) < conflicts.AUTO_BAR  # no rules verdict is applied without a person
@@ -132,3 +134,10 @@ def test_held_out_calibration_offered_at_0_8_is_right_80_percent(held_out: dict)
         if float(conf) >= 0.8:
             assert row["right"] >= 0.8 * row["offered"], (conf, row)
     assert held_out["auto"]["all"]["found"] == 0
+
+
+def test_the_confidence_table_is_the_one_fitted_on_the_dev_halves() -> None:
+    from bench.curation_quality import fit_confidence
+    from memory_core.embedding.embedder import DEFAULT_MODEL
+
+    assert fit_confidence(DEFAULT_MODEL) == CONFIDENCE  # refit (--fit) after changing a rule or the set

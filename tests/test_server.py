@@ -35,7 +35,7 @@ def test_health_needs_no_token_and_openapi_describes_every_route(served):
         assert c.get("/docs").status_code == 200
     for route in ["/v1/memories", "/v1/memories/batch", "/v1/memories/{memory_id}", "/v1/memories/{memory_id}/restore",
                   "/v1/memories/{memory_id}/history", "/v1/recall", "/v1/feedback", "/v1/conflicts",
-                  "/v1/conflicts/{conflict_id}/resolve"]:
+                  "/v1/conflicts/{conflict_id}/resolve", "/v1/conflicts/dismiss"]:
         assert route in paths, route
 
 
@@ -200,6 +200,27 @@ def test_conflicts_are_listed_and_resolved_within_the_namespace(served, alice, b
     done = alice.post(f"/v1/conflicts/{pair[0]['id']}/resolve", json={"rule": "newer_wins"})
     assert done.status_code == 200 and done.json()["status"] == "resolved"
     assert alice.get(f"/v1/memories/{a['id']}").json()["status"] == "superseded"
+
+
+def test_conflicts_are_dismissed_together_within_the_namespace(served, alice, bob):
+    for older, newer in (("Alice lives in Oslo", "Alice lives in Bergen"),
+                         ("Alice works at Spotify", "Alice now works at Klarna")):
+        _add(alice, older, category="fact")
+        _add(alice, newer, category="fact")
+    ids = [c["id"] for c in alice.get("/v1/conflicts").json()["conflicts"]]
+    assert len(ids) >= 2, ids
+    refused = bob.post("/v1/conflicts/dismiss", json={"ids": ids})  # another tenant's: as if absent
+    assert refused.status_code == 404 and refused.json()["error"]["type"] == "NotFoundError"
+    assert {c["id"] for c in alice.get("/v1/conflicts").json()["conflicts"]} >= set(ids)
+    done = alice.post("/v1/conflicts/dismiss", json={"ids": ids})
+    assert done.status_code == 200 and isinstance(done.json()["group"], int) and done.json()["dismissed"] == len(ids)
+    assert not {c["id"] for c in alice.get("/v1/conflicts").json()["conflicts"]} & set(ids)
+    dismissed = alice.get("/v1/conflicts", params={"status": "dismissed"}).json()["conflicts"]
+    assert {c["id"] for c in dismissed} == set(ids) and {c["group_id"] for c in dismissed} == {done.json()["group"]}
+    again = alice.post("/v1/conflicts/dismiss", json={"ids": ids})  # already dismissed: nothing changes
+    assert again.status_code == 409 and again.json()["error"]["type"] == "StateError"
+    assert alice.post("/v1/conflicts/dismiss", json={"ids": []}).json() == {"group": None, "dismissed": 0}
+    assert alice.post("/v1/conflicts/dismiss", json={"ids": "all"}).status_code in (400, 422)
 
 
 def test_sigterm_writes_every_recorded_recall_and_closes_the_bank(tmp_path):

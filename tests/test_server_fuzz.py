@@ -89,6 +89,7 @@ BODIES = {
     ("POST", "/v1/recall"): {"query": "sport", "namespace": "alice"},
     ("POST", "/v1/feedback"): {"retrieval_id": 1, "answer": "fine"},
     ("POST", "/v1/conflicts/{conflict_id}/resolve"): {"rule": "dismiss"},
+    ("POST", "/v1/conflicts/dismiss"): {"ids": [1]},
 }
 SLOW_QUERY = {"min_seq"}  # a valid min_seq the server has not reached waits 5 s for it: leave it valid
 

@@ -302,6 +302,10 @@ class Resolution(_Body):
     text: str | None = None
 
 
+class Dismissal(_Body):
+    ids: list[int] = Field(max_length=MAX_BATCH, description="Open or acknowledged conflicts, dismissed together.")
+
+
 class ErrorDetail(BaseModel):
     type: str = Field(description="The memory_core error class, e.g. ValidationError, NotFoundError.")
     message: str = Field(description="What was wrong and what to do about it.")
@@ -543,6 +547,17 @@ def _curation_routes(app: FastAPI) -> None:
         who.check_write()
         svc.conflict(who, conflict_id)
         return svc.bank.resolve_conflict(conflict_id, body.rule, memory_id=body.memory_id, text=body.text).to_dict()
+
+    @app.post("/v1/conflicts/dismiss", tags=["curation"])
+    @acting
+    def dismiss_conflicts(body: Dismissal, svc: Service = Depends(service), who: Caller = Depends(caller)) -> dict:
+        """Dismiss several contradictions as one undoable operation (a triage of false alarms is one
+        Undo): all or none, when one is already resolved or dismissed. ``group`` is the undo group,
+        null for no ids."""
+        who.check_write()
+        for cid in dict.fromkeys(body.ids):
+            svc.conflict(who, cid)  # another tenant's conflict is not found, as if absent
+        return {"group": svc.bank.dismiss_conflicts(body.ids), "dismissed": len(set(body.ids))}
 
 
 def _server_routes(app: FastAPI) -> None:

@@ -39,7 +39,7 @@ _CONF_ACROSS: Final = 0.5      # two languages, one side negated: no shared word
 
 
 def _compile_cues(table: Mapping[str, list[tuple[str, str]]]) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    # A pattern matching "" would fire on every memory; fail at import instead of misjudging silently.
+    # A pattern matching "" would fire on every memory; fail on compiling instead of misjudging silently.
     rows = []
     for _language, entries in table.items():
         for label, pattern in entries:
@@ -50,34 +50,53 @@ def _compile_cues(table: Mapping[str, list[tuple[str, str]]]) -> tuple[tuple[str
     return tuple(rows)
 
 
-# Negators per language: the cross-language rule reads each memory by its own language's table.
-_NEGATORS_BY_LANGUAGE = {language: _compile_cues({language: rows}) for language, rows in NEGATORS.items()}
-_NEGATIVE_WORDS = _compile_cues(NEGATIVE_WORDS)
-_REMEDIES = _compile_cues(REMEDIES)
-_NEGATED_POSITIVES = _compile_cues(NEGATED_POSITIVES)
-_POS = _compile_cues(POSITIVE_CUES)
-_NEUTRAL = _compile_cues(NEUTRAL_CUES)
-_CHANGE = _compile_cues(CHANGE_CUES)
-_WEAK = _compile_cues(WEAK_CHANGE_CUES)
-_PAST = _compile_cues(PAST_CUES)
-_IMPLIED = tuple(
-    (label, re.compile(pattern), words)
-    for rows in IMPLIED_NEGATIONS.values() for label, pattern, words in rows
-)
-_ANTONYMS = tuple(
-    (label_a, re.compile(pattern_a), label_b, re.compile(pattern_b))
-    for rows in ANTONYMS.values() for label_a, pattern_a, label_b, pattern_b in rows
-)
-_TEMPLATES = tuple(
-    (attr, single, role, re.compile(pattern))
-    for rows in TEMPLATES.values() for attr, single, role, pattern in rows
-)
-# What makes a statement negative, in the order cues are taken: negators (language by language),
-# negative words, remedies.
-_POLAR_TABLES = (*(("neg", language, table) for language, table in _NEGATORS_BY_LANGUAGE.items()),
-                 ("val", "", _NEGATIVE_WORDS), ("fix", "", _REMEDIES))
-_CLAUSE_BREAK = re.compile(CLAUSE_BREAKS)
-_DISPREFERRED = re.compile(DISPREFERRED)
+@dataclass(frozen=True)
+class _Rules:
+    """The rule tables of ``conflict_patterns``, compiled: built on first use (:func:`_rules`), so
+    importing the judge costs no regex compilation."""
+
+    # Negators per language: the cross-language rule reads each memory by its own language's table.
+    negators_by_language: dict[str, tuple[tuple[str, re.Pattern[str]], ...]]
+    negated_positives: tuple[tuple[str, re.Pattern[str]], ...]
+    positive: tuple[tuple[str, re.Pattern[str]], ...]
+    neutral: tuple[tuple[str, re.Pattern[str]], ...]
+    change: tuple[tuple[str, re.Pattern[str]], ...]
+    weak: tuple[tuple[str, re.Pattern[str]], ...]
+    past: tuple[tuple[str, re.Pattern[str]], ...]
+    implied: tuple[tuple[str, re.Pattern[str], frozenset[str]], ...]
+    antonyms: tuple[tuple[str, re.Pattern[str], str, re.Pattern[str]], ...]
+    templates: tuple[tuple[str, bool, str, re.Pattern[str]], ...]
+    # What makes a statement negative, in the order cues are taken: negators (language by language),
+    # negative words, remedies.
+    polar_tables: tuple[tuple[str, str, tuple[tuple[str, re.Pattern[str]], ...]], ...]
+    clause_break: re.Pattern[str]
+    dispreferred: re.Pattern[str]
+
+
+@functools.cache
+def _rules() -> _Rules:
+    """The compiled rule tables, compiled once, on the first judgement."""
+    negators = {language: _compile_cues({language: rows}) for language, rows in NEGATORS.items()}
+    return _Rules(
+        negators_by_language=negators,
+        negated_positives=_compile_cues(NEGATED_POSITIVES),
+        positive=_compile_cues(POSITIVE_CUES),
+        neutral=_compile_cues(NEUTRAL_CUES),
+        change=_compile_cues(CHANGE_CUES),
+        weak=_compile_cues(WEAK_CHANGE_CUES),
+        past=_compile_cues(PAST_CUES),
+        implied=tuple((label, re.compile(pattern), words)
+                      for rows in IMPLIED_NEGATIONS.values() for label, pattern, words in rows),
+        antonyms=tuple((label_a, re.compile(pattern_a), label_b, re.compile(pattern_b))
+                       for rows in ANTONYMS.values() for label_a, pattern_a, label_b, pattern_b in rows),
+        templates=tuple((attr, single, role, re.compile(pattern))
+                        for rows in TEMPLATES.values() for attr, single, role, pattern in rows),
+        polar_tables=(*(("neg", language, table) for language, table in negators.items()),
+                      ("val", "", _compile_cues(NEGATIVE_WORDS)), ("fix", "", _compile_cues(REMEDIES))),
+        clause_break=re.compile(CLAUSE_BREAKS),
+        dispreferred=re.compile(DISPREFERRED),
+    )
+
 
 _WS = re.compile(r"\s+")
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
@@ -131,7 +150,7 @@ class _Parsed:
     slots: list[_Slot] = field(default_factory=list)
     numbers: dict[str, frozenset[str]] = field(default_factory=dict)   # number -> neighbouring tokens
     number_clause: dict[str, int] = field(default_factory=dict)        # number -> its clause
-    # Per row of _ANTONYMS, its two words' first matches in low (found once, judged against many).
+    # Per row of the antonym table, its two words' first matches in low (found once, judged against many).
     antonyms: tuple[tuple[re.Match[str] | None, re.Match[str] | None], ...] = ()
     subject: str | None = None    # the named person it is about (see SUBJECT_VERBS), casefolded
 
@@ -247,8 +266,8 @@ def _parse(text: str) -> _Parsed:
 
     # Clauses and the dispreferred side of a comparison.
     segment, flipped = [0] * len(units), [False] * len(units)
-    breaks = sorted([(m.start(), False) for m in _CLAUSE_BREAK.finditer(low)] +
-                    [(m.start(), True) for m in _DISPREFERRED.finditer(low)])
+    breaks = sorted([(m.start(), False) for m in _rules().clause_break.finditer(low)] +
+                    [(m.start(), True) for m in _rules().dispreferred.finditer(low)])
     for i, (start, _end) in enumerate(units):
         before = [flag for offset, flag in breaks if offset <= start]
         segment[i] = len(before)
@@ -266,9 +285,9 @@ def _parse(text: str) -> _Parsed:
         return found
 
     # Idioms like "无辣不欢" are positive: hide them from the negation patterns.
-    polar = _blank(low, [m.span() for _, m in hits(_NEGATED_POSITIVES, low)])
+    polar = _blank(low, [m.span() for _, m in hits(_rules().negated_positives, low)])
     cues: list[_Cue] = []
-    for cls, language, table in _POLAR_TABLES:
+    for cls, language, table in _rules().polar_tables:
         for label, match in hits(table, polar):
             first, last = _unit_at(units, match.start()), _unit_at(units, match.end() - 1)
             # Tables of several languages may match the same word ("allergic" is also sv "allergi…"):
@@ -277,22 +296,22 @@ def _parse(text: str) -> _Parsed:
                 continue
             cues.append(_Cue(cls, first, last, display[match.start():match.end()], label in FORWARD_ONLY, language))
     implied: list[tuple[int, frozenset[str]]] = []
-    for _label, regex, words in _IMPLIED:
+    for _label, regex, words in _rules().implied:
         for match in regex.finditer(low):
             unit = _unit_at(units, match.start())
             if not any(c.cls == "val" and c.unit <= unit <= c.last for c in cues):
                 cues.append(_Cue("val", unit, unit, display[match.start():match.end()]))
             implied.append((unit, frozenset(_tokens(words, swedish))))
-    for _label, match in hits(_POS, low):
+    for _label, match in hits(_rules().positive, low):
         cues.append(_Cue("pos", _unit_at(units, match.start()), _unit_at(units, match.end() - 1),
                          display[match.start():match.end()]))
-    hits(_NEUTRAL, low)
-    change = hits(_CHANGE, low)
-    weak = hits(_WEAK, low)
+    hits(_rules().neutral, low)
+    change = hits(_rules().change, low)
+    weak = hits(_rules().weak, low)
     for _label, match in change + weak:
         cues.append(_Cue("chg", _unit_at(units, match.start()), _unit_at(units, match.end() - 1),
                          display[match.start():match.end()]))
-    past = hits(_PAST, low)
+    past = hits(_rules().past, low)
 
     bare = _blank(low, cue_spans)
     topic = set(_tokens(bare, swedish))
@@ -333,7 +352,7 @@ def _parse(text: str) -> _Parsed:
         change_text=[display[m.start():m.end()] for _, m in change],
         weak=[display[m.start():m.end()] for _, m in weak],
         past=bool(past), topic=frozenset(topic), numbers=numbers, number_clause=number_clause,
-        antonyms=tuple((regex_a.search(low), regex_b.search(low)) for _, regex_a, _, regex_b in _ANTONYMS),
+        antonyms=tuple((regex_a.search(low), regex_b.search(low)) for _, regex_a, _, regex_b in _rules().antonyms),
         subject=_subject(display),
     )
     parsed.slots = _slots(parsed)
@@ -342,7 +361,7 @@ def _parse(text: str) -> _Parsed:
 
 def _slots(p: _Parsed) -> list[_Slot]:
     slots: list[_Slot] = []
-    for attr, single, role, regex in _TEMPLATES:
+    for attr, single, role, regex in _rules().templates:
         for match in regex.finditer(p.low):
             groups = match.groupdict()
             vgroup = "v" if groups.get("v") is not None else ("v2" if groups.get("v2") is not None else None)
@@ -634,7 +653,7 @@ def _meaningful(po: _Parsed, pn: _Parsed, shared: frozenset[str]) -> frozenset[s
 
 def _antonym(po: _Parsed, pn: _Parsed, shared: frozenset[str]) -> tuple[str, str] | None:
     """Opposite words (optional / mandatory) about a shared topic, or about nothing else at all."""
-    for row in range(len(_ANTONYMS)):
+    for row in range(len(_rules().antonyms)):
         for x, y in ((po, pn), (pn, po)):
             (mx, x_b), (y_a, my) = x.antonyms[row], y.antonyms[row]
             if not (mx and my) or x_b or y_a:

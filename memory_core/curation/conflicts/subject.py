@@ -15,16 +15,18 @@ are words in the newer memory that say the older no longer holds: "quit", "moved
 "放弃", "又开始". A signal the older memory also carries does not count, and "again" counts only
 against an older memory that says the habit stopped.
 
-Confidence (:func:`confidence`) is a table by evidence: whether the rule judge found a conflict,
-whether a signal backs it, and how many content words the two share. Its values were chosen on
-the dev halves of the curation set and of the demo bank's namespaces (BENCHMARKS.md, "Curation
-quality"); held-out figures are there too. :data:`AUTO_BAR` is the least confidence a maintenance
+Confidence (:func:`confidence`) is a table by evidence (:func:`evidence`): whether the rule judge
+found a conflict, which signal backs it, whether the two share a subject slot and two or more content
+words. Its values are the share right per cell on the dev halves of the curation set and of the demo
+bank's namespaces, fitted by the curation bench (BENCHMARKS.md, "Curation quality", with held-out
+figures). :data:`AUTO_BAR` is the least confidence a maintenance
 run resolves on its own, the bar where held-out precision must be 0.95 or more: no rules verdict
 reaches it, so without an LLM every contradiction is offered for review.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -39,23 +41,55 @@ AUTO_BAR: Final = 0.95
 OFFER_FLOOR: Final = 0.6
 """A rules verdict less confident than this is not recorded: it is more often wrong than right."""
 STRONG_SIGNALS: Final = frozenset({"stop", "move", "switch", "again"})
-# Confidence by evidence: (the rule judge found a conflict, a signal backs it or stands alone,
-# the two share two or more content words). Chosen on the dev halves; see the module docstring.
-CONFIDENCE: Final = {
-    ("rule", "signal", True): 0.9,
-    ("rule", "signal", False): 0.85,
-    ("rule", "none", True): 0.85,
-    ("rule", "none", False): 0.45,
-    ("none", "signal", True): 0.75,
-    ("none", "signal", False): 0.75,
-    ("none", "now", True): 0.5,
-    ("none", "now", False): 0.6,
+CONFIDENCE_CAP: Final = 0.9
+"""The most a rules verdict is trusted, below :data:`AUTO_BAR`: no evidence cell of the rules has shown
+held-out precision of 0.95 on text it was not written from, so without an LLM a person decides."""
+Evidence = tuple[bool, str, bool, bool]
+"""What a same-subject pair's confidence is read by (:func:`evidence`): the rule judge found a
+conflict; the newer memory's supersede signal ("strong", "now" or "-"); the two share a subject
+slot; they share two or more content words."""
+# Confidence by evidence: the share of pairs right in each cell on the dev halves (the curation
+# set's and the demo bank's dev namespaces), smoothed towards the coarser cell it belongs to and
+# capped at CONFIDENCE_CAP; fitted by `python -m bench.curation_quality --fit`, not by hand.
+CONFIDENCE: Final[dict[Evidence, float]] = {
+    (True, 'strong', True, True): 0.9,
+    (True, 'strong', True, False): 0.9,
+    (True, 'strong', False, True): 0.9,
+    (True, 'strong', False, False): 0.82,
+    (True, 'now', True, True): 0.9,
+    (True, 'now', True, False): 0.9,
+    (True, 'now', False, True): 0.9,
+    (True, 'now', False, False): 0.55,
+    (True, '-', True, True): 0.89,
+    (True, '-', True, False): 0.89,
+    (True, '-', False, True): 0.82,
+    (True, '-', False, False): 0.2,
+    (False, 'strong', True, True): 0.9,
+    (False, 'strong', True, False): 0.9,
+    (False, 'strong', False, True): 0.62,
+    (False, 'strong', False, False): 0.68,
+    (False, 'now', True, True): 0.42,
+    (False, 'now', True, False): 0.7,
 }
-
 _LANGUAGES = ("en", "sv", "zh")
-_SLOTS = {slot: {lang: re.compile(rx) for lang, rx in rows.items()} for slot, rows in SUBJECT_SLOTS.items()}
-_PLANS = {lang: re.compile(rx) for lang, rx in PLAN_CUES.items()}
-_SIGNALS = {lang: tuple((name, re.compile(rx)) for name, rx in rows) for lang, rows in SUPERSEDE_SIGNALS.items()}
+
+
+@functools.cache
+def _slots() -> dict[str, dict[str, re.Pattern[str]]]:
+    """``SUBJECT_SLOTS`` compiled, on first use (importing costs no regex compilation)."""
+    return {slot: {lang: re.compile(rx) for lang, rx in rows.items()} for slot, rows in SUBJECT_SLOTS.items()}
+
+
+@functools.cache
+def _plans() -> dict[str, re.Pattern[str]]:
+    """``PLAN_CUES`` compiled, on first use."""
+    return {lang: re.compile(rx) for lang, rx in PLAN_CUES.items()}
+
+
+@functools.cache
+def _signal_table() -> dict[str, tuple[tuple[str, re.Pattern[str]], ...]]:
+    """``SUPERSEDE_SIGNALS`` compiled, on first use."""
+    return {lang: tuple((name, re.compile(rx)) for name, rx in rows) for lang, rows in SUPERSEDE_SIGNALS.items()}
 
 
 def _language(text: str) -> str:
@@ -75,7 +109,7 @@ class Subject:
         """The subject of ``text``, read in its own language."""
         language = _language(text)
         low = text.casefold()
-        slots = frozenset(slot for slot, rx in _SLOTS.items() if rx[language].search(low))
+        slots = frozenset(slot for slot, rx in _slots().items() if rx[language].search(low))
         tokens = tokenize(text, language)
         if language == "zh":
             words = frozenset(t for t in tokens if len(t) >= 2)
@@ -106,7 +140,7 @@ def same_subject(a: str, b: str, category_a: str | None = None, category_b: str 
 
 def _signals(text: str, language: str) -> set[str]:
     low = text.casefold()
-    return {name for name, rx in _SIGNALS[language] if rx.search(low)}
+    return {name for name, rx in _signal_table()[language] if rx.search(low)}
 
 
 def _pair_languages(older: str, newer: str) -> tuple[str, str]:
@@ -141,19 +175,19 @@ def signal_verdict(older: str, newer: str, shared: SameSubject) -> str | None:
     return None
 
 
+def evidence(rule_conflict: bool, older: str, newer: str, shared: SameSubject) -> Evidence:
+    """The evidence cell of a same-subject pair (:data:`Evidence`), the key of ``CONFIDENCE``."""
+    found = supersede_signals(older, newer)
+    backing = "strong" if found & STRONG_SIGNALS else "now" if "now" in found else "-"
+    return (rule_conflict, backing, bool(shared.slots), len(shared.words) >= 2)
+
+
 def confidence(rule_conflict: bool, older: str, newer: str, shared: SameSubject) -> float:
     """How often a rules verdict with this evidence is right (the ``CONFIDENCE`` table); 0 when
-    neither the rule judge nor a signal says the two contradict."""
-    found = supersede_signals(older, newer)
-    strong = bool(found & STRONG_SIGNALS)
-    if rule_conflict:
-        backing = "signal" if strong or "now" in found else "none"
-        return CONFIDENCE[("rule", backing, len(shared.words) >= 2)]
-    signal = signal_verdict(older, newer, shared)
-    if signal is None:
+    neither the rule judge nor a signal (:func:`signal_verdict`) says the two contradict."""
+    if not rule_conflict and signal_verdict(older, newer, shared) is None:
         return 0.0
-    return CONFIDENCE[("none", "now" if signal == "now" else "signal", len(shared.words) >= 2)]
-
+    return CONFIDENCE[evidence(rule_conflict, older, newer, shared)]
 
 
 def moved_on(a: str, b: str) -> bool:
@@ -161,6 +195,6 @@ def moved_on(a: str, b: str) -> bool:
     "Booked flights to Lima"), or carries a supersede signal the other does not: the subject moved
     on, an update or a contradiction, never a duplicate to merge."""
     la, lb = _pair_languages(a, b)
-    if bool(_PLANS[la].search(a.casefold())) != bool(_PLANS[lb].search(b.casefold())):
+    if bool(_plans()[la].search(a.casefold())) != bool(_plans()[lb].search(b.casefold())):
         return True
     return bool((supersede_signals(a, b) | supersede_signals(b, a)) & STRONG_SIGNALS)
