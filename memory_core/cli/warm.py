@@ -338,10 +338,10 @@ class _Served:
     committed), and ``stats`` names the bank as the call did, as in process."""
 
     def __init__(self, svc: Any, given: str) -> None:
-        self._svc, self._given = svc, given
+        self.svc, self.given = svc, given
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._svc.bank, name)
+        return getattr(self.svc.bank, name)
 
     def __enter__(self) -> _Served:
         return self
@@ -350,13 +350,11 @@ class _Served:
         return None
 
     def add(self, text: str, **fields: Any) -> int:
-        from memory_core.server.app import Caller
-
-        return self._svc.add({"text": text, **fields}, Caller(None)).id
+        return self.svc.writes.add({"text": text, **fields}).id  # made by the bank's actor, cli
 
     def stats(self, **kwargs: Any) -> dict[str, Any]:
-        s = self._svc.bank.stats(**kwargs)
-        return s if "://" in self._given else {**s, "path": str(Path(self._given))}
+        s = self.svc.bank.stats(**kwargs)
+        return s if "://" in self.given else {**s, "path": str(Path(self.given))}
 
 
 class _Local(threading.local):
@@ -371,20 +369,20 @@ class _PerThread:
     replaced (the helper's log). :attr:`local` also holds the bank of the call the thread runs."""
 
     local = _Local()
-    _lock = threading.Lock()
+    lock = threading.Lock()
 
     def __init__(self, name: str, default: Any) -> None:
         self.name, self.default = name, default
         self.encoding, self.errors = "utf-8", "strict"
 
-    def _target(self) -> Any:
+    def target(self) -> Any:
         return getattr(self.local, self.name) or self.default
 
     def write(self, text: str) -> int:
-        return self._target().write(text)
+        return self.target().write(text)
 
     def flush(self) -> None:
-        self._target().flush()
+        self.target().flush()
 
     def isatty(self) -> bool:
         return False
@@ -397,7 +395,7 @@ class _PerThread:
 
     @classmethod
     def install(cls) -> None:
-        with cls._lock:
+        with cls.lock:
             for name in ("stdout", "stderr"):
                 if not isinstance(getattr(sys, name), cls):
                     setattr(sys, name, cls(name, getattr(sys, name)))
