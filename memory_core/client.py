@@ -92,8 +92,7 @@ class RemoteBank:
     refused connection is tried; ``model``, when given, must be the served bank's model
     (``ModelMismatchError`` otherwise, as :meth:`MemoryBank.open` does); ``read_your_writes``
     sends the highest change number seen with every read (see the module's docstring); ``uds``
-    is the path of a unix socket the server listens on (``url`` then only names it: memctl's warm
-    helper, ``memory_core.cli.warm``).
+    is the path of a unix socket the server listens on (``url`` then only names it).
     """
 
     def __init__(self, url: str, token: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,

@@ -7,6 +7,7 @@ real ``memctl serve`` on a unix socket in a cache folder of the test's own.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -190,5 +191,53 @@ def test_sigkill_of_the_helper_during_adds_loses_nothing_acknowledged(tmp_path, 
                     assert opened.get(mid).text == text
                 except NotFoundError:
                     pytest.fail(f"memory {mid} ({text!r}) was acknowledged, then lost")
+    finally:
+        _stop_helper(bank, cache)
+
+
+_REPORT = """
+import atexit, json, sys
+atexit.register(lambda: sys.stderr.write("\\nMODULES " + json.dumps(sorted(m for m in sys.modules if "." not in m)) + "\\n"))
+sys.argv = ["memctl"] + sys.argv[1:]
+from memory_core.cli import main
+main()
+"""
+
+
+def test_a_call_over_the_helper_loads_neither_click_nor_numpy_nor_the_store(tmp_path, cache):
+    """What makes a warm call fast: ``memctl`` speaks to the helper before importing click, NumPy,
+    an HTTP client or the store's driver; ``stats`` goes there too once a helper runs."""
+    bank = tmp_path / "bank.duckdb"
+    first = memctl(bank, cache, True, "add", "Prefers tea to coffee", "-n", "alice")
+    assert first.returncode == 0, first.stderr
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMCTL_WARM": "1", "MEMCTL_CACHE_DIR": str(cache),
+           "HF_HUB_OFFLINE": "1"}
+    try:
+        for command in (["recall", "tea", "-n", "alice", "--dry-run"], ["stats"]):
+            run = subprocess.run([sys.executable, "-c", _REPORT, "--bank", str(bank), *command], capture_output=True,
+                                 text=True, env=env, timeout=120, cwd=ROOT)
+            assert run.returncode == 0, run.stderr
+            modules = set(json.loads(run.stderr.rsplit("MODULES ", 1)[1]))
+            assert not modules & {"click", "numpy", "duckdb", "httpx", "onnxruntime"}, (command, modules)
+            assert run.stdout == memctl(bank, cache, True, *command).stdout
+            assert ("Prefers tea" if command[0] == "recall" else "memories: 1 (1 active)") in run.stdout
+    finally:
+        _stop_helper(bank, cache)
+
+
+def test_a_question_on_the_terminal_is_asked_in_process(tmp_path, cache):
+    """``forget --hard`` without ``--yes`` asks first: the helper has no terminal, so that call runs
+    in process, answers as it would there, and the refused erase erases nothing."""
+    bank = tmp_path / "bank.duckdb"
+    mid = memctl(bank, cache, True, "add", "Lives in Lund").stdout.strip()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMCTL_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
+    try:
+        runs = [subprocess.run([sys.executable, "-m", "memory_core.cli", "--bank", str(bank), "forget", mid, "--hard"],
+                               input="n\n", capture_output=True, text=True, timeout=300, cwd=ROOT,
+                               env={**env, "MEMCTL_WARM": warm}) for warm in ("1", "0")]
+        assert [(r.returncode, r.stdout, r.stderr) for r in runs][0] == [(r.returncode, r.stdout, r.stderr)
+                                                                        for r in runs][1]
+        assert runs[0].returncode == 1 and "Aborted" in runs[0].stderr
+        assert "Lives in Lund" in memctl(bank, cache, True, "show", mid).stdout
     finally:
         _stop_helper(bank, cache)

@@ -10,11 +10,12 @@ import click
 
 from memory_core import ImportFormatError, MemoryCoreError
 
+from .warm import DEFAULT_BANK, served
+
 if TYPE_CHECKING:
     from memory_core import MemoryBank
 
 
-DEFAULT_BANK = "data/memory.duckdb"
 LOG_LEVELS = ["critical", "error", "warning", "info", "debug"]
 
 
@@ -22,15 +23,11 @@ class _Context:
     def __init__(self, bank_path: str):
         self.bank_path = bank_path
 
-    def open(self, actor: str = "cli", *, warm: bool = False, **kwargs: Any) -> MemoryBank:
-        """The bank; with ``warm``, the bank's warm helper when it is on (a RemoteBank with the
-        same methods for the commands that pass it: see :mod:`memory_core.cli.warm`)."""
-        if warm:
-            from . import warm as helper
-
-            remote = helper.connect(self.bank_path)
-            if remote is not None:
-                return remote
+    def open(self, actor: str = "cli", **kwargs: Any) -> MemoryBank:
+        """The bank; in memctl's warm helper, the bank it serves (see :mod:`memory_core.cli.warm`)."""
+        bank = served()
+        if bank is not None:
+            return bank
         from memory_core import MemoryBank
 
         return MemoryBank.open(self.bank_path, actor=actor, **kwargs)

@@ -52,7 +52,7 @@ def add(obj: _Context, text: str, namespace: str, importance: float, kind: str, 
         created_at: str | None, source: str | None, context: str | None, no_dedupe: bool,
         durability: str | None) -> None:
     """Store one memory; prints its id (an existing memory's, reinforced, when the namespace has the same text)."""
-    with obj.open(warm=True) as bank:
+    with obj.open() as bank:
         mid = bank.add(text, namespace=namespace, importance=importance, kind=kind, category=category,
                        created_at=created_at, source=source, context=context, dedupe=not no_dedupe,
                        durability=durability)
@@ -117,7 +117,7 @@ def export(obj: _Context, file: str, namespace: str | None, embeddings: bool) ->
 def recall(obj: _Context, query: str, namespace: str, preset: str | None, now: str | None, k: int | None,
            threshold: float | None, gate: bool, dry_run: bool, as_json: bool) -> None:
     """Recall the memories worth putting in the prompt for QUERY."""
-    with obj.open(warm=True) as bank:
+    with obj.open() as bank:
         _load_with_progress(bank, namespace)
         hits = bank.recall(query, namespace=namespace, params=preset, now=now, k=k, threshold=threshold,
                            gate=gate, record=not dry_run)
@@ -140,11 +140,10 @@ def recall(obj: _Context, query: str, namespace: str, preset: str | None, now: s
 
 def _load_with_progress(bank: MemoryBank, namespace: str) -> None:
     """Load a large namespace's index under a progress bar (seconds to a minute at 1M memories)."""
-    from memory_core import RemoteBank
+    from memory_core import LOAD_PROGRESS_MIN, RemoteBank
 
-    if isinstance(bank, RemoteBank):  # the warm helper loads its own, once
+    if isinstance(bank, RemoteBank):  # a served bank loads its own, once
         return
-    from memory_core import LOAD_PROGRESS_MIN
 
     if bank.namespace_loaded(namespace):
         return
@@ -161,7 +160,7 @@ def _load_with_progress(bank: MemoryBank, namespace: str) -> None:
 @click.pass_obj
 def show(obj: _Context, memory_id: int, as_json: bool) -> None:
     """Show one memory with its history."""
-    with obj.open(warm=True) as bank:
+    with obj.open() as bank:
         memory = bank.get(memory_id)
         events = bank.history(memory_id)
     if as_json:
@@ -189,7 +188,7 @@ def show(obj: _Context, memory_id: int, as_json: bool) -> None:
 @click.pass_obj
 def forget(obj: _Context, memory_id: int, hard: bool, yes: bool, reason: str | None) -> None:
     """Soft-delete a memory (restorable), or hard-delete it with --hard."""
-    with obj.open(warm=True) as bank:
+    with obj.open() as bank:
         memory = bank.get(memory_id)
         if hard and not yes:
             click.confirm(f"Erase memory {memory_id} for good ({memory.text!r})? This cannot be undone",
@@ -216,7 +215,7 @@ def restore(obj: _Context, memory_id: int | None, backup_file: str | None, force
         return
     if force:
         raise click.UsageError("--force goes with --from BACKUP")
-    with obj.open(warm=True) as bank:
+    with obj.open() as bank:
         bank.restore(memory_id)
     click.echo(f"memory {memory_id} restored")
 

@@ -208,9 +208,8 @@ class Embedder:
             self.runtime = "onnx-int8"
 
         def e5_batch(texts: list[str], size: int, prefix: str) -> np.ndarray:
-            # Two threads whatever the count: a lone text on a two-thread session, several on two
-            # one-thread sessions at once (each text runs alone, so nothing spins against a batch).
-            return np.vstack([encoder.encode(texts[i:i + size], prefix, 2) for i in range(0, len(texts), size)])
+            return np.vstack([encoder.encode(texts[i:i + size], prefix, embed_e5.THREADS)
+                              for i in range(0, len(texts), size)])
 
         self._batch = e5_batch
 

@@ -71,7 +71,7 @@ def log_to_stderr(level: str) -> None:
 def serve(bank: Any, *, host: str = "127.0.0.1", port: int = 8765, auth: bool = True, concurrency: int = 64,
           max_body: int = MAX_BODY, mcp: bool = True, log_level: str = "info",
           graceful_seconds: float = GRACEFUL_SECONDS, sock: socket.socket | None = None,
-          worker: int | None = None, idle_seconds: float | None = None) -> None:
+          worker: int | None = None, idle_seconds: float | None = None, routes: Sequence[Any] = ()) -> None:
     """Serve ``bank`` (an open MemoryBank, which the server closes when it stops) until SIGTERM.
 
     ``concurrency`` bounds the requests handled at once (threads for the bank's work; above it
@@ -80,8 +80,8 @@ def serve(bank: Any, *, host: str = "127.0.0.1", port: int = 8765, auth: bool = 
     for up to ``graceful_seconds``, writes queued adds, flushes the recall journal and closes the
     bank. ``sock`` (a listening socket) replaces ``host`` and ``port``, and ``worker`` numbers
     this process: one of ``memctl serve --workers`` (:mod:`.workers`). ``idle_seconds``, when
-    given, stops the server as SIGTERM would once no request came for that long (memctl's warm
-    helper).
+    given, stops the server as SIGTERM would once no request came for that long, and ``routes``
+    (Starlette routes) are served beside the API (both for memctl's warm helper).
     """
     import uvicorn
 
@@ -97,6 +97,7 @@ def serve(bank: Any, *, host: str = "127.0.0.1", port: int = 8765, auth: bool = 
 
         endpoint = McpEndpoint(bank, auth=auth)
     app = create_app(bank, auth=auth, max_body=max_body, mcp=endpoint, threads=concurrency, worker=worker)
+    app.router.routes.extend(routes)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, limit_concurrency=concurrency * 4,
                             timeout_graceful_shutdown=graceful_seconds, server_header=False)
     if worker is not None:
