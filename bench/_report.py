@@ -302,7 +302,8 @@ def _demo_md(r: dict) -> str:
     rc = r["recall"]
     return f"""## Demo set (`python -m bench.demo_figures --json bench/results/demo_figures.json`)
 
-{r['memories']} memories, 4 namespaces.
+{r['memories']} memories, 4 namespaces; {r['machine']}, {r.get('measured', 'date not recorded')}, load \
+{'–'.join(f'{x:g}' for x in r.get('load_average_1min', [])) or 'not recorded'}.
 
 | what | figure |
 |---|---|

@@ -15,6 +15,7 @@ import platform
 import statistics
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -33,6 +34,7 @@ def main() -> None:
     parser.add_argument("--json", dest="json_out", default=None)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     memories, queries = demo.memories(), demo.queries()
     embedder = get_embedder()
     embedder.encode([m["text"] for m in memories[:64]])  # warm up
@@ -78,6 +80,8 @@ def main() -> None:
                 bank.recall(q["query"], namespace=q["namespace"], now=q["at"], record=True)
                 timings["recorded_cached_vector"].append(time.perf_counter() - t)
     result["recall"] = {name: percentiles(v) for name, v in timings.items()}
+    result["measured"] = datetime.now(timezone.utc).date().isoformat()
+    result["load_average_1min"] = sorted(round(x, 1) for x in (load_before, os.getloadavg()[0]))
     print(json.dumps(result, indent=2))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=2) + "\n")
