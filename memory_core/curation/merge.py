@@ -470,8 +470,12 @@ def find_clusters(
 
     1. **Exact duplicates** (same ``content_hash``) are always clustered, reason
        ``"exact duplicate"``.
-    2. **Near duplicates**: among the rest, complete-linkage groups in which every pair has cosine
-       similarity >= ``threshold`` (reason ``"near duplicate"``) and passes the lexical checks:
+    2. **Near duplicates** (reason ``"near duplicate"``). With ``threshold`` None on the model the pair
+       classifier was fitted on (:func:`merge_pairs.scorer`): groups in which every pair is a pair of
+       mutual nearest neighbours that passes the number, negation and moved-on checks below and whose
+       probability of stating one fact clears the classifier's bar (``Cluster.confidence``: the
+       lowest inside). Otherwise: among the rest, complete-linkage groups in which every pair has cosine
+       similarity >= ``threshold`` and passes the lexical checks:
        no two different numbers ("3 users" / "5 users" is an update, not a duplicate), no
        negation on one side only ("Eats meat" / "Doesn't eat meat"), and a Dice overlap of
        content tokens >= :data:`MIN_SHARED_TOKENS` (the bundled model is English-only and rates
@@ -488,8 +492,9 @@ def find_clusters(
     similarity groups never grow past it. The result does not depend on the input order: it is
     sorted by reason (exact, near, same subject), then by ``min_similarity`` descending, then ids.
 
-    ``model`` is the embedding model of the vectors (default: the bundled one): ``threshold``
-    (when None) and the cross-language rule are its defaults (:func:`memory_core.embedding.embedder.model_defaults`).
+    ``model`` is the embedding model of the vectors (default: the bundled one): the classifier applies
+    to it or not, and ``threshold`` (when None and it does not) and the cross-language rule are its
+    defaults (:func:`memory_core.embedding.embedder.model_defaults`).
     Vectorized: similarities are computed in row blocks with numpy, so 20k memories take seconds.
     Raises ``ValidationError`` for bad thresholds, ``max_size`` < 2, repeated ids or bad vectors.
     """
@@ -916,7 +921,8 @@ def plan_merges(cands: Sequence[Candidate], *, threshold: float | None = None,
 
     ``model``: the vectors' embedding model, whose defaults apply (see :func:`find_clusters`).
 
-    Exact and near duplicates come from the embedding. With ``related_threshold``, "same subject"
+    Exact and near duplicates come from the embedding (near ones from the pair classifier unless a
+    ``threshold`` is given; see :func:`find_clusters`). With ``related_threshold``, "same subject"
     suggestions are added: grouped by the LLM when ``client`` is given (:func:`llm_groups`), else,
     or when it fails, by the embedding; each cluster's ``detail`` says which. Apply one with
     ``bank.merge(cluster.ids, preview.text, path=preview.path, detail=preview.detail)``.
