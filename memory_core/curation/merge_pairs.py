@@ -5,7 +5,8 @@ fact about the same subject: on the default model they sit at the same cosines. 
 combines what each pair shows (:data:`FEATURES`): the cosine of the stored vectors and the
 cosine after the namespace's mean is taken out (what the namespace's memories share says little),
 how close each is to the other among their neighbours (a paraphrase is usually its twin's nearest),
-shared words and character n-grams, shared numbers, and whether the pair crosses languages. Pairs
+shared words and character n-grams, shared numbers, a name on each side the other lacks (two
+events: Copenhagen's race and Gothenburg's), and whether the pair crosses languages. Pairs
 whose numbers differ, with a negation on one side only, or where one side moved on (a plan and its
 next step, a supersede signal) never reach it: :mod:`merge` vetoes them first.
 
@@ -35,10 +36,12 @@ __all__ = ["FEATURES", "PairScorer", "Pool", "WEIGHTS", "neighbour_pairs", "scor
 
 WEIGHTS = Path(__file__).resolve().parent / "merge_pairs.json"
 FEATURES = ("cosine", "centred_cosine", "rank", "margin", "shared_words", "char_ngrams", "same_numbers",
-            "other_numbers", "across_languages", "nearest_both", "across_cosine")
+            "other_numbers", "other_names", "across_languages", "nearest_both", "across_cosine")
 # Row blocks of the similarity matrix, as in merge._neighbour_edges.
 _BLOCK_ROWS = 1024
 _CJK = re.compile(r"[\u3400-\u9fff]")
+# A capitalised word after a memory's first word: a name (a place, a person, a company, a product).
+_NAME = re.compile(r"(?<=\s)[A-ZÅÄÖ][\w'-]*")
 
 
 def _grams(text: str) -> frozenset[str]:
@@ -49,6 +52,11 @@ def _grams(text: str) -> frozenset[str]:
     if _CJK.search(t):
         out |= {t[i:i + 2] for i in range(len(t) - 1)}
     return frozenset(out)
+
+
+def _names(text: str) -> frozenset[str]:
+    """The names a text mentions (capitalised words but the first; none in Chinese, which has no capitals)."""
+    return frozenset(w.casefold() for w in _NAME.findall(unicodedata.normalize("NFKC", text)))
 
 
 def neighbour_pairs(mat: np.ndarray, rank: int) -> tuple[dict[tuple[int, int], int], np.ndarray]:
@@ -92,27 +100,29 @@ class Pool:
         centred = mat - mat.mean(axis=0)
         norms = np.linalg.norm(centred, axis=1, keepdims=True)
         self.centred = centred / np.where(norms > 1e-6, norms, 1.0)
-        self._cache: dict[int, tuple[str, frozenset[str], frozenset[str], frozenset[str]]] = {}
+        self._cache: dict[int, tuple[str, frozenset[str], frozenset[str], frozenset[str], frozenset[str]]] = {}
 
-    def _signals(self, i: int) -> tuple[str, frozenset[str], frozenset[str], frozenset[str]]:
+    def _signals(self, i: int) -> tuple[str, frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
         if i not in self._cache:
             t = self.texts[i]
-            self._cache[i] = (detect_language(t), frozenset(tokenize(t)), _grams(t), frozenset(self._numbers(t)))
+            self._cache[i] = (detect_language(t), frozenset(tokenize(t)), _grams(t), frozenset(self._numbers(t)),
+                              _names(t))
         return self._cache[i]
 
     def features(self, pairs: dict[tuple[int, int], int]) -> np.ndarray:
         """One row of :data:`FEATURES` per pair, in the order of ``pairs`` (pair -> rank)."""
         rows = []
         for (i, j), rank in pairs.items():
-            li, ti, gi, ni = self._signals(i)
-            lj, tj, gj, nj = self._signals(j)
+            li, ti, gi, ni, mi = self._signals(i)
+            lj, tj, gj, nj, mj = self._signals(j)
             cos = float(self.mat[i] @ self.mat[j])
             across = float(li != lj)
             rows.append((cos, float(self.centred[i] @ self.centred[j]), float(np.log1p(rank)),
                          cos - float(max(self.best[i], self.best[j])),
                          2 * len(ti & tj) / max(1, len(ti) + len(tj)),
                          len(gi & gj) / max(1, len(gi | gj)),
-                         float(bool(ni) and ni == nj), float(ni != nj), across,
+                         float(bool(ni) and ni == nj), float(ni != nj),
+                         float(li == lj and bool(mi - mj) and bool(mj - mi)), across,
                          float(rank == 0), across * cos))
         return np.asarray(rows, dtype=np.float64).reshape(len(rows), len(FEATURES))
 
