@@ -331,18 +331,7 @@ class _Compatibility:
 
 def _mutual_neighbours(mat: np.ndarray, rank: int) -> set[tuple[int, int]]:
     """Pairs (i < j) of rows that are each among the other's ``rank`` most similar rows."""
-    n = mat.shape[0]
-    if n < 2:
-        return set()
-    m = min(rank, n - 1)
-    top = np.empty((n, m), dtype=np.int64)
-    for start in range(0, n, _BLOCK_ROWS):
-        stop = min(n, start + _BLOCK_ROWS)
-        block = mat[start:stop] @ mat.T
-        block[np.arange(stop - start), np.arange(start, stop)] = -np.inf  # never its own neighbour
-        top[start:stop] = np.argpartition(-block, m - 1, axis=1)[:, :m]
-    near = {(i, int(j)) for i in range(n) for j in top[i]}
-    return {(i, j) for i, j in near if i < j and (j, i) in near}
+    return set(merge_pairs.neighbour_pairs(mat, rank)[0])
 
 
 def _complete_linkage(
