@@ -69,10 +69,16 @@ def label(pair: tuple[int, int], kinds: dict[tuple[int, int], str], subjects: di
     return None if subjects[pair[0]] & subjects[pair[1]] else "unrelated"
 
 
+def centre(split: str, model: str = DEFAULT_MODEL) -> np.ndarray:
+    """The mean vector of one half's texts: the prior centre of a namespace (``merge_pairs.Pool``)."""
+    return get_embedder(model).encode(sorted({t for texts, _, _ in labelled_pools(split) for t in texts})).mean(axis=0)
+
+
 def rows(split: str, model: str = DEFAULT_MODEL) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Features, labels (1: the same fact) and fold groups of one half's candidate pairs, and how
     many duplicate pairs the half labels (recall's denominator)."""
     feats, ys, groups, planted = [], [], [], 0
+    prior = centre(split, model)
     for texts, kinds, subjects in labelled_pools(split):
         mat = get_embedder(model).encode(texts)
         near, best = merge_pairs.neighbour_pairs(mat, RANK)
@@ -84,7 +90,8 @@ def rows(split: str, model: str = DEFAULT_MODEL) -> tuple[np.ndarray, np.ndarray
             kind = label(pair, kinds, subjects)
             if kind is not None and compatible(*pair):
                 kept[pair] = (rank, kind)
-        feats.append(merge_pairs.Pool(texts, mat, best, merge._numbers).features({p: r for p, (r, _) in kept.items()}))
+        pool = merge_pairs.Pool(texts, mat, best, merge._numbers, prior)
+        feats.append(pool.features({p: r for p, (r, _) in kept.items()}))
         ys += [kind == "duplicate" for _, kind in kept.values()]
         groups += [zlib.crc32(min(subjects[a]).encode()) % FOLDS for a, _ in kept]
         planted += sum(k == "duplicate" for k in kinds.values())
@@ -137,6 +144,7 @@ def run(model: str = DEFAULT_MODEL) -> dict[str, Any]:
     return {"about": "Weights of the merge plan's pair classifier (memory_core/curation/merge_pairs.py), fitted by "
                      "python -m bench.fit_merge_pairs on the dev half of bench/data/duplicates.json.",
             "model": model, "features": list(merge_pairs.FEATURES), "rank": RANK,
+            "centre": centre("dev", model).round(6).tolist(),
             "mean": final["mean"].round(6).tolist(), "scale": final["scale"].round(6).tolist(),
             "coef": final["coef"].round(6).tolist(), "intercept": round(final["intercept"], 6), "bar": bar,
             "cross_validated": {"pairs": int(len(y)), "same_fact": int(y.sum()), **figures(oof, y, planted, bar)}}

@@ -398,7 +398,7 @@ def _classified(cands: Sequence[Candidate], mat: np.ndarray, taken: np.ndarray, 
     near, best = merge_pairs.neighbour_pairs(mat, classifier.rank)
     compatible = _Compatibility(cands, 0.0)
     near = {p: r for p, r in near.items() if not taken[p[0]] and not taken[p[1]] and compatible(*p)}
-    pool = merge_pairs.Pool([c.text for c in cands], mat, best, _numbers)
+    pool = merge_pairs.Pool([c.text for c in cands], mat, best, _numbers, classifier.centre)
     prob = {p: float(x) for p, x in zip(near, classifier.probability(pool.features(near))) if x >= classifier.bar}
     group_of: dict[int, int] = {}
     members: dict[int, list[int]] = {}

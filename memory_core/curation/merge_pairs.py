@@ -37,6 +37,9 @@ __all__ = ["FEATURES", "PairScorer", "Pool", "WEIGHTS", "neighbour_pairs", "scor
 WEIGHTS = Path(__file__).resolve().parent / "merge_pairs.json"
 FEATURES = ("cosine", "centred_cosine", "rank", "margin", "shared_words", "char_ngrams", "same_numbers",
             "other_numbers", "other_names", "across_languages", "nearest_both", "across_cosine")
+# The centre the centred cosine takes out is the namespace's mean drawn toward the fitted corpus's
+# mean as if that were this many memories: a namespace of three has no mean worth the name.
+PRIOR_MEMORIES = 50
 # Row blocks of the similarity matrix, as in merge._neighbour_edges.
 _BLOCK_ROWS = 1024
 _CJK = re.compile(r"[\u3400-\u9fff]")
@@ -87,17 +90,21 @@ def neighbour_pairs(mat: np.ndarray, rank: int) -> tuple[dict[tuple[int, int], i
 
 
 class Pool:
-    """One namespace's memories as the classifier reads them: texts, unit vectors, the mean the
-    centred cosine takes out, each memory's nearest-neighbour cosine (:func:`neighbour_pairs`);
+    """One namespace's memories as the classifier reads them: texts, unit vectors, the centre the
+    centred cosine takes out (the namespace's mean, drawn toward ``prior`` as if it were
+    :data:`PRIOR_MEMORIES` memories), each memory's nearest-neighbour cosine (:func:`neighbour_pairs`);
     per-text signals lazily. ``numbers`` reads a text's numbers (merge's rule, given by it)."""
 
     def __init__(self, texts: Sequence[str], mat: np.ndarray, best: np.ndarray,
-                 numbers: Callable[[str], Collection[str]]):
+                 numbers: Callable[[str], Collection[str]], prior: np.ndarray | None = None):
         self.texts = list(texts)
         self._numbers = numbers
         self.mat = mat
         self.best = best
-        centred = mat - mat.mean(axis=0)
+        centre = mat.mean(axis=0)
+        if prior is not None:
+            centre = (len(mat) * centre + PRIOR_MEMORIES * prior) / (len(mat) + PRIOR_MEMORIES)
+        centred = mat - centre
         norms = np.linalg.norm(centred, axis=1, keepdims=True)
         self.centred = centred / np.where(norms > 1e-6, norms, 1.0)
         self._cache: dict[int, tuple[str, frozenset[str], frozenset[str], frozenset[str], frozenset[str]]] = {}
@@ -130,9 +137,11 @@ class Pool:
 @dataclass(frozen=True)
 class PairScorer:
     """A fitted logistic regression over :data:`FEATURES` (standardised by ``mean`` and ``scale``),
-    the bar a pair's probability must reach to be offered, and the neighbour rank candidates come from."""
+    the bar a pair's probability must reach to be offered, the neighbour rank candidates come from,
+    and the mean vector of the texts it was fitted on (:class:`Pool`'s prior centre)."""
 
     model: str
+    centre: np.ndarray
     mean: np.ndarray
     scale: np.ndarray
     coef: np.ndarray
@@ -151,7 +160,7 @@ class PairScorer:
     def from_dict(cls, data: dict) -> "PairScorer":
         if tuple(data["features"]) != FEATURES:
             raise ValueError(f"{WEIGHTS.name} was fitted on other features: refit with python -m bench.fit_merge_pairs")
-        return cls(model=data["model"], mean=np.asarray(data["mean"]), scale=np.asarray(data["scale"]),
+        return cls(model=data["model"], centre=np.asarray(data["centre"], dtype=np.float32), mean=np.asarray(data["mean"]), scale=np.asarray(data["scale"]),
                    coef=np.asarray(data["coef"]), intercept=float(data["intercept"]), bar=float(data["bar"]),
                    rank=int(data["rank"]))
 
