@@ -144,7 +144,7 @@ def run(model: str = DEFAULT_MODEL) -> dict[str, Any]:
     return {"about": "Weights of the merge plan's pair classifier (memory_core/curation/merge_pairs.py), fitted by "
                      "python -m bench.fit_merge_pairs on the dev half of bench/data/duplicates.json.",
             "model": model, "features": list(merge_pairs.FEATURES), "rank": RANK,
-            "centre": centre("dev", model).round(6).tolist(),
+            "centre": centre("dev", model).astype(float).round(6).tolist(),
             "mean": final["mean"].round(6).tolist(), "scale": final["scale"].round(6).tolist(),
             "coef": final["coef"].round(6).tolist(), "intercept": round(final["intercept"], 6), "bar": bar,
             "cross_validated": {"pairs": int(len(y)), "same_fact": int(y.sum()), **figures(oof, y, planted, bar)}}
@@ -157,7 +157,9 @@ def main() -> None:
     result = run()
     print(json.dumps({k: result[k] for k in ("features", "coef", "bar", "cross_validated")}, indent=1))
     if not args.check:
-        merge_pairs.WEIGHTS.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        # One key a line: the vectors stay one line each, the figures readable.
+        lines = ",\n".join(f" {json.dumps(k)}: {json.dumps(v)}" for k, v in result.items())
+        merge_pairs.WEIGHTS.write_text("{\n" + lines + "\n}\n", encoding="utf-8")
         print(f"wrote {merge_pairs.WEIGHTS.name}")
 
 
