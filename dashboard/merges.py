@@ -1,8 +1,10 @@
 """Merges: clusters of near-duplicate memories, their previewed merged text (editable), merge and undo.
 
 "(all)" plans every namespace small enough to search on each visit (a large one is searched when
-picked on its own). Each cluster shows why it was suggested: its confidence (the lowest cosine
-inside it) and its signals as the merge engine computes them (merge.cluster_signals).
+picked on its own). By default the clusters are the pair classifier's (merge_pairs): each shows its
+confidence (the lowest probability of a pair inside stating one fact); with a cosine threshold set
+by hand, the lowest cosine inside. Each shows its signals as the merge engine computes them
+(merge.cluster_signals).
 
 Memory text is shown as plain text (st.text), never as markdown: memories may contain markup.
 """
@@ -59,17 +61,22 @@ with readable_errors():
 
     left, right = st.columns(2)
     defaults = bank.model_defaults
-    threshold = left.slider("Similarity threshold", 0.3, 1.0, float(defaults.merge_threshold), 0.01,
-                            key="merge_threshold",
-                            help=f"Memories at least this similar (cosine, {bank.model.split('/')[-1]}'s scale: "
-                                 f"its default is {defaults.merge_threshold:g}) are near duplicates.")
+    threshold = None
+    if left.checkbox("Set a similarity threshold by hand", key="merge_threshold_on",
+                     help="By default, near duplicates are the pairs the calibrated classifier offers (cosines, "
+                          "shared words and numbers, nearest neighbours combined). A threshold instead takes "
+                          "every pair at least this similar."):
+        threshold = left.slider("Similarity threshold", 0.3, 1.0, float(defaults.merge_threshold), 0.01,
+                                key="merge_threshold",
+                                help=f"Memories at least this similar (cosine, {bank.model.split('/')[-1]}'s scale: "
+                                     f"its default is {defaults.merge_threshold:g}) are near duplicates.")
     related = None
     if right.checkbox("Also suggest same-subject clusters", key="merge_related_on",
                       help="A lower threshold that groups memories about one subject (review these closely)."):
         related = right.slider("Same-subject threshold", 0.3, 1.0,
-                               min(float(defaults.related_threshold), threshold - 0.01), 0.01,
+                               min(float(defaults.related_threshold), (threshold or 1.0) - 0.01), 0.01,
                                key="merge_related")
-        if related >= threshold:
+        if related >= (threshold or defaults.merge_threshold):
             st.warning("The same-subject threshold must be lower than the similarity threshold; ignoring it.")
             related = None
 
@@ -100,8 +107,9 @@ with readable_errors():
                 found_in[cluster.ids] = ns
     st.subheader(f"Candidate clusters in {where} ({len(plan)})")
     if not plan:
-        st.info(f"No merge candidates in {where} at threshold {threshold:.2f}. Lower the threshold or turn on "
-                "same-subject clusters to see more; pick another namespace above.")
+        at = "by the classifier" if threshold is None else f"at threshold {threshold:.2f}"
+        st.info(f"No merge candidates in {where} {at}. Set a lower threshold or turn on same-subject clusters to "
+                "see more; pick another namespace above.")
     elif st.button(f"Merge all {len(plan)}", key="merge-all", type="primary"):
         bar = st.progress(0.0, text="Merging…")
         done, failed = [], []
@@ -126,7 +134,8 @@ with readable_errors():
     for n, (cluster, preview) in numbered:
         key = _key(cluster.ids)
         with st.container(border=True):
-            st.markdown(f"#### Cluster {n} · {cluster.reason} · confidence {cluster.min_similarity:.2f}")
+            sure = cluster.min_similarity if cluster.confidence is None else cluster.confidence
+            st.markdown(f"#### Cluster {n} · {cluster.reason} · confidence {sure:.2f}")
             if namespace is None:
                 st.caption(f"namespace {found_in[cluster.ids]}")
             if cluster.detail:

@@ -22,7 +22,7 @@ from memory_core import demo as demo_set
 from memory_core.errors import LLMError, ValidationError
 from memory_core.language.text import tokenize
 from memory_core.language.llm import LLMClient, LLMConfig
-from memory_core.curation import merge
+from memory_core.curation import merge, merge_pairs
 from memory_core.embedding.embedder import MINILM_MODEL, model_defaults
 from memory_core.curation.merge import (
     MAX_MERGED_CHARS,
@@ -334,8 +334,11 @@ def test_twenty_thousand_memories_find_every_planted_pair():
 def test_cluster_to_dict_is_json_ready():
     cl = Cluster((1, 2), "near duplicate", 0.912345678)
     assert json.loads(json.dumps(cl.to_dict())) == {
-        "ids": [1, 2], "size": 2, "reason": "near duplicate", "min_similarity": 0.9123, "detail": "",
+        "ids": [1, 2], "size": 2, "reason": "near duplicate", "min_similarity": 0.9123, "confidence": None,
+        "detail": "",
     }
+    sure = Cluster((1, 2), "near duplicate", 0.7, confidence=0.876543)
+    assert json.loads(json.dumps(sure.to_dict()))["confidence"] == 0.8765
 
 
 # --------------------------------------------------------------------------- extractive merge
@@ -685,3 +688,75 @@ def test_a_subject_that_moved_on_is_not_merged(a: str, b: str) -> None:
     assert find_clusters(pair, threshold=0.9) == []
     same = [cand(1, a, vector=vector), cand(2, a + ".", vector=vector)]
     assert [sorted(c.ids) for c in find_clusters(same, threshold=0.9)] == [[1, 2]]
+
+
+# --------------------------------------------------------------------------- the default: the pair classifier
+
+# One namespace per language as an agent fills it: unrelated facts, one fact stored twice in other
+# words, a plan and its next step, two events of one kind. Not from the curation set or the demo set.
+NAMESPACES = {
+    "en": (["Lives in Lisbon", "Works as a nurse", "Has two cats", "Plays the cello", "Speaks Portuguese and English",
+            "Drives an old Volvo", "Reads crime novels before bed", "Takes the train to work",
+            "Grows tomatoes on the balcony", "Supports Benfica", "Born in Porto", "Studies Japanese on Duolingo"],
+           ("Prefers tea to coffee", "Prefers tea over coffee"),
+           ("Is thinking about adopting a dog", "Adopted a dog from the shelter"),
+           ("Went to a jazz concert in March", "Went to a jazz concert in October")),
+    "sv": (["Bor i Lissabon", "Jobbar som sjuksköterska", "Har två katter", "Spelar cello",
+            "Talar portugisiska och engelska", "Kör en gammal Volvo", "Läser deckare innan hon somnar",
+            "Tar tåget till jobbet", "Odlar tomater på balkongen", "Håller på Benfica", "Född i Porto",
+            "Pluggar japanska på Duolingo"],
+           ("Föredrar te framför kaffe", "Föredrar te före kaffe"),
+           ("Funderar på att skaffa en hund", "Har adopterat en hund från ett härbärge"),
+           ("Var på en jazzkonsert i mars", "Var på en jazzkonsert i oktober")),
+    "zh": (["住在里斯本", "是一名护士", "养了两只猫", "会拉大提琴", "会说葡萄牙语和英语", "开一辆旧沃尔沃", "睡前看推理小说",
+            "坐火车上班", "在阳台上种番茄", "支持本菲卡队", "出生在波尔图", "在多邻国上学日语"],
+           ("喜欢喝茶", "比较喜欢喝茶"),
+           ("在考虑养一只狗", "从收容所领养了一只狗"),
+           ("三月份去听了一场爵士音乐会", "十月份又去听了一场爵士音乐会")),
+}
+
+
+@pytest.fixture(scope="module")
+def e5():
+    from memory_core.embedding.embedder import get_embedder
+
+    return get_embedder()  # the default model, the one the classifier was fitted on
+
+
+@pytest.mark.parametrize("lang", sorted(NAMESPACES))
+def test_default_plan_offers_a_paraphrase_not_a_progression_or_two_events(e5, lang: str) -> None:
+    others, paraphrase, progression, events = NAMESPACES[lang]
+    cands = make([*others, *paraphrase, *progression, *events], e5)
+    by_text = {c.text: c.id for c in cands}
+    clusters = merge.find_clusters(cands)  # the default model, no threshold: the classifier
+    assert [cl.ids for cl in clusters] == [tuple(by_text[t] for t in paraphrase)]
+    (cluster,) = clusters
+    assert cluster.reason == "near duplicate"
+    assert cluster.confidence is not None and cluster.confidence >= merge_pairs.scorer(None).bar
+    # The same memories planned one namespace per pair: still only the paraphrase.
+    for pair, offered in ((paraphrase, True), (progression, False), (events, False)):
+        alone = make([*others, *pair], e5)
+        assert bool(merge.find_clusters(alone)) is offered, pair
+
+
+def test_the_classifier_is_fitted_for_the_default_model_only() -> None:
+    from memory_core.embedding.embedder import DEFAULT_MODEL, MINILM_MODEL
+
+    fitted = merge_pairs.scorer(DEFAULT_MODEL)
+    assert fitted is not None and 0.5 <= fitted.bar < 1.0
+    assert merge_pairs.scorer(MINILM_MODEL) is None  # other models' banks keep the cosine bar
+
+
+@pytest.mark.parametrize("a, b", [
+    ("一月份去看了牙医", "八月份去看了牙医"),
+    ("每周一打网球", "每周四打网球"),
+    ("Visited grandma at Christmas", "Visited grandma at Easter"),
+    ("Hälsade på mormor i julas", "Hälsade på mormor i påskas"),
+])
+def test_different_months_weekdays_or_holidays_are_two_events(a: str, b: str) -> None:
+    vector = np.ones(8, dtype=np.float32) / np.sqrt(8)
+    pair = [cand(1, a, vector=vector), cand(2, b, vector=vector)]
+    assert find_clusters(pair, threshold=0.9) == []
+    same = [cand(1, a, vector=vector), cand(2, a + "!", vector=vector)]
+    assert [cl.ids for cl in find_clusters(same, threshold=0.9)] == [(1, 2)]
+

@@ -374,6 +374,27 @@ def test_merges_across_all_namespaces_show_why_each_cluster_was_suggested(tmp_pa
         assert record.member_ids == (c, d) and bank.get(record.merged_id).namespace == "carol"
 
 
+def test_merges_on_the_default_model_come_from_the_classifier_with_its_confidence(tmp_path, monkeypatch):
+    from memory_core.embedding.embedder import get_embedder
+
+    path = tmp_path / "merge-classifier.duckdb"
+    others = ["Lives in Lisbon", "Works as a nurse", "Has two cats", "Plays the cello", "Drives an old Volvo",
+              "Reads crime novels before bed", "Takes the train to work", "Grows tomatoes on the balcony"]
+    with MemoryBank.open(path, embedder=get_embedder()) as bank:  # multilingual-e5-small, the default
+        ids = bank.add_many([{"text": t, "namespace": "ann"} for t in
+                             [*others, "Prefers tea to coffee", "Prefers tea over coffee"]])
+    tea = f"merge-{ids[-2]}-{ids[-1]}"
+    at = _app(path, monkeypatch, "dashboard/merges.py")
+    assert [b.key for b in at.button if b.key and b.key.startswith("merge-") and b.key != "merge-all"] == [tea]
+    [heading] = [m.value for m in at.markdown if m.value.startswith("#### Cluster")]
+    assert "near duplicate · confidence 0.8" in heading or "near duplicate · confidence 0.9" in heading
+    assert not [s for s in at.slider if s.key == "merge_threshold"]  # a cosine bar only when asked for
+    at.checkbox(key="merge_threshold_on").check().run()
+    assert not at.exception, at.exception
+    at.slider(key="merge_threshold").set_value(0.99).run()
+    assert any("No merge candidates" in i.value and "0.99" in i.value for i in at.info)
+
+
 def test_cluster_signals_say_what_the_members_share(embedder):
     from memory_core.curation import merge
 

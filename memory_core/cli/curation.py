@@ -113,7 +113,9 @@ def merge() -> None:
 
 @merge.command(name="plan")
 @click.option("-n", "--namespace", default=None, help="Default: every namespace.")
-@click.option("--threshold", type=float, default=None, help="Cosine similarity for near duplicates (default 0.88).")
+@click.option("--threshold", type=float, default=None,
+              help="Cosine similarity for near duplicates (default: the calibrated pair classifier on the default "
+                   "model, the model's threshold on others).")
 @click.option("--related", type=float, default=None, help="Also suggest memories on one subject above this.")
 @_llm_option
 @click.option("--apply", "apply_", is_flag=True, help="Merge every planned cluster.")
@@ -132,7 +134,8 @@ def merge_plan(obj: _Context, namespace: str | None, threshold: float | None, re
             click.echo("nothing to merge")
             return
         for ns, cl, pv in planned:
-            click.echo(f"[{ns}] {cl.reason}, similarity >= {cl.min_similarity:.2f}: {list(cl.ids)}"
+            sure = "" if cl.confidence is None else f", confidence {cl.confidence:.2f}"
+            click.echo(f"[{ns}] {cl.reason}, similarity >= {cl.min_similarity:.2f}{sure}: {list(cl.ids)}"
                        + (f"  ({cl.detail})" if cl.detail else ""))
             click.echo(f"    -> {pv.text}  ({pv.path}: {pv.detail})")
         if apply_:

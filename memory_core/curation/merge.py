@@ -6,7 +6,11 @@ Pure logic, no database: :class:`MemoryBank` hands over a namespace's live memor
 can undo) the merges itself.
 
 Clustering
-    Exact duplicates (equal content hash) are always clustered. Near duplicates are memories whose
+    Exact duplicates (equal content hash) are always clustered. By default, on the model the pair
+    classifier was fitted on (:mod:`merge_pairs`), near duplicates are pairs of each other's nearest
+    neighbours that the lexical checks below let through and whose calibrated probability of
+    stating one fact clears the classifier's bar, grouped so that every pair inside a cluster does.
+    With an explicit ``threshold`` (or another model), near duplicates are memories whose
     embeddings have cosine similarity >= ``threshold`` and whose wording agrees (no conflicting
     numbers, no negation on one side only, some shared content words), grouped by complete
     linkage: *every* pair inside a cluster clears the bar, so a chain A~B~C where A and C are
@@ -42,6 +46,7 @@ from ..embedding.embedder import DEFAULT_MODEL, model_defaults
 from ..errors import LLMError, ValidationError
 from ..language.text import detect_language, mostly_cjk, tokenize
 from ..language.llm import LLMClient, with_fallback
+from . import merge_pairs
 from .conflicts.subject import moved_on
 
 __all__ = [
@@ -134,13 +139,15 @@ class Cluster:
 
     ``ids`` are sorted; ``reason`` is ``"exact duplicate"``, ``"near duplicate"`` or
     ``"same subject"``; ``min_similarity`` is the smallest pairwise cosine similarity inside the
-    cluster (1.0 for exact duplicates), i.e. how sure the suggestion is.
+    cluster (1.0 for exact duplicates). ``confidence`` is the pair classifier's lowest probability
+    of a pair inside the cluster stating one fact (:mod:`merge_pairs`), when it found the cluster.
     """
 
     ids: tuple[int, ...]
     reason: str
     min_similarity: float
     detail: str = ""  # how the cluster was found when not by the embedding alone (the LLM, or why not)
+    confidence: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (for the CLI and the dashboard)."""
@@ -149,6 +156,7 @@ class Cluster:
             "size": len(self.ids),
             "reason": self.reason,
             "min_similarity": round(float(self.min_similarity), 4),
+            "confidence": None if self.confidence is None else round(float(self.confidence), 4),
             "detail": self.detail,
         }
 
@@ -323,18 +331,7 @@ class _Compatibility:
 
 def _mutual_neighbours(mat: np.ndarray, rank: int) -> set[tuple[int, int]]:
     """Pairs (i < j) of rows that are each among the other's ``rank`` most similar rows."""
-    n = mat.shape[0]
-    if n < 2:
-        return set()
-    m = min(rank, n - 1)
-    top = np.empty((n, m), dtype=np.int64)
-    for start in range(0, n, _BLOCK_ROWS):
-        stop = min(n, start + _BLOCK_ROWS)
-        block = mat[start:stop] @ mat.T
-        block[np.arange(stop - start), np.arange(start, stop)] = -np.inf  # never its own neighbour
-        top[start:stop] = np.argpartition(-block, m - 1, axis=1)[:, :m]
-    near = {(i, int(j)) for i in range(n) for j in top[i]}
-    return {(i, j) for i, j in near if i < j and (j, i) in near}
+    return set(merge_pairs.neighbour_pairs(mat, rank)[0])
 
 
 def _complete_linkage(
@@ -392,6 +389,34 @@ def _complete_linkage(
     return [[int(pool[i]) for i in g] for g in members.values() if len(g) > 1]
 
 
+def _classified(cands: Sequence[Candidate], mat: np.ndarray, taken: np.ndarray, classifier: merge_pairs.PairScorer,
+                max_size: int) -> list[tuple[list[int], float]]:
+    """Near duplicates by the pair classifier: pairs of each other's nearest neighbours that pass the
+    lexical vetoes (numbers, negation, a subject that moved on; shared words are one of its signals,
+    not a veto) and clear its bar, joined strongest pair first into groups in which every pair does.
+    Returns (rows, the lowest probability of a pair inside)."""
+    near, best = merge_pairs.neighbour_pairs(mat, classifier.rank)
+    compatible = _Compatibility(cands, 0.0)
+    near = {p: r for p, r in near.items() if not taken[p[0]] and not taken[p[1]] and compatible(*p)}
+    pool = merge_pairs.Pool([c.text for c in cands], mat, best, _numbers, classifier.centre)
+    prob = {p: float(x) for p, x in zip(near, classifier.probability(pool.features(near))) if x >= classifier.bar}
+    group_of: dict[int, int] = {}
+    members: dict[int, list[int]] = {}
+    for (a, b), _ in sorted(prob.items(), key=lambda kv: (-round(kv[1], 6), kv[0])):
+        ga, gb = members.get(group_of.get(a, a), [a]), members.get(group_of.get(b, b), [b])
+        if ga is gb or a in gb or len(ga) + len(gb) > max_size:
+            continue
+        if not all((min(x, y), max(x, y)) in prob for x in ga for y in gb):
+            continue
+        joined = sorted(ga + gb)
+        for key in {group_of.get(a, a), group_of.get(b, b)}:
+            members.pop(key, None)
+        members[joined[0]] = joined
+        for x in joined:
+            group_of[x] = joined[0]
+    return [(g, min(prob[(x, y)] for k, x in enumerate(g) for y in g[k + 1:])) for g in members.values()]
+
+
 def _min_pairwise(mat: np.ndarray, rows: Sequence[int]) -> float:
     sims = mat[list(rows)] @ mat[list(rows)].T
     iu = np.triu_indices(len(rows), k=1)
@@ -434,8 +459,12 @@ def find_clusters(
 
     1. **Exact duplicates** (same ``content_hash``) are always clustered, reason
        ``"exact duplicate"``.
-    2. **Near duplicates**: among the rest, complete-linkage groups in which every pair has cosine
-       similarity >= ``threshold`` (reason ``"near duplicate"``) and passes the lexical checks:
+    2. **Near duplicates** (reason ``"near duplicate"``). With ``threshold`` None on the model the pair
+       classifier was fitted on (:func:`merge_pairs.scorer`): groups in which every pair is a pair of
+       mutual nearest neighbours that passes the number, negation and moved-on checks below and whose
+       probability of stating one fact clears the classifier's bar (``Cluster.confidence``: the
+       lowest inside). Otherwise: among the rest, complete-linkage groups in which every pair has cosine
+       similarity >= ``threshold`` and passes the lexical checks:
        no two different numbers ("3 users" / "5 users" is an update, not a duplicate), no
        negation on one side only ("Eats meat" / "Doesn't eat meat"), and a Dice overlap of
        content tokens >= :data:`MIN_SHARED_TOKENS` (the bundled model is English-only and rates
@@ -452,12 +481,14 @@ def find_clusters(
     similarity groups never grow past it. The result does not depend on the input order: it is
     sorted by reason (exact, near, same subject), then by ``min_similarity`` descending, then ids.
 
-    ``model`` is the embedding model of the vectors (default: the bundled one): ``threshold``
-    (when None) and the cross-language rule are its defaults (:func:`memory_core.embedding.embedder.model_defaults`).
+    ``model`` is the embedding model of the vectors (default: the bundled one): the classifier applies
+    to it or not, and ``threshold`` (when None and it does not) and the cross-language rule are its
+    defaults (:func:`memory_core.embedding.embedder.model_defaults`).
     Vectorized: similarities are computed in row blocks with numpy, so 20k memories take seconds.
     Raises ``ValidationError`` for bad thresholds, ``max_size`` < 2, repeated ids or bad vectors.
     """
     defaults = model_defaults(model)
+    classifier = merge_pairs.scorer(model) if threshold is None else None
     threshold = _check_threshold("threshold", defaults.merge_threshold if threshold is None else threshold)
     if related_threshold is not None:
         related_threshold = _check_threshold("related_threshold", related_threshold)
@@ -503,6 +534,12 @@ def find_clusters(
 
     compatible = _Compatibility(cands, MIN_SHARED_TOKENS, defaults.across_languages)
     stages: list[tuple[float, str, set[tuple[int, int]] | None]] = [(threshold, REASON_NEAR, None)]
+    if classifier is not None:
+        stages = []
+        for group, confidence in _classified(cands, mat, taken, classifier, max_size):
+            taken[group] = True
+            clusters.append(Cluster(tuple(cands[i].id for i in group), REASON_NEAR, _min_pairwise(mat, group),
+                                    confidence=confidence))
     if related_threshold is not None:
         stages.append((related_threshold, REASON_RELATED, _mutual_neighbours(mat, RELATED_MUTUAL_RANK)))
     for level, reason, mutual in stages:
@@ -573,8 +610,12 @@ def _numbers(text: str) -> set[str]:
         # Only the integer part loses leading zeros: "07:30" == "7:30", but "6.05" != "6.5".
         head, rest = parts[0], parts[1:]
         out.add(str(int(head)) + "".join("." if p == "," else p for p in rest))
-    # Months and weekdays are values too: "move in March" and "move in April" are an update.
+    # Months, weekdays and holidays are values too: "move in March" and "move in April" are an
+    # update, "visited at Christmas" and "at Easter" two visits, 周一 and 周四 two days.
     out.update(f"@{m.lower()[:3]}" for m in _CALENDAR.findall(normalized))
+    out.update(f"@{_MONTHS[_cn_number(m) - 1]}" for m in _CN_MONTH.findall(normalized) if 1 <= _cn_number(m) <= 12)
+    out.update(f"@{_WEEKDAYS[min('一二三四五六日天'.index(d), 6)]}" for d in _CN_WEEKDAY.findall(normalized))
+    out.update(f"@{_HOLIDAYS[h.group(0).lower()]}" for h in _HOLIDAY.finditer(normalized))
     return out
 
 
@@ -583,6 +624,26 @@ _CALENDAR = re.compile(
     r"januari|februari|mars|maj|juni|juli|augusti|oktober|"
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
     r"måndag|tisdag|onsdag|torsdag|fredag|lördag|söndag)\b", re.IGNORECASE)
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+# Chinese months written in numerals (八月, 十一月; 5月 is read as the number 5) and weekdays (周四, 星期天).
+_CN_MONTH = re.compile(r"(?<![一二三四五六七八九十])([一二三四五六七八九十]{1,2})月")
+_CN_WEEKDAY = re.compile(r"(?:周|星期|礼拜)([一二三四五六日天])")
+_HOLIDAY = re.compile(r"\b(christmas|easter|midsummer|jul|julen|julas|påsk|påsken|påskas|midsommar)\b|(圣诞|复活节|春节|中秋)",
+                      re.IGNORECASE)
+_HOLIDAYS = {"christmas": "xmas", "jul": "xmas", "julen": "xmas", "julas": "xmas", "圣诞": "xmas",
+             "easter": "easter", "påsk": "easter", "påsken": "easter", "påskas": "easter", "复活节": "easter",
+             "midsummer": "midsummer", "midsommar": "midsummer", "春节": "spring festival", "中秋": "mid-autumn"}
+
+
+def _cn_number(text: str) -> int:
+    """一 to 十二 as a number (0 when it is not one)."""
+    digits = "一二三四五六七八九"
+    if text == "十":
+        return 10
+    if len(text) == 2 and text[0] == "十" and text[1] in digits:
+        return 10 + digits.index(text[1]) + 1
+    return digits.index(text) + 1 if len(text) == 1 and text in digits else 0
 
 
 # Negation words of the languages the project serves (English, Swedish, Chinese). Chinese 不/没
@@ -849,14 +910,14 @@ def plan_merges(cands: Sequence[Candidate], *, threshold: float | None = None,
 
     ``model``: the vectors' embedding model, whose defaults apply (see :func:`find_clusters`).
 
-    Exact and near duplicates come from the embedding. With ``related_threshold``, "same subject"
+    Exact and near duplicates come from the embedding (near ones from the pair classifier unless a
+    ``threshold`` is given; see :func:`find_clusters`). With ``related_threshold``, "same subject"
     suggestions are added: grouped by the LLM when ``client`` is given (:func:`llm_groups`), else,
     or when it fails, by the embedding; each cluster's ``detail`` says which. Apply one with
     ``bank.merge(cluster.ids, preview.text, path=preview.path, detail=preview.detail)``.
     """
     cands = list(cands)
     by_id = {c.id: c for c in cands}
-    threshold = model_defaults(model).merge_threshold if threshold is None else threshold
     if related_threshold is None or client is None:
         clusters = find_clusters(cands, threshold=threshold, related_threshold=related_threshold, max_size=max_size,
                                  model=model)
@@ -865,7 +926,7 @@ def plan_merges(cands: Sequence[Candidate], *, threshold: float | None = None,
     return [(cl, preview([by_id[i] for i in cl.ids], client)) for cl in clusters]
 
 
-def _with_llm_groups(cands: list[Candidate], threshold: float, related_threshold: float, client: LLMClient,
+def _with_llm_groups(cands: list[Candidate], threshold: float | None, related_threshold: float, client: LLMClient,
                      max_size: int, model: str | None) -> list[Cluster]:
     """Exact and near duplicates by the embedding, then "same subject" groups by the LLM (which also
     sees paraphrases across languages) among the rest; when the LLM fails, the embedding's related
