@@ -183,6 +183,13 @@ def test_connect_can_cap_the_engine_threads(tmp_path: Path):
         assert int(con.execute("SELECT current_setting('threads')").fetchone()[0]) == 1
 
 
+def test_a_slow_statement_prints_no_progress_bar_into_the_callers_output(tmp_path: Path):
+    """DuckDB's client draws a bar on stdout for a statement over two seconds (an open under load)."""
+    store = open_store(tmp_path / "seam.duckdb")
+    with store.connect() as con:
+        assert con.execute("SELECT current_setting('enable_progress_bar')").fetchone()[0] is False
+
+
 def test_a_folder_is_not_a_bank(tmp_path: Path):
     from memory_core.errors import ValidationError
 

@@ -41,6 +41,14 @@ from .duckdb_lease import release_file  # noqa: F401 (re-exported: tests and ben
 from .interface import IntegrityError, LockWaits
 
 
+
+
+def _quiet(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """DuckDB's Python client prints a progress bar to stdout for a statement over two seconds (an
+    open or a checkpoint on a busy machine): a library must not write into its caller's output."""
+    con.execute("SET enable_progress_bar = false")
+    return con
+
 class DuckDBDialect:
     """The DuckDB spelling of what :class:`~memory_core.storage.Dialect` names."""
 
@@ -453,8 +461,8 @@ class DuckDBStore:
     def _connect(self, deadline: float, started: float, waited: bool, delay: float) -> duckdb.DuckDBPyConnection:
         while True:
             try:
-                con = duckdb.connect(str(self.path), read_only=self.read_only,
-                                     config={"memory_limit": self.MEMORY_LIMIT})
+                con = duckdb.connect(str(self.path), read_only=self.read_only, config={"memory_limit": self.MEMORY_LIMIT})
+                _quiet(con)
                 self.opens += 1
                 if waited:
                     self.lock_waits.append(time.monotonic() - started)
@@ -692,7 +700,7 @@ class DuckDBStore:
         tmp = dest.with_name(f".{dest.name}.restore.{os.getpid()}")
         _remove(tmp)
         try:
-            src = duckdb.connect()  # in memory: the backup is attached read-only, the copy writable
+            src = _quiet(duckdb.connect())  # in memory: the backup is attached read-only, the copy writable
             try:
                 src.execute(f"ATTACH {_sql_string(backup)} AS _backup (READ_ONLY)").fetchall()
                 held = {r[0] for r in src.execute(
@@ -719,7 +727,7 @@ class DuckDBStore:
                 except duckdb.Error:
                     pass
             try:
-                con = duckdb.connect(str(tmp))
+                con = _quiet(duckdb.connect(str(tmp)))
                 try:
                     n = int(con.execute("SELECT count(*) FROM memories").fetchone()[0])
                     if current is not None:
