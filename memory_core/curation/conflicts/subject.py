@@ -64,17 +64,17 @@ CONFIDENCE: Final[dict[Evidence, float]] = {
     (True, 'now', True, True): 0.9,
     (True, 'now', True, False): 0.9,
     (True, 'now', False, True): 0.9,
-    (True, 'now', False, False): 0.55,
-    (True, '-', True, True): 0.89,
-    (True, '-', True, False): 0.89,
+    (True, 'now', False, False): 0.54,
+    (True, '-', True, True): 0.69,
+    (True, '-', True, False): 0.41,
     (True, '-', False, True): 0.82,
-    (True, '-', False, False): 0.2,
+    (True, '-', False, False): 0.19,
     (False, 'strong', True, True): 0.9,
     (False, 'strong', True, False): 0.9,
     (False, 'strong', False, True): 0.62,
     (False, 'strong', False, False): 0.68,
-    (False, 'now', True, True): 0.42,
-    (False, 'now', True, False): 0.7,
+    (False, 'now', True, True): 0.31,
+    (False, 'now', True, False): 0.49,
 }
 _LANGUAGES = ("en", "sv", "zh")
 
