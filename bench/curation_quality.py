@@ -209,6 +209,32 @@ def demo_figures(model: str) -> dict[str, Any]:
     return out
 
 
+def add_cost(model: str, n: int = 80) -> dict[str, Any]:
+    """p50 of one ``bank.add`` (the conflict check included), candidate pairs by nearness alone
+    ("nearest") and by nearness and subject slot ("slots"), side by side in one run: two banks seeded
+    with the demo's memories but its first ``n``, which are then added one per call to their own
+    namespaces, alternating between the banks. A first add per namespace, untimed, builds the slot index."""
+    everything = [{"text": m["text"], "namespace": m["namespace"]} for m in demo.memories()]
+    seed, adds = everything[n:], everything[:n]
+    embedder = get_embedder(model)
+    times: dict[str, list[float]] = {"nearest": [], "slots": []}
+    with tempfile.TemporaryDirectory() as tmp, \
+            MemoryBank.open(Path(tmp) / "a.duckdb", embedder=embedder) as nearest, \
+            MemoryBank.open(Path(tmp) / "b.duckdb", embedder=embedder) as slots:
+        nearest._curation._slot_index_in = lambda *_a, **_k: {}  # nearness alone, as before slot pairs
+        banks = {"nearest": nearest, "slots": slots}
+        for bank in banks.values():
+            bank.add_many(seed)  # an import: no conflict check
+            for ns in sorted({m["namespace"] for m in everything}):
+                bank.add("Warm-up memory", namespace=ns)
+        for k, row in enumerate(adds):
+            for name in (("nearest", "slots") if k % 2 == 0 else ("slots", "nearest")):
+                t0 = time.perf_counter()
+                banks[name].add(row["text"], namespace=row["namespace"])
+                times[name].append((time.perf_counter() - t0) * 1000)
+    return {name: {"p50_ms": round(float(np.median(t)), 1), "adds": len(t)} for name, t in times.items()}
+
+
 # --------------------------------------------------------------------------- fitting the confidence table
 
 SMOOTHING = 2.0  # pairs' worth of weight a cell's coarser cell (its parent) gets in the cell's estimate
@@ -319,12 +345,17 @@ def main() -> None:
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--fit", action="store_true", help="print subject.CONFIDENCE fitted on the dev halves")
+    parser.add_argument("--add-cost", action="store_true",
+                        help="p50 of bank.add, candidates by nearness alone and with subject slots, side by side")
     parser.add_argument("--shared-namespace", action="store_true",
                         help="the curation set's contradictions in one namespace per language, found by a scan")
     args = parser.parse_args()
     if args.fit:
         for cell, value in fit_confidence(args.model).items():
             print(f"    {cell!r}: {value},")
+        return
+    if args.add_cost:
+        print(json.dumps(add_cost(args.model), indent=1))
         return
     result = run(args.model, shared=args.shared_namespace)
     if args.shared_namespace:

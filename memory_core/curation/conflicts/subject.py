@@ -97,7 +97,9 @@ def _signal_table() -> dict[str, tuple[tuple[str, re.Pattern[str]], ...]]:
     return {lang: tuple((name, re.compile(rx)) for name, rx in rows) for lang, rows in SUPERSEDE_SIGNALS.items()}
 
 
+@functools.lru_cache(maxsize=8192)
 def _language(text: str) -> str:
+    # Cached: a scan or an add's slot pairs read the same few texts' language many times over.
     language = detect_language(text)
     return language if language in _LANGUAGES else "en"
 
@@ -110,8 +112,9 @@ class Subject:
     words: frozenset[str]
 
     @classmethod
+    @functools.lru_cache(maxsize=8192)
     def of(cls, text: str) -> Subject:
-        """The subject of ``text``, read in its own language."""
+        """The subject of ``text``, read in its own language (cached: a memory is in several pairs)."""
         language = _language(text)
         tokens = tokenize(text, language)
         if language == "zh":
