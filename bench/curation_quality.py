@@ -17,7 +17,10 @@ A conflict counts as offered when it is recorded (confidence at least ``OFFER_FL
 at confidence 0.8 and at the automatic bar (``AUTO_BAR``) show the calibration. ``--fit`` prints the
 confidence table (``subject.CONFIDENCE``) fitted on the dev halves alone.
 
-    python -m bench.curation_quality [--json bench/results/curation_quality.json] [--fit]
+With ``--shared-namespace``, the curation set's contradictions are found as a scan finds them instead
+(:func:`shared_conflicts`): candidate generation measured on our own data.
+
+    python -m bench.curation_quality [--json bench/results/curation_quality.json] [--fit] [--shared-namespace]
 """
 
 from __future__ import annotations
@@ -84,6 +87,42 @@ def set_conflicts(model: str, split: str = "test") -> dict[str, Any]:
                                to_reference=defaults.to_reference, across=across)
         rows.append((_lang(p["lang"]), p["kind"], found[0]["confidence"] if found else 0.0))
     return _conflict_figures(rows)
+
+
+def shared_conflicts(model: str, split: str = "test") -> dict[str, Any]:
+    """The curation set's contradictions found as a maintenance scan finds them: each language's pairs
+    of ``split`` in one shared namespace (and the pairs across languages in one more), candidate pairs
+    drawn by nearness and by subject slot (``conflicts.pairs_to_judge``), so candidate generation is
+    measured too. A labelled pair counts by its confidence if the scan recorded it, else 0; what the
+    scan records between two different labelled pairs (unlabelled) is counted apart."""
+    pairs = [p for p in json.loads((DATA / "conflicts.json").read_text(encoding="utf-8"))["pairs"]
+             if p["split"] == split]
+    embedder, defaults = get_embedder(model), model_defaults(model)
+    band = conflicts.candidate_band(defaults.on_model)
+    t0 = datetime(2026, 1, 1)
+    rows, unlabelled = [], {}
+    for lang in LANGS:
+        group = [p for p in pairs if _lang(p["lang"]) == lang]
+        if not group:
+            continue
+        memories = {}
+        for k, p in enumerate(group):
+            memories[2 * k + 1] = _memory(2 * k + 1, p["older"], t0 + timedelta(minutes=k))
+            memories[2 * k + 2] = _memory(2 * k + 2, p["newer"], t0 + timedelta(days=60, minutes=k))
+        ids = np.array(sorted(memories))
+        vectors = embedder.encode([memories[int(i)].text for i in ids])
+        slots = {m: conflicts.slots(mem.text) for m, mem in memories.items()}
+        cands = conflicts.pairs_to_judge(ids, vectors, band=band, slots=slots)
+        texts = lambda mids: {m: memories[m].text for m in mids}  # noqa: E731
+        across = conflicts.across_language_pairs(cands, ids, vectors, texts) if defaults.across_languages else set()
+        found = {(r["a_id"], r["b_id"]): r["confidence"] for r in
+                 conflicts.find(cands, ids, vectors, memories, set(), to_reference=defaults.to_reference, across=across)}
+        for k, p in enumerate(group):
+            rows.append((lang, p["kind"], found.get((2 * k + 1, 2 * k + 2), 0.0)))
+        unlabelled[lang] = sum(1 for a, b in found if (a + 1) // 2 != (b + 1) // 2)
+    out = _conflict_figures(rows)
+    out["unlabelled_offered"] = unlabelled
+    return out
 
 
 def _conflict_figures(rows: list[tuple[str, str, float]]) -> dict[str, Any]:
@@ -183,6 +222,32 @@ def demo_figures(model: str) -> dict[str, Any]:
     return out
 
 
+def add_cost(model: str, n: int = 80) -> dict[str, Any]:
+    """p50 of one ``bank.add`` (the conflict check included), candidate pairs by nearness alone
+    ("nearest") and by nearness and subject slot ("slots"), side by side in one run: two banks seeded
+    with the demo's memories but its first ``n``, which are then added one per call to their own
+    namespaces, alternating between the banks. A first add per namespace, untimed, builds the slot index."""
+    everything = [{"text": m["text"], "namespace": m["namespace"]} for m in demo.memories()]
+    seed, adds = everything[n:], everything[:n]
+    embedder = get_embedder(model)
+    times: dict[str, list[float]] = {"nearest": [], "slots": []}
+    with tempfile.TemporaryDirectory() as tmp, \
+            MemoryBank.open(Path(tmp) / "a.duckdb", embedder=embedder) as nearest, \
+            MemoryBank.open(Path(tmp) / "b.duckdb", embedder=embedder) as slots:
+        nearest._curation._slot_index_in = lambda *_a, **_k: {}  # nearness alone, as before slot pairs
+        banks = {"nearest": nearest, "slots": slots}
+        for bank in banks.values():
+            bank.add_many(seed)  # an import: no conflict check
+            for ns in sorted({m["namespace"] for m in everything}):
+                bank.add("Warm-up memory", namespace=ns)
+        for k, row in enumerate(adds):
+            for name in (("nearest", "slots") if k % 2 == 0 else ("slots", "nearest")):
+                t0 = time.perf_counter()
+                banks[name].add(row["text"], namespace=row["namespace"])
+                times[name].append((time.perf_counter() - t0) * 1000)
+    return {name: {"p50_ms": round(float(np.median(t)), 1), "adds": len(t)} for name, t in times.items()}
+
+
 # --------------------------------------------------------------------------- fitting the confidence table
 
 SMOOTHING = 2.0  # pairs' worth of weight a cell's coarser cell (its parent) gets in the cell's estimate
@@ -222,8 +287,9 @@ def _cell_rows_demo(model: str, namespaces: tuple[str, ...]) -> list[tuple[subje
         rows = []
         for ns in namespaces:
             ids, vectors = bank.live_vectors(ns)
-            pairs = conflicts.pairs_to_judge(ids, vectors, band=band)
-            memories = bank.get_many(sorted({i for p in pairs for i in p}))
+            memories = bank.get_many(ids.tolist())
+            slots = {m: conflicts.slots(mem.text) for m, mem in memories.items()}
+            pairs = conflicts.pairs_to_judge(ids, vectors, band=band, slots=slots)
             for a, b in pairs:
                 older, newer = sorted((memories[a], memories[b]), key=lambda m: (m.created_at, m.id))
                 if (cell := _evidence_row(older, newer, (a, b) in contra)) is not None:
@@ -254,8 +320,11 @@ def fit_confidence(model: str = DEFAULT_MODEL) -> dict[subject.Evidence, float]:
     return table
 
 
-def run(model: str = DEFAULT_MODEL) -> dict[str, Any]:
+def run(model: str = DEFAULT_MODEL, shared: bool = False) -> dict[str, Any]:
     t0 = time.perf_counter()
+    if shared:
+        return {"model": model, "shared": {"conflicts": shared_conflicts(model)},
+                "shared_dev": {"conflicts": shared_conflicts(model, "dev")}, "seconds": round(time.perf_counter() - t0, 1)}
     result = {"model": model,
               "set": {"conflicts": set_conflicts(model), "merges": set_merges(model)},
               "set_dev": {"conflicts": set_conflicts(model, "dev"), "merges": set_merges(model, "dev")},
@@ -289,12 +358,22 @@ def main() -> None:
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--fit", action="store_true", help="print subject.CONFIDENCE fitted on the dev halves")
+    parser.add_argument("--add-cost", action="store_true",
+                        help="p50 of bank.add, candidates by nearness alone and with subject slots, side by side")
+    parser.add_argument("--shared-namespace", action="store_true",
+                        help="the curation set's contradictions in one namespace per language, found by a scan")
     args = parser.parse_args()
     if args.fit:
         for cell, value in fit_confidence(args.model).items():
             print(f"    {cell!r}: {value},")
         return
-    result = run(args.model)
+    if args.add_cost:
+        print(json.dumps(add_cost(args.model), indent=1))
+        return
+    result = run(args.model, shared=args.shared_namespace)
+    if args.shared_namespace:
+        print(json.dumps(result, indent=1))
+        return
     if args.json:
         args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     print(markdown(result))

@@ -420,9 +420,11 @@ def _plan_cleanup(source: MaintenanceSource, work: MaintenanceWork, ns: str, gon
     if plan.detect_conflicts:
         ids, vectors = _live_except(*source.live_vectors(ns), gone)
         scale = model_defaults(source.model)
-        pairs = conflicts.pairs_to_judge(ids, vectors, band=conflicts.candidate_band(scale.on_model))
+        everyone = source.get_many(ids.tolist())  # a scan reads every text: the slots of all
+        slots = {m: conflicts.slots(mem.text) for m, mem in everyone.items()}
+        pairs = conflicts.pairs_to_judge(ids, vectors, band=conflicts.candidate_band(scale.on_model), slots=slots)
         if pairs:
-            memories = source.get_many(sorted({i for p in pairs for i in p}))
+            memories = {m: everyone[m] for m in sorted({i for p in pairs for i in p})}
             across = conflicts.across_language_pairs(pairs, ids, vectors, _texts(source, memories)) \
                 if scale.across_languages else set()
             found = conflicts.find(pairs, ids, vectors, memories, {(c.a.id, c.b.id) for c in recorded},

@@ -8,6 +8,7 @@ rule's) decision as one undoable operation of :class:`~memory_core.services.chan
 from __future__ import annotations
 
 import json
+import weakref
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
@@ -55,6 +56,9 @@ class Curation:
         self.writer = writer
         self.changes = changes
         self.queries = queries
+        # Per loaded namespace index, which of its memories fill each subject slot (built on the
+        # first add that checks for conflicts, then kept up by each add): an add's slot pairs.
+        self._slot_indexes: weakref.WeakKeyDictionary[Any, conflicts.SlotIndex] = weakref.WeakKeyDictionary()
 
     def conflicts(self, namespace: str | None = None, status: str | None = "open",
                   memory_id: int | None = None) -> list[Conflict]:
@@ -393,7 +397,13 @@ class Curation:
                 return [self.conflict_in(con, cid) for cid in self._check_in(con, {namespace: sorted(wanted)})]
         ids, vectors = self.queries.live_vectors(namespace)
         scale = model_defaults(self.core.model)
-        pairs = conflicts.pairs_to_judge(ids, vectors, wanted, band=self._band())
+        if wanted is None:  # a scan reads every text: the slots of all
+            everyone = self.queries.get_many(ids.tolist())
+            slots = {m: conflicts.slots(mem.text) for m, mem in everyone.items()}
+        else:
+            with self.core.held() as con:
+                slots = self._slot_index_in(con, namespace, wanted)
+        pairs = conflicts.pairs_to_judge(ids, vectors, wanted, band=self._band(), slots=slots)
         if not pairs:
             return []
         known = ({(c.a.id, c.b.id) for c in self.conflicts(namespace=namespace, status=None)} if wanted is None
@@ -573,7 +583,7 @@ class Curation:
         if idx is None:
             return None
         pairs = conflicts.pairs_to_judge(idx.ids[: idx.n], idx.emb[: idx.n], new, row_of=idx.row_of,
-                                         band=self._band())
+                                         band=self._band(), slots=self._slot_index_in(con, namespace, new, idx))
         if not pairs:
             return None
         members = sorted({i for p in pairs for i in p})
@@ -590,6 +600,21 @@ class Curation:
         ids = np.asarray(members, dtype=np.int64)
         vectors = idx.emb[[idx.row_of[m] for m in members]]  # a copy: the index may grow meanwhile
         return pairs, ids, vectors, memories, new, across
+
+    def _slot_index_in(self, con: Any, namespace: str, new: Iterable[int],
+                       idx: Any = None) -> dict[int, frozenset[str]]:
+        """The subject slots of the ``new`` memories of ``namespace`` and of the memories that share
+        one with them, from the namespace's slot index (:class:`conflicts.SlotIndex`, in step with its
+        loaded index ``idx``; read through ``con``, in the hold): a dict lookup per add, not a scan."""
+        idx = self.core.ns_index(con, namespace) if idx is None else idx
+        if idx is None:
+            return {}
+        index = self._slot_indexes.get(idx)
+        if index is None:
+            index = self._slot_indexes[idx] = conflicts.SlotIndex()
+        new = list(new)
+        index.sync(idx.ids[: idx.n], self._texts({}, con, idx), new)
+        return index.around(new)
 
     def _texts(self, known: dict[int, Memory], con: Any = None,
                idx: Any = None) -> Callable[[list[int]], dict[int, str]]:

@@ -2,7 +2,9 @@
 
 Candidate pairs follow one rule, on an add's check as in a maintenance scan (:mod:`.subject`): each
 memory with its ``SUBJECT_NEIGHBOURS`` nearest memories of the namespace whose cosine falls in a band
-(:func:`pairs_to_judge`, from the vectors the bank hands over), and of those only the pairs about the
+(:func:`pairs_to_judge`, from the vectors the bank hands over) and its ``SLOT_NEIGHBOURS`` nearest among
+the memories that fill one of its subject slots, at any cosine and in any language (:func:`slot_pairs`;
+on an add from a per-namespace :class:`SlotIndex`), and of those only the pairs about the
 same subject (:func:`same_subject`: a shared subject slot or content word, one category; a shared
 topic is not enough). This module decides, for each such pair, whether they CONTRADICT and how an
 operator (or an automatic policy) should resolve it (:func:`find`); MemoryBank.detect_conflicts
@@ -70,13 +72,14 @@ a rule only from :data:`AUTO_BAR`, the confidence where held-out precision is 0.
 
 from __future__ import annotations
 
-from .candidates import (CANDIDATE_BAND, across_language_pairs, auto_rule, candidate_band,
-                         candidate_pairs, find, pairs_to_judge, preview, topic_confidence)
+from .candidates import (CANDIDATE_BAND, SlotIndex, across_language_pairs, auto_rule, candidate_band,
+                         candidate_pairs, find, pairs_to_judge, preview, slot_pairs, topic_confidence)
 from .llm_judge import judge, judge_llm
 from .records import (AUTO_RULES, CONFLICT_KINDS, MUCH_NEWER, PATHS, REVIEW_BELOW, SAME_DAY, SUGGESTIONS, MemoryView,
                       Verdict)
 from .rule_judge import auto_resolution, judge_rules, negated_across_languages, suggest
-from .subject import AUTO_BAR, OFFER_FLOOR, SUBJECT_NEIGHBOURS, SameSubject, same_subject, supersede_signals
+from .subject import (AUTO_BAR, OFFER_FLOOR, SLOT_NEIGHBOURS, SUBJECT_NEIGHBOURS, SameSubject, same_subject, slots,
+                      supersede_signals)
 
 __all__ = [
     "AUTO_BAR",
@@ -88,6 +91,8 @@ __all__ = [
     "PATHS",
     "REVIEW_BELOW",
     "SAME_DAY",
+    "SLOT_NEIGHBOURS",
+    "SlotIndex",
     "SUBJECT_NEIGHBOURS",
     "SameSubject",
     "SUGGESTIONS",
@@ -106,6 +111,8 @@ __all__ = [
     "pairs_to_judge",
     "preview",
     "same_subject",
+    "slot_pairs",
+    "slots",
     "suggest",
     "supersede_signals",
     "topic_confidence",

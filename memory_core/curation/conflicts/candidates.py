@@ -15,8 +15,8 @@ from ...embedding.vectors import products
 from .llm_judge import judge
 from .records import MemoryView, Verdict
 from .rule_judge import auto_resolution, negated_across_languages, suggest
-from .subject import AUTO_BAR, OFFER_FLOOR, SUBJECT_NEIGHBOURS, confidence as subject_confidence, same_subject, \
-    signal_verdict
+from .subject import AUTO_BAR, OFFER_FLOOR, SLOT_NEIGHBOURS, SUBJECT_NEIGHBOURS, confidence as subject_confidence, \
+    same_subject, signal_verdict, slots as slots_of_text
 
 
 # --------------------------------------------------------------------------- from the bank's data
@@ -78,12 +78,89 @@ def topic_confidence(kind: str, cosine: float) -> float:
     return 0.0
 
 
+def slot_pairs(ids: np.ndarray, vectors: np.ndarray, slots: Mapping[int, Collection[str]],
+               memory_ids: Collection[int] | None = None, row_of: Mapping[int, int] | None = None,
+               band: tuple[float, float] = CANDIDATE_BAND) -> set[tuple[int, int]]:
+    """Pairs of memories that fill one subject slot: each memory (or each of ``memory_ids``) with its
+    :data:`~.subject.SLOT_NEIGHBOURS` nearest among the memories of ``slots`` (id -> the slots it
+    fills, :func:`~.subject.slots`; only those that fill a slot need be there) that fill one of its
+    slots, at any cosine below ``band``'s top (identical statements are not contradictions). Nearness
+    in meaning only ranks within a slot: "Lives in Uppsala" and "Moved to Gothenburg last month" are
+    far apart (and farther across languages), yet about one subject."""
+    row_of = {int(m): r for r, m in enumerate(ids.tolist())} if row_of is None else row_of
+    groups: dict[str, list[int]] = {}
+    for mid, filled in slots.items():
+        if mid in row_of and row_of[mid] < len(ids):
+            for slot in filled:
+                groups.setdefault(slot, []).append(int(mid))
+    wanted = None if memory_ids is None else {int(i) for i in memory_ids}
+    pairs: set[tuple[int, int]] = set()
+    for members in groups.values():
+        members.sort()
+        left = [k for k, m in enumerate(members) if wanted is None or m in wanted]
+        if len(members) < 2 or not left:
+            continue
+        rows = [row_of[m] for m in members]
+        pairs.update(candidate_pairs(np.asarray(members, dtype=np.int64), vectors[rows], left,
+                                     (-1.0, band[1]), SLOT_NEIGHBOURS))
+    return pairs
+
+
+class SlotIndex:
+    """Which memories of one namespace fill each subject slot, so an add draws its slot pairs
+    (:func:`slot_pairs`) from a dict lookup, not from reading the namespace's texts. Kept in step with
+    a namespace's live ids by :meth:`sync`; a memory whose text is edited keeps the slots it was indexed with."""
+
+    def __init__(self) -> None:
+        self.members: dict[str, set[int]] = {}
+        self.slots_of: dict[int, frozenset[str]] = {}
+
+    def add(self, texts: Mapping[int, str]) -> None:
+        """Index memories by their texts."""
+        for mid, text in texts.items():
+            filled = slots_of_text(text)
+            self.slots_of[int(mid)] = filled
+            for slot in filled:
+                self.members.setdefault(slot, set()).add(int(mid))
+
+    def sync(self, live: np.ndarray, texts: Callable[[list[int]], Mapping[int, str]],
+             new: Iterable[int] = ()) -> None:
+        """Catch up with the namespace's ``live`` ids (of which ``new`` were just added): index the ones
+        not indexed yet (their texts from ``texts``) and forget the ones gone. Costs only the new
+        memories' texts when the counts then agree (each add indexes its own)."""
+        fresh = [int(m) for m in new if int(m) not in self.slots_of]
+        if fresh:
+            self.add(texts(fresh))
+        if len(self.slots_of) == len(live):
+            return
+        alive = set(live.tolist())
+        for mid in [m for m in self.slots_of if m not in alive]:
+            for slot in self.slots_of.pop(mid):
+                self.members[slot].discard(mid)
+        missing = [m for m in alive if m not in self.slots_of]
+        if missing:
+            self.add(texts(missing))
+
+    def around(self, memory_ids: Iterable[int]) -> dict[int, frozenset[str]]:
+        """The slots of ``memory_ids`` and of every memory that shares one with them: what
+        :func:`slot_pairs` needs for those memories."""
+        out: dict[int, frozenset[str]] = {}
+        for mid in memory_ids:
+            for slot in self.slots_of.get(int(mid), ()):
+                for other in self.members.get(slot, ()):
+                    out[other] = self.slots_of[other]
+        return out
+
+
 def pairs_to_judge(ids: np.ndarray, vectors: np.ndarray, memory_ids: Collection[int] | None = None,
                    band: tuple[float, float] = CANDIDATE_BAND,
-                   row_of: Mapping[int, int] | None = None) -> list[tuple[int, int]]:
+                   row_of: Mapping[int, int] | None = None,
+                   slots: Mapping[int, Collection[str]] | None = None) -> list[tuple[int, int]]:
     """The candidate pairs detection judges among a namespace's live memories (``ids`` and their unit
     ``vectors``, as ``MemoryBank.live_vectors`` gives them): every pair on one topic, or with
-    ``memory_ids`` only pairs involving those memories (what runs when memories are added).
+    ``memory_ids`` only pairs involving those memories (what runs when memories are added); and, given
+    the memories' subject ``slots`` (id -> slots: :func:`~.subject.slots`, or a :class:`SlotIndex`),
+    the pairs that fill one slot (:func:`slot_pairs`).
     ``row_of`` (id -> row of ``ids``, a loaded index's own map) spares a scan of ``ids`` to find
     those memories: milliseconds per add at a million memories."""
     if len(ids) < 2:
@@ -97,7 +174,10 @@ def pairs_to_judge(ids: np.ndarray, vectors: np.ndarray, memory_ids: Collection[
             rows = sorted(r for m in wanted if (r := row_of.get(m)) is not None and r < len(ids))
         if not rows:
             return []
-    return candidate_pairs(ids, vectors, rows, band)
+    pairs = candidate_pairs(ids, vectors, rows, band)
+    if slots:
+        pairs = sorted(set(pairs) | slot_pairs(ids, vectors, slots, memory_ids, row_of, band))
+    return pairs
 
 
 def across_language_pairs(pairs: Iterable[tuple[int, int]], ids: np.ndarray, vectors: np.ndarray,

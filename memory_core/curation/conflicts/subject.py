@@ -7,7 +7,9 @@ a preference, a place, a product), and, where both carry a category, the same ca
 topic is not enough: "Is vegetarian" and "Likes quick recipes" are both about food, not one subject.
 Nearness in meaning is the other half of the rule, applied where pairs are drawn: each memory is
 paired with its ``SUBJECT_NEIGHBOURS`` nearest memories only (``candidates.candidate_pairs``), on an
-add for the new memory and in a scan for every memory. So an add judges two pairs, not 25.
+add for the new memory and in a scan for every memory, and with its ``SLOT_NEIGHBOURS`` nearest among
+the memories that fill one of its slots (``candidates.slot_pairs``; :func:`slots`), however far apart
+in meaning or language. So an add judges a handful of pairs, not 25.
 
 Supersede signals (:func:`supersede_signals`, ``SUPERSEDE_SIGNALS`` in English, Swedish and Chinese)
 are words in the newer memory that say the older no longer holds: "quit", "moved to", "no longer",
@@ -36,6 +38,9 @@ from ...language.rules.conflict_patterns import PLAN_CUES, SUBJECT_LIGHT_WORDS, 
 
 SUBJECT_NEIGHBOURS: Final = 2
 """Each memory is judged against its this many nearest memories of the namespace only."""
+SLOT_NEIGHBOURS: Final = 3
+"""And against its this many nearest memories that fill one of its subject slots, however far in meaning
+("Lives in Uppsala" / "Moved to Gothenburg last month", or the same slot in another language)."""
 AUTO_BAR: Final = 0.95
 """The least confidence a maintenance run applies a clear rule at without a person."""
 OFFER_FLOOR: Final = 0.6
@@ -59,17 +64,17 @@ CONFIDENCE: Final[dict[Evidence, float]] = {
     (True, 'now', True, True): 0.9,
     (True, 'now', True, False): 0.9,
     (True, 'now', False, True): 0.9,
-    (True, 'now', False, False): 0.55,
-    (True, '-', True, True): 0.89,
-    (True, '-', True, False): 0.89,
+    (True, 'now', False, False): 0.54,
+    (True, '-', True, True): 0.69,
+    (True, '-', True, False): 0.41,
     (True, '-', False, True): 0.82,
-    (True, '-', False, False): 0.2,
+    (True, '-', False, False): 0.19,
     (False, 'strong', True, True): 0.9,
     (False, 'strong', True, False): 0.9,
     (False, 'strong', False, True): 0.62,
     (False, 'strong', False, False): 0.68,
-    (False, 'now', True, True): 0.42,
-    (False, 'now', True, False): 0.7,
+    (False, 'now', True, True): 0.31,
+    (False, 'now', True, False): 0.49,
 }
 _LANGUAGES = ("en", "sv", "zh")
 
@@ -92,7 +97,9 @@ def _signal_table() -> dict[str, tuple[tuple[str, re.Pattern[str]], ...]]:
     return {lang: tuple((name, re.compile(rx)) for name, rx in rows) for lang, rows in SUPERSEDE_SIGNALS.items()}
 
 
+@functools.lru_cache(maxsize=8192)
 def _language(text: str) -> str:
+    # Cached: a scan or an add's slot pairs read the same few texts' language many times over.
     language = detect_language(text)
     return language if language in _LANGUAGES else "en"
 
@@ -105,17 +112,16 @@ class Subject:
     words: frozenset[str]
 
     @classmethod
+    @functools.lru_cache(maxsize=8192)
     def of(cls, text: str) -> Subject:
-        """The subject of ``text``, read in its own language."""
+        """The subject of ``text``, read in its own language (cached: a memory is in several pairs)."""
         language = _language(text)
-        low = text.casefold()
-        slots = frozenset(slot for slot, rx in _slots().items() if rx[language].search(low))
         tokens = tokenize(text, language)
         if language == "zh":
             words = frozenset(t for t in tokens if len(t) >= 2)
         else:
             words = frozenset(t for t in tokens if len(t) > 2 and not t.isdigit() and t not in SUBJECT_LIGHT_WORDS)
-        return cls(slots, words)
+        return cls(slots(text), words)
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,13 @@ def same_subject(a: str, b: str, category_a: str | None = None, category_b: str 
     if not slots and not words:
         return None
     return SameSubject(slots, words)
+
+
+def slots(text: str) -> frozenset[str]:
+    """The subject slots ``text`` fills, read in its own language (candidate pairs are drawn by them)."""
+    language = _language(text)
+    low = text.casefold()
+    return frozenset(slot for slot, rx in _slots().items() if rx[language].search(low))
 
 
 def _signals(text: str, language: str) -> set[str]:
