@@ -599,8 +599,8 @@ def test_rule_tables_compile_on_first_use_not_at_import() -> None:
 
     root = str(Path(__file__).resolve().parents[1])  # this checkout's memory_core, not an installed one
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))}
-    probe = ("from memory_core.curation.conflicts import judge_rules, rule_judge, subject, MemoryView\n"
-             "tables = (rule_judge._rules, subject._slots, subject._plans, subject._signal_table)\n"
+    probe = ("from memory_core.curation.conflicts import judge_rules, compiled, subject, MemoryView\n"
+             "tables = (compiled.rules, subject._slots, subject._plans, subject._signal_table)\n"
              "print([t.cache_info().currsize for t in tables])\n"
              "from datetime import datetime, timezone\n"
              "t = datetime(2026, 1, 1, tzinfo=timezone.utc)\n"

@@ -447,6 +447,26 @@ def cluster_signals(members: Sequence[Candidate]) -> dict[str, Any]:
     }
 
 
+def _exact_clusters(cands: list[Candidate], taken: np.ndarray, max_size: int) -> list[Cluster]:
+    """Groups of the same ``content_hash`` (marked in ``taken``), split into runs of at most ``max_size``."""
+    by_hash: dict[str, list[int]] = {}
+    for i, c in enumerate(cands):
+        if c.content_hash:  # an unset hash ("") says nothing; it must not make everything a duplicate
+            by_hash.setdefault(c.content_hash, []).append(i)
+    clusters = []
+    for rows in by_hash.values():
+        if len(rows) < 2:
+            continue
+        taken[rows] = True
+        # Too many copies: split into the fewest runs of consecutive ids, as even as possible
+        # (7 copies, max 6 -> 4 + 3, not 6 + a lone leftover that no merge would pick up).
+        parts = -(-len(rows) // max_size)
+        for chunk in np.array_split(np.asarray(rows), parts):
+            if len(chunk) > 1:  # only possible with max_size 2 and an odd count
+                clusters.append(Cluster(tuple(cands[i].id for i in chunk), REASON_EXACT, 1.0))
+    return clusters
+
+
 def find_clusters(
     candidates: list[Candidate],
     threshold: float | None = None,
@@ -517,20 +537,7 @@ def find_clusters(
     clusters: list[Cluster] = []
     taken = np.zeros(len(cands), dtype=bool)
 
-    by_hash: dict[str, list[int]] = {}
-    for i, c in enumerate(cands):
-        if c.content_hash:  # an unset hash ("") says nothing; it must not make everything a duplicate
-            by_hash.setdefault(c.content_hash, []).append(i)
-    for rows in by_hash.values():
-        if len(rows) < 2:
-            continue
-        taken[rows] = True
-        # Too many copies: split into the fewest runs of consecutive ids, as even as possible
-        # (7 copies, max 6 -> 4 + 3, not 6 + a lone leftover that no merge would pick up).
-        parts = -(-len(rows) // max_size)
-        for chunk in np.array_split(np.asarray(rows), parts):
-            if len(chunk) > 1:  # only possible with max_size 2 and an odd count
-                clusters.append(Cluster(tuple(cands[i].id for i in chunk), REASON_EXACT, 1.0))
+    clusters.extend(_exact_clusters(cands, taken, max_size))
 
     compatible = _Compatibility(cands, MIN_SHARED_TOKENS, defaults.across_languages)
     stages: list[tuple[float, str, set[tuple[int, int]] | None]] = [(threshold, REASON_NEAR, None)]

@@ -8,17 +8,17 @@ import functools
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
 from ...errors import ValidationError
-from ...language.rules.conflict_patterns import (ANTONYMS, CHANGE_CUES, CLAUSE_BREAKS, CUE_WINDOW, DISPREFERRED, FORWARD_ONLY,
-                                       GENERIC_VALUES, IMPLIED_NEGATIONS, NEGATED_POSITIVES, NEGATIVE_WORDS, NEGATORS,
-                                       NEUTRAL_CUES, PAST_CUES, POSITIVE_CUES, REMEDIES, SUBJECT_VERBS, SWITCH_LABELS,
-                                       TEMPLATES, WEAK_CHANGE_CUES, _CJK_PARTICLES, _GENERIC_TOPIC, _NOT_NAMES,
-                                       _SUBJECT, _SV_MARKERS, _SV_SUFFIXES, _TOPIC_FILLER, _VALUE_FILLER)
+from ...language.rules.conflict_patterns import (
+    CUE_WINDOW, FORWARD_ONLY, GENERIC_VALUES, SUBJECT_VERBS, SWITCH_LABELS, _CJK_PARTICLES,
+    _GENERIC_TOPIC, _NOT_NAMES, _SUBJECT, _SV_MARKERS, _SV_SUFFIXES, _TOPIC_FILLER, _VALUE_FILLER
+)
 from ...language.text import CJK_CHAR, JOINED_WORD, LANGUAGE_NAMES, PUNCT_MAP, UNIT, detect_language, fold_chinese, tokenize
+from .compiled import rules
 from .records import (AUTO_RULES, CONFLICT_KINDS, MUCH_NEWER, MemoryView, REVIEW_BELOW, SAME_DAY, Verdict, _is_number,
                       _utc)
 
@@ -32,71 +32,6 @@ _CONF_NUMBER: Final = 0.75     # a number next to the same words changed
 _CONF_SWITCH: Final = 0.7      # change words plus a replaced topic, attribute not identified
 _CONF_WEAK: Final = 0.6        # something may have changed, but the rules cannot tell: review
 _CONF_ACROSS: Final = 0.5      # two languages, one side negated: no shared word to read the topic by
-
-# --------------------------------------------------------------------------- #
-# Compilation
-# --------------------------------------------------------------------------- #
-
-
-def _compile_cues(table: Mapping[str, list[tuple[str, str]]]) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    # A pattern matching "" would fire on every memory; fail on compiling instead of misjudging silently.
-    rows = []
-    for _language, entries in table.items():
-        for label, pattern in entries:
-            regex = re.compile(pattern)
-            if regex.search("") is not None and not pattern.startswith("^"):
-                raise ValueError(f"cue {label!r}: pattern matches the empty string")
-            rows.append((label, regex))
-    return tuple(rows)
-
-
-@dataclass(frozen=True)
-class _Rules:
-    """The rule tables of ``conflict_patterns``, compiled: built on first use (:func:`_rules`), so
-    importing the judge costs no regex compilation."""
-
-    # Negators per language: the cross-language rule reads each memory by its own language's table.
-    negators_by_language: dict[str, tuple[tuple[str, re.Pattern[str]], ...]]
-    negated_positives: tuple[tuple[str, re.Pattern[str]], ...]
-    positive: tuple[tuple[str, re.Pattern[str]], ...]
-    neutral: tuple[tuple[str, re.Pattern[str]], ...]
-    change: tuple[tuple[str, re.Pattern[str]], ...]
-    weak: tuple[tuple[str, re.Pattern[str]], ...]
-    past: tuple[tuple[str, re.Pattern[str]], ...]
-    implied: tuple[tuple[str, re.Pattern[str], frozenset[str]], ...]
-    antonyms: tuple[tuple[str, re.Pattern[str], str, re.Pattern[str]], ...]
-    templates: tuple[tuple[str, bool, str, re.Pattern[str]], ...]
-    # What makes a statement negative, in the order cues are taken: negators (language by language),
-    # negative words, remedies.
-    polar_tables: tuple[tuple[str, str, tuple[tuple[str, re.Pattern[str]], ...]], ...]
-    clause_break: re.Pattern[str]
-    dispreferred: re.Pattern[str]
-
-
-@functools.cache
-def _rules() -> _Rules:
-    """The compiled rule tables, compiled once, on the first judgement."""
-    negators = {language: _compile_cues({language: rows}) for language, rows in NEGATORS.items()}
-    return _Rules(
-        negators_by_language=negators,
-        negated_positives=_compile_cues(NEGATED_POSITIVES),
-        positive=_compile_cues(POSITIVE_CUES),
-        neutral=_compile_cues(NEUTRAL_CUES),
-        change=_compile_cues(CHANGE_CUES),
-        weak=_compile_cues(WEAK_CHANGE_CUES),
-        past=_compile_cues(PAST_CUES),
-        implied=tuple((label, re.compile(pattern), words)
-                      for rows in IMPLIED_NEGATIONS.values() for label, pattern, words in rows),
-        antonyms=tuple((label_a, re.compile(pattern_a), label_b, re.compile(pattern_b))
-                       for rows in ANTONYMS.values() for label_a, pattern_a, label_b, pattern_b in rows),
-        templates=tuple((attr, single, role, re.compile(pattern))
-                        for rows in TEMPLATES.values() for attr, single, role, pattern in rows),
-        polar_tables=(*(("neg", language, table) for language, table in negators.items()),
-                      ("val", "", _compile_cues(NEGATIVE_WORDS)), ("fix", "", _compile_cues(REMEDIES))),
-        clause_break=re.compile(CLAUSE_BREAKS),
-        dispreferred=re.compile(DISPREFERRED),
-    )
-
 
 _WS = re.compile(r"\s+")
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
@@ -266,8 +201,8 @@ def _parse(text: str) -> _Parsed:
 
     # Clauses and the dispreferred side of a comparison.
     segment, flipped = [0] * len(units), [False] * len(units)
-    breaks = sorted([(m.start(), False) for m in _rules().clause_break.finditer(low)] +
-                    [(m.start(), True) for m in _rules().dispreferred.finditer(low)])
+    breaks = sorted([(m.start(), False) for m in rules().clause_break.finditer(low)] +
+                    [(m.start(), True) for m in rules().dispreferred.finditer(low)])
     for i, (start, _end) in enumerate(units):
         before = [flag for offset, flag in breaks if offset <= start]
         segment[i] = len(before)
@@ -285,9 +220,9 @@ def _parse(text: str) -> _Parsed:
         return found
 
     # Idioms like "无辣不欢" are positive: hide them from the negation patterns.
-    polar = _blank(low, [m.span() for _, m in hits(_rules().negated_positives, low)])
+    polar = _blank(low, [m.span() for _, m in hits(rules().negated_positives, low)])
     cues: list[_Cue] = []
-    for cls, language, table in _rules().polar_tables:
+    for cls, language, table in rules().polar_tables:
         for label, match in hits(table, polar):
             first, last = _unit_at(units, match.start()), _unit_at(units, match.end() - 1)
             # Tables of several languages may match the same word ("allergic" is also sv "allergi…"):
@@ -296,22 +231,22 @@ def _parse(text: str) -> _Parsed:
                 continue
             cues.append(_Cue(cls, first, last, display[match.start():match.end()], label in FORWARD_ONLY, language))
     implied: list[tuple[int, frozenset[str]]] = []
-    for _label, regex, words in _rules().implied:
+    for _label, regex, words in rules().implied:
         for match in regex.finditer(low):
             unit = _unit_at(units, match.start())
             if not any(c.cls == "val" and c.unit <= unit <= c.last for c in cues):
                 cues.append(_Cue("val", unit, unit, display[match.start():match.end()]))
             implied.append((unit, frozenset(_tokens(words, swedish))))
-    for _label, match in hits(_rules().positive, low):
+    for _label, match in hits(rules().positive, low):
         cues.append(_Cue("pos", _unit_at(units, match.start()), _unit_at(units, match.end() - 1),
                          display[match.start():match.end()]))
-    hits(_rules().neutral, low)
-    change = hits(_rules().change, low)
-    weak = hits(_rules().weak, low)
+    hits(rules().neutral, low)
+    change = hits(rules().change, low)
+    weak = hits(rules().weak, low)
     for _label, match in change + weak:
         cues.append(_Cue("chg", _unit_at(units, match.start()), _unit_at(units, match.end() - 1),
                          display[match.start():match.end()]))
-    past = hits(_rules().past, low)
+    past = hits(rules().past, low)
 
     bare = _blank(low, cue_spans)
     topic = set(_tokens(bare, swedish))
@@ -352,7 +287,7 @@ def _parse(text: str) -> _Parsed:
         change_text=[display[m.start():m.end()] for _, m in change],
         weak=[display[m.start():m.end()] for _, m in weak],
         past=bool(past), topic=frozenset(topic), numbers=numbers, number_clause=number_clause,
-        antonyms=tuple((regex_a.search(low), regex_b.search(low)) for _, regex_a, _, regex_b in _rules().antonyms),
+        antonyms=tuple((regex_a.search(low), regex_b.search(low)) for _, regex_a, _, regex_b in rules().antonyms),
         subject=_subject(display),
     )
     parsed.slots = _slots(parsed)
@@ -361,7 +296,7 @@ def _parse(text: str) -> _Parsed:
 
 def _slots(p: _Parsed) -> list[_Slot]:
     slots: list[_Slot] = []
-    for attr, single, role, regex in _rules().templates:
+    for attr, single, role, regex in rules().templates:
         for match in regex.finditer(p.low):
             groups = match.groupdict()
             vgroup = "v" if groups.get("v") is not None else ("v2" if groups.get("v2") is not None else None)
@@ -653,7 +588,7 @@ def _meaningful(po: _Parsed, pn: _Parsed, shared: frozenset[str]) -> frozenset[s
 
 def _antonym(po: _Parsed, pn: _Parsed, shared: frozenset[str]) -> tuple[str, str] | None:
     """Opposite words (optional / mandatory) about a shared topic, or about nothing else at all."""
-    for row in range(len(_rules().antonyms)):
+    for row in range(len(rules().antonyms)):
         for x, y in ((po, pn), (pn, po)):
             (mx, x_b), (y_a, my) = x.antonyms[row], y.antonyms[row]
             if not (mx and my) or x_b or y_a:
