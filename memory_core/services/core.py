@@ -51,8 +51,8 @@ class Core:
         self.memories: dict[int, Memory] = {}  # by id, for hits whose index row keeps no info
         self.synced_seq = 0  # the store's change sequence this bank has caught up with
         self.signature = None  # the file's signature after this bank's last operation
-        # The store's holder (Store.holder) when an add ended having taken every change of its
-        # hold: while the same holder lives, the next catch-up has nothing to read (see catch_up).
+        # The store's holder (Store.holder) when a write left this bank current (mark_current):
+        # while the same holder lives, the next catch-up has nothing to read.
         self.current_under: object | None = None
         self.index_mode = "exact"
         # Caches of settings read from the store, dropped when another process changes the bank.
@@ -271,9 +271,9 @@ class Core:
     def catch_up(self, con: Connection) -> None:
         """Apply what other processes changed since this bank last looked (by change sequence).
 
-        Nothing to read when the last operation was an add that left this bank current
-        (:meth:`mark_current`) and the store is still held as then: while the same holder lives no
-        other process or bank can have written, so an add after an add asks the store nothing here."""
+        Nothing to read when the last write left this bank current (:meth:`mark_current`) and the
+        store is still held as then: while the same holder lives no other process or bank can have
+        written, so an add after an add asks the store nothing here."""
         under, self.current_under = self.current_under, None
         if under is not None and under is self.store.holder():
             return
@@ -336,9 +336,9 @@ class Core:
             self.store.wait_for_change(seq, min(left, 1.0))
 
     def mark_current(self) -> None:
-        """With the lock held, at the end of an operation whose every write advanced this bank
-        (:meth:`advance`): it has taken every change to the store while the store's holder is the
-        same, and the next :meth:`catch_up` need not look. Any catch-up clears the mark."""
+        """With the lock held, after a write that found this bank current and that it took
+        (:meth:`advance`; so must every later write of the hold): while the store's holder is the
+        same, the next :meth:`catch_up` need not look. Any catch-up clears the mark."""
         self.current_under = self.store.holder()
 
     def advance(self, seq: int) -> None:

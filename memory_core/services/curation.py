@@ -498,9 +498,6 @@ class Curation:
                         work = self._judging(con, by_namespace)
                     else:
                         self._check_in(con, by_namespace)
-                # Every write above advanced this bank (the rows, their reinforcements, the
-                # conflicts found): the next add on the same hold of the store reads no catch-up.
-                self.core.mark_current()
         if work:
             found = self._findings(work)
             if any(found):
