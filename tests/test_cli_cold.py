@@ -26,7 +26,7 @@ HEAVY = ("torch", "sentence_transformers", "transformers", "onnxruntime", "psyco
 
 _REPORT = """
 import atexit, json, sys
-atexit.register(lambda: sys.stderr.write("\\nMODULES " + json.dumps(sorted(m for m in sys.modules if "." not in m)) + "\\n"))
+atexit.register(lambda: sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n"))
 sys.argv = ["memctl"] + sys.argv[1:]
 from memory_core.cli import main
 main()
@@ -34,7 +34,8 @@ main()
 
 
 def loaded(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
-    """Run ``memctl ARGS`` in a fresh interpreter; its result and the top-level modules it imported."""
+    """Run ``memctl ARGS`` in a fresh interpreter; its result and the modules it imported (packages
+    and submodules by their dotted names)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMCTL_WARM": "0", "HF_HUB_OFFLINE": "1"}
     run = subprocess.run([sys.executable, "-c", _REPORT, *args], capture_output=True, text=True, env=env,
                          timeout=120, cwd=ROOT)
@@ -69,3 +70,23 @@ def test_a_cold_recall_loads_the_models_runtime_only(bank_file):
     assert "Prefers tea" in run.stdout
     assert "onnxruntime" in modules
     assert not modules & {"torch", "transformers", "sentence_transformers", "scipy", "psycopg", "fastapi", "httpx"}
+
+
+# What finding contradictions, planning merges and distilling conversations bring: their rule tables,
+# the LLM client. A recall judges none of it.
+CURATION = ("memory_core.curation.conflicts", "memory_core.curation.extract", "memory_core.curation.merge",
+            "memory_core.language.llm", "memory_core.language.rules.conflict_patterns",
+            "memory_core.language.rules.extract_patterns")
+
+
+def test_a_cold_recall_loads_no_curation_rules(bank_file):
+    """A cold recall answers without importing the conflict, extraction or merge engines (their rule
+    tables and the LLM client); a command that curates does import them, so the probe can fail."""
+    path, _ = bank_file
+    run, modules = loaded("--bank", str(path), "recall", "tea", "-n", "alice", "--dry-run")
+    assert run.returncode == 0, run.stderr
+    assert "Prefers tea" in run.stdout
+    assert not modules & set(CURATION), f"a cold recall imported {sorted(modules & set(CURATION))}"
+    run, modules = loaded("--bank", str(path), "conflicts", "detect", "-n", "alice")
+    assert run.returncode == 0, run.stderr
+    assert "memory_core.curation.conflicts" in modules

@@ -417,3 +417,75 @@ def test_blocks_back_to_back_still_hand_the_file_to_a_waiting_process(bank_path,
     finally:
         waiting.close()
         bank.close()
+
+
+# A sequence of adds with what an add does besides inserting: contradictions to flag, a repeated
+# text to reinforce, a second namespace, an add whose check is turned off.
+_SEQUENCE = [("Lives in Paris", "bob", True), ("Prefers tea to coffee", "alice", True),
+             ("Moved to Berlin", "bob", True), ("Prefers tea to coffee", "alice", True),
+             ("Is vegetarian", "alice", True), ("Moved to Madrid", "bob", False),
+             ("Eats steak every week", "alice", True), ("Works at the harbour", "bob", True)]
+
+
+def _bank_contents(path: Path) -> dict[str, list]:
+    """What a bank file stores, without the wall-clock times of the run that wrote it."""
+    import duckdb
+
+    def untimed(doc: str | None) -> dict | None:
+        return None if doc is None else {k: v for k, v in json.loads(doc).items() if not k.endswith("_at")}
+
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        memories = con.execute("SELECT id, namespace, text, status, importance, access_count, seq, content_hash, "
+                               "embedding FROM memories ORDER BY id").fetchall()
+        events = [(*e[:4], untimed(e[4]), untimed(e[5])) for e in con.execute(
+            "SELECT id, action, memory_id, group_id, before, after FROM events ORDER BY id").fetchall()]
+        conflicts = con.execute("SELECT id, a_id, b_id, kind, evidence, confidence, status FROM conflicts "
+                                "ORDER BY id").fetchall()
+        counters = con.execute("SELECT key, value FROM meta WHERE key LIKE 'next_%' OR key = 'change_seq' "
+                               "ORDER BY key").fetchall()
+    finally:
+        con.close()
+    return {"memories": memories, "events": events, "conflicts": conflicts, "counters": counters}
+
+
+def test_adds_back_to_back_store_what_adds_that_each_catch_up_store(tmp_path, embedder):
+    """An add right after an add on the same hold of the file reads no catch-up (nobody else can
+    have written): the bank it builds must be the one built when every add catches up with the
+    store first (a read between the adds makes each catch up), id for id, vector for vector,
+    event for event and conflict for conflict."""
+    banks = {}
+    for name, read_between in (("back_to_back", False), ("catching_up", True)):
+        path = banks[name] = tmp_path / f"{name}.duckdb"
+        with MemoryBank.open(path, embedder=embedder) as bank:
+            for day, (text, namespace, detect) in enumerate(_SEQUENCE, start=1):
+                if read_between:
+                    bank.stats()
+                bank.add(text, namespace=namespace, created_at=f"2026-01-{day:02d}", detect_conflicts=detect)
+    back_to_back, catching_up = (_bank_contents(p) for p in banks.values())
+    assert back_to_back["conflicts"], "the sequence must flag a contradiction for the comparison to mean much"
+    assert any(e[1] == "reinforce" for e in back_to_back["events"]), "the repeated text must be reinforced"
+    for part in ("memories", "events", "conflicts", "counters"):
+        assert back_to_back[part] == catching_up[part], part
+
+
+def test_an_add_after_another_process_wrote_sees_what_it_wrote(tmp_path, embedder):
+    """The add that skips the catch-up must not miss another process's write: once this process let
+    go of the file and another wrote to it, the next add catches up (its repeat check finds the
+    other's memory, and recall sees it)."""
+    path = tmp_path / "shared.duckdb"
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        bank.add("Prefers tea to coffee", namespace="alice")
+        bank.add("Walks to work", namespace="alice")
+        child = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+            from memory_core import MemoryBank
+            with MemoryBank.open({str(path)!r}) as other:
+                print(other.add("Plays the cello on Sundays", namespace="alice"))
+            """)], env=_child_env(), capture_output=True, text=True, timeout=300)
+        assert child.returncode == 0, child.stderr
+        theirs = int(child.stdout.split()[-1])
+        again = bank.add("Plays the cello on Sundays", namespace="alice")
+        assert again == theirs, "the repeat of another process's memory must reinforce it, not store it again"
+        assert bank.count(namespace="alice") == 3
+        hits = bank.recall("cello", namespace="alice", record=False)
+        assert hits and hits[0].memory.id == theirs

@@ -51,6 +51,9 @@ class Core:
         self.memories: dict[int, Memory] = {}  # by id, for hits whose index row keeps no info
         self.synced_seq = 0  # the store's change sequence this bank has caught up with
         self.signature = None  # the file's signature after this bank's last operation
+        # The store's holder (Store.holder) when a write left this bank current (mark_current):
+        # while the same holder lives, the next catch-up has nothing to read.
+        self.current_under: object | None = None
         self.index_mode = "exact"
         # Caches of settings read from the store, dropped when another process changes the bank.
         self.active_params: tuple[str, ScoringParams] | None = None
@@ -266,7 +269,14 @@ class Core:
             self.flush_done.wait()
 
     def catch_up(self, con: Connection) -> None:
-        """Apply what other processes changed since this bank last looked (by change sequence)."""
+        """Apply what other processes changed since this bank last looked (by change sequence).
+
+        Nothing to read when the last write left this bank current (:meth:`mark_current`) and the
+        store is still held as then: while the same holder lives no other process or bank can have
+        written, so an add after an add asks the store nothing here."""
+        under, self.current_under = self.current_under, None
+        if under is not None and under is self.store.holder():
+            return
         seq = tables.change_seq(con)
         if seq == self.synced_seq:
             return
@@ -324,6 +334,12 @@ class Core:
             if left <= 0:
                 return False
             self.store.wait_for_change(seq, min(left, 1.0))
+
+    def mark_current(self) -> None:
+        """With the lock held, after a write that found this bank current and that it took
+        (:meth:`advance`; so must every later write of the hold): while the store's holder is the
+        same, the next :meth:`catch_up` need not look. Any catch-up clears the mark."""
+        self.current_under = self.store.holder()
 
     def advance(self, seq: int) -> None:
         """This bank (its loaded indexes too) has caught up with the store up to change ``seq``."""

@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 
-from ..curation import conflicts, extract
-from ..curation import merge as merge_mod
 from . import rows as rowmod
 from .changes import Changes
 from ..storage.clock import to_aware, to_naive_utc, utcnow
@@ -289,6 +287,7 @@ class Curation:
             if m.status != "active":
                 raise StateError(f"memory {m.id} is {m.status}; only live memories can be merged")
         ms = [members[i] for i in member_ids]
+        from ..curation import merge as merge_mod
         text = check_text(text) if text is not None else merge_mod.extractive_merge([m.text for m in ms])
         last = [m.last_accessed_at for m in ms if m.last_accessed_at is not None]
         row = self.writer.check_row({
@@ -397,6 +396,7 @@ class Curation:
                 return [self.conflict_in(con, cid) for cid in self._check_in(con, {namespace: sorted(wanted)})]
         ids, vectors = self.queries.live_vectors(namespace)
         scale = model_defaults(self.core.model)
+        from ..curation import conflicts
         if wanted is None:  # a scan reads every text: the slots of all
             everyone = self.queries.get_many(ids.tolist())
             slots = {m: conflicts.slots(mem.text) for m, mem in everyone.items()}
@@ -563,12 +563,14 @@ class Curation:
         them without an LLM), checked for recording, a list per namespace: needs no store and no lock."""
         # Memories written in this very hold are in no recorded conflict yet: nothing is known.
         scale = model_defaults(self.core.model)
+        from ..curation import conflicts
         return [self._check_found(conflicts.find(pairs, ids, vectors, memories, set(), memory_ids=new,
                                                  to_reference=scale.to_reference, across=across))
                 for pairs, ids, vectors, memories, new, across in work]
 
     def _band(self) -> tuple[float, float]:
         """The cosines between which two memories are on one topic, on the bank's model's scale."""
+        from ..curation import conflicts
         return conflicts.candidate_band(model_defaults(self.core.model).on_model)
 
     def _judging(self, con: Any, by_namespace: dict[str, list[int]]) -> list[Judging]:
@@ -582,6 +584,7 @@ class Curation:
         idx = self.core.ns_index(con, namespace)
         if idx is None:
             return None
+        from ..curation import conflicts
         pairs = conflicts.pairs_to_judge(idx.ids[: idx.n], idx.emb[: idx.n], new, row_of=idx.row_of,
                                          band=self._band(), slots=self._slot_index_in(con, namespace, new, idx))
         if not pairs:
@@ -611,6 +614,7 @@ class Curation:
             return {}
         index = self._slot_indexes.get(idx)
         if index is None:
+            from ..curation import conflicts
             index = self._slot_indexes[idx] = conflicts.SlotIndex()
         new = list(new)
         index.sync(idx.ids[: idx.n], self._texts({}, con, idx), new)
@@ -668,6 +672,7 @@ class Curation:
         ids, vectors = self.queries.live_vectors(namespace)
         held = {i for c in self.conflicts(namespace=namespace, status="open") for i in (c.a.id, c.b.id)}
         live = self.queries.memories(namespace, status="active", limit=None)
+        from ..curation import merge as merge_mod
         return merge_mod.candidates(ids, vectors, live, held=held)
 
     def plan_merges(self, namespace: str, *, threshold: float | None = None, related_threshold: float | None = None,
@@ -675,6 +680,7 @@ class Curation:
         """Every merge worth making in ``namespace`` as (Cluster, MergePreview), changing nothing; apply one
         with ``merge(cluster.ids, preview.text, path=preview.path, detail=preview.detail)``. See
         :func:`memory_core.curation.merge.plan_merges`. Uses the bank's LLM when set."""
+        from ..curation import merge as merge_mod
         return merge_mod.plan_merges(self.merge_candidates(namespace), threshold=threshold,
                                      related_threshold=related_threshold, client=client, max_size=max_size,
                                      model=self.core.model)
@@ -683,6 +689,7 @@ class Curation:
         """Distil a conversation (a list of {"role", "content", "at"} turns) into memories of
         ``namespace``: extract, store what is new, reinforce what is known (see
         :func:`memory_core.curation.extract.plan_ingest`), flag contradictions."""
+        from ..curation import extract
         report = extract.IngestReport(extract.extract(extract.parse_conversation(conversation), client, pii=pii))
         found = report.extraction.memories
         if found:

@@ -365,6 +365,7 @@ class Writer:
         """Store checked rows with their vectors in one transaction (one group of "add" events) on
         a held connection, then bring loaded indexes up to date; returns their ids in order."""
         fresh = [i for i, r in enumerate(batch) if r["id"] is None]
+        synced = self.core.synced_seq
         with con.transaction():
             first = tables.take_counters(con, {"next_group_id": 1, "change_seq": 1, "next_id": len(fresh),
                                                "next_event_id": len(batch)})
@@ -372,6 +373,11 @@ class Writer:
             ids = self.insert_rows(con, batch, vectors, seq, first["next_group_id"], fresh, first.get("next_id", 0),
                                    first["next_event_id"])
         self.after_insert(batch, vectors, ids, seq)
+        if first["change_seq"] == synced:
+            # The bank was current when it wrote, and has taken its own write: until its next
+            # catch-up (the writes an add makes after this one in its hold advance it too), an
+            # add on the same hold of the store need not read the change sequence.
+            self.core.mark_current()
         return ids
 
     def insert_rows(self, con: Any, batch: list[dict[str, Any]], vectors: np.ndarray, seq: int, group: int,
