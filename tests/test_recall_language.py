@@ -48,15 +48,16 @@ def test_every_preset_stays_valid_under_every_shift(name):
     assert for_language(p, 0.0) is p
 
 
-def test_the_default_model_reads_swedish_lower_and_english_higher(bank):
+def test_the_default_model_reads_swedish_questions_on_a_lower_scale(bank):
     shift = model_defaults(bank.model).language_shift
-    assert shift.get("sv", 0.0) < shift.get("zh", 0.0) < shift.get("en", 0.0)
+    assert set(shift) <= {"en", "zh", "sv"}
+    assert shift.get("sv", 0.0) < 0
 
 
 @pytest.mark.parametrize("lang", list(QUESTIONS))
 def test_recall_scores_a_question_on_its_languages_scale(bank, lang):
     """The top hit's score is the blend under the preset moved by the question's language: a
-    Swedish question's relevance is read up, an English one's down, a Chinese one's as set."""
+    Swedish question's relevance is read up; a language without a shift is read as set."""
     p = bank.active_preset()[1].replace(threshold=0.0, k=len(MEMORIES))
     question = QUESTIONS[lang]
     hits = bank.recall(question, namespace="me", params=p, now=NOW, record=False)

@@ -5,7 +5,9 @@ The ranking itself is the index's (:meth:`NamespaceIndex.rank`, scoring from
 memories an operator chose to keep both of, builds the hits, and hands real recalls to the
 recall log. :meth:`Recall.candidates` captures what ranking needs once, for what-if tuning. Both
 rank a question without the words naming the namespace's subject (:mod:`memory_core.index.subject`):
-the text embedded and matched is :meth:`Recall.ranked_text`'s.
+the text embedded and matched is :meth:`Recall.ranked_text`'s; and both read it on its language's
+scale (the bank's model's ``language_shift`` from :mod:`memory_core.embedding`,
+:func:`memory_core.index.scoring.for_language`).
 """
 
 from __future__ import annotations
