@@ -8,7 +8,8 @@ The blended score of a memory for a query is::
     tier × (α·relevance + β·recency + γ·importance + δ·frequency) / (α + β + γ + δ)
 
 * relevance = (1 − lexical_weight)·dense + lexical_weight·lexical, where dense is the cosine
-  similarity rescaled from [similarity_floor, similarity_ceiling] to [0, 1] (clipped), and lexical
+  similarity rescaled from [similarity_floor, similarity_ceiling] to [0, 1] (clipped; recall first
+  moves both by the model's shift for the question's language, :func:`for_language`), and lexical
   is the BM25 score of the memory's text and context normalized by what an average-length memory
   holding every query term once would score, clipped to [0, 1] (:func:`lexical_relevance`). A query
   carrying less than ``lexical_min_terms`` rare words' worth of idf is normalized as if it carried
