@@ -10,7 +10,15 @@ time in every language and LoCoMo R@10 stays at least ``--locomo``; of those, th
 best worst-case hit@1 (same-language en/zh/sv and cross-language, top hit correct and clearing
 the threshold) on the dev halves wins.
 
+``--languages`` chooses the model's per-language calibration instead (``ModelDefaults.language_shift``,
+``scoring.for_language``): per question language, the shift of the cosine scale at which general
+questions in that language come back empty at least ``--empty`` of the time on the dev halves of both
+multilingual sets and (English, with ``--locomo-data``) LoCoMo's dev R@10 drops by at most
+``LOCOMO_SLACK``; of those, the one with the best worse-set same-language hit@1 at the threshold (the
+smaller shift on a tie). With none eligible, no shift.
+
     python -m bench.calibrate --model multilingual-e5-small --locomo-data DATASET
+    python -m bench.calibrate --languages [--locomo-data DATASET]
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from memory_core import MemoryBank, ScoringParams  # noqa: E402
+from memory_core.index.scoring import for_language  # noqa: E402
 
 from . import locomo, multilingual  # noqa: E402
 
@@ -39,6 +48,9 @@ GRID = {  # on the scale of cosines with e5's shared directions projected out (u
     "min_relevance": [0.02, 0.05, 0.1],
 }
 THRESHOLDS = [round(t, 3) for t in np.arange(0.20, 0.651, 0.01)]
+SHIFTS = [round(t, 3) + 0.0 for t in np.arange(-0.1, 0.1001, 0.025)]
+LOCOMO_SLACK = 0.005  # what a language shift may cost LoCoMo's dev R@10 (plain turns, English)
+SECOND = multilingual.DATA.parent / "multilingual_second.json"
 
 
 def _top(cand: Any, params: ScoringParams, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -48,10 +60,11 @@ def _top(cand: Any, params: ScoringParams, k: int) -> tuple[np.ndarray, np.ndarr
     return cand.ids[order], np.take_along_axis(score, order, axis=-1)
 
 
-def multilingual_cases(model: str | None, log=print) -> dict[str, Any]:
+def multilingual_cases(model: str | None, log=print, path: Path = multilingual.DATA) -> dict[str, Any]:
     """Per memory language: the bank's candidates for every question (all languages) and the
-    general questions in that language, and what each question wants."""
-    data = multilingual.load()
+    general questions in that language, and what each question wants. Read uncalibrated: every
+    question on the preset's own scale (``Candidates.shifts`` None)."""
+    data = multilingual.load(path)
     facts = data["facts"]
     tmp = tempfile.mkdtemp()
     bank = MemoryBank.open(Path(tmp) / "ml.duckdb", model=model)
@@ -65,6 +78,7 @@ def multilingual_cases(model: str | None, log=print) -> dict[str, Any]:
         general = data["general"][mem_lang]
         texts = [q for _, _, q in questions] + general
         cand = bank.candidates(texts, namespace=mem_lang, now=multilingual.NOW)
+        cand.shifts = None
         out["spaces"][mem_lang] = {"cand": cand, "fact_of": fact_of, "questions": questions,
                                    "general": len(general)}
         log(f"  multilingual {mem_lang}: {len(texts)} questions ({time.perf_counter() - t0:.0f} s)")
@@ -164,6 +178,33 @@ def choose(rows: list[dict[str, Any]], empty: float, locomo_min: float) -> dict[
     return max(ok, key=lambda r: (_worst(r["dev"]), r["dev"]["cross"], r["locomo_dev"]))
 
 
+def language_shifts(sets: list[dict[str, Any]], base: ScoringParams, empty: float,
+                    lc: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Per language: each shift's dev and test same-language hit@1 at the threshold and general
+    questions' empty share, per set (and English's LoCoMo R@10); and the chosen shift (0 when no
+    shift is eligible)."""
+    out: dict[str, Any] = {}
+    plain = locomo_r10(lc, base)["dev"] if lc else None
+    for lang in multilingual.LANGS:
+        rows = []
+        for shift in SHIFTS:
+            p = for_language(base, shift)
+            row: dict[str, Any] = {"shift": shift}
+            if lc and lang == "en":
+                row["locomo"] = locomo_r10(lc, p)
+            for i, cases in enumerate(sets):
+                by = multilingual_metrics({"spaces": {lang: cases["spaces"][lang]}}, p, [base.threshold])
+                for split, cell in by[base.threshold].items():
+                    row[f"{split}_{i}"] = {"hit1_thr": cell[lang], "empty": cell[f"empty_{lang}"]}
+            rows.append(row)
+        ok = [r for r in rows if all(r[f"dev_{i}"]["empty"] >= empty for i in range(len(sets)))
+              and ("locomo" not in r or r["locomo"]["dev"] >= plain - LOCOMO_SLACK)]
+        best = max(ok, key=lambda r: (min(r[f"dev_{i}"]["hit1_thr"] for i in range(len(sets))), -abs(r["shift"])),
+                   default=None)
+        out[lang] = {"chosen": 0.0 if best is None else best["shift"], "rows": rows}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None)
@@ -171,8 +212,20 @@ def main() -> None:
     parser.add_argument("--empty", type=float, default=0.9, help="least share of general questions returned nothing")
     parser.add_argument("--locomo", type=float, default=0.70, help="least LoCoMo R@10 (plain turns)")
     parser.add_argument("--memory-prefix", default=None, help="e5 only: embed memories with this prefix")
+    parser.add_argument("--languages", action="store_true",
+                        help="choose the per-language shift of the cosine scale (both multilingual sets)")
     parser.add_argument("--json", dest="json_out", default=None)
     args = parser.parse_args()
+    if args.languages:
+        sets = [multilingual_cases(args.model), multilingual_cases(args.model, path=SECOND)]
+        lc = locomo_cases(args.locomo_data, args.model) if args.locomo_data else None
+        for conv in lc["convs"] if lc else []:
+            conv["cand"].shifts = None
+        shifts = language_shifts(sets, ScoringParams.preset("default"), args.empty, lc)
+        print(json.dumps({lang: v["chosen"] for lang, v in shifts.items()}))
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps(shifts) + "\n")
+        return
     load1 = os.getloadavg()[0]
     if args.memory_prefix is not None:
         from memory_core.embedding.embedder import get_embedder

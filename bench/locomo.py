@@ -4,11 +4,12 @@ One bank namespace per conversation; every dialogue turn becomes a memory (``"Sp
 dated by its session, with the turns just before and after it in the session as its ``context``
 (indexed for lexical match, not shown). Every question of categories 1-4 (multi-hop, temporal,
 open-domain, single-hop) is recalled "as of" the day after the last session, and recall@k is the
-share of its annotated evidence turns found in the top k, for three modes:
+share of its annotated evidence turns found in the top k, for four modes:
 
 * dense: cosine similarity alone;
 * lexical: BM25 over text and context alone;
-* hybrid: ``ScoringParams()``, the default an agent gets (relevance, recency, importance, frequency).
+* hybrid: ``ScoringParams()``, the default an agent gets (relevance, recency, importance, frequency);
+* no_lifts: hybrid without the neighbours' and the dates' lifts.
 
 Then the questions that need no memory: category 5 (adversarial: about the conversation, but
 unanswerable from it) and ``bench/data/general_questions.jsonl`` (general knowledge and chit-chat,
@@ -79,7 +80,7 @@ def load(path: str | os.PathLike, conversations: int | None = None, context: boo
 
 
 def modes(k: int, default: ScoringParams | None = None) -> dict[str, ScoringParams]:
-    """The three ranking modes compared, at the same k and no threshold (recall@k, not precision).
+    """The ranking modes compared, at the same k and no threshold (recall@k, not precision).
     Dense and lexical are relevance alone: the neighbours' lift, but not the dates' (issue 17).
     Hybrid is ``default``: the bank's active preset, what an agent gets (ScoringParams() if None)."""
     base = {"k": k, "threshold": 0.0}
@@ -88,6 +89,7 @@ def modes(k: int, default: ScoringParams | None = None) -> dict[str, ScoringPara
         "dense": default.replace(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=0, date_weight=0, **base),
         "lexical": default.replace(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, date_weight=0, **base),
         "hybrid": default.replace(**base),
+        "no_lifts": default.replace(neighbour_weight=0, date_weight=0, **base),
     }
 
 

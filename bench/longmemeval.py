@@ -101,11 +101,13 @@ def load(path: Path = DATA, split: str = "all", limit: int | None = None) -> lis
 
 
 def modes(k: int, default: ScoringParams) -> dict[str, ScoringParams]:
-    """Cosine alone and the default, at the same k and no threshold."""
+    """Cosine alone, the default, and the default without the neighbours' and dates' lifts
+    (``no_lifts``: what the lifts, chosen on LoCoMo, cost or earn here), at the same k and no threshold."""
     base = {"k": k, "threshold": 0.0}
     return {"dense": default.replace(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=0, date_weight=0,
                                      neighbour_weight=0, min_relevance=0, **base),
-            "hybrid": default.replace(**base)}
+            "hybrid": default.replace(**base),
+            "no_lifts": default.replace(neighbour_weight=0, date_weight=0, **base)}
 
 
 def run_question(bank: MemoryBank, q: dict[str, Any], params: dict[str, ScoringParams] | None = None,

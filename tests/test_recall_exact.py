@@ -25,7 +25,8 @@ from memory_core import MemoryBank, ScoringParams
 from memory_core.language.periods import query_periods
 from memory_core.index.scoring import DATE_AFTER_DAYS, DATE_SCALE_DAYS, NEIGHBOUR_SECONDS, NEIGHBOURS
 from memory_core.storage import tables
-from memory_core.language.text import lexical_tokens
+from memory_core.embedding.embedder import model_defaults
+from memory_core.language.text import detect_language, lexical_tokens
 
 WORDS = ("coffee tea morning running marathon paris berlin moved vegetarian pasta python database "
          "postgres exam maths swedish lesson dog cat garden holiday greece budget salary").split()
@@ -72,11 +73,15 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
     # NEIGHBOURS memories of the namespace created just before it and just after it, ties by id,
     # within NEIGHBOUR_SECONDS of it; one created after now lends 0). A memory whose relevance
     # before any lift is below min_relevance is lifted by nothing.
+    # The cosine scale moves by the model's shift for the question's language (kept in [0, 1]).
+    shift = model_defaults(bank.model).language_shift.get(detect_language(query), 0.0)
+    floor = min(max(p.similarity_floor + shift, 0.0), 0.99)
+    ceiling = min(max(p.similarity_ceiling + shift, floor + 0.01), 1.0)
     own = []
     eligible = []
     for i, r in enumerate(rows):
         sim = float(vecs[i] @ qvec)
-        dense = min(1.0, max(0.0, (sim - p.similarity_floor) / (p.similarity_ceiling - p.similarity_floor)))
+        dense = min(1.0, max(0.0, (sim - floor) / (ceiling - floor)))
         created = r["created_at"].replace(tzinfo=timezone.utc).timestamp()
         rel = (1 - p.lexical_weight) * dense + p.lexical_weight * lex[i]
         eligible.append(rel >= p.min_relevance)

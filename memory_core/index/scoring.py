@@ -8,7 +8,8 @@ The blended score of a memory for a query is::
     tier × (α·relevance + β·recency + γ·importance + δ·frequency) / (α + β + γ + δ)
 
 * relevance = (1 − lexical_weight)·dense + lexical_weight·lexical, where dense is the cosine
-  similarity rescaled from [similarity_floor, similarity_ceiling] to [0, 1] (clipped), and lexical
+  similarity rescaled from [similarity_floor, similarity_ceiling] to [0, 1] (clipped; recall first
+  moves both by the model's shift for the question's language, :func:`for_language`), and lexical
   is the BM25 score of the memory's text and context normalized by what an average-length memory
   holding every query term once would score, clipped to [0, 1] (:func:`lexical_relevance`). A query
   carrying less than ``lexical_min_terms`` rare words' worth of idf is normalized as if it carried
@@ -396,6 +397,19 @@ def relevance_of(params: ScoringParams, similarity: np.ndarray, lexical: np.ndar
     return (1.0 - p.lexical_weight) * dense + p.lexical_weight * np.asarray(lexical, dtype=np.float64)
 
 
+def for_language(params: ScoringParams, shift: float) -> ScoringParams:
+    """``params`` calibrated for a question's language: the similarity floor and ceiling moved by
+    ``shift`` (the bank's model's ``language_shift`` for the language), kept in [0, 1] with the
+    floor below the ceiling. The threshold then means the same in every language; within one
+    question the order only changes where a cosine crosses the moved floor or ceiling. Recall and
+    :class:`Candidates` both rank through it."""
+    if not shift:
+        return params
+    floor = min(max(params.similarity_floor + shift, 0.0), 0.99)
+    ceiling = min(max(params.similarity_ceiling + shift, floor + 0.01), 1.0)
+    return params.replace(similarity_floor=floor, similarity_ceiling=ceiling)
+
+
 def date_match(created: np.ndarray, periods: "tuple[tuple[float, float], ...] | list") -> np.ndarray | None:
     """Per memory, how well its creation time matches the periods a query names (``(start, end)``
     POSIX seconds, end exclusive; :func:`memory_core.language.periods.query_periods`): 1 inside a period
@@ -652,9 +666,21 @@ class Candidates:
     use_count: np.ndarray  # (n,) recalls whose answer used the memory (frequency_from="uses")
     neighbours: np.ndarray | None = None  # (n, 2 × NEIGHBOURS) neighbour rows, -1 for none
     dates: np.ndarray | None = None  # (q, n) match with each query's periods (date_match; 0: names none)
+    shifts: np.ndarray | None = None  # (q,) each query's language shift (for_language; None: none)
 
     def scores(self, params: ScoringParams) -> np.ndarray:
-        """(q, n) blended scores; memories created after a query's moment score −inf."""
+        """(q, n) blended scores, each query's under ``params`` calibrated for its language
+        (:func:`for_language`); memories created after a query's moment score −inf."""
+        shifts = np.zeros(len(self.now)) if self.shifts is None else self.shifts
+        if np.all(shifts == shifts[:1]):
+            return self._scores(for_language(params, float(shifts[0])) if shifts.size else params)
+        out = np.empty(self.similarity.shape)
+        for shift in np.unique(shifts):
+            rows = shifts == shift
+            out[rows] = self._scores(for_language(params, float(shift)))[rows]
+        return out
+
+    def _scores(self, params: ScoringParams) -> np.ndarray:
         now = self.now[:, None]
         lexical = np.array([lexical_relevance(params, raw, float(total), self.max_idf, self.k1)
                             for raw, total in zip(self.lexical_raw, self.idf_sum)]).reshape(self.similarity.shape)

@@ -5,7 +5,9 @@ The ranking itself is the index's (:meth:`NamespaceIndex.rank`, scoring from
 memories an operator chose to keep both of, builds the hits, and hands real recalls to the
 recall log. :meth:`Recall.candidates` captures what ranking needs once, for what-if tuning. Both
 rank a question without the words naming the namespace's subject (:mod:`memory_core.index.subject`):
-the text embedded and matched is :meth:`Recall.ranked_text`'s.
+the text embedded and matched is :meth:`Recall.ranked_text`'s; and both read it on its language's
+scale (the bank's model's ``language_shift`` from :mod:`memory_core.embedding`,
+:func:`memory_core.index.scoring.for_language`).
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from ..index import NamespaceIndex
 from ..models import Hit, check_namespace, check_text, parse_time
 from ..language.periods import query_periods
 from .recall_writer import RecallWriter
-from ..index.scoring import Candidates, ScoringParams, add_kept_pairs, date_match
+from ..embedding.embedder import model_defaults
+from ..index.scoring import Candidates, ScoringParams, add_kept_pairs, date_match, for_language
 from ..index.subject import ranking_query
-from ..language.text import lexical_tokens
+from ..language.text import detect_language, lexical_tokens
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -137,11 +140,18 @@ class Recall:
         except Exception:  # an index changing under the guess: rank decides
             return query
 
+    def language_shift(self, query: str) -> float:
+        """The bank's model's calibration for the language ``query`` is written in
+        (``ModelDefaults.language_shift``; :func:`memory_core.index.scoring.for_language`)."""
+        return model_defaults(self.core.model).language_shift.get(detect_language(query), 0.0)
+
     def rank(self, con: Any | None, idx: NamespaceIndex, query: str, p: ScoringParams, now_dt: datetime,
               vector: np.ndarray, text: str | None = None) -> list[Hit]:
-        """Rank ``idx`` for ``query``; ``vector`` is the embedding of ``text`` (default: the query)."""
+        """Rank ``idx`` for ``query``; ``vector`` is the embedding of ``text`` (default: the query).
+        ``p`` is calibrated for the query's language here, so the log keeps the preset as chosen."""
         if idx.n == 0:
             return []
+        p = for_language(p, self.language_shift(query))
         idx.mode = self.core.index_mode
         ranked = self.ranked_text(con, idx, query)
         if ranked != (query if text is None else text):
@@ -231,6 +241,7 @@ class Recall:
                 pairs={k: set(v) for k, v in (pairs or {}).items()}, row_of=dict(idx.row_of) if n else {},
                 neighbours=idx.neighbour_rows().copy() if n else None,
                 dates=_dates(idx, queries, moments, current, n),
+                shifts=np.array([self.language_shift(q) for q in queries], dtype=np.float64),
             )
 
 
