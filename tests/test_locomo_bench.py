@@ -65,7 +65,7 @@ def test_every_turn_is_a_memory_with_its_neighbours_as_context(tmp_path):
 def test_recall_at_k_by_mode_and_category(result):
     summary = locomo.summarize(result)
     recall = summary["recall"]["all"]
-    assert set(recall) == {"dense", "lexical", "hybrid"}
+    assert set(recall) == {"dense", "lexical", "hybrid", "no_lifts"}  # no_lifts: the default without its lifts
     assert set(recall["hybrid"]) == {"all", "multi-hop", "temporal", "single-hop"}
     for mode in recall.values():
         values = [mode["all"][k] for k in locomo.KS]

@@ -56,7 +56,7 @@ def test_a_compacted_haystack_is_recalled_through_the_api(tmp_path, embedder):
     assert [t["evidence"] for t in q["turns"]] == [False, False, True, False]
     assert q["turns"][2]["text"] == "User: I just moved to Lisbon for my new job and I love the trams."
     records = longmemeval.run(data, log=lambda *_: None)
-    assert records[0]["turns"] == 4 and set(records[0]["ranks"]) == {"dense", "hybrid"}
+    assert records[0]["turns"] == 4 and set(records[0]["ranks"]) == {"dense", "hybrid", "no_lifts"}
     summary = longmemeval.summarize(records)
     assert summary["all"]["questions"] == 1 and summary["all"]["hybrid"][20] == 1.0
     assert "| all | hybrid | 1 |" in longmemeval.report(summary)

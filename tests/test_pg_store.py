@@ -627,11 +627,11 @@ def test_an_add_judges_its_contradictions_without_holding_the_write_lock(pg_url,
     an add's Python) without the bank's write lock, so another server's writes do not wait for
     them; what they found is recorded afterwards. A session of its own tries the lock while the
     judging runs."""
-    from memory_core.services import curation
+    from memory_core.curation import conflicts  # the service imports it when it judges
     from memory_core.storage.postgres import WRITE_LOCK_KEY
 
     free_while_judging: list[bool] = []
-    find = curation.conflicts.find
+    find = conflicts.find
 
     def judging(*args, **kwargs):
         with psycopg.connect(pg_url, autocommit=True) as other:
@@ -641,7 +641,7 @@ def test_an_add_judges_its_contradictions_without_holding_the_write_lock(pg_url,
         free_while_judging.append(got)
         return find(*args, **kwargs)
 
-    monkeypatch.setattr(curation.conflicts, "find", judging)
+    monkeypatch.setattr(conflicts, "find", judging)
     with MemoryBank.open(pg_url, embedder=embedder) as bank:
         old = bank.add("Lives in Paris", namespace="bob", created_at="2026-01-01")
         new = bank.add("Moved to Berlin", namespace="bob", created_at="2026-06-01")
@@ -652,11 +652,11 @@ def test_an_add_judges_its_contradictions_without_holding_the_write_lock(pg_url,
 def test_a_pair_another_server_changed_while_it_was_judged_is_not_flagged(pg_url, embedder, monkeypatch):
     """Between the judging and the recording (no lock is held meanwhile) another server archives
     the older memory: the add stands, and no conflict names a memory that is no longer live."""
-    from memory_core.services import curation
+    from memory_core.curation import conflicts  # the service imports it when it judges
 
     with MemoryBank.open(pg_url, embedder=embedder) as setup:
         old = setup.add("Lives in Paris", namespace="bob", created_at="2026-01-01")
-    find = curation.conflicts.find
+    find = conflicts.find
 
     def judging(*args, **kwargs):
         found = find(*args, **kwargs)
@@ -665,7 +665,7 @@ def test_a_pair_another_server_changed_while_it_was_judged_is_not_flagged(pg_url
             other.forget(old)
         return found
 
-    monkeypatch.setattr(curation.conflicts, "find", judging)
+    monkeypatch.setattr(conflicts, "find", judging)
     with MemoryBank.open(pg_url, embedder=embedder) as bank:
         new = bank.add("Moved to Berlin", namespace="bob", created_at="2026-06-01")
         assert bank.get(new).status == "active" and bank.get(old).status == "archived"

@@ -330,6 +330,12 @@ class Changes:
                 con.execute("UPDATE ablation_cases SET answer_with = NULL, reason = NULL "
                             f"WHERE {con.dialect.list_overlaps('memory_ids')}", [member_ids])
                 tables.scrub_texts(con, [m.text for m in befores.values()])  # evidence, reports, notes quoting them
+                # A detector's evidence and a merge's detail may quote a part of a text (the city a
+                # residence slot read), which the whole-text scrub above does not find: erase them.
+                con.execute("UPDATE conflicts SET evidence = '[erased]' WHERE a_id IN (SELECT unnest(?)) "
+                            "OR b_id IN (SELECT unnest(?))", [member_ids, member_ids])
+                con.execute("UPDATE merges SET detail = NULL WHERE merged_id IN (SELECT unnest(?)) "
+                            f"OR {con.dialect.list_overlaps('member_ids')}", [member_ids, member_ids])
                 tables.log_events(con, self.core.actor, "hard_delete", member_ids,
                                  [{"id": m.id, "content_hash": m.content_hash, "status": m.status}
                                   for m in (befores[i] for i in member_ids)],
