@@ -83,3 +83,13 @@ def test_an_add_reads_the_slot_index_not_the_namespace(bank) -> None:
     offered = _offered(bank, "en")
     assert (second, moved) in offered
     assert not any(first in pair for pair in offered)
+
+
+def test_a_memory_edited_into_a_slot_is_paired_by_it(bank) -> None:
+    # The slot index follows an edit: a memory that now says where she lives is paired with a move.
+    a = bank.add("Prefers window seats on trains", namespace="en")
+    for text in OTHERS["en"]:
+        bank.add(text, namespace="en")
+    bank.update(a, text="Lives in Uppsala")
+    b = bank.add("Moved to Gothenburg last month", namespace="en")
+    assert (a, b) in _offered(bank, "en")

@@ -617,7 +617,7 @@ class Curation:
             from ..curation import conflicts
             index = self._slot_indexes[idx] = conflicts.SlotIndex()
         new = list(new)
-        index.sync(idx.ids[: idx.n], self._texts({}, con, idx), new)
+        index.sync(idx.ids[: idx.n], self._texts({}, con, idx), new, idx.seqs[: idx.n])
         return index.around(new)
 
     def _texts(self, known: dict[int, Memory], con: Any = None,

@@ -109,34 +109,44 @@ def slot_pairs(ids: np.ndarray, vectors: np.ndarray, slots: Mapping[int, Collect
 class SlotIndex:
     """Which memories of one namespace fill each subject slot, so an add draws its slot pairs
     (:func:`slot_pairs`) from a dict lookup, not from reading the namespace's texts. Kept in step with
-    a namespace's live ids by :meth:`sync`; a memory whose text is edited keeps the slots it was indexed with."""
+    a namespace's live ids, and with edits to their texts, by :meth:`sync`."""
 
     def __init__(self) -> None:
         self.members: dict[str, set[int]] = {}
         self.slots_of: dict[int, frozenset[str]] = {}
+        self.seen_seq = -1  # the newest change sequence of a row :meth:`sync` has read
 
     def add(self, texts: Mapping[int, str]) -> None:
-        """Index memories by their texts."""
+        """Index memories by their texts (again, for one already indexed)."""
+        self.drop(texts)
         for mid, text in texts.items():
             filled = slots_of_text(text)
             self.slots_of[int(mid)] = filled
             for slot in filled:
                 self.members.setdefault(slot, set()).add(int(mid))
 
+    def drop(self, memory_ids: Iterable[int]) -> None:
+        """Forget memories (gone, or about to be read again)."""
+        for mid in memory_ids:
+            for slot in self.slots_of.pop(int(mid), ()):
+                self.members[slot].discard(int(mid))
+
     def sync(self, live: np.ndarray, texts: Callable[[list[int]], Mapping[int, str]],
-             new: Iterable[int] = ()) -> None:
-        """Catch up with the namespace's ``live`` ids (of which ``new`` were just added): index the ones
-        not indexed yet (their texts from ``texts``) and forget the ones gone. Costs only the new
-        memories' texts when the counts then agree (each add indexes its own)."""
-        fresh = [int(m) for m in new if int(m) not in self.slots_of]
+             new: Iterable[int] = (), seqs: np.ndarray | None = None) -> None:
+        """Catch up with the namespace's ``live`` ids (of which ``new`` were just added) and, given
+        their rows' change sequences ``seqs``, with the rows changed since the last sync (an edited
+        text): index what is not indexed or changed (texts from ``texts``), forget what is gone.
+        Costs only the new and changed memories' texts when the counts then agree."""
+        fresh = {int(m) for m in new if int(m) not in self.slots_of}
+        if seqs is not None and len(seqs):
+            fresh.update(int(m) for m in live[seqs > self.seen_seq] if int(m) in self.slots_of)
+            self.seen_seq = max(self.seen_seq, int(seqs.max()))
         if fresh:
-            self.add(texts(fresh))
+            self.add(texts(sorted(fresh)))
         if len(self.slots_of) == len(live):
             return
         alive = set(live.tolist())
-        for mid in [m for m in self.slots_of if m not in alive]:
-            for slot in self.slots_of.pop(mid):
-                self.members[slot].discard(mid)
+        self.drop([m for m in self.slots_of if m not in alive])
         missing = [m for m in alive if m not in self.slots_of]
         if missing:
             self.add(texts(missing))
