@@ -371,7 +371,8 @@ class MemoryBank:
     # -- changing ------------------------------------------------------------------------------
 
     def update(self, memory_id: int, **changes: Any) -> Memory:
-        """Change fields of a memory (a new text is embedded again); returns the updated memory."""
+        """Change fields of a memory (a new text is embedded again, and read again for its durability
+        unless that was set by hand); returns the updated memory."""
         return self._changes.update(memory_id, **changes)
 
     def reinforce(self, memory_id: int, *, importance: float | None = None, at: Any = None) -> Memory:

@@ -276,3 +276,13 @@ def test_memories_can_be_listed_and_counted_by_durability(bank: MemoryBank):
     assert bank.count("a", durability="durable") == 1
     with pytest.raises(ValidationError, match="durability"):
         bank.memories("a", durability="sometimes")
+
+
+def test_an_edited_text_is_read_again_unless_its_durability_was_set_by_hand(bank: MemoryBank):
+    read = bank.add("Lives in Lund", namespace="a")
+    assert bank.update(read, text="Has a cold today").durability == "transient"
+    assert bank.update(read, text="Har flyttat till Lund").durability == "durable"
+    chosen = bank.add("Has a cold today", namespace="a", durability="durable")  # the operator knows better
+    assert bank.update(chosen, text="Has a bad cold today").durability == "durable"
+    both = bank.add("Lives in Lund", namespace="a")
+    assert bank.update(both, text="今天感冒了", durability="durable").durability == "durable"

@@ -17,6 +17,7 @@ from . import rows as rowmod
 from ..storage.clock import to_aware, to_naive_utc, utcnow
 from ..errors import NotFoundError, StateError, ValidationError
 from ..models import Event, Memory, check_id, check_importance, check_reason, parse_time
+from ..language.durability import infer as infer_durability
 from ..language.text import detect_language
 from ..storage import tables, transaction_parts
 from .writer import EDITABLE, Writer, check_changes
@@ -86,8 +87,22 @@ class Changes:
         if not changes:
             raise ValidationError("nothing to update: pass at least one field")
         clean = check_changes(changes)
+        if "text" in clean and "durability" not in clean:
+            self._read_durability_again(mid, clean)
         vector = self.core.embedder.encode_one(clean["text"]) if "text" in clean else None
         return self.apply(mid, clean, "update", vector=vector)
+
+    def _read_durability_again(self, mid: int, clean: dict[str, Any]) -> None:
+        """A new text is read for its durability, as an added one is, unless the memory's durability
+        was set by hand (it differs from what the rule reads in the old text): an edit keeps that."""
+        with self.core.session(write=False) as con:
+            before = self.core.get_many(con, [mid])[mid]
+        if before.text is None:
+            return  # hard-deleted: the change itself refuses it
+        fields = {k: clean.get(k, getattr(before, k)) for k in ("category", "kind", "importance")}
+        if before.durability == infer_durability(before.text, before.category, before.kind,
+                                                 before.importance).durability:
+            clean["durability"] = infer_durability(clean["text"], **fields).durability
 
     def apply(self, mid: int, fields: dict[str, Any], action: str, *, vector: np.ndarray | None = None,
                require_status: tuple[str, ...] | None = None, note: str | None = None) -> Memory:
