@@ -87,10 +87,11 @@ def test_an_add_still_flags_what_it_contradicts(bank_path, embedder):
         assert bank.count(namespace="bob") == 3
 
 
-def test_an_add_costs_a_fraction_of_opening_the_file_for_each_step(tmp_path, embedder):
-    """The store's share of an add (vectors given, so the model's time is out of it), against the
-    same add done as before this change: add_many of one row, then detect_conflicts, each step
-    opening and closing the file (no lease). Rounds alternate, in the same process."""
+def test_adds_keep_the_file_open_where_each_step_opened_it_before(tmp_path, embedder):
+    """What makes an add cheap: the file stays open between adds (the lease), where the add as it
+    was (add_many of one row, then detect_conflicts, no lease) opened and checkpointed it for each
+    step; both flag the same contradictions. The time each takes is a benchmark's
+    (``python -m bench --only add_speed``), printed here only."""
     rows = texts(60)
     vectors = embedder.encode(rows)
     fast = MemoryBank.open(tmp_path / "fast.duckdb", embedder=embedder)
@@ -100,6 +101,7 @@ def test_an_add_costs_a_fraction_of_opening_the_file_for_each_step(tmp_path, emb
         for bank in (fast, slow):
             bank.add_many([{"text": t, "namespace": "alice"} for t in texts(40, "seed ")])
         t_fast, t_slow = [], []
+        opens = (fast._store.opens, slow._store.opens)
         for start in range(0, len(rows), 10):
             for i in range(start, start + 10):
                 t = time.perf_counter()
@@ -113,7 +115,8 @@ def test_an_add_costs_a_fraction_of_opening_the_file_for_each_step(tmp_path, emb
         ratio = statistics.median(t_fast) / statistics.median(t_slow)
         print(f"\n[fast add] store's share per add: {1000 * statistics.median(t_fast):.1f} ms, "
               f"before {1000 * statistics.median(t_slow):.1f} ms (ratio {ratio:.2f})")
-        assert ratio <= 0.5
+        fast_opens, slow_opens = fast._store.opens - opens[0], slow._store.opens - opens[1]
+        assert fast_opens <= len(rows) / 10 and slow_opens >= len(rows) / 2, (fast_opens, slow_opens)
         assert fast.count(namespace="alice") == slow.count(namespace="alice") == 100
         assert len(fast.conflicts(status=None)) == len(slow.conflicts(status=None))
     finally:

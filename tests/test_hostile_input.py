@@ -291,7 +291,7 @@ REVIEWED_SQL_PIECES = {
     # (queries.where_equal / memory_filter, fixed strings), fixed column lists, LIMIT as int().
     "changes.py": {"', '.join(sets)", "EVENT_COLUMNS", "where",
                    # hard delete: the dialect's list-overlap test on a fixed column
-                   "con.dialect.list_overlaps('memory_ids')"},
+                   "con.dialect.list_overlaps('memory_ids')", "con.dialect.list_overlaps('member_ids')"},
     "curation.py": {"int(limit)", "where"},
     # existing(): tables.ids_in's condition (ids joined after int() each, a fixed column)
     "writer.py": {"where"},
