@@ -293,6 +293,9 @@ REVIEWED_SQL_PIECES = {
                    # hard delete: the dialect's list-overlap test on a fixed column
                    "con.dialect.list_overlaps('memory_ids')", "con.dialect.list_overlaps('member_ids')"},
     "curation.py": {"int(limit)", "where"},
+    # _read_unread(): the fixed column names of what an opener reads for a migrated bank
+    # (durability: text, category, kind, importance; language: text)
+    "core.py": {"column", "fields"},
     # existing(): tables.ids_in's condition (ids joined after int() each, a fixed column)
     "writer.py": {"where"},
     "tokens.py": {"<sql>"},  # _ACTIVITY_SQL's two constant statements; revoke's and rotate's, passed to _change

@@ -16,7 +16,7 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from ..index import NamespaceIndex
 from .index_cache import IndexCache, Progress
 from ..language.durability import infer as infer_durability
 from ..language.text import detect_language
-from ..models import DURABILITIES, Memory
+from ..models import Memory
 from .recall_log import RecallJournal
 from ..index.scoring import ScoringParams
 from ..storage import Connection, Store, open_store, tables, transaction_parts
@@ -487,32 +487,32 @@ def _exists(path: str | os.PathLike) -> bool:
     return "://" in str(path) or os.path.exists(path)
 
 
-def _read_durabilities(con: Connection) -> None:
-    """Read the durability of every memory that has none (a bank migrated to schema 11), by the rule
-    a new memory is read by, in the opening transaction; the migration's meta key asks for it once."""
-    if con.execute("SELECT count(*) FROM meta WHERE key = 'durability_unread'").fetchone()[0] == 0:
+def _read_unread(con: Connection, column: str, fields: str, read: Callable[..., str | None]) -> None:
+    """Fill ``column`` for every memory that has none (a bank migrated to the schema that added it)
+    with ``read(*fields)`` (None leaves it empty), the rule a new memory is read by, in the opening
+    transaction; the migration's meta key ``{column}_unread`` asks for it once. ``column`` and
+    ``fields`` are our own column names."""
+    key = f"{column}_unread"
+    if con.execute("SELECT count(*) FROM meta WHERE key = ?", [key]).fetchone()[0] == 0:
         return
-    rows = con.execute("SELECT id, text, category, kind, importance FROM memories WHERE durability IS NULL").fetchall()
-    by: dict[str, list[int]] = {d: [] for d in DURABILITIES}
-    for mid, text, category, kind, importance in rows:
-        by[infer_durability(text, category, kind, importance).durability].append(int(mid))
-    for durability, ids in by.items():
+    by: dict[str, list[int]] = {}
+    for mid, *values in con.execute(f"SELECT id, {fields} FROM memories WHERE {column} IS NULL").fetchall():
+        if (value := read(*values)) is not None:
+            by.setdefault(value, []).append(int(mid))
+    for value, ids in by.items():
         for start in range(0, len(ids), 10_000):
-            con.execute("UPDATE memories SET durability = ? WHERE id IN (SELECT unnest(?))",
-                        [durability, ids[start:start + 10_000]])
-    con.execute("DELETE FROM meta WHERE key = 'durability_unread'")
+            con.execute(f"UPDATE memories SET {column} = ? WHERE id IN (SELECT unnest(?))",
+                        [value, ids[start:start + 10_000]])
+    con.execute("DELETE FROM meta WHERE key = ?", [key])
+
+
+def _read_durabilities(con: Connection) -> None:
+    """Read the durability of every memory that has none (a bank migrated to schema 11)."""
+    _read_unread(con, "durability", "text, category, kind, importance",
+                 lambda *fields: infer_durability(*fields).durability)
 
 
 def _read_languages(con: Connection) -> None:
-    """Read the language of every memory that has none (a bank migrated to schema 12), by the rule a
-    new memory is read by, in the opening transaction; the migration's meta key asks for it once."""
-    if con.execute("SELECT count(*) FROM meta WHERE key = 'language_unread'").fetchone()[0] == 0:
-        return
-    by: dict[str, list[int]] = {}
-    for mid, text in con.execute("SELECT id, text FROM memories WHERE language IS NULL AND text IS NOT NULL").fetchall():
-        by.setdefault(detect_language(text), []).append(int(mid))
-    for language, ids in by.items():
-        for start in range(0, len(ids), 10_000):
-            con.execute("UPDATE memories SET language = ? WHERE id IN (SELECT unnest(?))",
-                        [language, ids[start:start + 10_000]])
-    con.execute("DELETE FROM meta WHERE key = 'language_unread'")
+    """Read the language of every memory that has none (a bank migrated to schema 12); a hard-deleted
+    memory has no text to read and keeps none."""
+    _read_unread(con, "language", "text", lambda text: None if text is None else detect_language(text))
