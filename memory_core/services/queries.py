@@ -93,6 +93,28 @@ def memory_filter(namespace: str | None, status: str | None, *, kind: str | None
     return where, params
 
 
+
+def _tier_counts(con: Any, where: str, params: list[Any], moments: list[datetime]) -> list[dict[str, int]]:
+    """Active memories matching ``where`` by tier as of each of ``moments`` (naive UTC), from one
+    read of when each was created and last touched; the tier rule is scoring's (tier_bounds)."""
+    table = con.arrow(f"SELECT created_at, greatest(created_at, coalesce(last_accessed_at, created_at)) "
+                      f"AS touched FROM memories WHERE {where} AND status = 'active'", params)
+    created, touched = (rowmod.timestamps(table.column(c)) for c in ("created_at", "touched"))
+    out = []
+    for moment in moments:
+        live = created <= rowmod.ts(moment)
+        counts = {}
+        for tier in TIERS:
+            after, before = tier_bounds(tier, moment)
+            chosen = live.copy()
+            if after is not None:
+                chosen &= touched >= rowmod.ts(after)
+            if before is not None:
+                chosen &= touched <= rowmod.ts(before)
+            counts[tier] = int(chosen.sum())
+        out.append(counts)
+    return out
+
 class Queries:
     """Reads one bank's memories, namespaces, statistics and recall log."""
 
@@ -205,7 +227,7 @@ class Queries:
             by_month = {f"{int(y):04d}-{int(m):02d}": int(v) for y, m, v in con.execute(
                 "SELECT extract(year FROM created_at), extract(month FROM created_at), count(*) FROM memories "
                 f"WHERE {where} GROUP BY 1, 2 ORDER BY 1, 2", params).fetchall()}
-        tiers = self.tiers_over_time(namespace, [now_dt])[0]
+            (tiers,) = _tier_counts(con, where, params, [to_naive_utc(now_dt)])
         return {
             "path": self.core.store.location, "model": self.core.model, "dim": self.core.dim,
             "total": sum(by_status.values()), "active": by_status.get("active", 0),
@@ -224,23 +246,7 @@ class Queries:
         at = [to_naive_utc(parse_time(m, "moment") or utcnow()) for m in moments]
         where, params = ("namespace = ?", [check_namespace(namespace)]) if namespace else ("TRUE", [])
         with self.core.session(write=False) as con:
-            table = con.arrow(f"SELECT created_at, greatest(created_at, coalesce(last_accessed_at, created_at)) "
-                              f"AS touched FROM memories WHERE {where} AND status = 'active'", params)
-        created, touched = (rowmod.timestamps(table.column(c)) for c in ("created_at", "touched"))
-        out = []
-        for moment in at:
-            live = created <= rowmod.ts(moment)
-            counts = {}
-            for tier in TIERS:  # the tier rule is scoring's, as times (tier_bounds)
-                after, before = tier_bounds(tier, moment)
-                chosen = live.copy()
-                if after is not None:
-                    chosen &= touched >= rowmod.ts(after)
-                if before is not None:
-                    chosen &= touched <= rowmod.ts(before)
-                counts[tier] = int(chosen.sum())
-            out.append(counts)
-        return out
+            return _tier_counts(con, where, params, at)
 
     def live_vectors(self, namespace: str) -> tuple[np.ndarray, np.ndarray]:
         """Ids and unit vectors of a namespace's live memories, for clustering and for finding
