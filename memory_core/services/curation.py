@@ -397,12 +397,8 @@ class Curation:
         ids, vectors = self.queries.live_vectors(namespace)
         scale = model_defaults(self.core.model)
         from ..curation import conflicts
-        if wanted is None:  # a scan reads every text: the slots of all
-            everyone = self.queries.get_many(ids.tolist())
-            slots = {m: conflicts.slots(mem.text) for m, mem in everyone.items()}
-        else:
-            with self.core.held() as con:
-                slots = self._slot_index_in(con, namespace, wanted)
+        with self.core.held() as con:  # a scan: the slots of every memory, from the same slot index an add reads
+            slots = self._slot_index_in(con, namespace, ids.tolist() if wanted is None else wanted)
         pairs = conflicts.pairs_to_judge(ids, vectors, wanted, band=self._band(), slots=slots)
         if not pairs:
             return []
