@@ -41,13 +41,12 @@ from .duckdb_lease import release_file  # noqa: F401 (re-exported: tests and ben
 from .interface import IntegrityError, LockWaits
 
 
-
-
 def _quiet(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """DuckDB's Python client prints a progress bar to stdout for a statement over two seconds (an
     open or a checkpoint on a busy machine): a library must not write into its caller's output."""
     con.execute("SET enable_progress_bar = false")
     return con
+
 
 class DuckDBDialect:
     """The DuckDB spelling of what :class:`~memory_core.storage.Dialect` names."""
@@ -461,8 +460,8 @@ class DuckDBStore:
     def _connect(self, deadline: float, started: float, waited: bool, delay: float) -> duckdb.DuckDBPyConnection:
         while True:
             try:
-                con = duckdb.connect(str(self.path), read_only=self.read_only, config={"memory_limit": self.MEMORY_LIMIT})
-                _quiet(con)
+                con = _quiet(duckdb.connect(str(self.path), read_only=self.read_only,
+                                            config={"memory_limit": self.MEMORY_LIMIT}))
                 self.opens += 1
                 if waited:
                     self.lock_waits.append(time.monotonic() - started)
