@@ -62,7 +62,7 @@ from .models import Conflict, Event, Feedback, Hit, ImportReport, Memory, check_
 if TYPE_CHECKING:  # imported where used: a client (memctl over its warm helper) loads no model or index code
     from .index.scoring import ScoringParams
 
-__all__ = ["RemoteBank", "ERRORS", "DEFAULT_TIMEOUT", "DEFAULT_RETRIES", "MAX_RETRY_WAIT", "is_url"]
+__all__ = ["RemoteBank", "NotServedError", "ERRORS", "DEFAULT_TIMEOUT", "DEFAULT_RETRIES", "MAX_RETRY_WAIT", "is_url"]
 
 DEFAULT_TIMEOUT = 30.0  # seconds for one request (a recall that loads a large namespace takes a while)
 DEFAULT_RETRIES = 3  # extra tries after a 503 or a refused connection
@@ -78,6 +78,11 @@ _BY_STATUS: dict[int, type[MemoryCoreError]] = {400: ValidationError, 401: Authe
                                                 403: PermissionDeniedError, 404: NotFoundError,
                                                 409: StateError, 413: PayloadTooLargeError, 422: ValidationError}
 _ROW = re.compile(r"^row (\d+): ")
+
+
+class NotServedError(StateError, AttributeError):
+    """A MemoryBank operation the server's REST API does not offer (an AttributeError too, so
+    ``hasattr`` still answers False)."""
 
 
 def is_url(path: Any) -> bool:
@@ -159,6 +164,14 @@ class RemoteBank:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def __getattr__(self, name: str) -> Any:
+        """A bank operation the REST API does not serve says so and where to run it, instead of a
+        bare AttributeError (memctl shows it as one line)."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise NotServedError(f"{name} is not served over {self.url}'s REST API: run it where the bank is "
+                             "(memctl --bank FILE_OR_POSTGRESQL_URL ...)")
 
     def health(self) -> dict[str, Any]:
         """The server's ``GET /v1/health``: status, version, the bank's model, whether auth is on."""
