@@ -25,8 +25,9 @@ HEAVY = ("torch", "sentence_transformers", "transformers", "onnxruntime", "psyco
          "starlette", "uvicorn", "mcp", "streamlit", "plotly", "scipy", "httpx")
 
 _REPORT = """
-import atexit, json, sys
-atexit.register(lambda: sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n"))
+import atexit, json, os, sys
+atexit.register(lambda: sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n"
+                                         + "ONE_SHOT " + os.environ.get("MEMORY_CORE_ONE_SHOT", "0") + "\\n"))
 sys.argv = ["memctl"] + sys.argv[1:]
 from memory_core.cli import main
 main()
@@ -90,3 +91,36 @@ def test_a_cold_recall_loads_no_curation_rules(bank_file):
     run, modules = loaded("--bank", str(path), "conflicts", "detect", "-n", "alice")
     assert run.returncode == 0, run.stderr
     assert "memory_core.curation.conflicts" in modules
+
+
+def _one_shot(run: subprocess.CompletedProcess[str]) -> bool:
+    return [x for x in run.stderr.splitlines() if x.startswith("ONE_SHOT ")][-1] == "ONE_SHOT 1"
+
+
+def test_a_cold_recall_runs_lean_model_sessions_and_bulk_work_does_not(bank_file, tmp_path):
+    """A call that embeds a text and exits keeps no pre-packed weights (a third of the session's
+    memory); an import embeds in bulk and keeps them, for speed."""
+    path, _ = bank_file
+    run, _ = loaded("--bank", str(path), "recall", "tea", "-n", "alice", "--dry-run")
+    assert run.returncode == 0 and _one_shot(run)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"text": "Walks to work", "namespace": "bob"}) + "\n")
+    run, _ = loaded("--bank", str(path), "import", str(rows))
+    assert run.returncode == 0, run.stderr
+    assert not _one_shot(run)
+
+
+def test_lean_sessions_give_the_same_vectors(monkeypatch):
+    """What a cold call stores or asks with is what any other face computes, bit for bit."""
+    import numpy as np
+
+    from memory_core.cli import warm
+    from memory_core.embedding import e5, onnx
+
+    assert warm.ONE_SHOT_ENV == onnx.ONE_SHOT_ENV
+    texts = ["Mildly allergic to cashews", "老家在成都", "Jag äter inte kött"]
+    encoder = e5.build_encoder()
+    packed = encoder.encode(texts, e5.QUERY_PREFIX)
+    monkeypatch.setenv(onnx.ONE_SHOT_ENV, "1")
+    lean = e5.E5Encoder(encoder.path, e5.E5File.read(e5.weights_path()), encoder.tokenizer)
+    assert np.array_equal(lean.encode(texts, e5.QUERY_PREFIX), packed)

@@ -36,4 +36,5 @@ def main() -> None:
     from . import warm
 
     warm.forward(sys.argv[1:])  # exits when the helper answered
+    warm.one_shot(sys.argv[1:])
     commands()(prog_name="memctl")

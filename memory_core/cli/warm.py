@@ -48,6 +48,7 @@ ENV = "MEMCTL_WARM"  # "0" turns the helper off
 IDLE_ENV = "MEMCTL_WARM_IDLE"  # minutes without a request before the helper stops
 DEFAULT_IDLE_MINUTES = 10.0
 START_SECONDS = 120.0  # the longest a call waits for a new helper (the model's first load included)
+ONE_SHOT_ENV = "MEMORY_CORE_ONE_SHOT"  # memory_core.embedding.onnx.ONE_SHOT_ENV: lean model sessions
 URL = "http://memctl-warm"  # names the helper in messages; the socket is what connects
 
 
@@ -124,6 +125,13 @@ def forward(argv: Sequence[str]) -> None:
     sys.stderr.write(answer["stderr"])
     sys.stderr.flush()
     raise SystemExit(answer["code"])
+
+
+def one_shot(argv: Sequence[str]) -> None:
+    """Before ``memctl ARGV`` runs in process: a command the helper would have run embeds a text
+    or two and exits, so its model sessions keep no pre-packed weights (less memory, a cold call)."""
+    if _call(argv) is not None:
+        os.environ[ONE_SHOT_ENV] = "1"
 
 
 def _call(argv: Sequence[str]) -> list[str] | None:

@@ -99,6 +99,11 @@ def _export(model: Any, path: Path, input_names: list[str]) -> None:
             os.unlink(tmp)
 
 
+# Set to "1" by a process that embeds a text or two and exits (memctl's add or recall run in
+# process): its sessions trade speed for memory.
+ONE_SHOT_ENV = "MEMORY_CORE_ONE_SHOT"
+
+
 class Sessions:
     """ONNX Runtime sessions of one model file, one per thread count (two for a lone add or query,
     one for a small group, all for bulk work), made on first use and kept."""
@@ -119,6 +124,10 @@ class Sessions:
                 # Its threads spin while a run lasts (fast hand-offs between layers) and stop when
                 # it returns: left spinning, they took a core from DuckDB's next statements.
                 options.add_session_config_entry("session.force_spinning_stop", "1")
+                if os.environ.get(ONE_SHOT_ENV) == "1":
+                    # No pre-packed copy of the int8 weights: a third of the session's memory, for
+                    # slower runs (BENCHMARKS.md, "memctl at the model's pace").
+                    options.add_session_config_entry("session.disable_prepacking", "1")
                 options.log_severity_level = 3
                 self._sessions[threads] = ort.InferenceSession(str(self.path), options,
                                                                providers=["CPUExecutionProvider"])
