@@ -59,7 +59,7 @@ PROBES = (
     "Café crème, naïve résumé: Ünïcödé   with  spaces.",
     "The quarterly planning meeting moved to Thursday at 10, room B, bring the budget sheets. " * 30,
 )
-TOKENIZER_VERSION = 2  # bump when the tokenizer's tables change: the cached copy is built again
+TOKENIZER_VERSION = 3  # bump when the tokenizer's tables change: the cached copy is built again
 BUILD_VERSION = "3"  # bump when the export or quantization changes: a new cache file is built
 _META = "\u2581"
 

@@ -46,11 +46,30 @@ def ts(value: datetime | None) -> float:
     return math.nan if value is None else value.replace(tzinfo=timezone.utc).timestamp()
 
 
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
 def timestamps(column: Any) -> np.ndarray:
     """An Arrow timestamp column as :func:`ts` gives each value (seconds; NaN for null), without
-    a datetime per row: microseconds / 1e6 is the same float ``datetime.timestamp`` computes."""
-    micros = column.cast(pa.timestamp("us")).cast(pa.int64()).to_numpy(zero_copy_only=False)
-    return np.asarray(micros, dtype=np.float64) / 1e6
+    a datetime per row: microseconds / 1e6 is the same float ``datetime.timestamp`` computes.
+    Read from the column's buffers: Arrow's cast and temporal conversion import pyarrow.compute
+    and pandas, half a second of a cold ``memctl stats``."""
+    chunks = column.chunks if hasattr(column, "chunks") else [column]
+    if not chunks:
+        return np.zeros(0, dtype=np.float64)
+    per_second = _PER_SECOND[column.type.unit]
+    parts = []
+    for chunk in chunks:
+        validity, data = chunk.buffers()[:2]
+        n, at = len(chunk), chunk.offset
+        ticks = np.frombuffer(data, dtype=np.int64, count=at + n)[at:] if n else np.zeros(0, dtype=np.int64)
+        micros = ticks // 1_000 if per_second > 1_000_000 else ticks * (1_000_000 // per_second)
+        seconds = micros.astype(np.float64) / 1e6
+        if chunk.null_count:
+            bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[at:at + n]
+            seconds[bits == 0] = np.nan
+        parts.append(seconds)
+    return np.concatenate(parts)
 
 
 def floats(column: Any) -> np.ndarray:
