@@ -153,3 +153,17 @@ def test_serve_reports_eight_clients_against_the_batch_rate_with_the_gatherer_on
             assert v["ratio_to_batch_rate"] == pytest.approx(v["eight_adds_per_s"] / s["batch_encode_per_s"])
             assert v["one_p50_ms"] <= v["one_p99_ms"] and v["one_adds"] > 0
             assert v["errors"] == v["lost"] == v["doubled"] == 0
+
+
+def test_add_profile_counts_an_idle_pool_thread_as_waiting_and_its_encode_as_the_model():
+    """py-spy shows a pool thread waiting for work (in C) with the pool's loop as its leaf frame: it
+    is no CPU; the same thread running the model's session has the e5 encoder's frames below it."""
+    from bench.add_profile import categorize
+
+    head = ("thread (1): memctl-e5_0;Thread._bootstrap (threading.py:1002);Thread.run (threading.py:982);"
+            "_worker (concurrent/futures/thread.py:")
+    assert categorize(head + "81)") == "waiting"
+    working = head + ("83);_WorkItem.run (concurrent/futures/thread.py:58);"
+                      "E5Encoder._pooled.<locals>.<lambda> (memory_core/embedding/e5.py:395);"
+                      "E5Encoder._run (memory_core/embedding/e5.py:408)")
+    assert categorize(working) == "the model (ONNX Runtime / torch)"
