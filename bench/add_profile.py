@@ -33,7 +33,7 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
     ("the model (ONNX Runtime / torch)", ("embed_onnx.py", "onnxruntime", "torch", "tokenizers", "transformers",
                                           "sentence_transformers", "_encode (memory_core/embedding/embedder.py",
                                           "memory_core/embedding/e5.py")),
-    ("contradiction check", ("conflicts.py", "judging", "_judge", "detect (")),
+    ("contradiction check", ("conflicts.py", "curation/conflicts/", "judging", "_judge", "detect (")),
     ("index update (vectors, lexical)", ("index.py", "vectors.py", "lexical", "faiss")),
     ("token check", ("tokens.py", "_valid (", "caller_of", "caller (memory_core/server")),
     ("validation (pydantic, row checks)", ("pydantic", "check_row", "models.py", "check_field")),

@@ -167,3 +167,6 @@ def test_add_profile_counts_an_idle_pool_thread_as_waiting_and_its_encode_as_the
                       "E5Encoder._pooled.<locals>.<lambda> (memory_core/embedding/e5.py:395);"
                       "E5Encoder._run (memory_core/embedding/e5.py:408)")
     assert categorize(working) == "the model (ONNX Runtime / torch)"
+    judging = ("thread (2): memctl-writes;WriteQueue.run (memory_core/server/writes.py:112);"
+               "find (memory_core/curation/conflicts/candidates.py:268);same_subject (memory_core/curation/conflicts/subject.py:140)")
+    assert categorize(judging) == "contradiction check", "the candidates' rules ran under the write queue's frame"
