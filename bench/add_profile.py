@@ -31,8 +31,9 @@ from bench._util import ROOT, LightClient, memory_statements, process_cpu_second
 # (category, substrings of a frame "function (file:line)"), matched innermost frame first.
 CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
     ("the model (ONNX Runtime / torch)", ("embed_onnx.py", "onnxruntime", "torch", "tokenizers", "transformers",
-                                          "sentence_transformers", "_encode (memory_core/embedding/embedder.py")),
-    ("contradiction check", ("conflicts.py", "judging", "_judge", "detect (")),
+                                          "sentence_transformers", "_encode (memory_core/embedding/embedder.py",
+                                          "memory_core/embedding/e5.py")),
+    ("contradiction check", ("conflicts.py", "curation/conflicts/", "judging", "_judge", "detect (")),
     ("index update (vectors, lexical)", ("index.py", "vectors.py", "lexical", "faiss")),
     ("token check", ("tokens.py", "_valid (", "caller_of", "caller (memory_core/server")),
     ("validation (pydantic, row checks)", ("pydantic", "check_row", "models.py", "check_field")),
@@ -48,11 +49,14 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
 # on a core on a loaded machine, a lock's wait); their samples are left out, not counted as work.
 WAITS = ("Condition.wait (", "Event.wait (", "Queue.get (", "Future.result (", "_lease_loop (", "sleep (",
          "select (", "_wait_for_tstate_lock (")
+# An idle pool thread (the model's encode pool) waits in C (``work_queue.get``), so its leaf frame is
+# the pool's loop itself; a thread doing pool work has the work's frames below it.
+POOL_IDLE = ("_worker (", "concurrent/futures/thread.py")
 
 
 def categorize(stack: str) -> str:
     leaf = stack.rsplit(";", 1)[-1]
-    if any(leaf.startswith(w) for w in WAITS):
+    if any(leaf.startswith(w) for w in WAITS) or (leaf.startswith(POOL_IDLE[0]) and POOL_IDLE[1] in leaf):
         return "waiting"
     frames = stack.split(";")[::-1]  # innermost first
     for frame in frames:

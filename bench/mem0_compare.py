@@ -72,18 +72,31 @@ def _workload(quick: bool, smallest: bool) -> list[dict]:
 
 
 def run(quick: bool, smallest: bool = False) -> dict:
-    from memory_core import MemoryBank, ScoringParams
-    from memory_core.embedding.embedder import get_embedder
-
     try:
         import mem0  # noqa: F401
     except ImportError:
         return {"machine": machine(), "unavailable": "mem0ai is not installed: pip install -e '.[bench]'"}
     import torch
 
+    threads = torch.get_num_threads()
+    # mem0's embedder is torch: on two shared cores two OpenMP threads spin against each other and
+    # one short text takes several times its one-thread time, so mem0 runs on one (as add_speed's
+    # model does); ours is ONNX Runtime with its own sessions, which this does not change.
+    torch.set_num_threads(1)
+    try:
+        return _run(quick, smallest)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(quick: bool, smallest: bool) -> dict:
+    import torch
+
+    from memory_core import MemoryBank, ScoringParams
+    from memory_core.embedding.embedder import get_embedder
+
     embedder = get_embedder()
     params = ScoringParams().replace(k=10, threshold=0.0)
-    # Both sides embed with the same torch: on shared cores its thread count decides their pace.
     result: dict = {"machine": machine(), "k": 10, "torch_threads": torch.get_num_threads(), "datasets": {}}
     for ds in _workload(quick, smallest):
         with tempfile.TemporaryDirectory() as tmp:

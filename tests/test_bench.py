@@ -59,6 +59,9 @@ def test_add_speed_reports_before_and_after_side_by_side(smallest_run: Path):
     assert all(v > 0 for v in r["adds_per_s"].values()), r["adds_per_s"]
     assert r["speedup"] == pytest.approx(r["adds_per_s"]["after"] / r["adds_per_s"]["before"])
     assert r["file_opens_per_add"]["before"] >= 1 > r["file_opens_per_add"]["after"]
+    # beside them, what an add costs without its model, and the disk's floor for a durable commit
+    assert r["ms_p50"]["add_without_model"] > 0 and r["ms_p50"]["fsync"] > 0
+    assert r["p50_over_model_ms"] == pytest.approx(r["ms_p50"]["after"] - r["ms_p50"]["model_alone"])
 
 
 def test_recall_scale_checks_exactness_and_loads_only_recalled_namespaces(smallest_run: Path):
@@ -153,3 +156,20 @@ def test_serve_reports_eight_clients_against_the_batch_rate_with_the_gatherer_on
             assert v["ratio_to_batch_rate"] == pytest.approx(v["eight_adds_per_s"] / s["batch_encode_per_s"])
             assert v["one_p50_ms"] <= v["one_p99_ms"] and v["one_adds"] > 0
             assert v["errors"] == v["lost"] == v["doubled"] == 0
+
+
+def test_add_profile_counts_an_idle_pool_thread_as_waiting_and_its_encode_as_the_model():
+    """py-spy shows a pool thread waiting for work (in C) with the pool's loop as its leaf frame: it
+    is no CPU; the same thread running the model's session has the e5 encoder's frames below it."""
+    from bench.add_profile import categorize
+
+    head = ("thread (1): memctl-e5_0;Thread._bootstrap (threading.py:1002);Thread.run (threading.py:982);"
+            "_worker (concurrent/futures/thread.py:")
+    assert categorize(head + "81)") == "waiting"
+    working = head + ("83);_WorkItem.run (concurrent/futures/thread.py:58);"
+                      "E5Encoder._pooled.<locals>.<lambda> (memory_core/embedding/e5.py:395);"
+                      "E5Encoder._run (memory_core/embedding/e5.py:408)")
+    assert categorize(working) == "the model (ONNX Runtime / torch)"
+    judging = ("thread (2): memctl-writes;WriteQueue.run (memory_core/server/writes.py:112);"
+               "find (memory_core/curation/conflicts/candidates.py:268);same_subject (memory_core/curation/conflicts/subject.py:140)")
+    assert categorize(judging) == "contradiction check", "the candidates' rules ran under the write queue's frame"

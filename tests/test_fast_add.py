@@ -492,3 +492,33 @@ def test_an_add_after_another_process_wrote_sees_what_it_wrote(tmp_path, embedde
         assert bank.count(namespace="alice") == 3
         hits = bank.recall("cello", namespace="alice", record=False)
         assert hits and hits[0].memory.id == theirs
+
+
+def test_an_add_records_its_conflicts_as_a_check_that_reads_the_store_again(tmp_path, embedder):
+    """An add's own check records what it found from what it read in the hold that wrote (the pairs'
+    rows, and no known-pair read: a memory written in the hold is in no recorded conflict). The bank
+    must be the one built when each add is checked afterwards by ``detect_conflicts``, which reads
+    the pairs and the recorded conflicts from the store; and a later scan must know every pair."""
+    banks = {}
+    for name, afterwards in (("in_the_add", False), ("checked_after", True)):
+        path = banks[name] = tmp_path / f"{name}.duckdb"
+        with MemoryBank.open(path, embedder=embedder) as bank:
+            newest, unchecked = 0, set()
+            for day, (text, namespace, detect) in enumerate(_SEQUENCE, start=1):
+                mid = bank.add(text, namespace=namespace, created_at=f"2026-01-{day:02d}",
+                               detect_conflicts=detect and not afterwards)
+                if detect and afterwards and mid > newest:  # a repeat is reinforced, not checked
+                    bank.detect_conflicts(namespace, memory_ids=[mid])
+                if not detect:
+                    unchecked.add(mid)
+                newest = max(newest, mid)
+        contents = _bank_contents(path)
+        with MemoryBank.open(path, embedder=embedder) as bank:
+            for namespace in ("alice", "bob"):
+                for c in bank.detect_conflicts(namespace):  # only what no add checked is new to a scan
+                    assert {c.a.id, c.b.id} & unchecked, f"a scan found a pair an add had recorded: {c}"
+        banks[name] = contents
+    in_the_add, checked_after = banks.values()
+    assert in_the_add["conflicts"], "the sequence must flag a contradiction for the comparison to mean much"
+    for part in ("memories", "events", "conflicts", "counters"):
+        assert in_the_add[part] == checked_after[part], part

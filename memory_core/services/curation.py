@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import weakref
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
 
 import numpy as np
 
@@ -35,6 +35,15 @@ StoredHook = Callable[[list["int | MemoryCoreError"], dict[int, Memory]], None]
 # memories by id, the new memories' ids, and the pairs the rules may judge across languages
 # (Curation._judging_in).
 Judging = tuple[list[tuple[int, int]], np.ndarray, np.ndarray, dict[int, Memory], list[int], set[tuple[int, int]]]
+
+
+class HeldRead(NamedTuple):
+    """What an add's own check read in the hold that wrote its memories, so that recording what it
+    found need not read it again: the judged memories as the store holds them (nobody else can
+    have changed them in the hold), and the ids written in it (in no recorded conflict yet)."""
+
+    rows: dict[int, Memory]
+    written: frozenset[int]
 
 
 def _conflict_from_row(row: dict[str, Any], memories: dict[int, Memory]) -> Conflict:
@@ -116,7 +125,7 @@ class Curation:
         return checked
 
     def _record_in(self, con: Any, checked: list[tuple[int, int, dict[str, Any]]], *,
-                   live_only: bool = False) -> tuple[list[int | None], int | None]:
+                   live_only: bool = False, seen: HeldRead | None = None) -> tuple[list[int | None], int | None]:
         """Record checked conflicts in ``con``'s transaction; the new conflicts' ids (None: known
         pair), and the change number taken (None: nothing new). With ``live_only``, a pair one of
         whose memories is no longer live (changed by another server since it was judged) is left
@@ -124,10 +133,15 @@ class Curation:
 
         A fixed handful of statements however many there are (an add that finds one conflict used
         to spend nine): one read of the pairs, one of the known ones, one for every counter, one
-        insert of the conflicts and one of their events."""
+        insert of the conflicts and one of their events. ``seen`` (an add's own check, in the hold
+        that wrote: see :class:`HeldRead`) spares the two reads."""
         if not checked:
             return [], None
-        pairs = self.core.get_rows(con, sorted({i for a, b, _ in checked for i in (a, b)}), missing_ok=live_only)
+        wanted = sorted({i for a, b, _ in checked for i in (a, b)})
+        if seen is not None and all(i in seen.rows for i in wanted):
+            pairs = {i: seen.rows[i] for i in wanted}
+        else:
+            pairs = self.core.get_rows(con, wanted, missing_ok=live_only)
         ordered: list[tuple[Memory, Memory, dict[str, Any]] | None] = []
         for a_id, b_id, f in checked:
             if live_only and not all(i in pairs and pairs[i].status == "active" for i in (a_id, b_id)):
@@ -143,8 +157,11 @@ class Curation:
         live = [o for o in ordered if o is not None]
         if not live:
             return [None] * len(ordered), None
-        where, params = tables.ids_in("a_id", sorted({a.id for a, _, _ in live}))
-        known = set(con.execute(f"SELECT a_id, b_id FROM conflicts WHERE {where}", params).fetchall())
+        if seen is not None and all(a.id in seen.written or b.id in seen.written for a, b, _ in live):
+            known: set[tuple[int, int]] = set()  # a memory written in this hold is in no recorded conflict
+        else:
+            where, params = tables.ids_in("a_id", sorted({a.id for a, _, _ in live}))
+            known = set(con.execute(f"SELECT a_id, b_id FROM conflicts WHERE {where}", params).fetchall())
         new: list[tuple[Memory, Memory, dict[str, Any]] | None] = []
         for o in ordered:
             new.append(o if o is not None and (o[0].id, o[1].id) not in known else None)
@@ -503,7 +520,7 @@ class Curation:
                         # process's), so neither another server's writes nor this one's recalls wait.
                         work = self._judging(con, by_namespace)
                     else:
-                        self._check_in(con, by_namespace)
+                        self._check_in(con, by_namespace, written=True)
         if work:
             found = self._findings(work)
             if any(found):
@@ -532,13 +549,18 @@ class Curation:
                 if results[i] in targets:
                     results[i] = type(exc)(f"{exc}; add the memory again")
 
-    def _check_in(self, con: Any, by_namespace: dict[str, list[int]]) -> list[int]:
+    def _check_in(self, con: Any, by_namespace: dict[str, list[int]], *, written: bool = False) -> list[int]:
         """Find with the rules and record what these new memories contradict, in the hold ``con``
-        (the check :meth:`add_each` runs after its write); the new conflicts' ids."""
-        return self._record_found_in(con, self._findings(self._judging(con, by_namespace)))
+        (the check :meth:`add_each` runs after its write); the new conflicts' ids. ``written``:
+        the memories were written in this very hold, so what judging read of them and of their
+        pairs (in the hold) is what recording would read again (see :class:`HeldRead`)."""
+        work = self._judging(con, by_namespace)
+        seen = HeldRead({i: m for w in work for i, m in w[3].items()},
+                        frozenset(i for w in work for i in w[4])) if written else None
+        return self._record_found_in(con, self._findings(work), seen=seen)
 
     def _record_found_in(self, con: Any, found: list[list[tuple[int, int, dict[str, Any]]]], *,
-                         live_only: bool = False) -> list[int]:
+                         live_only: bool = False, seen: HeldRead | None = None) -> list[int]:
         """Record checked findings (a list per namespace) in the hold ``con``: one transaction per
         namespace on a store that splits them, else one; the new conflicts' ids."""
         flat = [f for part in found for f in part]
@@ -546,7 +568,7 @@ class Curation:
         new: list[int] = []
         for part in transaction_parts(self.core.store, namespace_of):
             with con.transaction():
-                recorded, seq = self._record_in(con, [flat[i] for i in part], live_only=live_only)
+                recorded, seq = self._record_in(con, [flat[i] for i in part], live_only=live_only, seen=seen)
             if seq is not None:
                 # Open conflicts change no cache of this bank, and nobody else wrote since the
                 # catch-up (the store is held): the next operation need not catch up.
