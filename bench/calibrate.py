@@ -19,6 +19,11 @@ smaller shift on a tie). With none eligible, no shift.
 
     python -m bench.calibrate --model multilingual-e5-small --locomo-data DATASET
     python -m bench.calibrate --languages [--locomo-data DATASET]
+    python -m bench.calibrate --preset generative-agents --model MODEL [--read en zh]
+
+``--preset NAME`` puts a built-in preset's threshold on a model's scale: the lowest at which general
+questions come back empty at least ``--empty`` of the time in every language the model reads
+(``--read``) on both multilingual sets' dev halves (``ModelDefaults.presets``).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ GRID = {  # on the scale of cosines with e5's shared directions projected out (u
     "min_relevance": [0.02, 0.05, 0.1],
 }
 THRESHOLDS = [round(t, 3) for t in np.arange(0.20, 0.651, 0.01)]
+PRESET_THRESHOLDS = [round(t, 3) for t in np.arange(0.20, 0.901, 0.01)]  # a preset's own scale may sit higher
 SHIFTS = [round(t, 3) + 0.0 for t in np.arange(-0.1, 0.1001, 0.025)]
 LOCOMO_SLACK = 0.005  # what a language shift may cost LoCoMo's dev R@10 (plain turns, English)
 SECOND = multilingual.DATA.parent / "multilingual_second.json"
@@ -205,6 +211,18 @@ def language_shifts(sets: list[dict[str, Any]], base: ScoringParams, empty: floa
     return out
 
 
+def preset_threshold(sets: list[dict[str, Any]], params: ScoringParams, empty: float,
+                     languages: tuple[str, ...] = multilingual.LANGS) -> dict[str, Any]:
+    """A built-in preset's threshold on a model: the lowest of :data:`PRESET_THRESHOLDS` at which
+    general questions come back empty at least ``empty`` of the time in each of ``languages`` (those
+    the model reads) on every set's dev half, with each set's figures there."""
+    by_set = [multilingual_metrics(cases, params, PRESET_THRESHOLDS) for cases in sets]
+    ok = [t for t in PRESET_THRESHOLDS
+          if all(by[t]["dev"][f"empty_{lang}"] >= empty for by in by_set for lang in languages)]
+    chosen = min(ok, default=None)
+    return {"chosen": chosen, "rows": [{"threshold": t, "sets": [by[t] for by in by_set]} for t in PRESET_THRESHOLDS]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None)
@@ -214,8 +232,22 @@ def main() -> None:
     parser.add_argument("--memory-prefix", default=None, help="e5 only: embed memories with this prefix")
     parser.add_argument("--languages", action="store_true",
                         help="choose the per-language shift of the cosine scale (both multilingual sets)")
+    parser.add_argument("--preset", default=None,
+                        help="choose this built-in preset's threshold on the model (both multilingual sets)")
+    parser.add_argument("--read", nargs="+", default=list(multilingual.LANGS), choices=multilingual.LANGS,
+                        help="--preset: the languages the model reads (use-multilingual-v3: en zh)")
     parser.add_argument("--json", dest="json_out", default=None)
     args = parser.parse_args()
+    if args.preset:
+        sets = [multilingual_cases(args.model), multilingual_cases(args.model, path=SECOND)]
+        params = sets[0]["bank"].presets()[args.preset]
+        result = preset_threshold(sets, params, args.empty, tuple(args.read))
+        print(json.dumps({"model": sets[0]["bank"].model, "preset": args.preset, "chosen": result["chosen"],
+                          "test": [row["sets"] for row in result["rows"] if row["threshold"] == result["chosen"]],
+                          "load_average": os.getloadavg()[0]}, indent=1))
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps(result) + "\n")
+        return
     if args.languages:
         sets = [multilingual_cases(args.model), multilingual_cases(args.model, path=SECOND)]
         lc = locomo_cases(args.locomo_data, args.model) if args.locomo_data else None

@@ -236,3 +236,20 @@ def test_a_banks_default_preset_is_on_its_models_scale(tmp_path) -> None:
         assert again.active_preset() == ("default", minilm)
     with MemoryBank.open(tmp_path / "e5.duckdb") as default:  # the default model's is ScoringParams()
         assert default.active_preset() == ("default", ScoringParams())
+
+
+def test_generative_agents_on_a_use_bank_is_on_uses_scale(tmp_path) -> None:
+    """The generative-agents preset's threshold was set on MiniLM's cosines; on a USE bank it moves
+    to USE's own (MODEL_DEFAULTS), so a general question gets nothing while the fact asked about
+    still comes back."""
+    with MemoryBank.open(tmp_path / "use.duckdb", model="use-multilingual-v3") as bank:
+        bank.add_many([{"text": t, "namespace": "chen", "created_at": NOW} for t in (
+            "I am allergic to cats", "我们四月要去日本玩两个星期", "Keeps the passport in the top desk drawer")])
+        preset = bank.presets()["generative-agents"]
+        assert preset.threshold == model_defaults("use-multilingual-v3").presets["generative-agents"]["threshold"]
+        assert preset.threshold != ScoringParams.preset("generative-agents").threshold
+        asked = bank.recall("Which animals am I allergic to?", namespace="chen", params="generative-agents",
+                            now=NOW, record=False)
+        assert [h.memory.text for h in asked][:1] == ["I am allergic to cats"]
+        assert bank.recall("What is the boiling point of tungsten?", namespace="chen", params="generative-agents",
+                           now=NOW, record=False) == []

@@ -120,7 +120,12 @@ MODEL_DEFAULTS: dict[str, ModelDefaults] = {
                                    (0.41, 0.203), (0.5, 0.248), (0.6, 0.333), (0.7, 0.453), (0.85, 0.692),
                                    (0.9, 0.738), (0.985, 0.908), (1.0, 1.0))),
     MULTILINGUAL_MODEL: ModelDefaults(merge_threshold=0.50, related_threshold=0.45, across_languages=True,
-                                      recall={"similarity_ceiling": 0.75, "lexical_weight": 0.2, "threshold": 0.50}),
+                                      recall={"similarity_ceiling": 0.75, "lexical_weight": 0.2, "threshold": 0.50},
+                                      # The lowest threshold at which general questions come back empty in
+                                      # English and Chinese (Swedish is not among USE's languages) on both
+                                      # multilingual sets' dev halves: python -m bench.calibrate --preset
+                                      # generative-agents --model use-multilingual-v3 --read en zh.
+                                      presets={"generative-agents": {"threshold": 0.49}}),
 }
 
 
