@@ -460,8 +460,9 @@ SUBJECT_LIGHT_WORDS: Final = frozenset({
 #           older memory that says the habit stopped ("Went to the dentist again" is two events)
 #   now     the newer is the current state (now, numera, 现在): trusted only with a shared slot
 SUPERSEDE_SIGNALS: dict[str, list[tuple[str, str]]] = {
-    "en": [("stop", r"\b(?:quit|quitting|gave up|giv(?:e|en|ing) up|stopped|no longer|not any ?more|"
-                    r"(?:n't|not) \w+ \w* ?any more|cancel+ed|sold|divorced|died|left)\b"),
+    # "n't" follows a letter ("doesn't"), so no word boundary stands before it.
+    "en": [("stop", r"\b(?:quit|quitting|gave up|giv(?:e|en|ing) up|stopped|no longer|not any ?more|cancel+ed|sold|"
+                    r"divorced|died|left)\b|(?:n't|\bnot)(?: \w+){1,2} any ?more\b"),
            ("move", r"\b(?:moved|relocated)\b"),
            ("switch", r"\b(?:switched|changed|instead|replaced|now prefers|prefers \w+ now)\b|\bfrom \w+.* to\b"),
            ("again", r"\b(?:again|back)\b"),
