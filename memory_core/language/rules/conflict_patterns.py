@@ -421,7 +421,7 @@ _SUBJECT: Final = re.compile(r"([A-ZÅÄÖÆØÉ][\w-]*(?: [A-ZÅÄÖÆØÉ][\w-
 SUBJECT_SLOTS: dict[str, dict[str, str]] = {
     "residence": {"en": r"\b(?:lives?|living|moved|moving|relocat\w*|home is|flat|apartment|house)\b",
                   "sv": r"\b(?:bor|bodde|flytta\w*|lägenhet\w*|hus(?:et)?|hem(?:ma)?)\b",
-                  "zh": r"住|搬|公寓|房子|老家"},
+                  "zh": r"住|搬|公寓|房子"},  # not 老家: a hometown is where someone is from, another subject
     "diet": {"en": r"\b(?:vegetarian|vegan|meat|pescatarian|eats?|diet)\b",
              "sv": r"\b(?:vegetarian|vegan|kött|äter|kost)\b", "zh": r"素|吃肉|肉|饮食"},
     "pets": {"en": r"\b(?:dogs?|cats?|pets?|pupp(?:y|ies)|rabbits?|horses?)\b",
@@ -475,7 +475,7 @@ SUPERSEDE_SIGNALS: dict[str, list[tuple[str, str]]] = {
            ("now", r"\b(?:nu|numera|sedan)\b")],
     "zh": [("stop", r"不再|放弃|戒|退了|退订|离婚|去世|不\S{0,3}了|没有"),
            ("move", r"搬到|搬出|搬去"),
-           ("switch", r"换成|换到|改成|改\S|转\S|现在更喜欢"),
+           ("switch", r"换成|换到|换了|改成|改\S|转\S|现在更喜欢"),
            ("again", r"又|重新|回到"),
            ("now", r"现在|如今|开始")],
 }
