@@ -484,8 +484,9 @@ SUPERSEDE_SIGNALS: dict[str, list[tuple[str, str]]] = {
 # without one on the same subject, the pair is a step forward (an update), never a duplicate to merge.
 PLAN_CUES: dict[str, str] = {
     "en": r"\b(?:consider\w*|plans?|planning|thinking (?:about|of)|hop(?:es|ing) to|applying|preparing for|"
-          r"training for|waiting for|saving (?:up )?for|looking (?:for|at)|intends? to)\b",
-    "sv": r"\b(?:funderar|överväger|planerar|hoppas|söker till|letar efter|tittar på|pluggar inför|tränar inför|"
-          r"väntar på|sparar till|tänker)\b",
-    "zh": r"考虑|打算|计划|希望|在找|准备|在等|在攒|申请",
+          r"training for|waiting for|saving (?:up )?for|looking (?:for|at)|intends? to|wants? to|would like to|"
+          r"goals?|is \w+ing)\b",
+    "sv": r"\b(?:funderar|överväger|planerar|hoppas|söker till|letar efter|tittar på|plugga\w* inför|träna\w* inför|"
+          r"väntar på|sparar till|tänker|vill|mål|håller på att)\b",
+    "zh": r"考虑|打算|计划|希望|在找|准备|在等|在攒|申请|想|目标|正在",
 }
