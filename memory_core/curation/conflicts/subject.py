@@ -73,8 +73,8 @@ CONFIDENCE: Final[dict[Evidence, float]] = {
     (False, 'strong', True, False): 0.9,
     (False, 'strong', False, True): 0.62,
     (False, 'strong', False, False): 0.68,
-    (False, 'now', True, True): 0.31,
-    (False, 'now', True, False): 0.49,
+    (False, 'now', True, True): 0.46,
+    (False, 'now', True, False): 0.46,
 }
 _LANGUAGES = ("en", "sv", "zh")
 

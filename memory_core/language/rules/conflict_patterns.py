@@ -446,10 +446,12 @@ SUBJECT_SLOTS: dict[str, dict[str, str]] = {
               "zh": r"跑步|游泳|健身|瑜伽|攀岩|象棋|足球|网球|锻炼"},
 }
 
-# Words too common to make two memories about one subject by being shared.
+# Words too common to make two memories about one subject by being shared (as ``tokenize`` stems
+# them): light verbs, and the pronouns and small words its stop lists keep.
 SUBJECT_LIGHT_WORDS: Final = frozenset({
     "is", "has", "have", "had", "like", "likes", "prefer", "prefers", "now", "use", "uses", "get", "got",
-    "har", "är", "gillar", "föredrar", "nu", "numera", "använder"})
+    "his", "her", "him", "she", "them", "about", "from", "than", "instead", "also",
+    "har", "är", "gillar", "föredrar", "nu", "numera", "använder", "sitt", "mer", "mest", "också", "iställ"})
 
 # Supersede signals: words in the newer memory that say the older one no longer holds. Each row is
 # (signal, pattern); the signal names it in evidence and decides how far it is trusted:
