@@ -21,6 +21,7 @@ With ``--shared-namespace``, the curation set's contradictions are found as a sc
 (:func:`shared_conflicts`): candidate generation measured on our own data.
 
     python -m bench.curation_quality [--json bench/results/curation_quality.json] [--fit] [--shared-namespace]
+        [--add-cost] [--read-cost]
 """
 
 from __future__ import annotations
@@ -248,6 +249,34 @@ def add_cost(model: str, n: int = 80) -> dict[str, Any]:
     return {name: {"p50_ms": round(float(np.median(t)), 1), "adds": len(t)} for name, t in times.items()}
 
 
+def read_cost(rounds: int = 20) -> dict[str, Any]:
+    """Per text, µs to read the subject slots and supersede signals of each demo memory as the
+    candidate rule reads them (in every language the text is in, ``subject._readings``) against in
+    its detected language alone, alternating in one process; language detection is cached in both."""
+    texts = [m["text"] for m in demo.memories()]
+    for t in texts:
+        subject._language(t)
+
+    def one_language(text: str) -> None:
+        lang, low = subject._language(text), text.casefold()
+        _ = [slot for slot, rx in subject._slots().items() if rx[lang].search(low)]
+        _ = [name for name, rx in subject._signal_table()[lang] if rx.search(low)]
+
+    def readings(text: str) -> None:
+        subject.slots(text)
+        subject._signals(text, subject._language(text))
+
+    times: dict[str, list[float]] = {"one_language": [], "readings": []}
+    for r in range(rounds):
+        for name, read in (("one_language", one_language), ("readings", readings))[:: 1 if r % 2 else -1]:
+            t0 = time.perf_counter()
+            for t in texts:
+                read(t)
+            times[name].append((time.perf_counter() - t0) / len(texts) * 1e6)
+    out = {name: round(float(np.median(t)), 1) for name, t in times.items()}
+    return {"texts": len(texts), "us_per_text": out, "ratio": round(out["readings"] / out["one_language"], 2)}
+
+
 # --------------------------------------------------------------------------- fitting the confidence table
 
 SMOOTHING = 2.0  # pairs' worth of weight a cell's coarser cell (its parent) gets in the cell's estimate
@@ -360,12 +389,17 @@ def main() -> None:
     parser.add_argument("--fit", action="store_true", help="print subject.CONFIDENCE fitted on the dev halves")
     parser.add_argument("--add-cost", action="store_true",
                         help="p50 of bank.add, candidates by nearness alone and with subject slots, side by side")
+    parser.add_argument("--read-cost", action="store_true",
+                        help="µs per text to read slots and signals in every language it is in, against one")
     parser.add_argument("--shared-namespace", action="store_true",
                         help="the curation set's contradictions in one namespace per language, found by a scan")
     args = parser.parse_args()
     if args.fit:
         for cell, value in fit_confidence(args.model).items():
             print(f"    {cell!r}: {value},")
+        return
+    if args.read_cost:
+        print(json.dumps(read_cost(), indent=1))
         return
     if args.add_cost:
         print(json.dumps(add_cost(args.model), indent=1))

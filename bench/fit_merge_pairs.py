@@ -32,7 +32,7 @@ from memory_core.curation import merge, merge_pairs  # noqa: E402
 from memory_core.embedding.embedder import DEFAULT_MODEL, get_embedder  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "duplicates.json"
-TARGET_PRECISION = 0.8
+TARGET_PRECISION = 0.85  # 0.8 and a margin: out-of-fold precision over ~40 offered pairs is good to about 0.05
 RANK = 3  # candidates: pairs each among the other's RANK nearest
 FOLDS = 5
 L2 = 1.0

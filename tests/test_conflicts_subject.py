@@ -35,6 +35,15 @@ def test_a_shared_topic_is_not_a_subject(older: str, newer: str) -> None:
     assert conflicts.same_subject(older, newer) is None
 
 
+@pytest.mark.parametrize("older, newer", [
+    ("Gave his sister a book", "Took his dog to the vet"),        # a shared pronoun is no subject
+    ("Asked about the opening hours", "Complained about the noise"),
+    ("Lånade ut sitt kort", "Tappade sitt pass"),
+])
+def test_pronouns_and_small_words_are_not_a_subject(older: str, newer: str) -> None:
+    assert conflicts.same_subject(older, newer) is None
+
+
 def test_different_categories_are_not_one_subject() -> None:
     assert conflicts.same_subject("Lives in Lisbon", "Moved to Porto", "profile", "profile") is not None
     assert conflicts.same_subject("Lives in Lisbon", "Moved to Porto", "profile", "event") is None

@@ -272,10 +272,17 @@ def find(pairs: Sequence[tuple[int, int]], ids: np.ndarray, vectors: np.ndarray,
         verdict = judge(view_a, view_b, client, across_languages=vouched)
         cos = float(vectors[row_of[a.id]] @ vectors[row_of[b.id]])
         confidence = verdict.confidence
-        if verdict.path == "rules" and shared is not None and verdict.kind != "cross_language":
-            confidence = subject_confidence(verdict.conflict, a.text, b.text, shared)
+        # Across languages, a pair that shares a subject slot and carries a supersede signal is read
+        # by the signal's evidence, as in one language; the rules' cross_language flag is only a
+        # negation on one side, no evidence about the subject (the pair's fallback, for review).
+        crossed = verdict.kind == "cross_language"
+        if verdict.path == "rules" and shared is not None and not (crossed and signal_verdict(a.text, b.text, shared) is None):
+            confidence = subject_confidence(verdict.conflict and not crossed, a.text, b.text, shared)
             if confidence < OFFER_FLOOR:
                 continue
+            if crossed:
+                verdict = Verdict(conflict=False, kind="none", confidence=0.0, suggestion="keep_both",
+                                  evidence="", path="rules")
             if not verdict.conflict:  # a supersede signal about the shared subject: the newer replaced it
                 signal = signal_verdict(a.text, b.text, shared)
                 about = ", ".join(sorted(shared.slots | shared.words))

@@ -421,7 +421,7 @@ _SUBJECT: Final = re.compile(r"([A-ZÅÄÖÆØÉ][\w-]*(?: [A-ZÅÄÖÆØÉ][\w-
 SUBJECT_SLOTS: dict[str, dict[str, str]] = {
     "residence": {"en": r"\b(?:lives?|living|moved|moving|relocat\w*|home is|flat|apartment|house)\b",
                   "sv": r"\b(?:bor|bodde|flytta\w*|lägenhet\w*|hus(?:et)?|hem(?:ma)?)\b",
-                  "zh": r"住|搬|公寓|房子|老家"},
+                  "zh": r"住|搬|公寓|房子"},  # not 老家: a hometown is where someone is from, another subject
     "diet": {"en": r"\b(?:vegetarian|vegan|meat|pescatarian|eats?|diet)\b",
              "sv": r"\b(?:vegetarian|vegan|kött|äter|kost)\b", "zh": r"素|吃肉|肉|饮食"},
     "pets": {"en": r"\b(?:dogs?|cats?|pets?|pupp(?:y|ies)|rabbits?|horses?)\b",
@@ -446,10 +446,12 @@ SUBJECT_SLOTS: dict[str, dict[str, str]] = {
               "zh": r"跑步|游泳|健身|瑜伽|攀岩|象棋|足球|网球|锻炼"},
 }
 
-# Words too common to make two memories about one subject by being shared.
+# Words too common to make two memories about one subject by being shared (as ``tokenize`` stems
+# them): light verbs, and the pronouns and small words its stop lists keep.
 SUBJECT_LIGHT_WORDS: Final = frozenset({
     "is", "has", "have", "had", "like", "likes", "prefer", "prefers", "now", "use", "uses", "get", "got",
-    "har", "är", "gillar", "föredrar", "nu", "numera", "använder"})
+    "his", "her", "him", "she", "them", "about", "from", "than", "instead", "also",
+    "har", "är", "gillar", "föredrar", "nu", "numera", "använder", "sitt", "mer", "mest", "också", "iställ"})
 
 # Supersede signals: words in the newer memory that say the older one no longer holds. Each row is
 # (signal, pattern); the signal names it in evidence and decides how far it is trusted:
@@ -460,8 +462,9 @@ SUBJECT_LIGHT_WORDS: Final = frozenset({
 #           older memory that says the habit stopped ("Went to the dentist again" is two events)
 #   now     the newer is the current state (now, numera, 现在): trusted only with a shared slot
 SUPERSEDE_SIGNALS: dict[str, list[tuple[str, str]]] = {
-    "en": [("stop", r"\b(?:quit|quitting|gave up|giv(?:e|en|ing) up|stopped|no longer|not any ?more|"
-                    r"(?:n't|not) \w+ \w* ?any more|cancel+ed|sold|divorced|died|left)\b"),
+    # "n't" follows a letter ("doesn't"), so no word boundary stands before it.
+    "en": [("stop", r"\b(?:quit|quitting|gave up|giv(?:e|en|ing) up|stopped|no longer|not any ?more|cancel+ed|sold|"
+                    r"divorced|died|left)\b|(?:n't|\bnot)(?: \w+){1,2} any ?more\b"),
            ("move", r"\b(?:moved|relocated)\b"),
            ("switch", r"\b(?:switched|changed|instead|replaced|now prefers|prefers \w+ now)\b|\bfrom \w+.* to\b"),
            ("again", r"\b(?:again|back)\b"),
@@ -474,7 +477,7 @@ SUPERSEDE_SIGNALS: dict[str, list[tuple[str, str]]] = {
            ("now", r"\b(?:nu|numera|sedan)\b")],
     "zh": [("stop", r"不再|放弃|戒|退了|退订|离婚|去世|不\S{0,3}了|没有"),
            ("move", r"搬到|搬出|搬去"),
-           ("switch", r"换成|换到|改成|改\S|转\S|现在更喜欢"),
+           ("switch", r"换成|换到|换了|改成|改\S|转\S|现在更喜欢"),
            ("again", r"又|重新|回到"),
            ("now", r"现在|如今|开始")],
 }
@@ -483,8 +486,9 @@ SUPERSEDE_SIGNALS: dict[str, list[tuple[str, str]]] = {
 # without one on the same subject, the pair is a step forward (an update), never a duplicate to merge.
 PLAN_CUES: dict[str, str] = {
     "en": r"\b(?:consider\w*|plans?|planning|thinking (?:about|of)|hop(?:es|ing) to|applying|preparing for|"
-          r"training for|waiting for|saving (?:up )?for|looking (?:for|at)|intends? to)\b",
-    "sv": r"\b(?:funderar|överväger|planerar|hoppas|söker till|letar efter|tittar på|pluggar inför|tränar inför|"
-          r"väntar på|sparar till|tänker)\b",
-    "zh": r"考虑|打算|计划|希望|在找|准备|在等|在攒|申请",
+          r"training for|waiting for|saving (?:up )?for|looking (?:for|at)|intends? to|wants? to|would like to|"
+          r"goals?|is \w+ing)\b",
+    "sv": r"\b(?:funderar|överväger|planerar|hoppas|söker till|letar efter|tittar på|plugga\w* inför|träna\w* inför|"
+          r"väntar på|sparar till|tänker|vill|mål|håller på att)\b",
+    "zh": r"考虑|打算|计划|希望|在找|准备|在等|在攒|申请|想|目标|正在",
 }
