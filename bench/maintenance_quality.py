@@ -21,6 +21,13 @@ Two sets, per language (each memory's own, :func:`memory_core.language.text.dete
   their recall (goal: within one point of before), over all of them and over those with a relevant
   memory outside the three sets (a turn about a log only loses it once the log is due: that loss
   is the run doing its job). A hit on a merged memory counts for its members.
+* the demo under the default schedule (:func:`schedule`): one run replayed against every earlier
+  turn counts as lost a memory no run could have archived by the turn's time (a log asked about two
+  days after it was written). So the history is also replayed in time order, each memory written at
+  its time, each turn recalled and recorded as an agent's recall is, with maintenance run whenever
+  its schedule says a step is due, against the same replay with none: what agents find with and
+  without maintenance, memories archived outside the three sets, and the share of those sets live
+  and due at the last turn that the runs archived.
 """
 
 from __future__ import annotations
