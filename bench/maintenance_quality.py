@@ -21,11 +21,19 @@ Two sets, per language (each memory's own, :func:`memory_core.language.text.dete
   their recall (goal: within one point of before), over all of them and over those with a relevant
   memory outside the three sets (a turn about a log only loses it once the log is due: that loss
   is the run doing its job). A hit on a merged memory counts for its members.
+* the demo under the default schedule (:func:`schedule`): one run replayed against every earlier
+  turn counts as lost a memory no run could have archived by the turn's time (a log asked about two
+  days after it was written). So the history is also replayed in time order, each memory written at
+  its time, each turn recalled and recorded as an agent's recall is, with maintenance run whenever
+  its schedule says a step is due, against the same replay with none: what agents find with and
+  without maintenance, memories archived outside the three sets, and the share of those sets live
+  and due at the last turn that the runs archived.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shutil
@@ -38,7 +46,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from memory_core import MemoryBank, ScoringParams, demo  # noqa: E402
-from memory_core.curation.maintenance import MaintenancePlan  # noqa: E402
+from memory_core.curation.maintenance import MaintenancePlan, due_steps  # noqa: E402
 from memory_core.models import DEFAULT_IMPORTANCE, parse_time  # noqa: E402
 from memory_core.language.text import detect_language  # noqa: E402
 
@@ -141,6 +149,84 @@ def demo_key() -> dict[str, Any]:
     return out
 
 
+def _walk(path: Path, queries: list[dict], truth: list[dict],
+          plan: MaintenancePlan | None) -> tuple[list[bool | None], dict[int, Any]]:
+    """Replay the demo's history in time order into a fresh bank at ``path``: each memory is written
+    at its ``created_at``, each turn is recalled at its own time and recorded (as an agent's recall
+    is), and, with a ``plan``, maintenance runs whenever its schedule says a step is due (cleanup
+    weekly, merge monthly) before the turn. Per turn: whether a relevant memory (or a merge of one)
+    was in its recall (None for an off-topic turn); and by line, each memory as the walk leaves it."""
+    lines = demo.MEMORIES.read_text(encoding="utf-8").splitlines()
+    written = [parse_time(json.loads(line)["created_at"]) for line in lines]
+    line_id: dict[int, int] = {}
+    out: list[bool | None] = []
+    params = ScoringParams()
+    with MemoryBank.open(path) as bank:
+        for q, t in zip(queries, truth):
+            at = parse_time(q["at"])
+            new = [n for n in range(len(line_id) + 1, len(lines) + 1) if written[n - 1] <= at]
+            if new:
+                ids = bank.import_jsonl(io.StringIO("\n".join(lines[n - 1] for n in new) + "\n")).ids
+                line_id.update(zip(new, ids))
+            if plan is not None and due_steps(bank, at, plan):
+                bank.maintain(now=at, plan=plan)
+            hits = {h.memory.id for h in bank.recall(q["query"], namespace=q["namespace"], params=params, now=at,
+                                                     record=True)}
+            if t["off_topic"]:
+                out.append(None)
+                continue
+            relevant = {line_id[n] for n in t["relevant_lines"] if n in line_id}
+            out.append(bool(hits & _with_merges(bank, relevant)))
+        ids = bank.import_jsonl(io.StringIO("\n".join(lines[len(line_id):]) + "\n")).ids \
+            if len(line_id) < len(lines) else []
+        line_id.update(zip(range(len(line_id) + 1, len(lines) + 1), ids))
+        final = bank.get_many(list(line_id.values()))
+    return out, {n: final[i] for n, i in line_id.items()}
+
+
+def _with_merges(bank: MemoryBank, ids: set[int]) -> set[int]:
+    """``ids`` and every memory they were merged into, up the chain."""
+    out, todo = set(ids), set(ids)
+    while todo:
+        todo = {m.merged_into for m in bank.get_many(sorted(todo)).values() if m.merged_into} - out
+        out |= todo
+    return out
+
+
+def schedule(halves: dict[str, set[str]] | None = None) -> dict[str, Any]:
+    """What agents find under the default schedule: the demo's history replayed with maintenance
+    run whenever due, against the same history with none. Per half of the namespaces: the share of
+    on-topic turns with a relevant memory in their recall, with and without maintenance; memories
+    the runs archived outside the stale, trivia and log sets; and the share of those sets the runs
+    archived of the ones live and due at the last run (older than ``transient_after_days``)."""
+    key, queries = demo.truth(), demo.queries()
+    truth = key["queries"]
+    if halves is None:
+        names = sorted({q["namespace"] for q in queries})
+        halves = {"first": set(names[::2]), "second": set(names[1::2]), "all": set(names)}
+    expendable = {e["line"] for name in ("stale", "trivia", "logs") for e in key[name]}
+    plan = MaintenancePlan()
+    with tempfile.TemporaryDirectory() as tmp:
+        without, kept = _walk(Path(tmp) / "none.duckdb", queries, truth, None)
+        with_runs, left = _walk(Path(tmp) / "runs.duckdb", queries, truth, plan)
+    last = max(parse_time(q["at"]) for q in queries)
+    archived = {n for n, m in left.items() if m.status == "archived" and kept[n].status != "archived"}
+    out: dict[str, Any] = {"last_turn": last.isoformat(), "halves": {}}
+    for half, spaces in halves.items():
+        rows = [(a, b) for q, a, b in zip(queries, without, with_runs) if a is not None and q["namespace"] in spaces]
+        mine = {n for n, m in kept.items() if m.namespace in spaces}
+        due = {n for n in mine & expendable if kept[n].status == "active"
+               and last - kept[n].created_at >= timedelta(days=plan.transient_after_days)}
+        out["halves"][half] = {
+            "on_topic_turns": len(rows), "without_maintenance": _share(sum(a for a, _ in rows), len(rows)),
+            "with_maintenance": _share(sum(b for _, b in rows), len(rows)),
+            "turns_lost": sum(a and not b for a, b in rows), "turns_gained": sum(b and not a for a, b in rows),
+            "archived_outside": len((archived & mine) - expendable), "kept_sets": len(mine - expendable),
+            "expendable_due": len(due), "expendable_due_archived": len(due & archived),
+            "due_archived_share": _share(len(due & archived), len(due))}
+    return out
+
+
 def _figures(report: Any, memories: dict[int, Any], halves: dict[str, set[str]], before: dict, after: dict,
              expendable: set[int], planted: set[frozenset[int]], plan: MaintenancePlan, now: datetime) -> dict:
     expired = {i for c in report.changes if c.action == "expire" for i in c.memory_ids}
@@ -189,7 +275,8 @@ def main() -> None:
     parser.add_argument("--json", dest="json_out", default=None)
     args = parser.parse_args()
     result = {"measured_at": datetime.now().astimezone().isoformat(timespec="seconds"),
-              "load_1min": os.getloadavg()[0], "durability_set": durability_set(), "demo": demo_key()}
+              "load_1min": os.getloadavg()[0], "durability_set": durability_set(), "demo": demo_key(),
+              "schedule": schedule()}
     print(json.dumps(result, indent=1, ensure_ascii=False))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

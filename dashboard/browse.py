@@ -16,7 +16,7 @@ from datetime import date, datetime, time, timedelta, timezone
 import pandas as pd
 import streamlit as st
 
-from memory_core import CATEGORIES, KINDS, LANGUAGES, ORDERS, STATUSES, TIERS
+from memory_core import CATEGORIES, DURABILITIES, KINDS, LANGUAGES, ORDERS, STATUSES, TIERS
 from memory_core.index.scoring import COLD_DAYS, HOT_DAYS
 from dashboard.common import (check_choice_param, check_param, ensure_loaded, get_bank, id_column, linked_select,
                               memory_href, namespace_picker, readable_errors)
@@ -31,9 +31,11 @@ bank = get_bank()
 st.title("Browse memories")
 
 
-def flash(message: str) -> None:
-    """Remember a success message for the next run, then rerun so every table shows the change."""
+def flash(message: str, undo: int | None = None) -> None:
+    """Remember a success message (and the operation its Undo reverts) for the next run, then rerun
+    so every table shows the change."""
     st.session_state["browse_flash"] = message
+    st.session_state["browse_undo"] = undo
     st.rerun()
 
 
@@ -56,7 +58,8 @@ def day_bounds(picked) -> tuple[datetime | None, datetime | None]:
 def row_of(m, score: float | None = None, link: bool = False) -> dict:
     row = {} if score is None else {"score": round(score, 3)}
     row.update({"id": memory_href(m.id) if link else m.id, "text": m.text if m.text is not None else "(erased)", "namespace": m.namespace,
-                "category": m.category, "kind": m.kind, "importance": round(m.importance, 3),
+                "category": m.category, "kind": m.kind, "durability": m.durability,
+                "importance": round(m.importance, 3),
                 "status": m.status, "pinned": m.pinned,
                 # the table shows the day (its width fits 1,280 px); an export keeps the time
                 "created": f"{m.created_at:%Y-%m-%d}" if link else when(m.created_at),
@@ -81,10 +84,6 @@ def add_form(default_namespace: str) -> None:
                     flash(f"Added memory #{mid} to {namespace.strip()}.")
 
 
-if msg := st.session_state.pop("browse_flash", None):
-    st.success(msg)
-
-
 def counted(counts: dict[str, int]):
     """A facet's option label: the value and how many memories of the namespace have it."""
     return lambda v: v if v == ANY else f"{v} ({counts.get(v, 0):,})"
@@ -103,32 +102,59 @@ def valid_days(raw: str) -> bool:
 
 
 def bulk_actions(ids: list[int], by_id: dict) -> None:
-    """Act on the selected rows: forget or restore them, set their importance or category; each
-    one operation, undone as a whole from the Activity page."""
+    """Act on the selected rows: forget or restore them, set their importance, category or
+    durability; each one operation, undone as a whole from the Activity page or right here."""
     active = [i for i in ids if by_id[i].status == "active"]
     archived = [i for i in ids if by_id[i].status == "archived"]
     box = st.container(border=True)
     box.markdown(f"**{len(ids)} selected**: " + " ".join(f"[#{i}]({memory_href(i)})" for i in ids[:12])
                  + (" …" if len(ids) > 12 else ""))
-    c1, c2, c3, c4 = box.columns(4)
+    c1, c2, c3, c4, c5 = box.columns(5)
     if active and c1.button(f"Forget {len(active)}", key="bulk_forget", help="Archive: kept, never recalled, undoable"):
         with readable_errors():
             group = bank.forget_many(active)
-            flash(f"Archived {len(active)} memories (restorable; undo operation {group} on the Activity page).")
+            flash(f"Archived {len(active)} memories (restorable; operation {group}).", undo=group)
     if archived and c2.button(f"Restore {len(archived)}", key="bulk_restore"):
         with readable_errors():
             group = bank.restore_many(archived)
-            flash(f"Restored {len(archived)} memories (undo operation {group} on the Activity page).")
+            flash(f"Restored {len(archived)} memories (operation {group}).", undo=group)
     importance = c3.number_input("Set importance", 0.0, 1.0, 0.5, 0.05, key="bulk_importance")
     if active and c3.button(f"Set importance of {len(active)}", key="bulk_set_importance"):
         with readable_errors():
             group = bank.update_many(active, importance=float(importance))
-            flash(f"Set the importance of {len(active)} memories to {importance:.2f} (operation {group}).")
+            flash(f"Set the importance of {len(active)} memories to {importance:.2f} (operation {group}).",
+                  undo=group)
     category_new = c4.selectbox("Set category", CATEGORIES, key="bulk_category")
     if active and c4.button(f"Set category of {len(active)}", key="bulk_set_category"):
         with readable_errors():
             group = bank.update_many(active, category=category_new)
-            flash(f"Set the category of {len(active)} memories to {category_new} (operation {group}).")
+            flash(f"Set the category of {len(active)} memories to {category_new} (operation {group}).",
+                  undo=group)
+    durability_new = c5.selectbox("Set durability", DURABILITIES, key="bulk_durability",
+                                  help="durable: never expired for age or disuse; transient: expired once its "
+                                       "time has passed")
+    if active and c5.button(f"Set durability of {len(active)}", key="bulk_set_durability"):
+        with readable_errors():
+            group = bank.update_many(active, durability=durability_new)
+            flash(f"Set the durability of {len(active)} memories to {durability_new} (operation {group}).",
+                  undo=group)
+
+
+def undo_last() -> None:
+    """The Undo of the last bulk action, shown with its confirmation until the next one."""
+    group = st.session_state.get("browse_undo")
+    if group is None:
+        return
+    if st.button(f"Undo operation {group}", key="browse_undo_button"):
+        with readable_errors():
+            bank.undo_group(group)
+            st.session_state.pop("browse_undo", None)
+            flash(f"Undid operation {group}.")
+
+
+if msg := st.session_state.pop("browse_flash", None):
+    st.success(msg)
+undo_last()
 
 
 with readable_errors():
@@ -167,8 +193,8 @@ with readable_errors():
                              format_func=counted(stats["by_language"]),
                              help="read from each memory's text when it is written (counts: active memories)")
     order = f6.selectbox("Sort by", ORDERS, key="sort", bind="query-params")
-    with st.expander("More filters: importance, dates, pinned"):
-        r1, r2, r3, r4 = st.columns(4)
+    with st.expander("More filters: importance, dates, pinned, durability"):
+        r1, r2, r3, r4, r5 = st.columns(5)
         imp_lo, imp_hi = r1.slider("Importance", 0.0, 1.0, (0.0, 1.0), 0.05, key="importance", bind="query-params")
         imp_lo, imp_hi = round(float(imp_lo), 2), round(float(imp_hi), 2)  # no float noise from the slider steps
         created_after, created_before = day_bounds(r2.date_input("Created between", value=(), key="created",
@@ -178,9 +204,14 @@ with readable_errors():
                                                            bind="query-params", min_value=DATE_MIN,
                                                            max_value=DATE_MAX, help="leave empty for no bound"))
         pinned = r4.selectbox("Pinned", list(PINNED), key="pinned", bind="query-params")
+        durability = linked_select(r5, "Durability", [ANY, *DURABILITIES], "durability", noun="durability",
+                                   format_func=counted(stats.get("by_durability", {})),
+                                   help="durable: never expired for age or disuse alone; transient: expired by "
+                                        "maintenance once its time has passed (counts: active memories)")
     filters = dict(namespace=namespace, status=None if status == ANY else status,
                    kind=None if kind == ANY else kind, category=None if category == ANY else category,
                    language=None if language == ANY else language,
+                   durability=None if durability == ANY else durability,
                    contains=(contains or "").strip() or None, pinned=PINNED[pinned],
                    min_importance=imp_lo if imp_lo > 0 else None, max_importance=imp_hi if imp_hi < 1 else None,
                    created_after=created_after, created_before=created_before,
@@ -229,10 +260,13 @@ with readable_errors():
             selection_mode="multi-row", height=min(len(rows), 20) * 35 + 38,
             column_order=[c for c in df.columns if c != "namespace" or many],
             column_config={"id": id_column(), "score": st.column_config.NumberColumn(width=52, format="%.3f"),
-                           "text": st.column_config.TextColumn("text", width=166 if many else 236),
+                           "text": st.column_config.TextColumn("text", width=110 if many else 180),
                            "namespace": st.column_config.TextColumn("ns", width=70),
                            "category": st.column_config.TextColumn(width=80),
                            "kind": st.column_config.TextColumn(width=58),
+                           "durability": st.column_config.TextColumn(
+                               "lasts", width=56, help="durability: durable (never expired for age or disuse "
+                                                       "alone) or transient; set it on a selection below"),
                            "importance": st.column_config.NumberColumn("imp.", width=46, format="%.2f"),
                            "status": st.column_config.TextColumn(width=64),
                            "pinned": st.column_config.CheckboxColumn("pin", width=36),
@@ -250,7 +284,8 @@ with readable_errors():
     if selected_ids:
         bulk_actions(selected_ids, by_id)
     else:
-        st.caption("Select rows (the boxes at the left) to forget, restore or re-grade them together; "
+        st.caption("Select rows (the boxes at the left) to forget, restore or re-grade them together (importance, "
+                   "category, durability); "
                    "click an id to open the memory.")
     # The export is built when a button is pressed (Streamlit calls ``data`` then), not on every rerun.
     n_export = len(shown) if semantic else total

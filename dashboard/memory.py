@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from memory_core import CATEGORIES, KINDS, Event, Memory, NotFoundError
+from memory_core import CATEGORIES, DURABILITIES, KINDS, Event, Memory, NotFoundError
+from memory_core.language.durability import infer as infer_durability
 from memory_core.index.scoring import COLD_DAYS, HOT_DAYS, tier_of
 from dashboard.common import bad_link, configured_password, get_bank, memory_link, password_matches, readable_errors
 
@@ -98,8 +99,9 @@ with readable_errors():
     st.subheader(f"#{m.id} · {m.namespace} · {m.status}")
     st.code(m.text if m.text is not None else "(text erased by a hard delete)", language=None, wrap_lines=True)
     st.markdown(tier_line(m, now))
-    if getattr(m, "durability", None):
-        st.markdown(f"Durability: **{m.durability}**")
+    reading = infer_durability(m.text, m.category, m.kind, m.importance)
+    st.markdown(f"Durability: **{m.durability}** · the rule reads it as {reading.durability}: {reading.reason}"
+                + ("" if reading.durability == m.durability else " (set by hand)"))
     for label, other in (("Superseded by", m.superseded_by), ("Merged into", m.merged_into)):
         if other:
             st.markdown(f"{label} {memory_link(other)}")
@@ -127,12 +129,16 @@ with readable_errors():
         with st.expander("Edit", expanded=False):
             with st.form("memory_edit"):
                 text = st.text_area("Text", value=m.text, key="memory_edit_text")
-                e1, e2, e3 = st.columns(3)
+                e1, e2, e3, e4 = st.columns(4)
                 importance = e1.number_input("Importance", 0.0, 1.0, float(m.importance), 0.05,
                                              key="memory_edit_importance")
                 category = e2.selectbox("Category", CATEGORIES, index=CATEGORIES.index(m.category),
                                         key="memory_edit_category")
                 kind = e3.selectbox("Kind", KINDS, index=KINDS.index(m.kind), key="memory_edit_kind")
+                durability = e4.selectbox("Durability", DURABILITIES, index=DURABILITIES.index(m.durability),
+                                          key="memory_edit_durability",
+                                          help="durable: never expired for age or disuse alone; transient: "
+                                               "expired by maintenance once its time has passed")
                 if st.form_submit_button("Save changes"):
                     edits: dict[str, Any] = {}
                     if text != m.text:
@@ -143,6 +149,8 @@ with readable_errors():
                         edits["category"] = category
                     if kind != m.kind:
                         edits["kind"] = kind
+                    if durability != m.durability:
+                        edits["durability"] = durability
                     if not edits:
                         st.info("Nothing changed.")
                     else:

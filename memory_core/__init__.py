@@ -18,6 +18,8 @@ The public surface is what this package exports (``__all__`` below) and the subm
   logged recalls under other settings.
 - ``memory_core.curation.merge``: merge clusters and previews, and their thresholds.
 - ``memory_core.curation.maintenance``: the maintenance plan, its steps and schedule.
+- ``memory_core.language.durability``: the durability rule's reading of a text (``infer``: durable or
+  transient, and why), what a memory's page shows beside the stored durability.
 - ``memory_core.demo``: the demo set bundled with the package, and ``build(bank)``.
 - ``memory_core.server``: the REST API and MCP endpoint of ``memctl serve`` (``create_app``, ``serve``),
   and MCP over stdio (``serve_stdio``, ``memctl mcp``).
@@ -101,7 +103,7 @@ def __dir__() -> list[str]:
 
 
 PUBLIC_MODULES = ("index.scoring", "evaluation.metrics", "evaluation.tuning", "curation.merge", "curation.maintenance",
-                  "demo", "server", "client")
+                  "language.durability", "demo", "server", "client")
 
 __all__ = [
     # the façade and its records

@@ -90,6 +90,19 @@ def test_a_memory_goes_through_its_whole_life(bank, ns):
     assert gone.text is None and gone.status == "deleted"
 
 
+def test_durability_is_read_set_and_edited_alike_on_both_faces(bank, ns):
+    """What Browse and the memory's page edit: the durability the rule read on add, one given on
+    add, and one changed by hand, each as the local bank has it, and a bad one refused."""
+    read = bank.add("Has a cold today", namespace=ns)
+    given = bank.add("Prefers window seats", namespace=ns, durability="transient")
+    assert (bank.get(read).durability, bank.get(given).durability) == ("transient", "transient")
+    assert bank.update(given, durability="durable").durability == "durable" == bank.get(given).durability
+    with pytest.raises(ValidationError):
+        bank.update(read, durability="forever")
+    assert bank.get(read).durability == "transient"
+    assert [e.action for e in bank.history(given)] == ["add", "update"]
+
+
 def test_rows_with_vectors_and_batches_are_stored_in_order(bank, ns, embedder):
     vector = embedder.encode_one("Alice keeps bees on her balcony")  # a numpy array
     one = bank.add("Alice keeps bees on her balcony", namespace=ns, embedding=vector)

@@ -107,6 +107,23 @@ def test_the_cases_a_time_word_rule_missed(text, category, expected, horizon):
     assert (reading.durability, reading.horizon) == (expected, horizon), reading
 
 
+@pytest.mark.parametrize("milestone, event", [
+    ("Ran his first half marathon in Oslo.", "Ran 8 km along the river."),
+    ("Bought a house outside Uppsala.", "Bought a new kettle."),
+    ("Got promoted to senior designer.", "Got a new phone."),
+    ("Spelade sin första konsert som cellist.", "Spelade padel med kollegorna."),
+    ("Köpte ett hus utanför Uppsala.", "Köpte en ny vattenkokare."),
+    ("Fick fast anställning som lärare.", "Fick en ny telefon."),
+    ("买了一套郊区的房子。", "买了一个新水壶。"),
+])
+def test_a_milestone_told_as_an_event_lasts_where_a_one_off_event_does_not(milestone, event):
+    """Someone's own first of something, a home bought, a job gained say who they are: an event verb
+    does not make them a log, while the same verb on a one-off event still does."""
+    reading = infer(milestone, "fact")
+    assert reading.durability == "durable" and "milestone" in reading.reason, reading
+    assert infer(event, "fact").durability == "transient"
+
+
 @pytest.mark.parametrize("small_talk, lasting", [
     ("The new café downstairs sells decent croissants.", "Thinks open-plan offices are overrated."),
     ("Nya fiket på hörnet har bra croissanter.", "Tycker att öppna kontorslandskap är överskattade."),

@@ -293,6 +293,32 @@ def test_bulk_restore_and_regrade_the_selection(browse):
         assert len(regrade) == 3 and len({e.group_id for e in regrade}) == 1  # one operation, undone as one
 
 
+def test_durability_is_shown_filtered_and_set_on_a_selection_then_undone(browse):
+    """Each row shows its durability; the facet narrows the table and lives in the link; setting
+    it on a selection is one operation, and its Undo on the page puts every row back."""
+    at, ids, open_bank = browse
+    t = table(at)
+    assert dict(zip(t["text"], t["durability"]))["Prefers vegetarian food"] == "durable"
+    before = dict(zip(row_ids(at), t["durability"]))
+    at.selectbox(key="durability").select("transient").run()
+    assert not at.exception and texts(at) == set() and at.query_params["durability"] in ("transient", ["transient"])
+    at.selectbox(key="durability").select("(any)").run()
+    at.session_state["browse_table"] = {"selection": {"rows": list(range(len(before))), "columns": [], "cells": []}}
+    at.run()
+    at.selectbox(key="bulk_durability").select("transient")
+    at.button(key="bulk_set_durability").click().run()
+    assert not at.exception and f"Set the durability of {len(before)}" in at.success[0].value
+    with open_bank() as bank:
+        assert {bank.get(i).durability for i in before} == {"transient"}
+    at.selectbox(key="durability").select("transient").run()
+    assert set(row_ids(at)) == set(before)
+    at.button(key="browse_undo_button").click().run()
+    assert not at.exception and "Undid operation" in at.success[0].value
+    with open_bank() as bank:
+        assert {i: bank.get(i).durability for i in before} == before
+    assert texts(at) == set()  # the filtered view (transient) is empty again
+
+
 def test_the_language_facet_counts_and_narrows_and_lives_in_the_link(tmp_path, embedder, monkeypatch):
     path = tmp_path / "languages.duckdb"
     with MemoryBank.open(path, embedder=embedder) as bank:

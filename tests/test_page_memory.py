@@ -118,6 +118,20 @@ def test_edit_saves_the_changed_fields(memory_bank):
         assert bank.get(ids["coffee"]).importance == pytest.approx(0.95)
 
 
+def test_durability_is_shown_with_the_rules_reading_and_editable(memory_bank):
+    """A habit reads as durable; marking it transient by hand is saved, and the page says the rule
+    read it otherwise, so an operator sees a durability set by hand."""
+    path, ids, embedder = memory_bank
+    at = open_page(str(ids["tea"]))
+    assert "Durability: **durable**" in words(at) and "a habit" in words(at)
+    at.selectbox(key="memory_edit_durability").select("transient")
+    at.button(key="FormSubmitter:memory_edit-Save changes").click().run()
+    assert not at.exception and "Updated durability" in at.success[0].value
+    assert "Durability: **transient**" in words(at) and "(set by hand)" in words(at)
+    with MemoryBank.open(path, embedder=embedder) as bank:
+        assert bank.get(ids["tea"]).durability == "transient"
+
+
 @pytest.mark.parametrize("raw, says", [("999999", "no memory #999999"), ("abc", "is not a memory id"),
                                        ("-3", "is not a memory id")])
 def test_a_bad_id_in_the_link_says_so(memory_bank, raw, says):

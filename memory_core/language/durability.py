@@ -14,7 +14,9 @@ English, Swedish and Chinese, in order (tables in :mod:`memory_core.language.rul
    until that date, unless the day comes back each year (a birthday, "fyller år", "生日"); a week
    word or a weekday named as one day ("this week", "on Friday", "nästa onsdag", "下周三") for a
    couple of weeks ("Saturday runs" is not one day);
-3. a log of the chat, small talk, a one-off event told by its verb ("Asked how...", "Frågade",
+3. a milestone told as an event (someone's own first of something, "ran her first marathon",
+   "sitt första maraton", "人生第一个"; a home bought, "köpte en lägenhet") is durable; a log of
+   the chat, small talk, a one-off event told by its verb ("Asked how...", "Frågade",
    "问了"), a support ticket's log ("a customer reported..."), or a state of the moment ("is in a
    bad mood", "väntar på", "发烧"), is transient, unless the writer filed it under a lasting
    category (preference, goal, decision, difficulty, profile) or an event names its year
@@ -40,7 +42,8 @@ from typing import Final
 from ..errors import ValidationError
 from ..models import DEFAULT_IMPORTANCE, DURABILITIES
 from .rules.durability_patterns import (
-    DATE, DAY, DURABLE_CATEGORIES, FROM_NOW, HABIT, HOLIDAY, LASTING, LOG, NOW, PAST_DAY, STATE, WEEK, YEAR, YEARLY,
+    DATE, DAY, DURABLE_CATEGORIES, FROM_NOW, HABIT, HOLIDAY, LASTING, LOG, MILESTONE, NOW, PAST_DAY, STATE, WEEK, YEAR,
+    YEARLY,
 )
 from .text import fold_chinese, normalise
 
@@ -63,8 +66,9 @@ def _compile(table: _Table) -> tuple[tuple[str, re.Pattern[str]], ...]:
     return tuple(out)
 
 
-_FROM_NOW, _HABIT, _YEARLY, _DAY, _NOW, _DATE, _WEEK, _HOLIDAY, _LOG, _YEAR, _STATE, _PAST_DAY, _LASTING = (
-    _compile(t) for t in (FROM_NOW, HABIT, YEARLY, DAY, NOW, DATE, WEEK, HOLIDAY, LOG, YEAR, STATE, PAST_DAY, LASTING))
+(_FROM_NOW, _HABIT, _YEARLY, _DAY, _NOW, _DATE, _WEEK, _HOLIDAY, _LOG, _YEAR, _STATE, _PAST_DAY, _LASTING,
+ _MILESTONE) = (_compile(t) for t in (FROM_NOW, HABIT, YEARLY, DAY, NOW, DATE, WEEK, HOLIDAY, LOG, YEAR, STATE, PAST_DAY,
+                                      LASTING, MILESTONE))
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,8 @@ def infer(text: str | None, category: str = "other", kind: str = "explicit",
         return Reading("transient", "date", f"names a date ({hit[1]!r})")
     if hit := _first(_WEEK, t):
         return Reading("transient", "week", f"names a week or a weekday ({hit[1]!r})")
+    if hit := _first(_MILESTONE, t):
+        return Reading("durable", None, f"a milestone ({hit[1]!r})")
     lasting = category in DURABLE_CATEGORIES
     if not (lasting or lasts) and (hit := _first(_HOLIDAY, t)):
         return Reading("transient", "age", f"a plan for a holiday ({hit[1]!r})")

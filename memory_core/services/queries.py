@@ -205,7 +205,7 @@ class Queries:
                 f"--model {E5_MODEL}")
 
     def stats(self, namespace: str | None = None, now: Any = None) -> dict[str, Any]:
-        """Counts by status, kind, category, tier and language, plus the bank's model and activity."""
+        """Counts by status, kind, category, tier, language and durability, plus the bank's model and activity."""
         now_dt = parse_time(now, "now") or utcnow()
         where, params = ("namespace = ?", [check_namespace(namespace)]) if namespace else ("TRUE", [])
         with self.core.session(write=False) as con:
@@ -217,6 +217,7 @@ class Queries:
             by_kind = group("kind", "AND status = 'active'")
             by_category = group("category", "AND status = 'active'")
             by_language = group("language", "AND status = 'active'")
+            by_durability = group("durability", "AND status = 'active'")
             retrievals = con.execute(
                 f"SELECT count(*), count(*) FILTER (WHERE n_results = 0) FROM retrievals WHERE {where}",
                 params).fetchone()
@@ -232,7 +233,7 @@ class Queries:
             "path": self.core.store.location, "model": self.core.model, "dim": self.core.dim,
             "total": sum(by_status.values()), "active": by_status.get("active", 0),
             "by_status": by_status, "by_kind": by_kind, "by_category": by_category, "by_tier": tiers,
-            "by_language": by_language,
+            "by_language": by_language, "by_durability": by_durability,
             "namespaces": len(self.namespaces()) if namespace is None else 1,
             "retrievals": int(retrievals[0]), "empty_retrievals": int(retrievals[1]),
             "active_preset": name, "change_seq": int(meta["change_seq"]),

@@ -130,6 +130,25 @@ LOG: Final[dict[str, list[tuple[str, str]]]] = {
            ("工单", r"^工单|客户.{0,30}?(?:问|咨询|投诉|反馈|报告|来信)")],
 }
 
+# A milestone told as an event: someone's own first of something ("ran her first marathon", "sitt
+# första maraton", "人生第一个"), a home bought ("bought a flat", "köpte en lägenhet", "买了一套公寓"),
+# a job, a place or a degree gained ("got promoted", "fick fast anställning"). It says who someone
+# is, so an event verb does not make it a log.
+MILESTONE: Final[dict[str, list[tuple[str, str]]]] = {
+    "en": [("their first", r"\b(?:his|her|their|my|our) first\b"),
+           ("a home", r"^(?:bought|got)\s+(?:a|an|the|his|her|their|our)\s+(?:new\s+)?(?:house|flat|apartment|home|"
+                      r"cottage)\b"),
+           ("gained", r"^(?:got|landed|earned|received)\s+(?:a |an |the |his |her |their )?(?:new |permanent )?"
+                      r"(?:job|position|place|promotion|degree|phd|doctorate|master'?s)\b|^got promoted\b")],
+    "sv": [("sitt första", r"\b(?:sitt|sin|sina|hans|hennes|deras|mitt|min) första\b"),
+           ("ett hem", r"^(?:köpte|fick)\s+(?:ett|en|sitt|sin|deras)\s+(?:nytt?\s+)?(?:hus|lägenhet|bostadsrätt|villa|"
+                       r"radhus|hem|sommarstuga)\b"),
+           ("fick jobb", r"^(?:fick|tog|landade)\s+(?:en |ett |sin |sitt )?(?:ny |nytt |fast |fasta )?(?:jobb|anställning|"
+                         r"tjänst|plats|befordran|examen|doktorsexamen|masterexamen)\b")],
+    "zh": [("人生第一", r"人生(?:中的)?第一|(?:他|她|我|他们)的第一(?:个|本|次|场|份)"),
+           ("买房", r"买了?(?:一套|一栋|一间)?[^，。]{0,8}?(?:房子|公寓|住宅|别墅)")],
+}
+
 # A year ("in 2019") dates a lasting fact: an event told with one is kept ("Bought a flat in 2021").
 YEAR: Final[dict[str, list[tuple[str, str]]]] = {
     "all": [("year", r"(?<!\d)(?:19|20)\d\d(?!\d)")],
