@@ -63,7 +63,8 @@ BOTH_STORES = {
 # crash"`); `make test` runs everything. The markers are registered in pyproject.toml.
 FILE_MARKERS = {
     "test_browser.py": "browser",  # the real dashboard in chromium (Playwright)
-    "test_browser_curation.py": "browser",  # Conflicts' bulk dismissal and Merges' all-namespaces view, in chromium
+    "test_browser_curation.py": "browser",
+    "test_browser_console.py": "browser",  # the operator's console (links, memory page, Recalls, Activity) in chromium  # Conflicts' bulk dismissal and Merges' all-namespaces view, in chromium
     "test_server_docs.py": "browser",  # /docs and /redoc of a real server in chromium, offline
     "test_soak.py": "soak",  # bench.soak: three agent processes and the dashboard for 15 s
     "test_crash.py": "crash",  # bench.crash: writers killed with SIGKILL, and its checks
