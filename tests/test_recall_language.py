@@ -88,3 +88,17 @@ def test_the_tune_pages_candidates_select_what_recall_returns_at_the_threshold(b
         hits = bank.recall(question, namespace="me", params=p, now=NOW, record=False)
         assert [h.memory.id for h in hits] == ids, question
 
+
+
+def test_when_every_memory_reads_below_the_floor_the_closest_meaning_still_ranks_first(bank):
+    """Clipped at the floor, every memory's relevance reads 0 and their scores are equal: the one
+    whose meaning is closest to the question comes first, not the oldest."""
+    p = bank.active_preset()[1].replace(similarity_floor=0.95, similarity_ceiling=1.0, lexical_weight=0.0,
+                                        threshold=0.0, k=len(MEMORIES))
+    for question in QUESTIONS.values():
+        hits = bank.recall(question, namespace="me", params=p, now=NOW, record=False)
+        assert len({round(h.score, 12) for h in hits}) == 1  # all tied
+        cand = bank.candidates([question], namespace="me", now=NOW)
+        cosine = dict(zip((int(i) for i in cand.ids), cand.similarity[0]))
+        assert [h.memory.id for h in hits] == sorted(cosine, key=lambda i: (-cosine[i], i))
+        assert MEMORIES.index(hits[0].memory.text) in (0, 2, 4)  # an allergy memory
