@@ -10,15 +10,15 @@ time in every language and LoCoMo R@10 stays at least ``--locomo``; of those, th
 best worst-case hit@1 (same-language en/zh/sv and cross-language, top hit correct and clearing
 the threshold) on the dev halves wins.
 
-``--languages`` chooses the model's per-language calibration instead (``ModelDefaults.language_shift``,
-``scoring.for_language``): per question language, the shift of the cosine scale at which general
+``--languages`` chooses the model's per-language calibration instead (``ModelDefaults.language_threshold``,
+``scoring.for_language``): per question language, the offset of the default threshold at which general
 questions in that language come back empty at least ``--empty`` of the time on the dev halves of both
-multilingual sets and (English, with ``--locomo-data``) LoCoMo's dev R@10 drops by at most
-``LOCOMO_SLACK``; of those, the one with the best worse-set same-language hit@1 at the threshold (the
-smaller shift on a tie). With none eligible, no shift.
+multilingual sets; of those, the one with the best worse-set same-language hit@1 at the threshold (the
+smaller offset on a tie). With none eligible, no offset. Ranking does not move with the offset, so
+LoCoMo's R@10 (threshold 0) cannot change.
 
     python -m bench.calibrate --model multilingual-e5-small --locomo-data DATASET
-    python -m bench.calibrate --languages [--locomo-data DATASET]
+    python -m bench.calibrate --languages
     python -m bench.calibrate --preset generative-agents --model MODEL [--read en zh]
 
 ``--preset NAME`` puts a built-in preset's threshold on a model's scale: the lowest at which general
@@ -54,22 +54,22 @@ GRID = {  # on the scale of cosines with e5's shared directions projected out (u
 }
 THRESHOLDS = [round(t, 3) for t in np.arange(0.20, 0.651, 0.01)]
 PRESET_THRESHOLDS = [round(t, 3) for t in np.arange(0.20, 0.901, 0.01)]  # a preset's own scale may sit higher
-SHIFTS = [round(t, 3) + 0.0 for t in np.arange(-0.1, 0.1001, 0.025)]
-LOCOMO_SLACK = 0.005  # what a language shift may cost LoCoMo's dev R@10 (plain turns, English)
+OFFSETS = [round(t, 3) + 0.0 for t in np.arange(-0.1, 0.1001, 0.01)]
 SECOND = multilingual.DATA.parent / "multilingual_second.json"
 
 
 def _top(cand: Any, params: ScoringParams, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per query: the ids of the k best (by score, ties by the smaller id) and their scores."""
+    """Per query: the ids of the k best (by score, ties by the higher cosine, then the smaller id, as
+    recall breaks them) and their scores."""
     score = cand.scores(params.replace(k=k, threshold=0.0))
-    order = np.lexsort((np.broadcast_to(cand.ids, score.shape), -score), axis=-1)[:, :k]
+    order = np.lexsort((np.broadcast_to(cand.ids, score.shape), -cand.similarity, -score), axis=-1)[:, :k]
     return cand.ids[order], np.take_along_axis(score, order, axis=-1)
 
 
 def multilingual_cases(model: str | None, log=print, path: Path = multilingual.DATA) -> dict[str, Any]:
     """Per memory language: the bank's candidates for every question (all languages) and the
     general questions in that language, and what each question wants. Read uncalibrated: every
-    question on the preset's own scale (``Candidates.shifts`` None)."""
+    question held to the preset's own threshold (``Candidates.offsets`` None)."""
     data = multilingual.load(path)
     facts = data["facts"]
     tmp = tempfile.mkdtemp()
@@ -84,7 +84,7 @@ def multilingual_cases(model: str | None, log=print, path: Path = multilingual.D
         general = data["general"][mem_lang]
         texts = [q for _, _, q in questions] + general
         cand = bank.candidates(texts, namespace=mem_lang, now=multilingual.NOW)
-        cand.shifts = None
+        cand.offsets = None
         out["spaces"][mem_lang] = {"cand": cand, "fact_of": fact_of, "questions": questions,
                                    "general": len(general)}
         log(f"  multilingual {mem_lang}: {len(texts)} questions ({time.perf_counter() - t0:.0f} s)")
@@ -184,30 +184,24 @@ def choose(rows: list[dict[str, Any]], empty: float, locomo_min: float) -> dict[
     return max(ok, key=lambda r: (_worst(r["dev"]), r["dev"]["cross"], r["locomo_dev"]))
 
 
-def language_shifts(sets: list[dict[str, Any]], base: ScoringParams, empty: float,
-                    lc: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Per language: each shift's dev and test same-language hit@1 at the threshold and general
-    questions' empty share, per set (and English's LoCoMo R@10); and the chosen shift (0 when no
-    shift is eligible)."""
+def language_thresholds(sets: list[dict[str, Any]], base: ScoringParams, empty: float) -> dict[str, Any]:
+    """Per language: each threshold offset's dev and test same-language hit@1 at the moved threshold
+    and general questions' empty share, per set; and the chosen offset (0 when none is eligible)."""
     out: dict[str, Any] = {}
-    plain = locomo_r10(lc, base)["dev"] if lc else None
     for lang in multilingual.LANGS:
         rows = []
-        for shift in SHIFTS:
-            p = for_language(base, shift)
-            row: dict[str, Any] = {"shift": shift}
-            if lc and lang == "en":
-                row["locomo"] = locomo_r10(lc, p)
+        for offset in OFFSETS:
+            t = for_language(base, offset).threshold
+            row: dict[str, Any] = {"offset": offset, "threshold": t}
             for i, cases in enumerate(sets):
-                by = multilingual_metrics({"spaces": {lang: cases["spaces"][lang]}}, p, [base.threshold])
-                for split, cell in by[base.threshold].items():
+                by = multilingual_metrics({"spaces": {lang: cases["spaces"][lang]}}, base, [t])
+                for split, cell in by[t].items():
                     row[f"{split}_{i}"] = {"hit1_thr": cell[lang], "empty": cell[f"empty_{lang}"]}
             rows.append(row)
-        ok = [r for r in rows if all(r[f"dev_{i}"]["empty"] >= empty for i in range(len(sets)))
-              and ("locomo" not in r or r["locomo"]["dev"] >= plain - LOCOMO_SLACK)]
-        best = max(ok, key=lambda r: (min(r[f"dev_{i}"]["hit1_thr"] for i in range(len(sets))), -abs(r["shift"])),
+        ok = [r for r in rows if all(r[f"dev_{i}"]["empty"] >= empty for i in range(len(sets)))]
+        best = max(ok, key=lambda r: (min(r[f"dev_{i}"]["hit1_thr"] for i in range(len(sets))), -abs(r["offset"])),
                    default=None)
-        out[lang] = {"chosen": 0.0 if best is None else best["shift"], "rows": rows}
+        out[lang] = {"chosen": 0.0 if best is None else best["offset"], "rows": rows}
     return out
 
 
@@ -231,7 +225,7 @@ def main() -> None:
     parser.add_argument("--locomo", type=float, default=0.70, help="least LoCoMo R@10 (plain turns)")
     parser.add_argument("--memory-prefix", default=None, help="e5 only: embed memories with this prefix")
     parser.add_argument("--languages", action="store_true",
-                        help="choose the per-language shift of the cosine scale (both multilingual sets)")
+                        help="choose the per-language threshold offsets (both multilingual sets)")
     parser.add_argument("--preset", default=None,
                         help="choose this built-in preset's threshold on the model (both multilingual sets)")
     parser.add_argument("--read", nargs="+", default=list(multilingual.LANGS), choices=multilingual.LANGS,
@@ -250,13 +244,13 @@ def main() -> None:
         return
     if args.languages:
         sets = [multilingual_cases(args.model), multilingual_cases(args.model, path=SECOND)]
-        lc = locomo_cases(args.locomo_data, args.model) if args.locomo_data else None
-        for conv in lc["convs"] if lc else []:
-            conv["cand"].shifts = None
-        shifts = language_shifts(sets, ScoringParams.preset("default"), args.empty, lc)
-        print(json.dumps({lang: v["chosen"] for lang, v in shifts.items()}))
+        offsets = language_thresholds(sets, ScoringParams.preset("default"), args.empty)
+        print(json.dumps({lang: v["chosen"] for lang, v in offsets.items()}))
+        for lang, v in offsets.items():
+            best = next(r for r in v["rows"] if r["offset"] == v["chosen"])
+            print(lang, {k: val for k, val in best.items() if k != "offset"})
         if args.json_out:
-            Path(args.json_out).write_text(json.dumps(shifts) + "\n")
+            Path(args.json_out).write_text(json.dumps(offsets) + "\n")
         return
     load1 = os.getloadavg()[0]
     if args.memory_prefix is not None:

@@ -127,9 +127,10 @@ def brute_force(path: Path | str, namespace: str, query: str, qvec: np.ndarray, 
                      use_count=np.array([r[8] for r in rows], dtype=np.float64), now=now.timestamp(),
                      neighbour_relevance=_neighbour_relevance(p, sim, lexical, created, ids, now.timestamp(), match),
                      date_match=np.array(match) if match is not None else None)
-    keep = [(int(i), float(s)) for i, s, c in zip(ids, score, created) if c <= now.timestamp() and s >= p.threshold]
-    keep.sort(key=lambda x: (-x[1], x[0]))
-    return keep[: p.k]
+    keep = [(int(i), float(s), float(x)) for i, s, c, x in zip(ids, score, created, sim)
+            if c <= now.timestamp() and s >= p.threshold]
+    keep.sort(key=lambda x: (-x[1], -x[2], x[0]))  # equal scores: the higher cosine, then the smaller id
+    return [(i, s) for i, s, _ in keep[: p.k]]
 
 
 def _date_match(periods: tuple[tuple[float, float], ...], created: np.ndarray) -> list[float] | None:

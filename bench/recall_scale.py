@@ -137,7 +137,7 @@ def brute_force(bank: MemoryBank, namespace: str, query: str, p: ScoringParams) 
     lexical = idx.lexical.relevance(p, lexical_tokens(query)) if p.lexical_weight > 0 else np.zeros(n)
     score, _ = blend(p, similarity=sim, lexical=lexical, created=idx.created[:n], last_access=idx.last_access[:n],
                      importance=idx.importance[:n], access_count=idx.access_count[:n], now=NOW.timestamp())
-    rows = top_k(score, idx.ids[:n], p.k, p.threshold)
+    rows = top_k(score, idx.ids[:n], p.k, p.threshold, sim)
     return [(int(idx.ids[r]), float(score[r])) for r in rows]
 
 
@@ -333,7 +333,7 @@ def index_scale(n: int, queries: int, check: int) -> dict[str, Any]:
                          last_access=idx.last_access[: idx.n], importance=idx.importance[: idx.n],
                          access_count=idx.access_count[: idx.n], now=now)
         ok += same_result(got, [(int(idx.ids[r]), float(score[r])) for r in top_k(score, idx.ids[: idx.n], p.k,
-                                                                                  p.threshold)])
+                                                                                  p.threshold, sim)])
     out["exact_checked"], out["exact_equal_brute_force"] = len(qs) - queries, ok
     exact_times = []
     for q, words in qs[:queries]:

@@ -93,17 +93,18 @@ def detail(r: dict, f: Any) -> None:
     hits: list[Hit] = bank.recall(r.get("query") or "", namespace=r["namespace"],
                                   params=p.replace(threshold=0.0, k=max(p.k, CANDIDATES)),
                                   now=r["recalled_at"], record=False)
+    held = bank.calibrated(p, r.get("query") or "")  # the threshold the question's language holds it to
     rows = []
     for h in hits:
-        in_ = h.score >= p.threshold and h.rank <= p.k
+        in_ = h.score >= held.threshold and h.rank <= p.k
         logged = received.get(h.memory.id)
         rows.append({"id": memory_href(h.memory.id), "rank": h.rank, "score": round(h.score, 3),
-                     "vs threshold": f"{'in' if in_ else 'out'} ({h.score - p.threshold:+.3f})",
+                     "vs threshold": f"{'in' if in_ else 'out'} ({h.score - held.threshold:+.3f})",
                      **{k: round(float(h.components.get(k, 0.0)), 3) for k in PARTS},
                      "received": "yes" if logged else "no",
                      "logged score": None if logged is None or logged.get("score") is None else round(logged["score"], 3),
                      "text": h.memory.text or "(erased)"})
-    st.markdown(f"**Candidates** against the threshold **{p.threshold:.2f}** and k = {p.k} "
+    st.markdown(f"**Candidates** against the threshold **{held.threshold:.2f}** and k = {p.k} "
                 f"(weights α {p.alpha:g} · β {p.beta:g} · γ {p.gamma:g} · δ {p.delta:g}, divided by their sum)")
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="recall_candidates",

@@ -247,22 +247,23 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
     if not hits:
         st.write(f"No memory of {namespace} existed on {day}.")
         return
+    held = bank.calibrated(p, query).threshold  # the threshold the question's language holds it to
     rows = []
     for h in hits:
         parts = score_parts(h, p)
-        is_in = h.score >= p.threshold and h.rank <= p.k
+        is_in = h.score >= held and h.rank <= p.k
         rows.append({"in": is_in, "rank": h.rank, "id": h.memory.id, "open": memory_href(h.memory.id), "score": h.score,
                      **parts, "total": sum(parts.values()), "tier ×": h.components["tier"], "text": h.memory.text})
     table = pd.DataFrame(rows)
     n_in = int(table["in"].sum())
-    st.subheader(f"{n_in} of {len(hits)} candidates in (k={p.k}, threshold={p.threshold:.2f})")
+    st.subheader(f"{n_in} of {len(hits)} candidates in (k={p.k}, threshold={held:.2f} for this question's language)")
     # Plotly reads <b>, <a href>, <br> in labels as markup: escaped, a memory's tags show as typed.
     labels = [f"{'✅ in' if r['in'] else '⬜ out'} #{r['id']} {html.escape(r['text'][:50])}" for r in rows]
     fig = go.Figure()
     for name, _, _ in PARTS:
         fig.add_bar(name=name, y=labels, x=[float(v) for v in table[name]], orientation="h")
-    top = max([p.threshold, *(float(t) for t in table["total"])]) * 1.05 or 1.0
-    threshold_line(fig, p.threshold, f"threshold {p.threshold:.2f}", (0.0, top))
+    top = max([held, *(float(t) for t in table["total"])]) * 1.05 or 1.0
+    threshold_line(fig, held, f"threshold {held:.2f}", (0.0, top))
     fig.update_layout(barmode="stack", height=120 + 28 * len(rows), yaxis={"autorange": "reversed"},
                       xaxis={"title": "score", "range": [0.0, top]}, legend_orientation="h",
                       margin={"l": 10, "r": 10, "t": 10 + THRESHOLD_LABEL_ROOM, "b": 10})

@@ -421,6 +421,11 @@ class MemoryBank:
         """The top k memories of ``namespace`` for ``query`` that clear the threshold, possibly none."""
         return self._recall.recall(query, namespace, params, now, record, gate, k, threshold)
 
+    def calibrated(self, params: ScoringParams, query: str) -> ScoringParams:
+        """``params`` as recall holds ``query`` to them: the threshold moved for the question's
+        language on this bank's model (``scoring.for_language``); what the Tune page draws."""
+        return self._recall.calibrated(params, query)
+
     def candidates(self, queries: list[str], namespace: str, now: Any = None,
                    vectors: np.ndarray | None = None) -> Candidates:
         """What ranking ``queries`` needs, captured once, for what-if tuning; changes nothing."""

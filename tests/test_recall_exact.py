@@ -73,14 +73,18 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
     # NEIGHBOURS memories of the namespace created just before it and just after it, ties by id,
     # within NEIGHBOUR_SECONDS of it; one created after now lends 0). A memory whose relevance
     # before any lift is below min_relevance is lifted by nothing.
-    # The cosine scale moves by the model's shift for the question's language (kept in [0, 1]).
-    shift = model_defaults(bank.model).language_shift.get(detect_language(query), 0.0)
-    floor = min(max(p.similarity_floor + shift, 0.0), 0.99)
-    ceiling = min(max(p.similarity_ceiling + shift, floor + 0.01), 1.0)
+    # The threshold moves by the model's offset for the question's language (a threshold of 0 stays
+    # 0; kept within what a score can reach).
+    offset = model_defaults(bank.model).language_threshold.get(detect_language(query), 0.0)
+    top = max(1.0, p.tier_hot, p.tier_warm, p.tier_cold)
+    threshold = p.threshold if p.threshold == 0 else min(max(p.threshold + offset, 0.0), top)
+    floor, ceiling = p.similarity_floor, p.similarity_ceiling
     own = []
     eligible = []
+    sims = []
     for i, r in enumerate(rows):
         sim = float(vecs[i] @ qvec)
+        sims.append(sim)
         dense = min(1.0, max(0.0, (sim - floor) / (ceiling - floor)))
         created = r["created_at"].replace(tzinfo=timezone.utc).timestamp()
         rel = (1 - p.lexical_weight) * dense + p.lexical_weight * lex[i]
@@ -120,10 +124,10 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
         tier = p.tier_hot if touched < 7 else p.tier_warm if touched <= 90 else p.tier_cold
         s = tier * (p.alpha * rel + p.beta * rec + p.gamma * r["importance"] + p.delta * freq) / (
             p.alpha + p.beta + p.gamma + p.delta)
-        if s >= p.threshold and s > 0:
-            out.append((r["id"], s))
-    out.sort(key=lambda x: (-x[1], x[0]))
-    return out[: p.k]
+        if s >= threshold and s > 0:
+            out.append((r["id"], s, sims[i]))
+    out.sort(key=lambda x: (-x[1], -x[2], x[0]))  # equal scores: the higher cosine, then the smaller id
+    return [(mid, s) for mid, s, _ in out[: p.k]]
 
 
 def assert_exact(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, now: datetime, embedder) -> None:

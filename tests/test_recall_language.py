@@ -1,13 +1,14 @@
-"""Recall calibrated per question language: the bank's model reads Swedish, English and Chinese
-questions on scales of their own (``ModelDefaults.language_shift``), so one threshold leaves general
-questions empty in each language alike; recall and the Tune page's candidates rank through the same
-calibration (scoring.for_language). Real bank, the default model."""
+"""Recall calibrated per question language: the bank's model reads English, Swedish and Chinese
+questions closer to or further from every memory (``ModelDefaults.language_threshold``), so the
+threshold a question is held to moves with its language, while the order within a question is the
+blend's; recall and the Tune page's candidates go through the same calibration
+(scoring.for_language). Real bank, the default model."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timezone
 
-import numpy as np
 import pytest
 
 from memory_core import MemoryBank
@@ -35,43 +36,46 @@ def test_the_questions_are_read_as_their_languages():
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
-def test_every_preset_stays_valid_under_every_shift(name):
+def test_every_preset_stays_valid_under_every_offset(name):
     p = PRESETS[name]
-    for shift in (-0.3, -0.025, 0.05, 0.3, *model_defaults(None).language_shift.values()):
-        q = for_language(p, shift)
-        assert 0 <= q.similarity_floor < q.similarity_ceiling <= 1
-        assert (q.threshold, q.lexical_weight, q.alpha) == (p.threshold, p.lexical_weight, p.alpha)
-        # Where there is room, the scale moves by the shift itself (an affine calibration).
-        if 0 <= p.similarity_floor + shift and p.similarity_ceiling + shift <= 1:
-            assert q.similarity_floor == pytest.approx(p.similarity_floor + shift)
-            assert q.similarity_ceiling == pytest.approx(p.similarity_ceiling + shift)
+    for offset in (-0.5, -0.02, 0.03, 0.5, 2.0, *model_defaults(None).language_threshold.values()):
+        q = for_language(p, offset)
+        assert dataclasses.replace(q, threshold=p.threshold) == p  # only the threshold moves
+        if p.threshold == 0:
+            assert q is p  # "the top k, whatever their scores" stays so in every language
+        else:
+            assert 0 <= q.threshold <= 1
+            assert q.threshold == pytest.approx(min(max(p.threshold + offset, 0.0), 1.0))
     assert for_language(p, 0.0) is p
 
 
-def test_the_default_model_reads_swedish_questions_on_a_lower_scale(bank):
-    shift = model_defaults(bank.model).language_shift
-    assert set(shift) <= {"en", "zh", "sv"}
-    assert shift.get("sv", 0.0) < 0
+def test_the_default_model_holds_swedish_questions_to_a_lower_threshold(bank):
+    offsets = model_defaults(bank.model).language_threshold
+    assert set(offsets) <= {"en", "zh", "sv"}
+    assert offsets.get("sv", 0.0) < 0 <= min(offsets.get("en", 0.0), offsets.get("zh", 0.0))
 
 
 @pytest.mark.parametrize("lang", list(QUESTIONS))
-def test_recall_scores_a_question_on_its_languages_scale(bank, lang):
-    """The top hit's score is the blend under the preset moved by the question's language: a
-    Swedish question's relevance is read up; a language without a shift is read as set."""
-    p = bank.active_preset()[1].replace(threshold=0.0, k=len(MEMORIES))
+def test_a_questions_language_moves_its_threshold_not_its_ranking(bank, lang):
+    """The hits are the blend's order whatever the language; a memory is returned when it clears
+    the preset's threshold moved by the question's language, and only then."""
+    p = bank.active_preset()[1].replace(k=len(MEMORIES))
     question = QUESTIONS[lang]
-    hits = bank.recall(question, namespace="me", params=p, now=NOW, record=False)
+    everything = bank.recall(question, namespace="me", params=p.replace(threshold=0.0), now=NOW, record=False)
     cand = bank.candidates([question], namespace="me", now=NOW)
-    calibrated = cand.scores(p)[0]
-    got = {int(i): float(s) for i, s in zip(cand.ids, calibrated)}
-    assert [h.memory.id for h in hits] == cand.select(p)[0]
-    assert [h.score for h in hits] == pytest.approx([got[h.memory.id] for h in hits])
-    assert MEMORIES.index(hits[0].memory.text) in (0, 2, 4)  # an allergy memory, whatever its language
-    cand.shifts = None  # the same question read on the preset's own scale
-    plain = cand.scores(p)[0]
-    top = int(np.argmax(calibrated))
-    shift = model_defaults(bank.model).language_shift.get(lang, 0.0)
-    assert np.sign(calibrated[top] - plain[top]) == -np.sign(shift)
+    scores = dict(zip((int(i) for i in cand.ids), cand.scores(p)[0]))
+    assert [h.score for h in everything] == pytest.approx([scores[h.memory.id] for h in everything])
+    assert MEMORIES.index(everything[0].memory.text) in (0, 2, 4)  # an allergy memory, whatever its language
+    offset = model_defaults(bank.model).language_threshold.get(lang, 0.0)
+    held = bank.calibrated(p, question).threshold
+    assert held == pytest.approx(p.threshold + offset)
+    # A threshold just above one hit's score in the preset's terms: the language decides whether it stays.
+    edge = everything[0].score - offset / 2
+    hits = bank.recall(question, namespace="me", params=p.replace(threshold=edge), now=NOW, record=False)
+    kept = [h.memory.id for h in everything if h.score >= edge + offset]
+    assert [h.memory.id for h in hits] == kept
+    assert (everything[0].memory.id in kept) == (offset <= 0)
+    assert cand.select(p.replace(threshold=edge))[0] == kept
 
 
 def test_the_tune_pages_candidates_select_what_recall_returns_at_the_threshold(bank):
@@ -84,3 +88,17 @@ def test_the_tune_pages_candidates_select_what_recall_returns_at_the_threshold(b
         hits = bank.recall(question, namespace="me", params=p, now=NOW, record=False)
         assert [h.memory.id for h in hits] == ids, question
 
+
+
+def test_when_every_memory_reads_below_the_floor_the_closest_meaning_still_ranks_first(bank):
+    """Clipped at the floor, every memory's relevance reads 0 and their scores are equal: the one
+    whose meaning is closest to the question comes first, not the oldest."""
+    p = bank.active_preset()[1].replace(similarity_floor=0.95, similarity_ceiling=1.0, lexical_weight=0.0,
+                                        threshold=0.0, k=len(MEMORIES))
+    for question in QUESTIONS.values():
+        hits = bank.recall(question, namespace="me", params=p, now=NOW, record=False)
+        assert len({round(h.score, 12) for h in hits}) == 1  # all tied
+        cand = bank.candidates([question], namespace="me", now=NOW)
+        cosine = dict(zip((int(i) for i in cand.ids), cand.similarity[0]))
+        assert [h.memory.id for h in hits] == sorted(cosine, key=lambda i: (-cosine[i], i))
+        assert MEMORIES.index(hits[0].memory.text) in (0, 2, 4)  # an allergy memory

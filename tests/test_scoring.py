@@ -10,7 +10,7 @@ import pytest
 
 from memory_core import ScoringParams
 from memory_core.errors import ValidationError
-from memory_core.index.scoring import COLD_DAYS, DAY, HOT_DAYS, TIERS, blend, tier_bounds, tier_of, top_k
+from memory_core.index.scoring import COLD_DAYS, DAY, HOT_DAYS, TIERS, blend, tier_bounds, tier_of, top_k, top_k_rows
 
 NOW = 1_800_000_000.0
 
@@ -115,6 +115,20 @@ def test_top_k_threshold_and_ties_by_id():
     assert list(ids[top_k(score, ids, 3, 0.0)]) == [10, 20, 30]
     assert list(ids[top_k(score, ids, 10, 0.5)]) == [10, 20, 30, 50]
     assert len(top_k(score, ids, 3, 0.95)) == 0
+
+
+def test_equal_scores_go_to_the_closer_meaning_before_the_smaller_id():
+    """Relevance clipped at the floor reads 0 for every unrelated-looking memory: among equal
+    scores the higher cosine ranks first, and only equal cosines fall back to the id."""
+    score = np.array([0.5, 0.9, 0.5, 0.1, 0.5])
+    ids = np.array([50, 10, 20, 40, 30])
+    sim = np.array([0.12, 0.8, 0.05, 0.3, 0.12])
+    assert list(ids[top_k(score, ids, 3, 0.0, sim)]) == [10, 30, 50]
+    asked = []
+    got = top_k(score, ids, 2, 0.0, lambda pos: asked.append(len(pos)) or sim[pos])
+    assert list(ids[got]) == [10, 30] and asked == [4]  # only the best and those tied with the k-th
+    rows = top_k_rows(np.vstack([score, score]), ids, 3, np.array([0.0, 0.6]), np.vstack([sim, -sim]))
+    assert [list(ids[r]) for r in rows] == [[10, 30, 50], [10]]
 
 
 def test_prior_bound_is_what_priors_alone_can_reach():

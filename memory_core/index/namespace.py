@@ -930,14 +930,15 @@ class Ranking:
                                  access_count=i.access_count[:n], use_count=i.use_count[:n], now=self.now,
                                  neighbour_relevance=nb, date_match=self.dates)
             score = np.where(i.created[:n] <= self.now, score, -np.inf)
-            chosen = top_k(score, i.ids[:n], p.k, p.threshold)
+            chosen = top_k(score, i.ids[:n], p.k, p.threshold, sim)
             self.rows, self.scores = chosen.astype(np.int64), score[chosen]
             self.components = {name: np.asarray(v)[chosen] for name, v in comps.items()}
             self.stats["candidates"] = n
             return self
         candidates = np.asarray(candidates, dtype=np.int64)
         score = self.exact(candidates)
-        chosen = candidates[top_k(score, i.ids[candidates], p.k, p.threshold)]
+        chosen = candidates[top_k(score, i.ids[candidates], p.k, p.threshold,
+                                   lambda pos: dot(i.vectors(candidates[pos]), self.query))]
         self.rows = chosen
         self.scores, self.components = self.score_rows(chosen)
         self.stats.setdefault("candidates", int(candidates.size))

@@ -8,8 +8,7 @@ The blended score of a memory for a query is::
     tier × (α·relevance + β·recency + γ·importance + δ·frequency) / (α + β + γ + δ)
 
 * relevance = (1 − lexical_weight)·dense + lexical_weight·lexical, where dense is the cosine
-  similarity rescaled from [similarity_floor, similarity_ceiling] to [0, 1] (clipped; recall first
-  moves both by the model's shift for the question's language, :func:`for_language`), and lexical
+  similarity rescaled from [similarity_floor, similarity_ceiling] to [0, 1] (clipped), and lexical
   is the BM25 score of the memory's text and context normalized by what an average-length memory
   holding every query term once would score, clipped to [0, 1] (:func:`lexical_relevance`). A query
   carrying less than ``lexical_min_terms`` rare words' worth of idf is normalized as if it carried
@@ -51,7 +50,9 @@ The blended score of a memory for a query is::
   last touched (created or recalled): hot < 7 days ≤ warm ≤ 90 days < cold.
 
 Dividing by the weight sum keeps scores in [0, 1] (with tier multipliers ≤ 1) whatever the
-weights, so a threshold keeps its meaning while an operator moves the sliders.
+weights, so a threshold keeps its meaning while an operator moves the sliders. A question's language
+moves the threshold it is held to by the model's offset for that language (:func:`for_language`);
+equal scores go to the higher cosine (:func:`top_k`).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -397,17 +398,20 @@ def relevance_of(params: ScoringParams, similarity: np.ndarray, lexical: np.ndar
     return (1.0 - p.lexical_weight) * dense + p.lexical_weight * np.asarray(lexical, dtype=np.float64)
 
 
-def for_language(params: ScoringParams, shift: float) -> ScoringParams:
-    """``params`` calibrated for a question's language: the similarity floor and ceiling moved by
-    ``shift`` (the bank's model's ``language_shift`` for the language), kept in [0, 1] with the
-    floor below the ceiling. The threshold then means the same in every language; within one
-    question the order only changes where a cosine crosses the moved floor or ceiling. Recall and
-    :class:`Candidates` both rank through it."""
-    if not shift:
+def for_language(params: ScoringParams, offset: float) -> ScoringParams:
+    """``params`` calibrated for a question's language: the threshold moved by ``offset`` (the bank's
+    model's ``language_threshold`` for the language), kept within what a score can reach.
+
+    A model reads some languages' questions closer to every memory than others (e5: English above
+    Swedish), so one threshold would let an English question no memory answers through and cut
+    the right Swedish memory. Only the threshold moves: within one question the order is the
+    blend's whatever the language, and a score means the same on every page. A threshold of 0
+    (the top k, whatever their scores) stays 0. Recall, pruning (which ranks against the moved
+    threshold) and :class:`Candidates` all go through here."""
+    if not offset or params.threshold == 0:
         return params
-    floor = min(max(params.similarity_floor + shift, 0.0), 0.99)
-    ceiling = min(max(params.similarity_ceiling + shift, floor + 0.01), 1.0)
-    return params.replace(similarity_floor=floor, similarity_ceiling=ceiling)
+    top = max(1.0, params.tier_hot, params.tier_warm, params.tier_cold)
+    return params.replace(threshold=round(min(max(params.threshold + offset, 0.0), top), 9))
 
 
 def date_match(created: np.ndarray, periods: "tuple[tuple[float, float], ...] | list") -> np.ndarray | None:
@@ -505,10 +509,14 @@ def parts(params: ScoringParams, components: dict[str, float]) -> dict[str, floa
     return {name: getattr(params, weight) * own[name] / params.weight_sum * tier for name, weight in PARTS}
 
 
-def top_k(score: np.ndarray, ids: np.ndarray, k: int, threshold: float) -> np.ndarray:
+def top_k(score: np.ndarray, ids: np.ndarray, k: int, threshold: float,
+          similarity: "np.ndarray | Callable[[np.ndarray], np.ndarray] | None" = None) -> np.ndarray:
     """Positions of the best ``k`` scores that reach ``threshold`` (and are above 0), best first.
 
-    Ties break by the smaller id, so results are deterministic whatever the storage order.
+    Equal scores go to the higher cosine ``similarity`` (an array, or a function of the positions
+    it is asked about: only the few kept are), then to the smaller id, so results are deterministic
+    whatever the storage order. Scores tie where relevance is clipped (every cosine below the
+    floor reads 0): the closer meaning then wins, not the older memory.
     """
     keep = np.flatnonzero((score >= threshold) & (score > 0))
     if keep.size == 0:
@@ -517,7 +525,11 @@ def top_k(score: np.ndarray, ids: np.ndarray, k: int, threshold: float) -> np.nd
         # argpartition narrows to the k best (plus everything tied with the k-th) cheaply.
         kth = np.partition(-score[keep], k - 1)[k - 1]
         keep = keep[-score[keep] <= kth]
-    order = np.lexsort((ids[keep], -score[keep]))
+    if similarity is None:
+        order = np.lexsort((ids[keep], -score[keep]))
+    else:
+        sim = similarity(keep) if callable(similarity) else np.asarray(similarity)[keep]
+        order = np.lexsort((ids[keep], -np.asarray(sim, dtype=np.float64), -score[keep]))
     return keep[order][:k]
 
 
@@ -603,17 +615,24 @@ def prior_bounds(
     return rest * up + 1e-9, scale * (p.alpha * (1.0 - p.lexical_weight) * up), scale * (p.alpha * p.lexical_weight * up)
 
 
-def top_k_rows(score: np.ndarray, ids: np.ndarray, k: int, threshold: float) -> list[np.ndarray]:
+def top_k_rows(score: np.ndarray, ids: np.ndarray, k: int, threshold: float | np.ndarray,
+               similarity: np.ndarray | None = None) -> list[np.ndarray]:
     """:func:`top_k` for every row of a (queries × memories) score matrix, with the same selection
-    and tie-break; the tuner ranks many queries per parameter setting this way."""
+    and tie-break (``similarity``: the same shape as ``score``; ``threshold``: one, or one per
+    row); the tuner ranks many queries per parameter setting this way."""
     score = np.atleast_2d(score)
     q, n = score.shape
+    thresholds = np.broadcast_to(np.asarray(threshold, dtype=np.float64), (q,))
     if n == 0:
         return [np.zeros(0, dtype=np.int64) for _ in range(q)]
+    sims = None if similarity is None else np.atleast_2d(similarity)
     if n > 4096:  # one full sort per row would cost more than top_k's partition
-        return [top_k(row, ids, k, threshold) for row in score]
-    masked = np.where((score >= threshold) & (score > 0), score, -np.inf)
-    order = np.lexsort((np.broadcast_to(ids, score.shape), -masked), axis=-1)[:, :k]
+        return [top_k(row, ids, k, float(t), None if sims is None else sims[i])
+                for i, (row, t) in enumerate(zip(score, thresholds))]
+    masked = np.where((score >= thresholds[:, None]) & (score > 0), score, -np.inf)
+    keys = (np.broadcast_to(ids, score.shape), -masked) if sims is None else (
+        np.broadcast_to(ids, score.shape), -sims, -masked)
+    order = np.lexsort(keys, axis=-1)[:, :k]
     keep = np.isfinite(np.take_along_axis(masked, order, axis=-1))
     return [order[i][keep[i]] for i in range(q)]
 
@@ -666,19 +685,17 @@ class Candidates:
     use_count: np.ndarray  # (n,) recalls whose answer used the memory (frequency_from="uses")
     neighbours: np.ndarray | None = None  # (n, 2 × NEIGHBOURS) neighbour rows, -1 for none
     dates: np.ndarray | None = None  # (q, n) match with each query's periods (date_match; 0: names none)
-    shifts: np.ndarray | None = None  # (q,) each query's language shift (for_language; None: none)
+    offsets: np.ndarray | None = None  # (q,) each query's language's threshold offset (for_language; None: 0)
 
     def scores(self, params: ScoringParams) -> np.ndarray:
-        """(q, n) blended scores, each query's under ``params`` calibrated for its language
-        (:func:`for_language`); memories created after a query's moment score −inf."""
-        shifts = np.zeros(len(self.now)) if self.shifts is None else self.shifts
-        if np.all(shifts == shifts[:1]):
-            return self._scores(for_language(params, float(shifts[0])) if shifts.size else params)
-        out = np.empty(self.similarity.shape)
-        for shift in np.unique(shifts):
-            rows = shifts == shift
-            out[rows] = self._scores(for_language(params, float(shift)))[rows]
-        return out
+        """(q, n) blended scores under ``params``; memories created after a query's moment score −inf.
+        A question's language moves only its threshold (:meth:`thresholds`), not its scores."""
+        return self._scores(params)
+
+    def thresholds(self, params: ScoringParams) -> np.ndarray:
+        """(q,) the threshold each query is held to: ``params``' own, calibrated for its language."""
+        offsets = np.zeros(len(self.now)) if self.offsets is None else self.offsets
+        return np.array([for_language(params, float(o)).threshold for o in offsets], dtype=np.float64)
 
     def _scores(self, params: ScoringParams) -> np.ndarray:
         now = self.now[:, None]
@@ -701,7 +718,7 @@ class Candidates:
             return [[] for _ in range(len(self.now))]
         score = self.scores(params)
         out = []
-        for i, rows in enumerate(top_k_rows(score, self.ids, params.k, params.threshold)):
+        for i, rows in enumerate(top_k_rows(score, self.ids, params.k, self.thresholds(params), self.similarity)):
             rows = [int(r) for r in rows]
             if self.pairs and rows:
                 rows, _ = add_kept_pairs(rows, self.ids, self.row_of, score[i], self.pairs)

@@ -5,8 +5,8 @@ The ranking itself is the index's (:meth:`NamespaceIndex.rank`, scoring from
 memories an operator chose to keep both of, builds the hits, and hands real recalls to the
 recall log. :meth:`Recall.candidates` captures what ranking needs once, for what-if tuning. Both
 rank a question without the words naming the namespace's subject (:mod:`memory_core.index.subject`):
-the text embedded and matched is :meth:`Recall.ranked_text`'s; and both read it on its language's
-scale (the bank's model's ``language_shift`` from :mod:`memory_core.embedding`,
+the text embedded and matched is :meth:`Recall.ranked_text`'s; and both hold it to its language's
+threshold (the bank's model's ``language_threshold`` from :mod:`memory_core.embedding`,
 :func:`memory_core.index.scoring.for_language`).
 """
 
@@ -140,10 +140,14 @@ class Recall:
         except Exception:  # an index changing under the guess: rank decides
             return query
 
-    def language_shift(self, query: str) -> float:
-        """The bank's model's calibration for the language ``query`` is written in
-        (``ModelDefaults.language_shift``; :func:`memory_core.index.scoring.for_language`)."""
-        return model_defaults(self.core.model).language_shift.get(detect_language(query), 0.0)
+    def language_offset(self, query: str) -> float:
+        """How far the threshold moves for the language ``query`` is written in, on the bank's
+        model (``ModelDefaults.language_threshold``; :func:`memory_core.index.scoring.for_language`)."""
+        return model_defaults(self.core.model).language_threshold.get(detect_language(query), 0.0)
+
+    def calibrated(self, params: ScoringParams, query: str) -> ScoringParams:
+        """``params`` as recall holds ``query`` to them: the threshold moved for its language."""
+        return for_language(params, self.language_offset(query))
 
     def rank(self, con: Any | None, idx: NamespaceIndex, query: str, p: ScoringParams, now_dt: datetime,
               vector: np.ndarray, text: str | None = None) -> list[Hit]:
@@ -151,7 +155,7 @@ class Recall:
         ``p`` is calibrated for the query's language here, so the log keeps the preset as chosen."""
         if idx.n == 0:
             return []
-        p = for_language(p, self.language_shift(query))
+        p = self.calibrated(p, query)
         idx.mode = self.core.index_mode
         ranked = self.ranked_text(con, idx, query)
         if ranked != (query if text is None else text):
@@ -241,7 +245,7 @@ class Recall:
                 pairs={k: set(v) for k, v in (pairs or {}).items()}, row_of=dict(idx.row_of) if n else {},
                 neighbours=idx.neighbour_rows().copy() if n else None,
                 dates=_dates(idx, queries, moments, current, n),
-                shifts=np.array([self.language_shift(q) for q in queries], dtype=np.float64),
+                offsets=np.array([self.language_offset(q) for q in queries], dtype=np.float64),
             )
 
 
