@@ -147,6 +147,12 @@ class MemoryBank:
         ends (at the latest after the operation running a second in). No effect on PostgreSQL."""
         return self._core.store.keep()
 
+    def serve_store(self) -> None:
+        """This process serves the bank (``memctl serve``): on a bank file, keep the file under
+        load for a few seconds instead of one (a process that waits for it still gets it at once).
+        No effect on PostgreSQL."""
+        self._core.store.serve()
+
     @property
     def closed(self) -> bool:
         return self._core.closed

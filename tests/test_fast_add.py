@@ -21,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memory_core import MemoryBank
@@ -522,3 +523,69 @@ def test_an_add_records_its_conflicts_as_a_check_that_reads_the_store_again(tmp_
     assert in_the_add["conflicts"], "the sequence must flag a contradiction for the comparison to mean much"
     for part in ("memories", "events", "conflicts", "counters"):
         assert in_the_add[part] == checked_after[part], part
+
+
+_WAITING_WRITER = textwrap.dedent(
+    """
+    import json, sys, time
+    from memory_core import MemoryBank
+
+    started = time.monotonic()
+    bank = MemoryBank.open(sys.argv[1], actor="visitor", lock_timeout=float(sys.argv[2]))
+    mid = bank.add("Visitor note: waters the plants on Fridays", namespace="visitor", embedding=json.loads(sys.argv[3]))
+    took = time.monotonic() - started
+    bank.close()
+    print(json.dumps({"id": mid, "took": took}), flush=True)
+    """
+)
+
+
+def test_a_served_bank_keeps_the_file_under_load_and_a_waiting_writer_still_gets_it(tmp_path, embedder):
+    """A server (``serve_store``) adding without pause keeps the file for several seconds, where a
+    plain process reopens it every :data:`LEASE_MAX`; another process that wants to write (and
+    announces it waits, as memory_core does) still gets the file well within its lock timeout."""
+    path = tmp_path / "served.duckdb"
+    rng = np.random.default_rng(7)
+
+    def vector() -> list[float]:
+        v = rng.normal(size=embedder.dim).astype(np.float32)
+        return (v / np.linalg.norm(v)).tolist()
+
+    bank = MemoryBank.open(path, embedder=embedder)
+    bank.serve_store()
+    added: list[int] = []
+    stop = threading.Event()
+
+    def loop() -> None:
+        i = 0
+        while not stop.is_set():
+            added.append(bank.add(f"Server note {i}: a run of {i} km", namespace="server", embedding=vector(),
+                                  detect_conflicts=False))
+            i += 1
+
+    adder = threading.Thread(target=loop)
+    try:
+        bank.add("First note", namespace="server", embedding=vector())
+        before, started = bank._store.opens, time.monotonic()
+        adder.start()
+        time.sleep(2.5)
+        opens_alone, alone = bank._store.opens - before, time.monotonic() - started
+        # More than two plain leases' time under load, one open of the file (two if the lease began just before).
+        assert alone > 2 * duckdb_store.LEASE_MAX and opens_alone <= 1, (opens_alone, alone, len(added))
+        visitor = subprocess.run([sys.executable, "-c", _WAITING_WRITER, str(path), "5", json.dumps(vector())],
+                                 capture_output=True, text=True, env=_child_env(), timeout=120)
+        assert visitor.returncode == 0, visitor.stderr[-3000:]
+        out = json.loads(visitor.stdout.strip().splitlines()[-1])
+        count_after = len(added)
+        time.sleep(0.5)
+        assert len(added) > count_after, "the server goes on adding once the visitor is done"
+    finally:
+        stop.set()
+        if adder.is_alive():
+            adder.join(timeout=60)
+        bank.close()
+    # The visitor's open and add (after its start-up) stayed far under its 5 s lock timeout.
+    assert out["took"] < 3.0, out
+    with MemoryBank.open(path, embedder=embedder) as again:
+        assert again.get(out["id"]).text == "Visitor note: waters the plants on Fridays"
+        assert set(again.get_many(added)) == set(added)

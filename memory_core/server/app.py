@@ -344,6 +344,7 @@ def create_app(bank: MemoryBank, *, auth: bool = True, max_body: int = MAX_BODY,
         if threads is not None:
             anyio.to_thread.current_default_thread_limiter().total_tokens = threads
         svc.writes = WriteQueue(bank)
+        bank.serve_store()
         # Learn of other servers' writes by LISTEN/NOTIFY (a PostgreSQL bank), not by a query per
         # recall; a client that must read its own writes sends min_seq.
         bank.watch_changes()

@@ -35,7 +35,7 @@ from . import schema, tables
 from ..errors import BankLockedError, BankReadOnlyError, CorruptBankError, StateError, ValidationError
 from .duckdb_lease import (_announced, _counted, _end_leases, _FILE_LOCKS, _FILE_LOCKS_GUARD, FileSignature,
                            _flock_within, _KEPT, _Lease, _LEASE_CHANGED, LEASE_IDLE, _lease_loop, LEASE_MAX,
-                           _LEASE_THREAD, _LEASES, release_file_lock, _signature, _STORE_NUMBERS, _UPCOMING, _WRITERS,
+                           SERVED_LEASE_MAX, _LEASE_THREAD, _LEASES, release_file_lock, _signature, _STORE_NUMBERS, _UPCOMING, _WRITERS,
                            _YIELD_UNTIL)
 from .duckdb_lease import release_file  # noqa: F401 (re-exported: tests and bench import it from here)
 from .interface import IntegrityError, LockWaits
@@ -235,6 +235,7 @@ class DuckDBStore:
         self.lock_waits = LockWaits()  # seconds waited for the file, per operation that waited
         # Seconds this store keeps the file after an operation (see _Lease; 0: let go at once).
         self.lease_idle = LEASE_IDLE
+        self.lease_max = LEASE_MAX  # at most, under load (SERVED_LEASE_MAX once :meth:`serve` is called)
         self.opens = 0  # DuckDB connections this store opened on the file (not through a lease)
         # Tells this store object from every other of the process for good (an id() is reused
         # once an object is gone): a lease counts which stores used it (see holder()).
@@ -411,7 +412,7 @@ class DuckDBStore:
                     lease.users -= 1
                     lease.last = time.monotonic()
                     end = (not lease.users and not lease.ending
-                           and (not keep or _EXITING or (lease.last - lease.started >= LEASE_MAX
+                           and (not keep or _EXITING or (lease.last - lease.started >= lease.max_age
                                                          and not lease.kept(lease.last))))
                     if end:
                         lease.ending = True
@@ -422,7 +423,7 @@ class DuckDBStore:
         if keep and key is not None and self.lease_idle > 0 and not _EXITING:
             with _LEASE_CHANGED:
                 if key not in _LEASES:
-                    _LEASES[key] = _Lease(self.path, key, raw, self.read_only, self.lease_idle)
+                    _LEASES[key] = _Lease(self.path, key, raw, self.read_only, self.lease_idle, self.lease_max)
                     _LEASES[key].stores.add(self.number)
                     if not _LEASE_THREAD:
                         thread = threading.Thread(target=_lease_loop, name="memory-bank-lease", daemon=True)
@@ -452,6 +453,12 @@ class DuckDBStore:
         and the next one may be kept again)."""
         with _counted(_KEPT, str(self.path) + ".lock"):
             yield
+
+    def serve(self) -> None:
+        """This process serves the file (``memctl serve``): keep it under load for up to
+        :data:`SERVED_LEASE_MAX` instead of :data:`LEASE_MAX` (reopening it each second cost a
+        quarter of a served add's store work); a process that announces it waits still gets it at once."""
+        self.lease_max = SERVED_LEASE_MAX
 
     def release(self) -> None:
         """Let go of the file now if this process keeps it between operations (closing a bank)."""

@@ -11,8 +11,9 @@ memory at a time opens the file about once a second instead of several times per
 ends (the checkpoint, then the lock is released):
 
 - after :data:`LEASE_IDLE` without an operation (time an add spends embedding does not count), and
-  after the operation running when it turns :data:`LEASE_MAX` old: a program that does not
-  announce itself (an older memory_core, the ``duckdb`` shell) still gets the file;
+  after the operation running when it turns :data:`LEASE_MAX` old (:data:`SERVED_LEASE_MAX` for
+  a server, which would otherwise reopen the file every second under load): a program that does
+  not announce itself (an older memory_core, the ``duckdb`` shell) still gets the file;
 - at once when another process waits: a waiter holds a shared flock on ``<bank>.waiting`` while it
   blocks on ``<bank>.lock``; the holder tests it (a non-blocking exclusive flock) every
   :data:`LEASE_POLL` from the lease thread and before each operation takes the lease, lets go, and
@@ -135,6 +136,9 @@ def _flock_within(fh: Any, mode: int, timeout: float) -> bool:
 # checkpoint, which cost more than a small write.
 LEASE_IDLE = 0.25
 LEASE_MAX = 1.0
+# A server's lease (:meth:`DuckDBStore.serve`): a process that announces itself still gets the file
+# at once; one that does not waits this long at most, under the default lock timeout (10 s).
+SERVED_LEASE_MAX = 5.0
 LEASE_POLL = 0.005  # how often an idle lease looks for a process waiting for the file
 # After a lease ended because another process waited, this process lets that process take the file
 # first (it was woken, but may not have run yet), for at most this long.
@@ -157,8 +161,9 @@ class _Lease:
 
     * no operation used it for :data:`LEASE_IDLE` seconds (not counting while an operation of this
       process prepares to use it: :meth:`DuckDBStore.upcoming`), or the operation running when it turns
-      :data:`LEASE_MAX` seconds old ends: a process that does not announce itself (an older
-      memory_core, the ``duckdb`` shell) gets the file within that long;
+      ``max_age`` seconds old ends (:data:`LEASE_MAX`; :data:`SERVED_LEASE_MAX` for a server): a
+      process that does not announce itself (an older memory_core, the ``duckdb`` shell) gets the
+      file within that long;
     * another process waits for the file: a waiter holds a shared lock on ``<bank>.waiting`` while
       it waits (see :func:`_announced`), which the lease thread tests every :data:`LEASE_POLL`
       seconds and an operation before it takes the lease; this process then lets it take the file
@@ -174,8 +179,10 @@ class _Lease:
     syncs it) before the operation returns, and a killed process's WAL is replayed by the next one.
     """
 
-    def __init__(self, path: Path, key: str, keeper: duckdb.DuckDBPyConnection, read_only: bool, idle: float):
+    def __init__(self, path: Path, key: str, keeper: duckdb.DuckDBPyConnection, read_only: bool, idle: float,
+                 max_age: float = LEASE_MAX):
         self.path = path
+        self.max_age = max_age  # LEASE_MAX, or longer for a server (SERVED_LEASE_MAX)
         self.key = key
         self.keeper = keeper
         self.read_only = read_only
@@ -218,7 +225,7 @@ class _Lease:
             return False
         waited = self.waiters()
         idle = idle and not _UPCOMING.get(self.key) and now - self.last >= self.idle
-        if waited or idle or now - self.started >= LEASE_MAX:
+        if waited or idle or now - self.started >= self.max_age:
             if waited:
                 _YIELD_UNTIL[self.key] = now + YIELD_MAX
             self.ending = True

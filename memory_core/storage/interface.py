@@ -183,6 +183,11 @@ class Store(Protocol):
         the block ends (or after a bounded time), instead of between every two."""
         ...
 
+    def serve(self) -> None:
+        """This process serves the store (a server): a store that hands itself to other processes
+        keeps itself longer under load, as long as no other process says it waits."""
+        ...
+
     def release(self) -> None:
         """Let go of whatever the store keeps between operations (the bank is closing)."""
         ...

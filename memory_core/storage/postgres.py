@@ -554,6 +554,9 @@ class PostgresStore:
         """Nothing to hand over: other processes use the database at the same time."""
         yield
 
+    def serve(self) -> None:
+        """Nothing to keep: other processes use the database at the same time."""
+
     def release(self) -> None:
         """Close the pool's connections (the bank is closing; the store reopens it if used again)."""
         with self._pool_guard:
