@@ -91,15 +91,17 @@ def _write_shard(folder: Path, model: str, keys: list[bytes], vecs: np.ndarray) 
 def vectors(texts: Iterable[str], encode: Callable[[list[str]], np.ndarray], model: str, dim: int,
             root: Path | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, np.ndarray]:
     """Each distinct text's memory vector, by text: cached ones read, the rest embedded by ``encode``
-    (texts -> unit vectors, as the bank would embed them) in shards sorted by length, and cached.
+    (texts -> unit vectors, as the bank would embed them) in shards of the given order, and cached.
     ``progress(done, total)`` hears of each shard embedded."""
     root = default_dir() if root is None else Path(root)
     distinct = list(dict.fromkeys(texts))
     keys = {t: digest(t) for t in distinct}
     cached = load_cached(root, model, dim)
-    todo = sorted((t for t in distinct if keys[t] not in cached), key=len)
+    todo = [t for t in distinct if keys[t] not in cached]
     for start in range(0, len(todo), SHARD):
-        part = todo[start:start + SHARD]
+        # In the order given, so a long pass stopped early leaves whole questions cached; each
+        # shard sorted by length, so batches pad little.
+        part = sorted(todo[start:start + SHARD], key=len)
         vecs = np.asarray(encode(part), dtype=np.float32)
         _write_shard(_model_dir(root, model), model, [keys[t] for t in part], vecs)
         cached.update(zip((keys[t] for t in part), vecs))
