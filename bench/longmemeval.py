@@ -13,11 +13,13 @@ in the top k, for cosine alone (``dense``) and the bank's active preset (``hybri
 questions (ids ending in ``_abs``) and others without labelled turns are left out of recall.
 
 Questions are split in two halves by their place in the file: ``dev`` (odd places) for choosing
-settings, ``test`` (even places) for reporting. The haystacks share most of their sessions, so every
-distinct turn is embedded once, in batches, and its vector kept on disk (``bench/vectors.py``, under
-the machine's cache folder or ``--cache``); each question's bank takes the vectors as given. The first
-full run is one embedding pass over about 46,000 turns of 1,000 characters; later runs read vectors.
-``--records`` keeps each finished question so a run can be resumed.
+settings, ``test`` (even places) for reporting. Every distinct turn is embedded once, in batches, in
+file order, and its vector kept on disk (``bench/vectors.py``, under the machine's cache folder or
+``--cache``); each question's bank takes the vectors as given. The haystacks share few turns (46,258
+distinct of 49,094, 47 million characters), so the first pass is the long part and every later run
+(another setting, ``bench/lifts.py``) reads vectors; ``--embed-only`` runs that pass alone, and a pass
+stopped early leaves the first questions whole. ``--records`` keeps each finished question so a run
+can be resumed.
 
     python -m bench.longmemeval [--split test] [--questions N] [--records FILE] [--json FILE] [--cache DIR]
     python -m bench.longmemeval --compact SOURCE.json.gz    rebuild the data file from the original
@@ -226,7 +228,9 @@ def main() -> None:
     summary = summarize(records)
     print(report(summary))
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"split": args.split, "summary": summary}, indent=1) + "\n")
+        Path(args.json_out).write_text(json.dumps({"split": args.split, "questions_run": len(records),
+                                                   "load_average": os.getloadavg(), "summary": summary},
+                                                  indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Memory vectors cached on disk for the benchmarks: each distinct text embedded once per model.
 
-A benchmark that builds many banks from the same texts (LongMemEval's haystacks share most of their
-sessions; LoCoMo is run again for every setting tried) reads their vectors from here and gives them
-to ``add_many`` as each row's ``embedding``, so a full run costs one embedding pass. The cache lives
+A benchmark that builds banks from the same texts again (LongMemEval and LoCoMo, run again for every
+setting tried, default and ``no_lifts``, ``bench/lifts.py``) reads their vectors from here and gives
+them to ``add_many`` as each row's ``embedding``, so each text costs one embedding, once. The cache lives
 under the machine's cache folder (:func:`cache_dir.cache_root`), never in the repository.
 
 Vectors are kept in shards (one ``.npz`` per batch embedded: model name, dimension, the texts'
