@@ -16,7 +16,8 @@ unanswerable from it) and ``bench/data/general_questions.jsonl`` (general knowle
 asked of every conversation's bank): the share where recall at the default threshold returns
 nothing, against R@10 on categories 1-4 at threshold 0 and at the default threshold.
 
-Settings were chosen on conversations 0-4; 5-9 are reported apart as held-out.
+Settings were chosen on conversations 0-4; 5-9 are reported apart as held-out. Turn vectors are
+embedded once per model and kept on disk (``bench/vectors.py``): a second run reads them.
 
     python -m bench.locomo DATASET [--conversations N] \
         [--json bench/results/locomo_recall.json] [--plots bench/results]
@@ -41,6 +42,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 
 from memory_core import MemoryBank, ScoringParams  # noqa: E402
+
+from . import vectors as vector_cache  # noqa: E402
 
 KS = (1, 3, 5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -119,10 +122,12 @@ def run(dataset: str | os.PathLike, conversations: int | None = None, general: l
                 done[part["conversation"]] = part
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp, MemoryBank.open(Path(tmp) / "locomo.duckdb") as bank:
-        for conv in convs:
-            if conv["index"] in done:
-                continue
-            part = run_conversation(bank, conv, general, max_questions)
+        todo = [c for c in convs if c["index"] not in done]
+        vecs = vector_cache.vectors((t["text"] for c in todo for t in c["turns"]),
+                                    lambda texts: bank.embedder.encode(texts, kind="memory"), bank.model,
+                                    bank.embedder.dim)
+        for conv in todo:
+            part = run_conversation(bank, conv, general, max_questions, vecs)
             done[conv["index"]] = part
             if records_file is not None:
                 with open(records_file, "a", encoding="utf-8") as fh:
@@ -133,12 +138,16 @@ def run(dataset: str | os.PathLike, conversations: int | None = None, general: l
 
 
 def run_conversation(bank: MemoryBank, conv: dict[str, Any], general: list[str],
-                     max_questions: int | None = None) -> dict[str, Any]:
-    """One conversation's bank namespace, built through the public API, and its questions asked."""
+                     max_questions: int | None = None, vecs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One conversation's bank namespace, built through the public API (each turn's vector from
+    ``vecs`` when there), and its questions asked."""
     started = time.perf_counter()
     ns = conv["id"]
+    given = vecs or {}
     new_ids = bank.add_many([{"text": t["text"], "context": t["context"] or None, "namespace": ns,
-                              "created_at": t["created_at"]} for t in conv["turns"]],
+                              "created_at": t["created_at"],
+                              **({"embedding": given[t["text"]]} if t["text"] in given else {})}
+                             for t in conv["turns"]],
                             dedupe=False)  # each turn is its own memory, even one that repeats an earlier turn's words
     ids = {t["dia_id"]: i for t, i in zip(conv["turns"], new_ids)}
     records: list[dict[str, Any]] = []

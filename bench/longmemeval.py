@@ -13,11 +13,15 @@ in the top k, for cosine alone (``dense``) and the bank's active preset (``hybri
 questions (ids ending in ``_abs``) and others without labelled turns are left out of recall.
 
 Questions are split in two halves by their place in the file: ``dev`` (odd places) for choosing
-settings, ``test`` (even places) for reporting. Embedding every turn of a haystack takes minutes on
-a small machine (about 500 turns of 1,000 characters each), so ``--questions`` and ``--split`` pick a
-part; ``--records`` keeps each finished question so a run can be resumed.
+settings, ``test`` (even places) for reporting. Every distinct turn is embedded once, in batches, in
+file order, and its vector kept on disk (``bench/vectors.py``, under the machine's cache folder or
+``--cache``); each question's bank takes the vectors as given. The haystacks share few turns (46,258
+distinct of 49,094, 47 million characters), so the first pass is the long part and every later run
+(another setting, ``bench/lifts.py``) reads vectors; ``--embed-only`` runs that pass alone, and a pass
+stopped early leaves the first questions whole. ``--records`` keeps each finished question so a run
+can be resumed.
 
-    python -m bench.longmemeval [--split test] [--questions N] [--records FILE] [--json FILE]
+    python -m bench.longmemeval [--split test] [--questions N] [--records FILE] [--json FILE] [--cache DIR]
     python -m bench.longmemeval --compact SOURCE.json.gz    rebuild the data file from the original
 """
 
@@ -37,6 +41,8 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from memory_core import MemoryBank, ScoringParams  # noqa: E402
+
+from . import vectors as vector_cache  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "longmemeval_s_100.json.xz"
 KS = (1, 3, 5, 10, 20)
@@ -111,12 +117,15 @@ def modes(k: int, default: ScoringParams) -> dict[str, ScoringParams]:
 
 
 def run_question(bank: MemoryBank, q: dict[str, Any], params: dict[str, ScoringParams] | None = None,
-                 ) -> dict[str, Any]:
-    """One question's haystack in its own namespace, built through the public API, and the question
-    recalled in every mode; ranks of the evidence turns (None beyond the largest k)."""
+                 vecs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One question's haystack in its own namespace, built through the public API (with each turn's
+    vector from ``vecs`` when given), and the question recalled in every mode; ranks of the evidence
+    turns (None beyond the largest k)."""
     started = time.perf_counter()
     ns = f"lme-{q['id']}"
-    ids = bank.add_many([{"text": t["text"], "namespace": ns, "created_at": t["created_at"]} for t in q["turns"]],
+    given = vecs or {}
+    ids = bank.add_many([{"text": t["text"], "namespace": ns, "created_at": t["created_at"],
+                          **({"embedding": given[t["text"]]} if t["text"] in given else {})} for t in q["turns"]],
                         dedupe=False)
     want = [i for i, t in zip(ids, q["turns"]) if t["evidence"]]
     params = modes(max(KS), bank.active_preset()[1]) if params is None else params
@@ -128,10 +137,22 @@ def run_question(bank: MemoryBank, q: dict[str, Any], params: dict[str, ScoringP
             "seconds": time.perf_counter() - started}
 
 
+def embed_turns(bank: MemoryBank, questions: list[dict[str, Any]], cache: Path | None = None,
+                log=print) -> dict[str, Any]:
+    """Every distinct turn's vector of the bank's model, from the cache or embedded once (and cached)."""
+    embedder = bank.embedder
+    t0 = time.perf_counter()
+    return vector_cache.vectors(
+        (t["text"] for q in questions for t in q["turns"]), lambda texts: embedder.encode(texts, kind="memory"),
+        bank.model, embedder.dim, cache,
+        lambda done, total: log(f"  embedded {done}/{total} turns ({time.perf_counter() - t0:.0f} s)"))
+
+
 def run(path: Path = DATA, split: str = "all", limit: int | None = None, records_file: Path | None = None,
-        log=print) -> list[dict[str, Any]]:
-    """Every chosen question in one temporary bank; records of those already in ``records_file`` are
-    read back instead of run again, and each new one is appended to it."""
+        log=print, cache: Path | None = None, embed_only: bool = False) -> list[dict[str, Any]]:
+    """Every chosen question in one temporary bank, its turns' vectors from the cache (see
+    :func:`embed_turns`); records of those already in ``records_file`` are read back instead of run
+    again, and each new one is appended to it. ``embed_only`` fills the cache and stops."""
     done: dict[str, dict[str, Any]] = {}
     if records_file is not None and records_file.exists():
         for line in records_file.read_text(encoding="utf-8").splitlines():
@@ -141,10 +162,12 @@ def run(path: Path = DATA, split: str = "all", limit: int | None = None, records
     questions = load(path, split, limit)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp, MemoryBank.open(Path(tmp) / "lme.duckdb") as bank:
-        for q in questions:
-            if q["id"] in done:
-                continue
-            rec = run_question(bank, q)
+        todo = [q for q in questions if q["id"] not in done]
+        vecs = embed_turns(bank, todo, cache, log) if todo else {}
+        if embed_only:
+            return []
+        for q in todo:
+            rec = run_question(bank, q, vecs=vecs)
             done[q["id"]] = rec
             if records_file is not None:
                 with open(records_file, "a", encoding="utf-8") as fh:
@@ -190,18 +213,24 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=None, help="only the first N questions of the split")
     parser.add_argument("--records", default=None, help="append each question's record here; skip those there")
     parser.add_argument("--json", dest="json_out", default=None, help="write the summary here")
+    parser.add_argument("--cache", default=None, help="folder of cached turn vectors (default: the cache folder's)")
+    parser.add_argument("--embed-only", action="store_true", help="fill the vector cache and stop")
     parser.add_argument("--compact", default=None, metavar="SOURCE",
                         help="rebuild the data file from LongMemEval's longmemeval_s JSON (gzip) and stop")
     args = parser.parse_args()
     if args.compact:
         print(f"wrote {compact(args.compact)}")
         return
-    records = run(split=args.split, limit=args.questions,
-                  records_file=Path(args.records) if args.records else None)
+    records = run(split=args.split, limit=args.questions, records_file=Path(args.records) if args.records else None,
+                  cache=Path(args.cache) if args.cache else None, embed_only=args.embed_only)
+    if args.embed_only:
+        return
     summary = summarize(records)
     print(report(summary))
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"split": args.split, "summary": summary}, indent=1) + "\n")
+        Path(args.json_out).write_text(json.dumps({"split": args.split, "questions_run": len(records),
+                                                   "load_average": os.getloadavg(), "summary": summary},
+                                                  indent=1) + "\n")
 
 
 if __name__ == "__main__":

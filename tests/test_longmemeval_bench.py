@@ -8,6 +8,7 @@ import gzip
 import json
 from datetime import datetime, timezone
 
+import numpy as np
 import pytest
 
 from bench import longmemeval
@@ -60,3 +61,40 @@ def test_a_compacted_haystack_is_recalled_through_the_api(tmp_path, embedder):
     summary = longmemeval.summarize(records)
     assert summary["all"]["questions"] == 1 and summary["all"]["hybrid"][20] == 1.0
     assert "| all | hybrid | 1 |" in longmemeval.report(summary)
+
+
+def test_turn_vectors_are_embedded_once_and_a_damaged_or_stale_cache_file_is_rebuilt(tmp_path, embedder):
+    from bench import vectors
+
+    calls: list[list[str]] = []
+
+    def encode(texts):
+        calls.append(list(texts))
+        return embedder.encode(texts, kind="memory")
+
+    texts = ["User: I moved to Lisbon.", "Assistant: Congratulations!", "User: I moved to Lisbon."]
+    first = vectors.vectors(texts, encode, "multilingual-e5-small", embedder.dim, tmp_path)
+    assert sorted(calls[0]) == sorted(set(texts)) and len(first) == 2
+    assert np.allclose(first["Assistant: Congratulations!"],
+                       embedder.encode(["Assistant: Congratulations!"], kind="memory")[0], atol=1e-5)
+    again = vectors.vectors(texts, encode, "multilingual-e5-small", embedder.dim, tmp_path)
+    assert len(calls) == 1 and all(np.array_equal(first[t], again[t]) for t in first)  # read, not embedded
+
+    (shard,) = (tmp_path / "multilingual-e5-small").glob("*.npz")
+    shard.write_bytes(shard.read_bytes()[:100])  # damaged: cut short
+    rebuilt = vectors.vectors(texts, encode, "multilingual-e5-small", embedder.dim, tmp_path)
+    assert len(calls) == 2 and all(np.allclose(first[t], rebuilt[t], atol=1e-5) for t in first)
+
+    (shard,) = (tmp_path / "multilingual-e5-small").glob("*.npz")
+    with np.load(shard) as z:
+        parts = dict(z)
+    np.savez(shard, **{**parts, "vectors": parts["vectors"] * 3})  # stale or wrong: not unit vectors
+    vectors.vectors(texts, encode, "multilingual-e5-small", embedder.dim, tmp_path)
+    assert len(calls) == 3
+    # Another model's vectors under this model's name are not trusted either.
+    (shard,) = (tmp_path / "multilingual-e5-small").glob("*.npz")
+    with np.load(shard) as z:
+        parts = dict(z)
+    np.savez(shard, **{**parts, "model": np.array("all-MiniLM-L6-v2")})
+    vectors.vectors(texts, encode, "multilingual-e5-small", embedder.dim, tmp_path)
+    assert len(calls) == 4 and len(list((tmp_path / "multilingual-e5-small").glob("*.npz"))) == 1
