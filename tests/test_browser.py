@@ -269,6 +269,11 @@ def _tab(browser, url: str):
     context.close()
 
 
+def _main(tab: Tab):
+    """The page's main area (not the sidebar)."""
+    return tab.page.locator('[data-testid="stMain"]')
+
+
 # -- tests --------------------------------------------------------------------------------------
 
 def test_every_page_file_is_known():

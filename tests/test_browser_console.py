@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from memory_core import MemoryBank, ScoringParams
-from test_browser import CHROMIUM_ARGS, XSS_TEXT, Tab, _fill, _serve, _tab, browser  # noqa: F401  (fixture)
+from test_browser import CHROMIUM_ARGS, XSS_TEXT, Tab, _fill, _main, _serve, _tab, browser  # noqa: F401  (fixture)
 
 try:
     from playwright.sync_api import expect
@@ -48,10 +48,6 @@ def console(console_bank):
 @pytest.fixture
 def tab(browser, console):  # noqa: F811  (browser is the imported fixture)
     yield from _tab(browser, console)
-
-
-def _main(tab: Tab):
-    return tab.page.locator('[data-testid="stMain"]')
 
 
 def _open(tab: Tab, path: str) -> None:

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from memory_core import MemoryBank
-from test_browser import Tab, _serve, _tab, browser  # noqa: F401  (fixture)
+from test_browser import Tab, _main, _serve, _tab, browser  # noqa: F401  (fixture)
 
 try:
     from playwright.sync_api import expect
@@ -55,10 +55,6 @@ def curation(curation_bank):
 @pytest.fixture
 def tab(browser, curation):  # noqa: F811  (browser is the imported fixture)
     yield from _tab(browser, curation)
-
-
-def _main(tab: Tab):
-    return tab.page.locator('[data-testid="stMain"]')
 
 
 def _statuses(curation_bank) -> list[str]:
