@@ -172,8 +172,8 @@ def _worst(cell: dict[str, float]) -> float:
     return min(cell[lang] for lang in ("en", "zh", "sv", "cross"))
 
 
-def _eligible(cell: dict[str, float], empty: float) -> bool:
-    return all(cell[f"empty_{lang}"] >= empty for lang in multilingual.LANGS)
+def _eligible(cell: dict[str, float], empty: float, languages: tuple[str, ...] = multilingual.LANGS) -> bool:
+    return all(cell[f"empty_{lang}"] >= empty for lang in languages)
 
 
 def choose(rows: list[dict[str, Any]], empty: float, locomo_min: float) -> dict[str, Any] | None:
@@ -211,8 +211,7 @@ def preset_threshold(sets: list[dict[str, Any]], params: ScoringParams, empty: f
     general questions come back empty at least ``empty`` of the time in each of ``languages`` (those
     the model reads) on every set's dev half, with each set's figures there."""
     by_set = [multilingual_metrics(cases, params, PRESET_THRESHOLDS) for cases in sets]
-    ok = [t for t in PRESET_THRESHOLDS
-          if all(by[t]["dev"][f"empty_{lang}"] >= empty for by in by_set for lang in languages)]
+    ok = [t for t in PRESET_THRESHOLDS if all(_eligible(by[t]["dev"], empty, languages) for by in by_set)]
     chosen = min(ok, default=None)
     return {"chosen": chosen, "rows": [{"threshold": t, "sets": [by[t] for by in by_set]} for t in PRESET_THRESHOLDS]}
 
