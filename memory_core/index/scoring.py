@@ -687,17 +687,14 @@ class Candidates:
     dates: np.ndarray | None = None  # (q, n) match with each query's periods (date_match; 0: names none)
     offsets: np.ndarray | None = None  # (q,) each query's language's threshold offset (for_language; None: 0)
 
-    def scores(self, params: ScoringParams) -> np.ndarray:
-        """(q, n) blended scores under ``params``; memories created after a query's moment score −inf.
-        A question's language moves only its threshold (:meth:`thresholds`), not its scores."""
-        return self._scores(params)
-
     def thresholds(self, params: ScoringParams) -> np.ndarray:
         """(q,) the threshold each query is held to: ``params``' own, calibrated for its language."""
         offsets = np.zeros(len(self.now)) if self.offsets is None else self.offsets
         return np.array([for_language(params, float(o)).threshold for o in offsets], dtype=np.float64)
 
-    def _scores(self, params: ScoringParams) -> np.ndarray:
+    def scores(self, params: ScoringParams) -> np.ndarray:
+        """(q, n) blended scores under ``params``; memories created after a query's moment score −inf.
+        A question's language moves only its threshold (:meth:`thresholds`), not its scores."""
         now = self.now[:, None]
         lexical = np.array([lexical_relevance(params, raw, float(total), self.max_idf, self.k1)
                             for raw, total in zip(self.lexical_raw, self.idf_sum)]).reshape(self.similarity.shape)
