@@ -74,6 +74,14 @@ def test_again_is_a_signal_only_after_a_habit_stopped() -> None:
     assert "again" in conflicts.supersede_signals("Quit yoga", "Does yoga again")
 
 
+def test_a_move_that_carries_out_a_plan_is_no_signal() -> None:
+    # The plan carried out is a progression; a move away from a home still counts.
+    assert "move" not in conflicts.supersede_signals("Plans to move to Oslo", "Moved to Oslo in May")
+    assert "move" not in conflicts.supersede_signals("Plans to move to Oslo", "Flyttade till Oslo i maj")
+    assert "move" in conflicts.supersede_signals("Lives in Oslo", "Moved to Bergen")
+    assert "move" in conflicts.supersede_signals("Bor i Malmö", "去年搬到了哥本哈根")
+
+
 def test_a_signal_the_older_memory_carries_does_not_count() -> None:
     assert "stop" not in conflicts.supersede_signals("Quit smoking in March", "Quit smoking for good")
 

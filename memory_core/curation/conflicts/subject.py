@@ -180,14 +180,25 @@ def _pair_languages(older: str, newer: str) -> tuple[str, str]:
     return lo, ln
 
 
-def supersede_signals(older: str, newer: str) -> frozenset[str]:
-    """The supersede signals of ``newer`` that ``older`` does not carry ("stop", "move", "switch",
-    "again", "now"); "again" only when ``older`` says the habit stopped."""
+def _new_signals(older: str, newer: str) -> set[str]:
+    # The signals of ``newer`` that ``older`` does not carry; "again" only against a stopped habit.
     lo, ln = _pair_languages(older, newer)
     old, new = _signals(older, lo), _signals(newer, ln)
     found = new - old
     if "again" in found and "stop" not in old:
         found.discard("again")
+    return found
+
+
+def supersede_signals(older: str, newer: str) -> frozenset[str]:
+    """The supersede signals of ``newer`` that ``older`` does not carry ("stop", "move", "switch",
+    "again", "now"); "again" only when ``older`` says the habit stopped, and "move" only when ``older``
+    is no plan ("Plans to move to Oslo" / "Moved to Oslo in May" is the plan carried out)."""
+    found = _new_signals(older, newer)
+    if "move" in found:
+        reading = _pair_languages(older, newer)[0]
+        if any(_plans()[lang].search(older.casefold()) for lang in _readings(older, reading)):
+            found.discard("move")
     return frozenset(found)
 
 
@@ -225,4 +236,4 @@ def moved_on(a: str, b: str) -> bool:
     la, lb = _pair_languages(a, b)
     if bool(_plans()[la].search(a.casefold())) != bool(_plans()[lb].search(b.casefold())):
         return True
-    return bool((supersede_signals(a, b) | supersede_signals(b, a)) & STRONG_SIGNALS)
+    return bool((_new_signals(a, b) | _new_signals(b, a)) & STRONG_SIGNALS)
