@@ -2,7 +2,8 @@
 
 A pair of memories is judged only when it is about the same subject (:func:`same_subject`): both name
 one subject slot (where someone lives, their diet, pets, work, a relationship, a habit, a sport, a
-study plan, devices, how they get around: ``SUBJECT_SLOTS``) or share a content word (the object of
+study plan, devices, how they get around, drinks, music, reading, coding tools, hosting:
+``SUBJECT_SLOTS``, in each of the three languages) or share a content word (the object of
 a preference, a place, a product), and, where both carry a category, the same category. A shared
 topic is not enough: "Is vegetarian" and "Likes quick recipes" are both about food, not one subject.
 Nearness in meaning is the other half of the rule, applied where pairs are drawn: each memory is
@@ -59,22 +60,22 @@ slot; they share two or more content words."""
 CONFIDENCE: Final[dict[Evidence, float]] = {
     (True, 'strong', True, True): 0.9,
     (True, 'strong', True, False): 0.9,
-    (True, 'strong', False, True): 0.9,
-    (True, 'strong', False, False): 0.82,
+    (True, 'strong', False, True): 0.85,
+    (True, 'strong', False, False): 0.65,
     (True, 'now', True, True): 0.9,
     (True, 'now', True, False): 0.9,
     (True, 'now', False, True): 0.9,
     (True, 'now', False, False): 0.54,
-    (True, '-', True, True): 0.62,
+    (True, '-', True, True): 0.61,
     (True, '-', True, False): 0.21,
-    (True, '-', False, True): 0.82,
-    (True, '-', False, False): 0.19,
+    (True, '-', False, True): 0.81,
+    (True, '-', False, False): 0.15,
     (False, 'strong', True, True): 0.9,
     (False, 'strong', True, False): 0.9,
-    (False, 'strong', False, True): 0.62,
-    (False, 'strong', False, False): 0.68,
-    (False, 'now', True, True): 0.46,
-    (False, 'now', True, False): 0.46,
+    (False, 'strong', False, True): 0.54,
+    (False, 'strong', False, False): 0.63,
+    (False, 'now', True, True): 0.42,
+    (False, 'now', True, False): 0.42,
 }
 _LANGUAGES = ("en", "sv", "zh")
 
