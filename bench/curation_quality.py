@@ -113,7 +113,8 @@ def shared_conflicts(model: str, split: str = "test") -> dict[str, Any]:
         ids = np.array(sorted(memories))
         vectors = embedder.encode([memories[int(i)].text for i in ids])
         slots = {m: conflicts.slots(mem.text) for m, mem in memories.items()}
-        cands = conflicts.pairs_to_judge(ids, vectors, band=band, slots=slots)
+        languages = {m: conflicts.language_of(mem.text) for m, mem in memories.items()}
+        cands = conflicts.pairs_to_judge(ids, vectors, band=band, slots=slots, languages=languages)
         texts = lambda mids: {m: memories[m].text for m in mids}  # noqa: E731
         across = conflicts.across_language_pairs(cands, ids, vectors, texts) if defaults.across_languages else set()
         found = {(r["a_id"], r["b_id"]): r["confidence"] for r in
@@ -263,7 +264,9 @@ def judged_per_add(model: str, n: int = 80) -> dict[str, Any]:
         rows = [i for i, m in enumerate(seed) if m["namespace"] == row["namespace"]] + [len(seed) + k]
         ids = np.asarray(rows, dtype=np.int64)
         slots = {i: conflicts.slots(texts[i]) for i in rows}
-        pairs = conflicts.pairs_to_judge(ids, vectors[rows], [len(seed) + k], band=band, slots=slots)
+        languages = {i: conflicts.language_of(texts[i]) for i in rows}
+        pairs = conflicts.pairs_to_judge(ids, vectors[rows], [len(seed) + k], band=band, slots=slots,
+                                         languages=languages)
         drawn.append(len(pairs))
         judged.append(sum(subject.same_subject(texts[a], texts[b]) is not None for a, b in pairs))
     return {"adds": len(adds), "drawn_mean": round(float(np.mean(drawn)), 2),
@@ -339,7 +342,8 @@ def _cell_rows_demo(model: str, namespaces: tuple[str, ...]) -> list[tuple[subje
             ids, vectors = bank.live_vectors(ns)
             memories = bank.get_many(ids.tolist())
             slots = {m: conflicts.slots(mem.text) for m, mem in memories.items()}
-            pairs = conflicts.pairs_to_judge(ids, vectors, band=band, slots=slots)
+            languages = {m: conflicts.language_of(mem.text) for m, mem in memories.items()}
+            pairs = conflicts.pairs_to_judge(ids, vectors, band=band, slots=slots, languages=languages)
             for a, b in pairs:
                 older, newer = sorted((memories[a], memories[b]), key=lambda m: (m.created_at, m.id))
                 if (cell := _evidence_row(older, newer, (a, b) in contra)) is not None:

@@ -74,8 +74,8 @@ CONFIDENCE: Final[dict[Evidence, float]] = {
     (False, 'strong', True, False): 0.9,
     (False, 'strong', False, True): 0.54,
     (False, 'strong', False, False): 0.63,
-    (False, 'now', True, True): 0.42,
-    (False, 'now', True, False): 0.42,
+    (False, 'now', True, True): 0.51,
+    (False, 'now', True, False): 0.5,
 }
 _LANGUAGES = ("en", "sv", "zh")
 
@@ -103,6 +103,11 @@ def _language(text: str) -> str:
     # Cached: a scan or an add's slot pairs read the same few texts' language many times over.
     language = detect_language(text)
     return language if language in _LANGUAGES else "en"
+
+
+def language_of(text: str) -> str:
+    """The language a memory's slots and signals are read in first: English, Swedish or Chinese."""
+    return _language(text)
 
 
 @dataclass(frozen=True)
