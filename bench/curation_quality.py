@@ -113,7 +113,8 @@ def shared_conflicts(model: str, split: str = "test") -> dict[str, Any]:
         ids = np.array(sorted(memories))
         vectors = embedder.encode([memories[int(i)].text for i in ids])
         slots = {m: conflicts.slots(mem.text) for m, mem in memories.items()}
-        cands = conflicts.pairs_to_judge(ids, vectors, band=band, slots=slots)
+        languages = {m: conflicts.language_of(mem.text) for m, mem in memories.items()}
+        cands = conflicts.pairs_to_judge(ids, vectors, band=band, slots=slots, languages=languages)
         texts = lambda mids: {m: memories[m].text for m in mids}  # noqa: E731
         across = conflicts.across_language_pairs(cands, ids, vectors, texts) if defaults.across_languages else set()
         found = {(r["a_id"], r["b_id"]): r["confidence"] for r in
@@ -249,6 +250,29 @@ def add_cost(model: str, n: int = 80) -> dict[str, Any]:
     return {name: {"p50_ms": round(float(np.median(t)), 1), "adds": len(t)} for name, t in times.items()}
 
 
+def judged_per_add(model: str, n: int = 80) -> dict[str, Any]:
+    """How many pairs an add's conflict check draws and how many of them reach the judge (one subject,
+    :func:`subject.same_subject`), per add, as :func:`add_cost` adds them: the demo's first ``n``
+    memories, each added to its namespace after the rest. Counts, not times: they do not swing with load."""
+    everything = demo.memories()
+    seed, adds = everything[n:], everything[:n]
+    texts = [m["text"] for m in seed + adds]
+    vectors = get_embedder(model).encode(texts)
+    band = conflicts.candidate_band(model_defaults(model).on_model)
+    drawn, judged = [], []
+    for k, row in enumerate(adds):
+        rows = [i for i, m in enumerate(seed) if m["namespace"] == row["namespace"]] + [len(seed) + k]
+        ids = np.asarray(rows, dtype=np.int64)
+        slots = {i: conflicts.slots(texts[i]) for i in rows}
+        languages = {i: conflicts.language_of(texts[i]) for i in rows}
+        pairs = conflicts.pairs_to_judge(ids, vectors[rows], [len(seed) + k], band=band, slots=slots,
+                                         languages=languages)
+        drawn.append(len(pairs))
+        judged.append(sum(subject.same_subject(texts[a], texts[b]) is not None for a, b in pairs))
+    return {"adds": len(adds), "drawn_mean": round(float(np.mean(drawn)), 2),
+            "judged_mean": round(float(np.mean(judged)), 2), "judged_max": int(max(judged))}
+
+
 def read_cost(rounds: int = 20) -> dict[str, Any]:
     """Per text, µs to read the subject slots and supersede signals of each demo memory as the
     candidate rule reads them (in every language the text is in, ``subject._readings``) against in
@@ -318,7 +342,8 @@ def _cell_rows_demo(model: str, namespaces: tuple[str, ...]) -> list[tuple[subje
             ids, vectors = bank.live_vectors(ns)
             memories = bank.get_many(ids.tolist())
             slots = {m: conflicts.slots(mem.text) for m, mem in memories.items()}
-            pairs = conflicts.pairs_to_judge(ids, vectors, band=band, slots=slots)
+            languages = {m: conflicts.language_of(mem.text) for m, mem in memories.items()}
+            pairs = conflicts.pairs_to_judge(ids, vectors, band=band, slots=slots, languages=languages)
             for a, b in pairs:
                 older, newer = sorted((memories[a], memories[b]), key=lambda m: (m.created_at, m.id))
                 if (cell := _evidence_row(older, newer, (a, b) in contra)) is not None:
@@ -388,7 +413,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--fit", action="store_true", help="print subject.CONFIDENCE fitted on the dev halves")
     parser.add_argument("--add-cost", action="store_true",
-                        help="p50 of bank.add, candidates by nearness alone and with subject slots, side by side")
+                        help="pairs judged per add, and p50 of bank.add, candidates by nearness alone and with "
+                             "subject slots, side by side")
     parser.add_argument("--read-cost", action="store_true",
                         help="µs per text to read slots and signals in every language it is in, against one")
     parser.add_argument("--shared-namespace", action="store_true",
@@ -402,7 +428,7 @@ def main() -> None:
         print(json.dumps(read_cost(), indent=1))
         return
     if args.add_cost:
-        print(json.dumps(add_cost(args.model), indent=1))
+        print(json.dumps({"pairs": judged_per_add(args.model), "times": add_cost(args.model)}, indent=1))
         return
     result = run(args.model, shared=args.shared_namespace)
     if args.shared_namespace:

@@ -4,6 +4,7 @@ Chinese; two memories in one slot that are both true are not offered."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from memory_core.curation import conflicts
@@ -93,3 +94,18 @@ def test_a_memory_edited_into_a_slot_is_paired_by_it(bank) -> None:
     bank.update(a, text="Lives in Uppsala")
     b = bank.add("Moved to Gothenburg last month", namespace="en")
     assert (a, b) in _offered(bank, "en")
+
+
+def test_one_slot_neighbour_is_in_another_language() -> None:
+    # Four English memories of one slot sit nearer each other than the Chinese one does: given the
+    # languages, each still meets the nearest memory of the other language, and no more neighbours.
+    angles = np.radians([0, 10, 20, 30, 80])
+    vectors = np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    ids = np.arange(1, 6)
+    slots = {int(m): frozenset({"drink"}) for m in ids}
+    languages = {1: "en", 2: "en", 3: "en", 4: "en", 5: "zh"}
+    assert (1, 5) not in conflicts.slot_pairs(ids, vectors, slots, memory_ids=[1])
+    drawn = conflicts.slot_pairs(ids, vectors, slots, memory_ids=[1], languages=languages)
+    assert (1, 5) in drawn and len(drawn) == conflicts.SLOT_NEIGHBOURS
+    one_language = {m: "en" for m in languages}
+    assert conflicts.slot_pairs(ids, vectors, slots, languages=one_language) == conflicts.slot_pairs(ids, vectors, slots)

@@ -368,8 +368,8 @@ def test_cleanup_offers_rule_verdicts_for_review_and_resolves_only_at_the_plan_b
     rows = [
         ("tea", "alice", "Prefers tea in the morning", 0.7, 400, None, 0, False),
         ("coffee", "alice", "Now prefers coffee in the morning", 0.7, 30, None, 0, False),
-        ("drinks", "bob", "Drinks tea every morning", 0.8, 300, None, 0, False),
-        ("stopped", "bob", "Stopped drinking tea", 0.8, 10, None, 0, False),
+        ("drinks", "bob", "Watches anime every evening", 0.8, 300, None, 0, False),
+        ("stopped", "bob", "Stopped watching anime", 0.8, 10, None, 0, False),
     ]
     ids = build(bank, rows)
 
@@ -385,7 +385,7 @@ def test_cleanup_offers_rule_verdicts_for_review_and_resolves_only_at_the_plan_b
     assert all(bank.get(mid).status == "active" for mid in ids.values())
 
     # An operator who lowers the bar in the plan gets the clear rule applied where the detector is
-    # that sure (the habit that stopped, backed by two shared words), and only there.
+    # that sure (the preference that changed, in one subject slot), and only there.
     bar = max(c.confidence for c in opened)
     sure = next(c for c in opened if c.confidence == bar)
     report = bank.maintain(now=NOW, steps=["cleanup"], plan=MaintenancePlan(conflict_min_confidence=bar))

@@ -422,7 +422,9 @@ def _plan_cleanup(source: MaintenanceSource, work: MaintenanceWork, ns: str, gon
         scale = model_defaults(source.model)
         everyone = source.get_many(ids.tolist())  # a scan reads every text: the slots of all
         slots = {m: conflicts.slots(mem.text) for m, mem in everyone.items()}
-        pairs = conflicts.pairs_to_judge(ids, vectors, band=conflicts.candidate_band(scale.on_model), slots=slots)
+        languages = {m: conflicts.language_of(everyone[m].text) for m, filled in slots.items() if filled}
+        pairs = conflicts.pairs_to_judge(ids, vectors, band=conflicts.candidate_band(scale.on_model), slots=slots,
+                                         languages=languages)
         if pairs:
             memories = {m: everyone[m] for m in sorted({i for p in pairs for i in p})}
             across = conflicts.across_language_pairs(pairs, ids, vectors, _texts(source, memories)) \

@@ -416,7 +416,8 @@ class Curation:
         from ..curation import conflicts
         with self.core.held() as con:  # a scan: the slots of every memory, from the same slot index an add reads
             slots = self._slot_index_in(con, namespace, ids.tolist() if wanted is None else wanted)
-        pairs = conflicts.pairs_to_judge(ids, vectors, wanted, band=self._band(), slots=slots)
+            languages = self._slot_languages(con, namespace)
+        pairs = conflicts.pairs_to_judge(ids, vectors, wanted, band=self._band(), slots=slots, languages=languages)
         if not pairs:
             return []
         known = ({(c.a.id, c.b.id) for c in self.conflicts(namespace=namespace, status=None)} if wanted is None
@@ -604,7 +605,8 @@ class Curation:
             return None
         from ..curation import conflicts
         pairs = conflicts.pairs_to_judge(idx.ids[: idx.n], idx.emb[: idx.n], new, row_of=idx.row_of,
-                                         band=self._band(), slots=self._slot_index_in(con, namespace, new, idx))
+                                         band=self._band(), slots=self._slot_index_in(con, namespace, new, idx),
+                                         languages=self._slot_languages(con, namespace, idx))
         if not pairs:
             return None
         members = sorted({i for p in pairs for i in p})
@@ -637,6 +639,12 @@ class Curation:
         new = list(new)
         index.sync(idx.ids[: idx.n], self._texts({}, con, idx), new, idx.seqs[: idx.n])
         return index.around(new)
+
+    def _slot_languages(self, con: Any, namespace: str, idx: Any = None) -> dict[int, str] | None:
+        """The languages of the memories in ``namespace``'s slot index (after :meth:`_slot_index_in`)."""
+        idx = self.core.ns_index(con, namespace) if idx is None else idx
+        index = self._slot_indexes.get(idx) if idx is not None else None
+        return None if index is None else index.languages
 
     def _texts(self, known: dict[int, Memory], con: Any = None,
                idx: Any = None) -> Callable[[list[int]], dict[int, str]]:

@@ -78,8 +78,8 @@ from .llm_judge import judge, judge_llm
 from .records import (AUTO_RULES, CONFLICT_KINDS, MUCH_NEWER, PATHS, REVIEW_BELOW, SAME_DAY, SUGGESTIONS, MemoryView,
                       Verdict)
 from .rule_judge import auto_resolution, judge_rules, negated_across_languages, suggest
-from .subject import (AUTO_BAR, OFFER_FLOOR, SLOT_NEIGHBOURS, SUBJECT_NEIGHBOURS, SameSubject, same_subject, slots,
-                      supersede_signals)
+from .subject import (AUTO_BAR, OFFER_FLOOR, SLOT_NEIGHBOURS, SUBJECT_NEIGHBOURS, SameSubject, language_of, same_subject,
+                      slots, supersede_signals)
 
 __all__ = [
     "AUTO_BAR",
@@ -107,6 +107,7 @@ __all__ = [
     "judge",
     "judge_llm",
     "judge_rules",
+    "language_of",
     "negated_across_languages",
     "pairs_to_judge",
     "preview",

@@ -16,7 +16,7 @@ from .llm_judge import judge
 from .records import MemoryView, Verdict
 from .rule_judge import auto_resolution, negated_across_languages, suggest
 from .subject import AUTO_BAR, OFFER_FLOOR, SLOT_NEIGHBOURS, SUBJECT_NEIGHBOURS, confidence as subject_confidence, \
-    same_subject, signal_verdict, slots as slots_of_text
+    language_of, same_subject, signal_verdict, slots as slots_of_text
 
 
 # --------------------------------------------------------------------------- from the bank's data
@@ -80,13 +80,16 @@ def topic_confidence(kind: str, cosine: float) -> float:
 
 def slot_pairs(ids: np.ndarray, vectors: np.ndarray, slots: Mapping[int, Collection[str]],
                memory_ids: Collection[int] | None = None, row_of: Mapping[int, int] | None = None,
-               band: tuple[float, float] = CANDIDATE_BAND) -> set[tuple[int, int]]:
+               band: tuple[float, float] = CANDIDATE_BAND,
+               languages: Mapping[int, str] | None = None) -> set[tuple[int, int]]:
     """Pairs of memories that fill one subject slot: each memory (or each of ``memory_ids``) with its
     :data:`~.subject.SLOT_NEIGHBOURS` nearest among the memories of ``slots`` (id -> the slots it
     fills, :func:`~.subject.slots`; only those that fill a slot need be there) that fill one of its
     slots, at any cosine below ``band``'s top (identical statements are not contradictions). Nearness
     in meaning only ranks within a slot: "Lives in Uppsala" and "Moved to Gothenburg last month" are
-    far apart (and farther across languages), yet about one subject."""
+    far apart (and farther across languages), yet about one subject. Given the memories' ``languages``
+    (id -> language), one of those neighbours is the nearest in another language, when the slot has
+    one: a memory's own language sits nearer in meaning, and would otherwise fill every place."""
     row_of = {int(m): r for r, m in enumerate(ids.tolist())} if row_of is None else row_of
     groups: dict[str, list[int]] = {}
     for mid, filled in slots.items():
@@ -101,8 +104,27 @@ def slot_pairs(ids: np.ndarray, vectors: np.ndarray, slots: Mapping[int, Collect
         if len(members) < 2 or not left:
             continue
         rows = [row_of[m] for m in members]
-        pairs.update(candidate_pairs(np.asarray(members, dtype=np.int64), vectors[rows], left,
-                                     (-1.0, band[1]), SLOT_NEIGHBOURS))
+        if languages is None or len({languages.get(m) for m in members}) < 2:
+            pairs.update(candidate_pairs(np.asarray(members, dtype=np.int64), vectors[rows], left,
+                                         (-1.0, band[1]), SLOT_NEIGHBOURS))
+        else:
+            pairs.update(_neighbours_across(members, vectors[rows], left, band[1], languages))
+    return pairs
+
+
+def _neighbours_across(members: list[int], vectors: np.ndarray, left: list[int], top: float,
+                       languages: Mapping[int, str]) -> set[tuple[int, int]]:
+    """Each ``left`` member's :data:`~.subject.SLOT_NEIGHBOURS` among ``members`` (their unit ``vectors``)
+    below cosine ``top``: the nearest in another language, and the nearest of the rest."""
+    langs = [languages.get(m) for m in members]
+    pairs: set[tuple[int, int]] = set()
+    for k in left:
+        sims = vectors @ vectors[k]
+        order = [j for j in np.argsort(-sims, kind="stable").tolist() if j != k and sims[j] <= top]
+        across = next((j for j in order if langs[j] != langs[k]), None)
+        chosen = ([] if across is None else [across]) + [j for j in order if j != across]
+        for j in chosen[:SLOT_NEIGHBOURS]:
+            pairs.add((min(members[k], members[j]), max(members[k], members[j])))
     return pairs
 
 
@@ -114,6 +136,7 @@ class SlotIndex:
     def __init__(self) -> None:
         self.members: dict[str, set[int]] = {}
         self.slots_of: dict[int, frozenset[str]] = {}
+        self.languages: dict[int, str] = {}  # of the memories that fill a slot (slot_pairs' languages)
         self.seen_seq = -1  # the newest change sequence of a row :meth:`sync` has read
 
     def add(self, texts: Mapping[int, str]) -> None:
@@ -122,12 +145,15 @@ class SlotIndex:
         for mid, text in texts.items():
             filled = slots_of_text(text)
             self.slots_of[int(mid)] = filled
+            if filled:
+                self.languages[int(mid)] = language_of(text)
             for slot in filled:
                 self.members.setdefault(slot, set()).add(int(mid))
 
     def drop(self, memory_ids: Iterable[int]) -> None:
         """Forget memories (gone, or about to be read again)."""
         for mid in memory_ids:
+            self.languages.pop(int(mid), None)
             for slot in self.slots_of.pop(int(mid), ()):
                 self.members[slot].discard(int(mid))
 
@@ -165,12 +191,13 @@ class SlotIndex:
 def pairs_to_judge(ids: np.ndarray, vectors: np.ndarray, memory_ids: Collection[int] | None = None,
                    band: tuple[float, float] = CANDIDATE_BAND,
                    row_of: Mapping[int, int] | None = None,
-                   slots: Mapping[int, Collection[str]] | None = None) -> list[tuple[int, int]]:
+                   slots: Mapping[int, Collection[str]] | None = None,
+                   languages: Mapping[int, str] | None = None) -> list[tuple[int, int]]:
     """The candidate pairs detection judges among a namespace's live memories (``ids`` and their unit
     ``vectors``, as ``MemoryBank.live_vectors`` gives them): every pair on one topic, or with
     ``memory_ids`` only pairs involving those memories (what runs when memories are added); and, given
     the memories' subject ``slots`` (id -> slots: :func:`~.subject.slots`, or a :class:`SlotIndex`),
-    the pairs that fill one slot (:func:`slot_pairs`).
+    the pairs that fill one slot (:func:`slot_pairs`; given their ``languages``, one in another language).
     ``row_of`` (id -> row of ``ids``, a loaded index's own map) spares a scan of ``ids`` to find
     those memories: milliseconds per add at a million memories."""
     if len(ids) < 2:
@@ -186,7 +213,7 @@ def pairs_to_judge(ids: np.ndarray, vectors: np.ndarray, memory_ids: Collection[
             return []
     pairs = candidate_pairs(ids, vectors, rows, band)
     if slots:
-        pairs = sorted(set(pairs) | slot_pairs(ids, vectors, slots, memory_ids, row_of, band))
+        pairs = sorted(set(pairs) | slot_pairs(ids, vectors, slots, memory_ids, row_of, band, languages))
     return pairs
 
 

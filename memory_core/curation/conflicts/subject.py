@@ -2,7 +2,8 @@
 
 A pair of memories is judged only when it is about the same subject (:func:`same_subject`): both name
 one subject slot (where someone lives, their diet, pets, work, a relationship, a habit, a sport, a
-study plan, devices, how they get around: ``SUBJECT_SLOTS``) or share a content word (the object of
+study plan, devices, how they get around, drinks, music, reading, coding tools, hosting:
+``SUBJECT_SLOTS``, in each of the three languages) or share a content word (the object of
 a preference, a place, a product), and, where both carry a category, the same category. A shared
 topic is not enough: "Is vegetarian" and "Likes quick recipes" are both about food, not one subject.
 Nearness in meaning is the other half of the rule, applied where pairs are drawn: each memory is
@@ -59,22 +60,22 @@ slot; they share two or more content words."""
 CONFIDENCE: Final[dict[Evidence, float]] = {
     (True, 'strong', True, True): 0.9,
     (True, 'strong', True, False): 0.9,
-    (True, 'strong', False, True): 0.9,
-    (True, 'strong', False, False): 0.82,
+    (True, 'strong', False, True): 0.85,
+    (True, 'strong', False, False): 0.65,
     (True, 'now', True, True): 0.9,
     (True, 'now', True, False): 0.9,
     (True, 'now', False, True): 0.9,
     (True, 'now', False, False): 0.54,
-    (True, '-', True, True): 0.62,
+    (True, '-', True, True): 0.61,
     (True, '-', True, False): 0.21,
-    (True, '-', False, True): 0.82,
-    (True, '-', False, False): 0.19,
+    (True, '-', False, True): 0.81,
+    (True, '-', False, False): 0.15,
     (False, 'strong', True, True): 0.9,
     (False, 'strong', True, False): 0.9,
-    (False, 'strong', False, True): 0.62,
-    (False, 'strong', False, False): 0.68,
-    (False, 'now', True, True): 0.46,
-    (False, 'now', True, False): 0.46,
+    (False, 'strong', False, True): 0.54,
+    (False, 'strong', False, False): 0.63,
+    (False, 'now', True, True): 0.51,
+    (False, 'now', True, False): 0.5,
 }
 _LANGUAGES = ("en", "sv", "zh")
 
@@ -102,6 +103,11 @@ def _language(text: str) -> str:
     # Cached: a scan or an add's slot pairs read the same few texts' language many times over.
     language = detect_language(text)
     return language if language in _LANGUAGES else "en"
+
+
+def language_of(text: str) -> str:
+    """The language a memory's slots and signals are read in first: English, Swedish or Chinese."""
+    return _language(text)
 
 
 @dataclass(frozen=True)
@@ -180,14 +186,25 @@ def _pair_languages(older: str, newer: str) -> tuple[str, str]:
     return lo, ln
 
 
-def supersede_signals(older: str, newer: str) -> frozenset[str]:
-    """The supersede signals of ``newer`` that ``older`` does not carry ("stop", "move", "switch",
-    "again", "now"); "again" only when ``older`` says the habit stopped."""
+def _new_signals(older: str, newer: str) -> set[str]:
+    # The signals of ``newer`` that ``older`` does not carry; "again" only against a stopped habit.
     lo, ln = _pair_languages(older, newer)
     old, new = _signals(older, lo), _signals(newer, ln)
     found = new - old
     if "again" in found and "stop" not in old:
         found.discard("again")
+    return found
+
+
+def supersede_signals(older: str, newer: str) -> frozenset[str]:
+    """The supersede signals of ``newer`` that ``older`` does not carry ("stop", "move", "switch",
+    "again", "now"); "again" only when ``older`` says the habit stopped, and "move" only when ``older``
+    is no plan ("Plans to move to Oslo" / "Moved to Oslo in May" is the plan carried out)."""
+    found = _new_signals(older, newer)
+    if "move" in found:
+        reading = _pair_languages(older, newer)[0]
+        if any(_plans()[lang].search(older.casefold()) for lang in _readings(older, reading)):
+            found.discard("move")
     return frozenset(found)
 
 
@@ -225,4 +242,4 @@ def moved_on(a: str, b: str) -> bool:
     la, lb = _pair_languages(a, b)
     if bool(_plans()[la].search(a.casefold())) != bool(_plans()[lb].search(b.casefold())):
         return True
-    return bool((supersede_signals(a, b) | supersede_signals(b, a)) & STRONG_SIGNALS)
+    return bool((_new_signals(a, b) | _new_signals(b, a)) & STRONG_SIGNALS)

@@ -415,9 +415,11 @@ _SUBJECT: Final = re.compile(r"([A-ZÅÄÖÆØÉ][\w-]*(?: [A-ZÅÄÖÆØÉ][\w-
 # The same-subject candidate rule and the supersede signals (conflicts/subject.py)
 # --------------------------------------------------------------------------- #
 # What a memory is about, whatever it says of it: where someone lives, their diet, pets, work, a
-# relationship, a habit, a sport, a study plan, their devices and how they get around. Two memories
-# that name one slot (or share a content word) are about the same subject; a shared topic ("food",
-# "travel") is not enough. Patterns run on casefolded text with simplified Chinese.
+# relationship, a habit, a sport, a study plan, their devices and how they get around, what they
+# drink, play, read, write code in and host on. Two memories that name one slot (or share a content
+# word) are about the same subject; a shared topic ("food", "travel") is not enough. A slot is one
+# subject in three languages: across two, the memories share no word, only the slot ("Föredrar kaffe"
+# / "不喝咖啡了"). Patterns run on casefolded text with simplified Chinese.
 SUBJECT_SLOTS: dict[str, dict[str, str]] = {
     "residence": {"en": r"\b(?:lives?|living|moved|moving|relocat\w*|home is|flat|apartment|house)\b",
                   "sv": r"\b(?:bor|bodde|flytta\w*|lägenhet\w*|hus(?:et)?|hem(?:ma)?)\b",
@@ -435,8 +437,11 @@ SUBJECT_SLOTS: dict[str, dict[str, str]] = {
     "alcohol": {"en": r"\b(?:alcohol|wine|beer)\b", "sv": r"\b(?:alkohol|vin|öl)\b", "zh": r"酒"},
     "transport": {"en": r"\b(?:drives?|car|cycl\w*|bikes?|commut\w*)\b", "sv": r"\b(?:bil\w*|cykl\w*|pendl\w*)\b",
                   "zh": r"开车|车|骑车|通勤"},
-    "study": {"en": r"\b(?:stud\w*|universit\w*|degree|course|learning|learn)\b",
-              "sv": r"\b(?:läs(?:a|er)|plugg\w*|universitet\w*|utbildning\w*|kurs\w*|lär)\b", "zh": r"读|学|大学|课程"},
+    "study": {"en": r"\b(?:stud\w*|universit\w*|degree|course|learning|learn|school|college|master's|phd|thesis|"
+                    r"exams?|semester)\b",
+              "sv": r"\b(?:läs(?:a|er)|plugg\w*|universitet\w*|utbildning\w*|kurs\w*|lär|skola\w*|högskola\w*|"
+                    r"examen|tent(?:a|or|an)|termin\w*|master\w*|doktorand\w*)\b",
+              "zh": r"读|学|大学|课程|硕士|博士|考试|专业|论文"},
     "device": {"en": r"\b(?:phone|iphone|android|laptop|computer|windows|linux|mac\w*)\b",
                "sv": r"\b(?:telefon\w*|iphone|android|laptop\w*|dator\w*|windows|linux|mac\w*)\b",
                "zh": r"手机|电脑|iphone|安卓|windows|linux"},
@@ -444,6 +449,20 @@ SUBJECT_SLOTS: dict[str, dict[str, str]] = {
                     r"work(?:s|ing)? out|workouts?)\b",
               "sv": r"\b(?:spring\w*|löp\w*|sim\w*|badhus\w*|gym\w*|yoga|klättr\w*|schack|fotboll|tennis|träna\w*)\b",
               "zh": r"跑步|游泳|健身|瑜伽|攀岩|象棋|足球|网球|锻炼"},
+    "drink": {"en": r"\b(?:coffee|espresso|latte|tea|matcha)\b", "sv": r"\b(?:kaffe\w*|espresso|latte|te|teet|matcha)\b",
+              "zh": r"咖啡|茶"},
+    "music": {"en": r"\b(?:guitar|piano|violin|cello|drums?|drummer|saxophone|ukulele|singing|choir|instruments?)\b",
+              "sv": r"\b(?:gitarr\w*|piano\w*|fiol\w*|violin\w*|cello|trumm\w*|saxofon\w*|sjung\w*|körsång|"
+                    r"instrument\w*)\b",
+              "zh": r"吉他|钢琴|小提琴|大提琴|打鼓|架子鼓|鼓手|萨克斯|唱歌|合唱|乐器"},
+    "reading": {"en": r"\b(?:books?|novels?|audiobooks?|crime fiction|sci-?fi|reads|reading)\b",
+                "sv": r"\b(?:böcker|bok(?:en)?|roman(?:er)?|deckare|ljudböcker|läser)\b", "zh": r"看书|读书|小说|书"},
+    "tools": {"en": r"\b(?:editor|ide|vs ?code|vim|neovim|emacs|intellij|pycharm|sublime)\b",
+              "sv": r"\b(?:editor(?:n)?|vs ?code|vim|neovim|emacs|intellij|pycharm|sublime)\b",
+              "zh": r"编辑器|vs ?code|vim|neovim|emacs|intellij|pycharm"},
+    "hosting": {"en": r"\b(?:servers?|cloud|aws|azure|gcp|heroku|hetzner|vps|digitalocean|hosting|self-host\w*)\b",
+                "sv": r"\b(?:server\w*|moln\w*|aws|azure|gcp|heroku|hetzner|vps|digitalocean|hosting)\b",
+                "zh": r"服务器|托管|云|aws|azure|heroku|hetzner"},
 }
 
 # Words too common to make two memories about one subject by being shared (as ``tokenize`` stems
