@@ -81,7 +81,8 @@ def rows(split: str, model: str = DEFAULT_MODEL) -> tuple[np.ndarray, np.ndarray
     prior = centre(split, model)
     for texts, kinds, subjects in labelled_pools(split):
         mat = get_embedder(model).encode(texts)
-        near, best = merge_pairs.neighbour_pairs(mat, RANK)
+        pool = merge_pairs.Pool(texts, mat, merge._numbers, prior, merge_pairs.paraphrase_encoder())
+        near = pool.neighbours(RANK)
         cands = [merge.Candidate(i, t, "", v, 0.5, None, 0, "explicit", "fact")
                  for i, (t, v) in enumerate(zip(texts, mat))]
         compatible = merge._Compatibility(cands, 0.0)
@@ -90,7 +91,6 @@ def rows(split: str, model: str = DEFAULT_MODEL) -> tuple[np.ndarray, np.ndarray
             kind = label(pair, kinds, subjects)
             if kind is not None and compatible(*pair):
                 kept[pair] = (rank, kind)
-        pool = merge_pairs.Pool(texts, mat, best, merge._numbers, prior)
         feats.append(pool.features({p: r for p, (r, _) in kept.items()}))
         ys += [kind == "duplicate" for _, kind in kept.values()]
         groups += [zlib.crc32(min(subjects[a]).encode()) % FOLDS for a, _ in kept]

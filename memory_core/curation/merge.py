@@ -391,14 +391,15 @@ def _complete_linkage(
 
 def _classified(cands: Sequence[Candidate], mat: np.ndarray, taken: np.ndarray, classifier: merge_pairs.PairScorer,
                 max_size: int) -> list[tuple[list[int], float]]:
-    """Near duplicates by the pair classifier: pairs of each other's nearest neighbours that pass the
-    lexical vetoes (numbers, negation, a subject that moved on; shared words are one of its signals,
-    not a veto) and clear its bar, joined strongest pair first into groups in which every pair does.
+    """Near duplicates by the pair classifier: pairs of each other's nearest neighbours (each counted
+    among the memories of the other's language) that pass the lexical vetoes (numbers, negation, a
+    subject that moved on; shared words are one of its signals, not a veto) and clear its bar, joined strongest pair first into groups in which every pair does.
     Returns (rows, the lowest probability of a pair inside)."""
-    near, best = merge_pairs.neighbour_pairs(mat, classifier.rank)
+    pool = merge_pairs.Pool([c.text for c in cands], mat, _numbers, classifier.centre,
+                            merge_pairs.paraphrase_encoder())
     compatible = _Compatibility(cands, 0.0)
-    near = {p: r for p, r in near.items() if not taken[p[0]] and not taken[p[1]] and compatible(*p)}
-    pool = merge_pairs.Pool([c.text for c in cands], mat, best, _numbers, classifier.centre)
+    near = {p: r for p, r in pool.neighbours(classifier.rank).items()
+            if not taken[p[0]] and not taken[p[1]] and compatible(*p)}
     prob = {p: float(x) for p, x in zip(near, classifier.probability(pool.features(near))) if x >= classifier.bar}
     group_of: dict[int, int] = {}
     members: dict[int, list[int]] = {}
