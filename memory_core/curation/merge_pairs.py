@@ -27,6 +27,7 @@ import functools
 import json
 import os
 import re
+import threading
 import unicodedata
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from ..embedding.embedder import MINILM_MODEL, canonical_model_name, get_embedde
 from ..errors import ValidationError
 from ..language.text import detect_language, tokenize
 
-__all__ = ["FEATURES", "PairScorer", "Pool", "WEIGHTS", "neighbour_pairs", "paraphrase_encoder", "scorer"]
+__all__ = ["FEATURES", "PairScorer", "Pool", "WEIGHTS", "design", "neighbour_pairs", "paraphrase_encoder", "scorer"]
 
 WEIGHTS = Path(__file__).resolve().parent / "merge_pairs.json"
 FEATURES = ("cosine", "centred_cosine", "rank", "margin", "shared_words", "char_ngrams", "same_numbers",
@@ -49,6 +50,10 @@ FEATURES = ("cosine", "centred_cosine", "rank", "margin", "shared_words", "char_
 PRIOR_MEMORIES = 50
 # Set to 0 to plan merges without the paraphrase model (English pairs are then read on e5's scale alone).
 PARAPHRASE_ENV = "MEMCTL_MERGE_PARAPHRASE"
+# English texts whose paraphrase vectors are kept between plans (a 384-float vector each).
+PARAPHRASE_CACHE = 20_000
+_paraphrases: dict[str, np.ndarray] = {}
+_paraphrase_lock = threading.Lock()
 # Row blocks of the similarity matrix, as in merge._neighbour_edges.
 _BLOCK_ROWS = 1024
 _CJK = re.compile(r"[\u3400-\u9fff]")
@@ -174,9 +179,18 @@ class Pool:
         return np.asarray(rows, dtype=np.float64).reshape(len(rows), len(FEATURES))
 
 
+def design(features: np.ndarray) -> np.ndarray:
+    """The regression's inputs: :data:`FEATURES`, and each of them again for pairs across two
+    languages (zero for the others), so such pairs, whose cosines sit on a scale of their own,
+    get weights of their own."""
+    across = FEATURES.index("across_languages")
+    others = [k for k in range(len(FEATURES)) if k != across]
+    return np.hstack([features, features[:, others] * features[:, [across]]])
+
+
 @dataclass(frozen=True)
 class PairScorer:
-    """A fitted logistic regression over :data:`FEATURES` (standardised by ``mean`` and ``scale``),
+    """A fitted logistic regression over :func:`design` of :data:`FEATURES` (standardised by ``mean`` and ``scale``),
     the bar a pair's probability must reach to be offered, the neighbour rank candidates come from,
     and the mean vector of the texts it was fitted on (:class:`Pool`'s prior centre)."""
 
@@ -190,10 +204,10 @@ class PairScorer:
     rank: int
 
     def probability(self, features: np.ndarray) -> np.ndarray:
-        """P(same fact) of each row of features."""
+        """P(same fact) of each row of features (:data:`FEATURES`; :func:`design` widens them)."""
         if features.shape[0] == 0:
             return np.empty(0)
-        z = ((features - self.mean) / self.scale) @ self.coef + self.intercept
+        z = ((design(features) - self.mean) / self.scale) @ self.coef + self.intercept
         return 1.0 / (1.0 + np.exp(-z))
 
     @classmethod
@@ -225,14 +239,28 @@ def paraphrase_encoder() -> Callable[[list[str]], np.ndarray | None] | None:
     """The bundled English paraphrase model (all-MiniLM-L6-v2) as an encoder of texts, loaded when
     first asked to encode (a merge plan with English pairs, never an add); the encoder answers None
     when the model cannot load. None with ``MEMCTL_MERGE_PARAPHRASE=0``. Either way the plan then
-    reads English pairs on e5's scale alone."""
+    reads English pairs on e5's scale alone. The last :data:`PARAPHRASE_CACHE` texts' vectors are
+    kept: the Merges page plans every namespace again on each visit."""
     if os.environ.get(PARAPHRASE_ENV, "1") == "0":
         return None
 
     def encode(texts: list[str]) -> np.ndarray | None:
-        try:
+        with _paraphrase_lock:
+            todo = [t for t in dict.fromkeys(texts) if t not in _paraphrases]
+        if todo:
+            try:
+                vectors = get_embedder(MINILM_MODEL).encode(todo)
+            except (ImportError, OSError, ValidationError):
+                return None
+            with _paraphrase_lock:
+                for text, vector in zip(todo, vectors):
+                    if len(_paraphrases) >= PARAPHRASE_CACHE:
+                        _paraphrases.pop(next(iter(_paraphrases)))
+                    _paraphrases[text] = vector
+        with _paraphrase_lock:
+            found = [_paraphrases.get(t) for t in texts]
+        if any(v is None for v in found):  # evicted meanwhile by a larger plan: encode them together
             return get_embedder(MINILM_MODEL).encode(texts)
-        except (ImportError, OSError, ValidationError):
-            return None
+        return np.vstack(found)
 
     return encode
