@@ -8,8 +8,9 @@ can undo) the merges itself.
 Clustering
     Exact duplicates (equal content hash) are always clustered. By default, on the model the pair
     classifier was fitted on (:mod:`merge_pairs`), near duplicates are pairs of each other's nearest
-    neighbours that the lexical checks below let through and whose calibrated probability of
-    stating one fact clears the classifier's bar, grouped so that every pair inside a cluster does.
+    neighbours (in each other's language) that the lexical checks below let through and whose
+    calibrated probability of stating one fact clears the classifier's bar, grouped so that every
+    pair inside a cluster does.
     With an explicit ``threshold`` (or another model), near duplicates are memories whose
     embeddings have cosine similarity >= ``threshold`` and whose wording agrees (no conflicting
     numbers, no negation on one side only, some shared content words), grouped by complete
@@ -482,7 +483,8 @@ def find_clusters(
        ``"exact duplicate"``.
     2. **Near duplicates** (reason ``"near duplicate"``). With ``threshold`` None on the model the pair
        classifier was fitted on (:func:`merge_pairs.scorer`): groups in which every pair is a pair of
-       mutual nearest neighbours that passes the number, negation and moved-on checks below and whose
+       mutual nearest neighbours (each among the other's nearest in its own language) that passes the
+       number, negation and moved-on checks below and whose
        probability of stating one fact clears the classifier's bar (``Cluster.confidence``: the
        lowest inside). Otherwise: among the rest, complete-linkage groups in which every pair has cosine
        similarity >= ``threshold`` and passes the lexical checks:
