@@ -746,6 +746,27 @@ def test_default_plan_offers_a_paraphrase_not_a_progression_or_two_events(e5, la
         assert bool(merge.find_clusters(alone)) is offered, pair
 
 
+def test_a_translation_is_a_candidate_though_its_language_crowds_the_nearest() -> None:
+    # Row 0 (Swedish) is closest to row 1 (Swedish, another fact); its English twin, row 2, comes
+    # second overall but first among the English rows, and row 0 is row 2's nearest Swedish row.
+    mat = np.array([[1.0, 0.0, 0.0], [0.95, 0.31, 0.0], [0.9, 0.0, 0.44], [0.0, 0.0, 1.0]], dtype=np.float32)
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    alone, _ = merge_pairs.neighbour_pairs(mat, 1)
+    by_language, best = merge_pairs.neighbour_pairs(mat, 1, ["sv", "sv", "en", "en"])
+    assert (0, 2) not in alone and alone[(0, 1)] == 0
+    assert by_language[(0, 2)] == 0 and by_language[(0, 1)] == 0
+    assert best.shape == (4, 2)  # each row's nearest cosine per language, for the margin
+
+
+def test_a_plan_works_without_the_paraphrase_model(e5, monkeypatch) -> None:
+    monkeypatch.setenv(merge_pairs.PARAPHRASE_ENV, "0")
+    assert merge_pairs.paraphrase_encoder() is None
+    others, paraphrase, _progression, _events = NAMESPACES["en"]
+    cands = make([*others, *paraphrase], e5)
+    clusters = merge.find_clusters(cands)
+    assert all(cl.confidence is not None for cl in clusters)
+
+
 def test_the_classifier_is_fitted_for_the_default_model_only() -> None:
     from memory_core.embedding.embedder import DEFAULT_MODEL, MINILM_MODEL
 
