@@ -34,6 +34,7 @@ from memory_core.embedding.embedder import DEFAULT_MODEL, get_embedder  # noqa: 
 
 DATA = Path(__file__).resolve().parent / "data" / "duplicates.json"
 TARGET_PRECISION = 0.85  # 0.8 and a margin: out-of-fold precision over ~40 offered pairs is good to about 0.05
+AUTO_PRECISION = 0.95  # the bar a maintenance run merges at without an operator, as conflicts' AUTO_BAR
 RANK = 3  # candidates: pairs each among the other's RANK nearest of its language
 FOLDS = 5
 SPLITS = 5  # fold splits pooled: on one split alone the bar moved between 0.62 and 0.84
@@ -117,15 +118,16 @@ def _probability(weights: dict[str, Any], x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-(((x - weights["mean"]) / weights["scale"]) @ weights["coef"] + weights["intercept"])))
 
 
-def choose_bar(prob: np.ndarray, y: np.ndarray, min_offered: int = MIN_OFFERED) -> float:
-    """The lowest bar at which the pairs at or above it are right at least TARGET_PRECISION of the
+def choose_bar(prob: np.ndarray, y: np.ndarray, min_offered: int = MIN_OFFERED,
+               target: float = TARGET_PRECISION) -> float:
+    """The lowest bar at which the pairs at or above it are right at least ``target`` of the
     time, and so are the pairs above every higher bar (precision does not dip again above it)."""
-    bars = np.round(np.arange(0.05, 0.96, 0.01), 2)
-    ok = [b for b in bars if (prob >= b).sum() >= min_offered and y[prob >= b].mean() >= TARGET_PRECISION]
+    bars = np.round(np.arange(0.05, 0.991, 0.01), 2)
+    ok = [b for b in bars if (prob >= b).sum() >= min_offered and y[prob >= b].mean() >= target]
     for b in ok:
         if all(bb in ok or (prob >= bb).sum() < min_offered for bb in bars if bb > b):
             return float(b)
-    return 0.95
+    return 0.99
 
 
 def figures(prob: np.ndarray, y: np.ndarray, planted: int, bar: float) -> dict[str, Any]:
@@ -153,6 +155,7 @@ def run(model: str = DEFAULT_MODEL) -> dict[str, Any]:
     x, y, subjects, planted = rows("dev", model)
     oof, labels = out_of_fold(x, y, subjects)
     bar = choose_bar(oof, labels, MIN_OFFERED * SPLITS)
+    auto_bar = max(bar, choose_bar(oof, labels, MIN_OFFERED * SPLITS, AUTO_PRECISION))
     final = fit(x, y)
     return {"about": "Weights of the merge plan's pair classifier (memory_core/curation/merge_pairs.py), fitted by "
                      "python -m bench.fit_merge_pairs on the dev half of bench/data/duplicates.json.",
@@ -160,8 +163,10 @@ def run(model: str = DEFAULT_MODEL) -> dict[str, Any]:
             "centre": centre("dev", model).astype(float).round(6).tolist(),
             "mean": final["mean"].round(6).tolist(), "scale": final["scale"].round(6).tolist(),
             "coef": final["coef"].round(6).tolist(), "intercept": round(final["intercept"], 6), "bar": bar,
+            "auto_bar": auto_bar,
             "cross_validated": {"pairs": int(len(y)), "same_fact": int(y.sum()), "splits": SPLITS,
-                                **figures(oof, labels, planted * SPLITS, bar)}}
+                                **figures(oof, labels, planted * SPLITS, bar),
+                                "auto": figures(oof, labels, planted * SPLITS, auto_bar)}}
 
 
 def main() -> None:
@@ -169,7 +174,7 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help="fit and print, write nothing")
     args = parser.parse_args()
     result = run()
-    print(json.dumps({k: result[k] for k in ("features", "coef", "bar", "cross_validated")}, indent=1))
+    print(json.dumps({k: result[k] for k in ("features", "coef", "bar", "auto_bar", "cross_validated")}, indent=1))
     if not args.check:
         # One key a line: the vectors stay one line each, the figures readable.
         lines = ",\n".join(f" {json.dumps(k)}: {json.dumps(v)}" for k, v in result.items())

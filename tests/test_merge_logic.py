@@ -772,6 +772,7 @@ def test_the_classifier_is_fitted_for_the_default_model_only() -> None:
 
     fitted = merge_pairs.scorer(DEFAULT_MODEL)
     assert fitted is not None and 0.5 <= fitted.bar < 1.0
+    assert fitted.bar <= fitted.auto_bar < 1.0  # a run merges unattended only what the page would offer
     assert merge_pairs.scorer(MINILM_MODEL) is None  # other models' banks keep the cosine bar
 
 
@@ -788,3 +789,26 @@ def test_different_months_weekdays_or_holidays_are_two_events(a: str, b: str) ->
     same = [cand(1, a, vector=vector), cand(2, a + "!", vector=vector)]
     assert [cl.ids for cl in find_clusters(same, threshold=0.9)] == [(1, 2)]
 
+
+
+def test_a_maintenance_run_merges_unattended_only_above_the_automatic_bar(tmp_path) -> None:
+    from memory_core import MemoryBank
+    from memory_core.curation import maintenance
+
+    fitted = merge_pairs.scorer(None)
+    texts = [t for lang in NAMESPACES.values() for t in [*lang[0], *lang[1]]]
+    texts += ["Prefers tea to coffee in the morning", "Likes tea more than coffee", "Has a cat named Mochi",
+              "Owns a cat called Mochi", "Cycles to work every day", "Bikes to the office daily"]
+    long_ago = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    with MemoryBank.open(tmp_path / "b.duckdb") as bank:  # the default model
+        bank.add_many([{"text": t, "namespace": "u", "created_at": long_ago} for t in texts])
+        offered = [cl for cl, _preview in bank.plan_merges("u")]
+        assert offered and any(cl.confidence is not None for cl in offered)
+        work = maintenance.plan_run(bank, now=long_ago + timedelta(days=400), steps=["merge"])
+        planned = {tuple(m.ids) for m in work.merges}
+    unattended = {cl.ids for cl in offered if cl.confidence is None or cl.confidence >= fitted.auto_bar}
+    assert planned == unattended
+    assert unattended and len(unattended) < len(offered)  # some merged unattended, some left to an operator
+    for confidence, merged in ((None, True), (fitted.auto_bar, True), (fitted.auto_bar - 0.01, False)):
+        cluster = Cluster((1, 2), "near duplicate", 0.9, confidence=confidence)
+        assert maintenance._merges_unattended(cluster, None, None) is merged

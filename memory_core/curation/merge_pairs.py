@@ -16,7 +16,8 @@ next step, a supersede signal) never reach it: :mod:`merge` vetoes them first.
 The weights are a logistic regression fitted with cross-validation on the curation set's dev half
 (``bench/data/duplicates.json``, written for this, not from the demo texts) by
 ``python -m bench.fit_merge_pairs``, kept in ``merge_pairs.json`` beside this module with the bar
-whose out-of-fold precision was at least 0.85 (0.8 with a margin). They are fitted on
+whose out-of-fold precision was at least 0.85 (0.8 with a margin), and the higher bar at 0.95 above
+which a maintenance run merges without an operator (the rest wait on the Merges page). They are fitted on
 multilingual-e5-small's vectors: :func:`scorer` returns None for any other model, whose banks keep
 the cosine bar.
 """
@@ -191,8 +192,8 @@ def design(features: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class PairScorer:
     """A fitted logistic regression over :func:`design` of :data:`FEATURES` (standardised by ``mean`` and ``scale``),
-    the bar a pair's probability must reach to be offered, the neighbour rank candidates come from,
-    and the mean vector of the texts it was fitted on (:class:`Pool`'s prior centre)."""
+    the bar a pair's probability must reach to be offered, the higher bar a maintenance run merges at
+    without an operator (``auto_bar``), the neighbour rank candidates come from, and the mean vector of the texts it was fitted on (:class:`Pool`'s prior centre)."""
 
     model: str
     centre: np.ndarray
@@ -201,6 +202,7 @@ class PairScorer:
     coef: np.ndarray
     intercept: float
     bar: float
+    auto_bar: float
     rank: int
 
     def probability(self, features: np.ndarray) -> np.ndarray:
@@ -216,7 +218,7 @@ class PairScorer:
             raise ValueError(f"{WEIGHTS.name} was fitted on other features: refit with python -m bench.fit_merge_pairs")
         return cls(model=data["model"], centre=np.asarray(data["centre"], dtype=np.float32), mean=np.asarray(data["mean"]), scale=np.asarray(data["scale"]),
                    coef=np.asarray(data["coef"]), intercept=float(data["intercept"]), bar=float(data["bar"]),
-                   rank=int(data["rank"]))
+                   auto_bar=float(data["auto_bar"]), rank=int(data["rank"]))
 
 
 @functools.lru_cache(maxsize=1)
