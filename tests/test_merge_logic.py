@@ -746,11 +746,33 @@ def test_default_plan_offers_a_paraphrase_not_a_progression_or_two_events(e5, la
         assert bool(merge.find_clusters(alone)) is offered, pair
 
 
+def test_a_translation_is_a_candidate_though_its_language_crowds_the_nearest() -> None:
+    # Row 0 (Swedish) is closest to row 1 (Swedish, another fact); its English twin, row 2, comes
+    # second overall but first among the English rows, and row 0 is row 2's nearest Swedish row.
+    mat = np.array([[1.0, 0.0, 0.0], [0.95, 0.31, 0.0], [0.9, 0.0, 0.44], [0.0, 0.0, 1.0]], dtype=np.float32)
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    alone, _ = merge_pairs.neighbour_pairs(mat, 1)
+    by_language, best = merge_pairs.neighbour_pairs(mat, 1, ["sv", "sv", "en", "en"])
+    assert (0, 2) not in alone and alone[(0, 1)] == 0
+    assert by_language[(0, 2)] == 0 and by_language[(0, 1)] == 0
+    assert best.shape == (4, 2)  # each row's nearest cosine per language, for the margin
+
+
+def test_a_plan_works_without_the_paraphrase_model(e5, monkeypatch) -> None:
+    monkeypatch.setenv(merge_pairs.PARAPHRASE_ENV, "0")
+    assert merge_pairs.paraphrase_encoder() is None
+    others, paraphrase, _progression, _events = NAMESPACES["en"]
+    cands = make([*others, *paraphrase], e5)
+    clusters = merge.find_clusters(cands)
+    assert all(cl.confidence is not None for cl in clusters)
+
+
 def test_the_classifier_is_fitted_for_the_default_model_only() -> None:
     from memory_core.embedding.embedder import DEFAULT_MODEL, MINILM_MODEL
 
     fitted = merge_pairs.scorer(DEFAULT_MODEL)
     assert fitted is not None and 0.5 <= fitted.bar < 1.0
+    assert fitted.bar <= fitted.auto_bar < 1.0  # a run merges unattended only what the page would offer
     assert merge_pairs.scorer(MINILM_MODEL) is None  # other models' banks keep the cosine bar
 
 
@@ -767,3 +789,26 @@ def test_different_months_weekdays_or_holidays_are_two_events(a: str, b: str) ->
     same = [cand(1, a, vector=vector), cand(2, a + "!", vector=vector)]
     assert [cl.ids for cl in find_clusters(same, threshold=0.9)] == [(1, 2)]
 
+
+
+def test_a_maintenance_run_merges_unattended_only_above_the_automatic_bar(tmp_path) -> None:
+    from memory_core import MemoryBank
+    from memory_core.curation import maintenance
+
+    fitted = merge_pairs.scorer(None)
+    texts = [t for lang in NAMESPACES.values() for t in [*lang[0], *lang[1]]]
+    texts += ["Prefers tea to coffee in the morning", "Likes tea more than coffee", "Has a cat named Mochi",
+              "Owns a cat called Mochi", "Cycles to work every day", "Bikes to the office daily"]
+    long_ago = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    with MemoryBank.open(tmp_path / "b.duckdb") as bank:  # the default model
+        bank.add_many([{"text": t, "namespace": "u", "created_at": long_ago} for t in texts])
+        offered = [cl for cl, _preview in bank.plan_merges("u")]
+        assert offered and any(cl.confidence is not None for cl in offered)
+        work = maintenance.plan_run(bank, now=long_ago + timedelta(days=400), steps=["merge"])
+        planned = {tuple(m.ids) for m in work.merges}
+    unattended = {cl.ids for cl in offered if cl.confidence is None or cl.confidence >= fitted.auto_bar}
+    assert planned == unattended
+    assert unattended and len(unattended) < len(offered)  # some merged unattended, some left to an operator
+    for confidence, merged in ((None, True), (fitted.auto_bar, True), (fitted.auto_bar - 0.01, False)):
+        cluster = Cluster((1, 2), "near duplicate", 0.9, confidence=confidence)
+        assert maintenance._merges_unattended(cluster, None, None) is merged

@@ -10,7 +10,10 @@ Maintenance has two steps with their own schedules:
   contradictions and apply the two clear conflict rules (newer wins, explicit beats inferred) to
   open conflicts the detector is sure about (:func:`memory_core.curation.conflicts.auto_rule` and
   its ``AUTO_BAR`` own that bar), leaving the rest for an operator.
-* **merge** (monthly by default): merge clusters of near-duplicate memories.
+* **merge** (monthly by default): merge clusters of near-duplicate memories. On the rules path a
+  cluster the pair classifier found is merged only when every pair in it clears the classifier's
+  automatic bar (``merge_pairs`` ``auto_bar``, fitted as conflicts' ``AUTO_BAR`` is); the clusters
+  below it are left for an operator on the Merges page, which offers them all.
 
 This module plans; the bank applies. :func:`plan_run` reads the bank (through
 :class:`MaintenanceSource`, reads only) and decides every change from that data, each step against
@@ -35,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from . import conflicts, merge
+from . import conflicts, merge, merge_pairs
 from ..storage.clock import utcnow
 from ..embedding.embedder import model_defaults
 from ..errors import ValidationError
@@ -335,6 +338,8 @@ def plan_run(
                                      held=held[ns], exclude=gone)
             for cluster, preview in merge.plan_merges(cands, threshold=plan.merge_threshold, client=client,
                                                          model=source.model):
+                if not _merges_unattended(cluster, client, source.model):
+                    continue
                 change = PlannedChange("merge", "merge", list(cluster.ids),
                                        f"{cluster.reason} ({preview.path}): {preview.text!r}", ns)
                 work.changes.append(change)
@@ -343,6 +348,15 @@ def plan_run(
                 work.counts["merged"] += len(cluster.ids)
             work.tick(f"merge {ns}")
     return work
+
+
+def _merges_unattended(cluster: merge.Cluster, client: LLMClient | None, model: str | None) -> bool:
+    """Whether a run merges ``cluster`` without an operator: an exact duplicate, a cluster the LLM
+    or a cosine bar set by hand found, or one every pair of which clears the classifier's automatic bar."""
+    scorer = merge_pairs.scorer(model)
+    if client is not None or cluster.confidence is None or scorer is None:
+        return True
+    return cluster.confidence >= scorer.auto_bar
 
 
 def _plan_expiry(source: MaintenanceSource, work: MaintenanceWork) -> None:

@@ -8,8 +8,9 @@ can undo) the merges itself.
 Clustering
     Exact duplicates (equal content hash) are always clustered. By default, on the model the pair
     classifier was fitted on (:mod:`merge_pairs`), near duplicates are pairs of each other's nearest
-    neighbours that the lexical checks below let through and whose calibrated probability of
-    stating one fact clears the classifier's bar, grouped so that every pair inside a cluster does.
+    neighbours (in each other's language) that the lexical checks below let through and whose
+    calibrated probability of stating one fact clears the classifier's bar, grouped so that every
+    pair inside a cluster does.
     With an explicit ``threshold`` (or another model), near duplicates are memories whose
     embeddings have cosine similarity >= ``threshold`` and whose wording agrees (no conflicting
     numbers, no negation on one side only, some shared content words), grouped by complete
@@ -391,14 +392,15 @@ def _complete_linkage(
 
 def _classified(cands: Sequence[Candidate], mat: np.ndarray, taken: np.ndarray, classifier: merge_pairs.PairScorer,
                 max_size: int) -> list[tuple[list[int], float]]:
-    """Near duplicates by the pair classifier: pairs of each other's nearest neighbours that pass the
-    lexical vetoes (numbers, negation, a subject that moved on; shared words are one of its signals,
-    not a veto) and clear its bar, joined strongest pair first into groups in which every pair does.
+    """Near duplicates by the pair classifier: pairs of each other's nearest neighbours (each counted
+    among the memories of the other's language) that pass the lexical vetoes (numbers, negation, a
+    subject that moved on; shared words are one of its signals, not a veto) and clear its bar, joined strongest pair first into groups in which every pair does.
     Returns (rows, the lowest probability of a pair inside)."""
-    near, best = merge_pairs.neighbour_pairs(mat, classifier.rank)
+    pool = merge_pairs.Pool([c.text for c in cands], mat, _numbers, classifier.centre,
+                            merge_pairs.paraphrase_encoder())
     compatible = _Compatibility(cands, 0.0)
-    near = {p: r for p, r in near.items() if not taken[p[0]] and not taken[p[1]] and compatible(*p)}
-    pool = merge_pairs.Pool([c.text for c in cands], mat, best, _numbers, classifier.centre)
+    near = {p: r for p, r in pool.neighbours(classifier.rank).items()
+            if not taken[p[0]] and not taken[p[1]] and compatible(*p)}
     prob = {p: float(x) for p, x in zip(near, classifier.probability(pool.features(near))) if x >= classifier.bar}
     group_of: dict[int, int] = {}
     members: dict[int, list[int]] = {}
@@ -481,7 +483,8 @@ def find_clusters(
        ``"exact duplicate"``.
     2. **Near duplicates** (reason ``"near duplicate"``). With ``threshold`` None on the model the pair
        classifier was fitted on (:func:`merge_pairs.scorer`): groups in which every pair is a pair of
-       mutual nearest neighbours that passes the number, negation and moved-on checks below and whose
+       mutual nearest neighbours (each among the other's nearest in its own language) that passes the
+       number, negation and moved-on checks below and whose
        probability of stating one fact clears the classifier's bar (``Cluster.confidence``: the
        lowest inside). Otherwise: among the rest, complete-linkage groups in which every pair has cosine
        similarity >= ``threshold`` and passes the lexical checks:
