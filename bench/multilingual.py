@@ -15,7 +15,10 @@ recording) with the bank's active preset for its model, the default a new bank g
 * **hit@1 at the threshold**: the same, and its score clears the default threshold as the
   question's language moves it (``MemoryBank.calibrated``: what an agent actually receives);
 * **general questions empty**: the share of general questions asked in a language of the namespace
-  in that language for which recall at the default returns nothing.
+  in that language for which recall at the default returns nothing;
+* **personal unanswered empty**: the same for the set's ``unanswered`` questions, personal questions
+  on topics near the facts that no fact answers ("What's my dentist's name?"), where an irrelevant
+  memory does most harm; their ids split them in halves as the facts'.
 
 Same-language cells are a question and memories in one language; cross-language cells the rest.
 Beside each top hit, the model's own cosine: the memory whose vector is nearest the question's,
@@ -98,10 +101,20 @@ def run(model: str | None = None, data: dict[str, Any] | None = None, log=print)
             no_memory.append({"lang": lang, "question": text, "score": hits[0].score if hits else 0.0,
                               "threshold": bank.calibrated(params, text).threshold,
                               "got": fact_of[hits[0].memory.id] if hits else None})
+        unanswered = []
+        for entry in data.get("unanswered", []):
+            for lang in LANGS:
+                text = entry["question"][lang]
+                hits = bank.recall(text, namespace=ns[lang], params=rank_params, now=NOW, record=False)
+                unanswered.append({"id": entry["id"], "lang": lang, "question": text,
+                                   "score": hits[0].score if hits else 0.0,
+                                   "threshold": bank.calibrated(params, text).threshold,
+                                   "got": fact_of[hits[0].memory.id] if hits else None})
         result = {"model": bank.model, "threshold": params.threshold, "params": params.to_dict(),
-                  "facts": len(facts), "records": records, "general": no_memory,
+                  "facts": len(facts), "records": records, "general": no_memory, "unanswered": unanswered,
                   "seconds": time.perf_counter() - t0}
-    log(f"{bank.model}: {len(records)} recalls, {len(no_memory)} general questions, {result['seconds']:.0f} s")
+    log(f"{bank.model}: {len(records)} recalls, {len(no_memory)} general and {len(unanswered)} unanswered "
+        f"personal questions, {result['seconds']:.0f} s")
     return result
 
 
@@ -134,6 +147,9 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         }
     out["general_empty"] = {lang: _mean([g["score"] < g.get("threshold", thr) for g in result["general"]
                                          if g["lang"] == lang]) for lang in LANGS}
+    out["unanswered_empty"] = {split: {lang: _mean([u["score"] < u["threshold"] for u in result.get("unanswered", [])
+                                                    if u["lang"] == lang and keep(u["id"])]) for lang in LANGS}
+                               for split, keep in SPLITS.items()}
     return out
 
 
@@ -150,15 +166,16 @@ def report(summary: dict[str, Any]) -> str:
     """Markdown: same-language and cross-language hit@1 by split, the full grid, general questions."""
     lines = [f"Model `{summary['model']}`, default threshold {summary['threshold']} (moved per question language).", "",
              "| facts | en→en | zh→zh | sv→sv | cross-language (mean of 6) | every pair at the threshold "
-             "| general empty en / zh / sv |",
-             "|---|---|---|---|---|---|---|"]
-    ge = summary["general_empty"]
+             "| general empty en / zh / sv | personal unanswered empty en / zh / sv |",
+             "|---|---|---|---|---|---|---|---|"]
+    ge, ue = summary["general_empty"], summary.get("unanswered_empty", {})
     for split, s in summary["splits"].items():
         same, thr, cos = s["same"], s["same_thr"], s["same_cosine"]
         lines.append(f"| {split} | " + " | ".join(f"{same[lang]:.3f} ({thr[lang]:.3f}; cosine {cos[lang]:.3f})"
                                                  for lang in LANGS)
                      + f" | {s['cross']:.3f} ({s['cross_thr']:.3f}) | {s['all_thr']:.3f} | "
-                     + (" / ".join(f"{ge[lang]:.0%}" for lang in LANGS) if split == "all" else "") + " |")
+                     + (" / ".join(f"{ge[lang]:.0%}" for lang in LANGS) if split == "all" else "") + " | "
+                     + (" / ".join(f"{ue[split][lang]:.0%}" for lang in LANGS) if split in ue else "") + " |")
     lines += ["", "hit@1 (in brackets: and clearing the default threshold; and the model's own cosine's hit@1, "
               "the question as asked). All facts, question language → "
               "memory language:", "", "| question \\ memory | " + " | ".join(LANGS) + " |", "|---|---|---|---|"]

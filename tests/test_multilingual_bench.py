@@ -17,6 +17,12 @@ TINY = {
                        "sv": ["Vilket instrument spelar Ines?"]}},
     ],
     "general": {"en": ["How tall is the Eiffel Tower?"], "zh": ["埃菲尔铁塔有多高？"], "sv": ["Hur högt är Eiffeltornet?"]},
+    "unanswered": [
+        {"id": 1, "question": {"en": "Who is Ines's violin teacher?", "zh": "伊内丝的小提琴老师是谁？",
+                               "sv": "Vem är Ines fiollärare?"}},
+        {"id": 2, "question": {"en": "What is Ines's blood type?", "zh": "伊内丝是什么血型？",
+                               "sv": "Vilken blodgrupp har Ines?"}},
+    ],
 }
 
 
@@ -29,4 +35,9 @@ def test_a_tiny_set_reports_the_blend_beside_the_cosine(embedder):
         assert set(s["same"]) == set(s["same_cosine"]) == {"en", "zh", "sv"}
         assert 0.0 <= s["all_thr"] <= 1.0
     text = multilingual.report(summary)
-    assert "cosine" in text and "| all |" in text
+    assert "cosine" in text and "| all |" in text and "personal unanswered empty" in text
+    assert len(result["unanswered"]) == 2 * 3
+    for split, asked in (("all", 2), ("dev", 1), ("test", 1)):
+        for lang in ("en", "zh", "sv"):
+            share = summary["unanswered_empty"][split][lang]
+            assert share * asked == round(share * asked) and 0.0 <= share <= 1.0
