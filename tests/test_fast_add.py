@@ -660,3 +660,34 @@ def test_a_rolled_back_write_leaves_the_known_counters_unknown(bank_path, embedd
             tables.set_meta(con, "next_id", str(again["next_id"] + 5))
             assert not con.known_counters, "another write of meta forgets the counters"
             assert tables.take_counters(con, {"next_id": 1})["next_id"] == again["next_id"] + 5
+
+
+def test_writes_run_as_one_statement_are_all_or_nothing(bank_path, embedder):
+    """``tables.run_as_one`` writes the counters, a memory and its event in one statement: when the
+    memory cannot be stored (its id is taken) nothing of it is written, the counters included, and
+    the counters the lease knew are forgotten."""
+    if not isinstance(bank_path, Path):
+        pytest.skip("a bank file's lease")
+    from memory_core.storage import tables
+    from memory_core.storage.interface import IntegrityError
+
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        taken = bank.add("Prefers tea to coffee", namespace="alice")
+        bank.add("Walks to work", namespace="alice")  # the file is leased, the counters known
+        with bank._store.hold() as con:
+            counters = dict(con.execute("SELECT key, value FROM meta").fetchall())
+            events = con.execute("SELECT count(*) FROM events").fetchone()[0]
+            assert tables.knows_counters(con, ["next_event_id", "change_seq"])
+            pending: list[tables.Statement] = []
+            first = tables.take_counters(con, {"next_event_id": 1, "change_seq": 1}, pending)
+            row = con.execute(f"SELECT {', '.join(tables.MEMORY_COLUMNS)}, embedding FROM memories WHERE id = ?",
+                              [taken]).fetchone()
+            tables.insert_values(con, "events", tables.EVENT_INSERT_COLUMNS,
+                                 [(first["next_event_id"], row[6], "test", "add", taken, None, "{}", None, None,
+                                   "alice")], pending)
+            tables.insert_values(con, "memories", tables.MEMORY_COLUMNS + ("embedding",), [list(row)], pending)
+            with pytest.raises(IntegrityError):
+                tables.run_as_one(con, pending)
+            assert not con.known_counters, "a failed write forgets the counters it took"
+            assert dict(con.execute("SELECT key, value FROM meta").fetchall()) == counters
+            assert con.execute("SELECT count(*) FROM events").fetchone()[0] == events
