@@ -589,3 +589,105 @@ def test_a_served_bank_keeps_the_file_under_load_and_a_waiting_writer_still_gets
     with MemoryBank.open(path, embedder=embedder) as again:
         assert again.get(out["id"]).text == "Visitor note: waters the plants on Fridays"
         assert set(again.get_many(added)) == set(added)
+
+
+def _mixed_writes(path: Path, embedder, *, lease: bool) -> None:
+    """Adds between other writes of the same process (an update, a forget, a resolved conflict,
+    a recorded recall, a second bank object of the same file), on a leased file or none."""
+    first, second = MemoryBank.open(path, embedder=embedder), MemoryBank.open(path, embedder=embedder)
+    try:
+        if not lease:
+            for bank in (first, second):
+                bank._store.lease_idle = 0
+                bank._store.release()
+        for day, (text, namespace, detect) in enumerate(_SEQUENCE, start=1):
+            bank = first if day % 3 else second
+            mid = bank.add(text, namespace=namespace, created_at=f"2026-01-{day:02d}", detect_conflicts=detect)
+            if day == 2:
+                first.update(mid, importance=0.9)
+            if day == 4:
+                second.recall("tea", namespace="alice")
+            if day == 5:
+                second.forget(mid)
+        for c in first.conflicts(status="open")[:1]:
+            second.resolve_conflict(c.id, "keep_both")
+        first.add("Swims on Mondays", namespace="alice")
+    finally:
+        first.close()
+        second.close()
+
+
+def test_the_counters_a_lease_keeps_are_the_ones_the_store_holds(tmp_path, embedder):
+    """An add on a leased file writes the meta counters it knows instead of reading them back
+    (``DuckDBConnection.known_counters``). Whatever else the process writes in between, by this bank
+    or another bank object of the same file, the bank must be the one built when every write reads
+    the counters from the store (no lease): id for id, event for event, counter for counter."""
+    contents = {}
+    for lease in (True, False):
+        path = tmp_path / f"lease_{lease}.duckdb"
+        _mixed_writes(path, embedder, lease=lease)
+        contents[lease] = _bank_contents(path)
+    assert contents[True]["conflicts"], "the sequence must flag a contradiction for the comparison to mean much"
+    for part in ("memories", "events", "conflicts", "counters"):
+        assert contents[True][part] == contents[False][part], part
+
+
+def test_a_rolled_back_write_leaves_the_known_counters_unknown(bank_path, embedder):
+    """A transaction that took counters and then failed is rolled back: the counters the lease knew
+    are forgotten, so the next write reads the stored ones and takes the same ids again."""
+    if not isinstance(bank_path, Path):
+        pytest.skip("a bank file's lease")
+    from memory_core.storage import tables
+
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        bank.add("Prefers tea to coffee", namespace="alice")  # the file is leased from here on
+        store = bank._store
+        with store.connect() as con:
+            assert con.known_counters is not None, "the second operation is a cursor of the lease"
+            taken = tables.take_counters(con, {"next_id": 1, "change_seq": 1})
+            assert con.known_counters["next_id"] == taken["next_id"] + 1
+        with pytest.raises(RuntimeError):
+            with store.connect() as con:
+                tables.take_counters(con, {"next_id": 5, "change_seq": 1})
+                raise RuntimeError("the operation fails after taking its ids")
+        with store.connect() as con:
+            assert not con.known_counters, "a rollback forgets what the lease knew (or ended it)"
+            again = tables.take_counters(con, {"next_id": 1, "change_seq": 1})
+        assert again == {k: v + 1 for k, v in taken.items()}
+        with store.connect() as con:
+            tables.take_counters(con, {"next_id": 1, "change_seq": 1})
+            assert con.known_counters, "a cursor of the lease knows the counters it wrote"
+            tables.set_meta(con, "next_id", str(again["next_id"] + 5))
+            assert not con.known_counters, "another write of meta forgets the counters"
+            assert tables.take_counters(con, {"next_id": 1})["next_id"] == again["next_id"] + 5
+
+
+def test_writes_run_as_one_statement_are_all_or_nothing(bank_path, embedder):
+    """``tables.run_as_one`` writes the counters, a memory and its event in one statement: when the
+    memory cannot be stored (its id is taken) nothing of it is written, the counters included, and
+    the counters the lease knew are forgotten."""
+    if not isinstance(bank_path, Path):
+        pytest.skip("a bank file's lease")
+    from memory_core.storage import tables
+    from memory_core.storage.interface import IntegrityError
+
+    with MemoryBank.open(bank_path, embedder=embedder) as bank:
+        taken = bank.add("Prefers tea to coffee", namespace="alice")
+        bank.add("Walks to work", namespace="alice")  # the file is leased, the counters known
+        with bank._store.hold() as con:
+            counters = dict(con.execute("SELECT key, value FROM meta").fetchall())
+            events = con.execute("SELECT count(*) FROM events").fetchone()[0]
+            assert tables.knows_counters(con, ["next_event_id", "change_seq"])
+            pending: list[tables.Statement] = []
+            first = tables.take_counters(con, {"next_event_id": 1, "change_seq": 1}, pending)
+            row = con.execute(f"SELECT {', '.join(tables.MEMORY_COLUMNS)}, embedding FROM memories WHERE id = ?",
+                              [taken]).fetchone()
+            tables.insert_values(con, "events", tables.EVENT_INSERT_COLUMNS,
+                                 [(first["next_event_id"], row[6], "test", "add", taken, None, "{}", None, None,
+                                   "alice")], pending)
+            tables.insert_values(con, "memories", tables.MEMORY_COLUMNS + ("embedding",), [list(row)], pending)
+            with pytest.raises(IntegrityError):
+                tables.run_as_one(con, pending)
+            assert not con.known_counters, "a failed write forgets the counters it took"
+            assert dict(con.execute("SELECT key, value FROM meta").fetchall()) == counters
+            assert con.execute("SELECT count(*) FROM events").fetchone()[0] == events

@@ -339,7 +339,11 @@ REVIEWED_SQL_PIECES = {
                   # placeholders per row (placeholders only)
                   "names", "values",
                   # bank_tables: the dialect's fixed catalogue query
-                  "<con.dialect.table_names()>"},
+                  "<con.dialect.table_names()>",
+                  # take_counters' statement, held back or run; run_as_one: statements built by
+                  # take_counters and insert_values (the pieces above) joined in one WITH, each
+                  # returning a fixed column of its own (a column name from code)
+                  "<sql>"},
 }
 
 

@@ -366,12 +366,21 @@ class Writer:
         a held connection, then bring loaded indexes up to date; returns their ids in order."""
         fresh = [i for i, r in enumerate(batch) if r["id"] is None]
         synced = self.core.synced_seq
-        with con.transaction():
-            first = tables.take_counters(con, {"next_group_id": 1, "change_seq": 1, "next_id": len(fresh),
-                                               "next_event_id": len(batch)})
+        wanted = {"next_group_id": 1, "change_seq": 1, "next_id": len(fresh), "next_event_id": len(batch)}
+        if len(fresh) == len(batch) <= tables.SMALL_INSERT and tables.knows_counters(con, wanted):
+            # A few new rows on a bank file's lease: the counters, the rows and their events in
+            # one statement, its own transaction (tables.run_as_one).
+            pending: list[tables.Statement] = []
+            first = tables.take_counters(con, wanted, pending)
             seq = first["change_seq"] + 1
             ids = self.insert_rows(con, batch, vectors, seq, first["next_group_id"], fresh, first.get("next_id", 0),
-                                   first["next_event_id"])
+                                   first["next_event_id"], pending)
+        else:
+            with con.transaction():
+                first = tables.take_counters(con, wanted)
+                seq = first["change_seq"] + 1
+                ids = self.insert_rows(con, batch, vectors, seq, first["next_group_id"], fresh,
+                                       first.get("next_id", 0), first["next_event_id"])
         self.after_insert(batch, vectors, ids, seq)
         if first["change_seq"] == synced:
             # The bank was current when it wrote, and has taken its own write: until its next
@@ -381,10 +390,12 @@ class Writer:
         return ids
 
     def insert_rows(self, con: Any, batch: list[dict[str, Any]], vectors: np.ndarray, seq: int, group: int,
-                    fresh: list[int] | None = None, first: int = 0, first_event: int | None = None) -> list[int]:
+                    fresh: list[int] | None = None, first: int = 0, first_event: int | None = None,
+                    pending: list[tables.Statement] | None = None) -> list[int]:
         """Insert checked rows with their "add" events. With ``fresh`` (the positions of rows
         without an id) the caller reserved their ids from ``first`` on and the events' from
-        ``first_event`` on; else they are taken here."""
+        ``first_event`` on; else they are taken here. ``pending``: the statements the caller holds
+        back (its counters), run with the inserts as one (:func:`tables.run_as_one`)."""
         self.core.check_vectors(vectors, con)
         if fresh is None:
             fresh = [i for i, r in enumerate(batch) if r["id"] is None]
@@ -418,7 +429,10 @@ class Writer:
             else:
                 cols[c] = [r[c] for r in batch]
         try:
-            tables.insert_memories(con, cols, vectors, log=(self.core.actor, utcnow(), group), first_event=first_event)
+            tables.insert_memories(con, cols, vectors, log=(self.core.actor, utcnow(), group), first_event=first_event,
+                                   pending=pending)
+            if pending is not None:
+                tables.run_as_one(con, pending)
         except IntegrityError:
             # Another process took one of these ids since we checked.
             raise ValidationError("an id in this batch was just taken by another writer; import again") from None

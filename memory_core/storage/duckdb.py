@@ -134,15 +134,26 @@ class DuckDBConnection:
 
     DuckDB refuses a new statement while an earlier result is unfinished (``fetchone`` leaves
     it so); finishing it first lets callers read one row and move on.
+
+    ``known_counters``: the meta counters' values as this process last wrote them, shared by the
+    cursors of one lease of the file (no other process writes the file while it lives), for
+    :func:`tables.take_counters`; None for a connection of no lease. They are forgotten when a
+    transaction rolls back and when any other statement writes meta.
     """
 
     dialect = DIALECT
 
-    def __init__(self, con: duckdb.DuckDBPyConnection):
+    def __init__(self, con: duckdb.DuckDBPyConnection, known_counters: dict[str, int] | None = None):
         self._con = con
+        self.known_counters = known_counters
+
+    def _forget_counters(self, sql: str) -> None:
+        if self.known_counters and "meta" in sql and not sql.startswith(("SELECT", *tables.COUNTER_WRITES)):
+            self.known_counters.clear()
 
     def execute(self, sql: str, params: Any = None) -> duckdb.DuckDBPyConnection:
         self._con.complete()
+        self._forget_counters(sql)
         try:
             return self._con.execute(sql, params)
         except duckdb.ConstraintException as exc:
@@ -150,6 +161,7 @@ class DuckDBConnection:
 
     def executemany(self, sql: str, params: Any) -> duckdb.DuckDBPyConnection:
         self._con.complete()
+        self._forget_counters(sql)
         try:
             return self._con.executemany(sql, params)
         except duckdb.ConstraintException as exc:
@@ -194,10 +206,17 @@ class DuckDBConnection:
         try:
             yield
         except BaseException:
+            if self.known_counters is not None:
+                self.known_counters.clear()
             with contextlib.suppress(duckdb.Error):  # a damaged file may refuse the rollback too
                 self.execute("ROLLBACK")
             raise
-        self.execute("COMMIT")
+        try:
+            self.execute("COMMIT")
+        except BaseException:
+            if self.known_counters is not None:
+                self.known_counters.clear()
+            raise
 
 
 _EXITING = False
@@ -528,7 +547,7 @@ class DuckDBStore:
 
     def _connection(self, write: bool, threads: int | None) -> Iterator[DuckDBConnection]:
         raw, key = self._open()
-        con = DuckDBConnection(raw)
+        con = DuckDBConnection(raw, key.counters if isinstance(key, _Lease) else None)
         ok = False
         try:
             if threads is not None:

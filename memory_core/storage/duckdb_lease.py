@@ -183,6 +183,9 @@ class _Lease:
                  max_age: float = LEASE_MAX):
         self.path = path
         self.max_age = max_age  # LEASE_MAX, or longer for a server (SERVED_LEASE_MAX)
+        # The meta counters as this process's cursors of the lease last wrote them (see
+        # DuckDBConnection.known_counters): no other process writes the file while the lease lives.
+        self.counters: dict[str, int] = {}
         self.key = key
         self.keeper = keeper
         self.read_only = read_only

@@ -13,7 +13,7 @@ import hashlib
 import json
 import unicodedata
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -96,20 +96,77 @@ def take_ids(con: Connection, counter: str, n: int) -> int:
     return first
 
 
-def take_counters(con: Connection, wanted: dict[str, int]) -> dict[str, int]:
+# How take_counters' statements begin, alone or first in run_as_one's: a connection that keeps the
+# counters' values (``known_counters``) forgets them on any other statement that writes meta.
+COUNTER_WRITES = ("UPDATE meta SET value = CASE key ", "UPDATE meta SET value = CAST(CAST(value AS BIGINT) + CASE key ",
+                  "WITH w0 AS (UPDATE meta SET value = CASE key ")
+
+
+def take_counters(con: Connection, wanted: dict[str, int], pending: list[Statement] | None = None) -> dict[str, int]:
     """Reserve ids from several meta counters in one statement (``{counter: n}``); returns the first
-    id of each. A single add takes four counters: two statements each cost as much as its insert."""
+    id of each. A single add takes four counters: two statements each cost as much as its insert.
+
+    Where the connection knows the counters' values (``con.known_counters``: a bank file's lease,
+    which no other process can write while it lives), the statement writes the new values
+    instead of reading and adding to the stored ones: reading the rows back and the casts cost
+    a third of the statement (see BENCHMARKS.md, "Figures behind the code"). Then, given
+    ``pending``, the statement is added to it instead of run (see :func:`run_as_one`)."""
     wanted = {k: int(n) for k, n in wanted.items() if n}
     if not wanted:
         return {}
+    known: dict[str, int] | None = getattr(con, "known_counters", None)
     # The keys as an IN list of placeholders: planning IN (SELECT unnest(?)) made the statement a
     # quarter slower on DuckDB, side by side (see BENCHMARKS.md, "Figures behind the code").
     case = " ".join("WHEN ? THEN ?" for _ in wanted)
     keys = ", ".join("?" for _ in wanted)
-    params: list[Any] = [x for k, n in wanted.items() for x in (k, n)] + list(wanted)
+    if known is not None and all(k in known for k in wanted):
+        first = {k: known[k] for k in wanted}
+        params: list[Any] = [x for k, n in wanted.items() for x in (k, str(first[k] + n))] + list(wanted)
+        sql = f"UPDATE meta SET value = CASE key {case} END WHERE key IN ({keys})"
+        if pending is not None:
+            pending.append(Statement(sql, params, "key"))
+        else:
+            con.execute(sql, params)
+        known.update({k: first[k] + n for k, n in wanted.items()})
+        return first
+    params = [x for k, n in wanted.items() for x in (k, n)] + list(wanted)
     rows = con.execute(f"UPDATE meta SET value = CAST(CAST(value AS BIGINT) + CASE key {case} END AS VARCHAR) "
                        f"WHERE key IN ({keys}) RETURNING key, value", params).fetchall()
+    if known is not None:
+        known.update({key: int(value) for key, value in rows})
     return {key: int(value) - wanted[key] for key, value in rows}
+
+
+def knows_counters(con: Connection, counters: Iterable[str]) -> bool:
+    """Whether :func:`take_counters` can take these counters without reading them (see there)."""
+    known: dict[str, int] | None = getattr(con, "known_counters", None)
+    return known is not None and all(k in known for k in counters)
+
+
+class Statement(NamedTuple):
+    """One statement that writes, held back to run with others as one (:func:`run_as_one`);
+    ``returning``: a column it can return, which a statement inside WITH must."""
+    sql: str
+    params: list[Any]
+    returning: str
+
+
+def run_as_one(con: Connection, statements: Sequence[Statement]) -> None:
+    """Run statements that write as one: all but the last inside WITH (each ``... RETURNING``), the
+    last as the statement itself. Outside a transaction it is one of its own, which commits all or
+    nothing: a single add is then one statement, where BEGIN, three writes and COMMIT each paid
+    DuckDB's cost of a statement (see BENCHMARKS.md, "Figures behind the code"). A failure forgets
+    the counters the connection knew: they were taken for this write."""
+    *first, last = statements
+    parts = [f"w{k} AS ({st.sql} RETURNING {st.returning})" for k, st in enumerate(first)]
+    sql = ("WITH " + ", ".join(parts) + " " if parts else "") + last.sql
+    try:
+        con.execute(sql, [x for st in statements for x in st.params])
+    except BaseException:
+        known = getattr(con, "known_counters", None)
+        if known is not None:
+            known.clear()
+        raise
 
 
 def change_seq(con: Connection) -> int:
@@ -125,18 +182,23 @@ def next_seq(con: Connection) -> int:
 
 
 def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarray,
-                    log: tuple[str, datetime, int | None] | None = None, first_event: int | None = None) -> None:
+                    log: tuple[str, datetime, int | None] | None = None, first_event: int | None = None,
+                    pending: list[Statement] | None = None) -> None:
     """Bulk insert through Arrow (one statement, not one per row).
 
     With ``log = (actor, at, group)`` each new memory also gets its "add" event, whose ``after``
     (the memory as added) the engine writes as JSON from the same Arrow table: building 100k JSON
     strings in Python cost as much as the insert itself. ``first_event``: the events' ids are
-    already reserved from there (else they are taken here).
+    already reserved from there (else they are taken here). ``pending``: a few rows (at most
+    :data:`SMALL_INSERT`, their events' ids reserved) are added to it instead of inserted (see
+    :func:`run_as_one`).
     """
     n = len(rows["id"])
     if 0 < n <= SMALL_INSERT:
-        _insert_few(con, rows, embeddings, log, first_event)
+        _insert_few(con, rows, embeddings, log, first_event, pending)
         return
+    if pending is not None:
+        raise ValueError("only a few rows, with their events' ids reserved, are written with other statements")
     flat = pa.array(np.ascontiguousarray(embeddings, dtype=np.float32).reshape(-1))
     offsets = pa.array(np.arange(0, n + 1, dtype=np.int32) * embeddings.shape[1])
     table = pa.table({
@@ -159,7 +221,8 @@ def insert_memories(con: Connection, rows: dict[str, list], embeddings: np.ndarr
 
 
 def _insert_few(con: Connection, rows: dict[str, list], embeddings: np.ndarray,
-                log: tuple[str, datetime, int | None] | None, first_event: int | None) -> None:
+                log: tuple[str, datetime, int | None] | None, first_event: int | None,
+                pending: list[Statement] | None = None) -> None:
     """:func:`insert_memories` for a few rows (a single add, a server's group): one ``INSERT ...
     VALUES`` for the memories and one for their events, built in Python. Registering a one-row
     Arrow table and planning the bulk SQL cost about twice as much, measured side by side on DuckDB
@@ -168,30 +231,38 @@ def _insert_few(con: Connection, rows: dict[str, list], embeddings: np.ndarray,
     n = len(rows["id"])
     vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
     insert_values(con, "memories", MEMORY_COLUMNS + ("embedding",),
-                  [[rows[c][j] for c in MEMORY_COLUMNS] + [vectors[j]] for j in range(n)])
+                  [[rows[c][j] for c in MEMORY_COLUMNS] + [vectors[j]] for j in range(n)], pending)
     if log is None:
         return
     actor, at, group = log
+    if first_event is None and pending is not None:
+        raise ValueError("events written with other statements need their ids reserved")
     first = take_ids(con, "next_event_id", n) if first_event is None else first_event
     order = sorted(range(n), key=lambda j: rows["id"][j])
     insert_values(con, "events", EVENT_INSERT_COLUMNS,
                   [(first + k, to_naive_utc(at), actor, "add", rows["id"][j], None, _add_event_json(rows, j), None,
-                    group, rows["namespace"][j]) for k, j in enumerate(order)])
+                    group, rows["namespace"][j]) for k, j in enumerate(order)], pending)
 
 
 VALUES_CHUNK = 500  # rows in one INSERT ... VALUES at most (PostgreSQL allows 65,535 parameters)
 
 
-def insert_values(con: Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+def insert_values(con: Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+                  pending: list[Statement] | None = None) -> None:
     """Insert ``rows`` (a value per column each) as one ``INSERT ... VALUES`` per chunk: the few
     rows of one operation (conflicts found by an add, a recall's feedback). ``executemany`` runs
-    the statement once per row on DuckDB, each as dear as the whole list in one."""
+    the statement once per row on DuckDB, each as dear as the whole list in one. Given
+    ``pending``, the statements are added to it instead of run (see :func:`run_as_one`)."""
     names = ", ".join(columns)
     one = "(" + ", ".join("?" * len(columns)) + ")"
     for start in range(0, len(rows), VALUES_CHUNK):
         chunk = rows[start:start + VALUES_CHUNK]
         values = ", ".join([one] * len(chunk))
-        con.execute(f"INSERT INTO {table} ({names}) VALUES {values}", [x for row in chunk for x in row])
+        sql, params = f"INSERT INTO {table} ({names}) VALUES {values}", [x for row in chunk for x in row]
+        if pending is not None:
+            pending.append(Statement(sql, params, columns[0]))
+        else:
+            con.execute(sql, params)
 
 
 def _add_event_json(rows: dict[str, list], j: int) -> str:
