@@ -367,7 +367,7 @@ def test_merge_step_does_not_merge_away_a_changed_date(bank: MemoryBank) -> None
 def test_cleanup_offers_rule_verdicts_for_review_and_resolves_only_at_the_plan_bar(bank: MemoryBank) -> None:
     rows = [
         ("tea", "alice", "Prefers tea in the morning", 0.7, 400, None, 0, False),
-        ("coffee", "alice", "Now prefers coffee in the morning", 0.7, 30, None, 0, False),
+        ("coffee", "alice", "Now prefers coffee to tea in the morning", 0.7, 30, None, 0, False),
         ("drinks", "bob", "Watches anime every evening", 0.8, 300, None, 0, False),
         ("stopped", "bob", "Stopped watching anime", 0.8, 10, None, 0, False),
     ]

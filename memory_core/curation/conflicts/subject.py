@@ -5,7 +5,9 @@ one subject slot (where someone lives, their diet, pets, work, a relationship, a
 study plan, devices, how they get around, drinks, music, reading, coding tools, hosting:
 ``SUBJECT_SLOTS``, in each of the three languages) or share a content word (the object of
 a preference, a place, a product), and, where both carry a category, the same category. A shared
-topic is not enough: "Is vegetarian" and "Likes quick recipes" are both about food, not one subject.
+topic is not enough: "Is vegetarian" and "Likes quick recipes" are both about food, not one subject;
+nor is a slot when one memory stops a thing the other does not name ("Likes green tea" / "Stopped
+drinking coffee").
 Nearness in meaning is the other half of the rule, applied where pairs are drawn: each memory is
 paired with its ``SUBJECT_NEIGHBOURS`` nearest memories only (``candidates.candidate_pairs``), on an
 add for the new memory and in a scan for every memory, and with its ``SLOT_NEIGHBOURS`` nearest among
@@ -59,9 +61,9 @@ slot; they share two or more content words."""
 # capped at CONFIDENCE_CAP; fitted by `python -m bench.curation_quality --fit`, not by hand.
 CONFIDENCE: Final[dict[Evidence, float]] = {
     (True, 'strong', True, True): 0.9,
-    (True, 'strong', True, False): 0.9,
-    (True, 'strong', False, True): 0.85,
-    (True, 'strong', False, False): 0.65,
+    (True, 'strong', True, False): 0.83,
+    (True, 'strong', False, True): 0.83,
+    (True, 'strong', False, False): 0.49,
     (True, 'now', True, True): 0.9,
     (True, 'now', True, False): 0.9,
     (True, 'now', False, True): 0.9,
@@ -71,9 +73,9 @@ CONFIDENCE: Final[dict[Evidence, float]] = {
     (True, '-', False, True): 0.81,
     (True, '-', False, False): 0.15,
     (False, 'strong', True, True): 0.9,
-    (False, 'strong', True, False): 0.9,
+    (False, 'strong', True, False): 0.87,
     (False, 'strong', False, True): 0.54,
-    (False, 'strong', False, False): 0.63,
+    (False, 'strong', False, False): 0.61,
     (False, 'now', True, True): 0.51,
     (False, 'now', True, False): 0.5,
 }
@@ -147,7 +149,20 @@ def same_subject(a: str, b: str, category_a: str | None = None, category_b: str 
     slots, words = sa.slots & sb.slots, sa.words & sb.words
     if not slots and not words:
         return None
+    if not words and _stops_another_thing(a, b):
+        return None
     return SameSubject(slots, words)
+
+
+def _stops_another_thing(a: str, b: str) -> bool:
+    """Whether one of two memories in one language that share no content word stops something
+    ("quit", "no longer", "har slutat", "不再"): stopping one thing says nothing of another of its
+    kind, so "Likes green tea" and "Stopped drinking coffee" share a slot but not a subject. A move
+    or a switch replaces whatever filled the slot and keeps it; across two languages no word can be
+    shared, and the slot stands."""
+    if _language(a) != _language(b):
+        return False
+    return "stop" in _new_signals(a, b) or "stop" in _new_signals(b, a)
 
 
 _HAN = re.compile(r"[\u3400-\u9fff]")
