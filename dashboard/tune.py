@@ -121,14 +121,22 @@ def query_vector(text: str):
     return vectors[text]
 
 
-def cosine_order(text: str, now: datetime) -> list[int]:
+def cosine_order(text: str, now: datetime, shown: list[int]) -> list[int]:
     """The namespace's memories that existed at ``now``, by the model's cosine with the query alone
-    (best first): what the blend starts from, before lexical match, lifts, recency and the rest."""
+    (best first): what the blend starts from, before lexical match, lifts, recency and the rest.
+
+    Kept across slider moves (no slider changes it; capturing it costs about a recall): made again
+    when the query, the day or the namespace's size changes, or a shown candidate is not in it."""
+    key = (str(bank.path), namespace, text, day, bank.count(namespace=namespace))
+    kept = st.session_state.get("tune_cosine")
+    if kept is not None and kept[0] == key and set(shown) <= set(kept[1]):
+        return kept[1]
     cands = bank.candidates([text], namespace, now=now, vectors=query_vector(text)[None, :])
     alive = cands.created <= cands.now[0]
     sim = np.where(alive, cands.similarity[0], -np.inf) if cands.ids.size else np.zeros(0)
-    order = np.argsort(-sim, kind="stable")
-    return [int(cands.ids[r]) for r in order if alive[r]]
+    order = [int(cands.ids[r]) for r in np.argsort(-sim, kind="stable") if alive[r]]
+    st.session_state["tune_cosine"] = (key, order)
+    return order
 
 
 def agreement(blend: list[int], cosine: list[int], blend_rank: dict[int, int], cosine_rank: dict[int, int],
@@ -285,7 +293,7 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
         st.write(f"No memory of {namespace} existed on {day}.")
         return
     held = bank.calibrated(p, query).threshold  # the threshold the question's language holds it to
-    cosine = cosine_order(query, now)
+    cosine = cosine_order(query, now, [h.memory.id for h in hits])
     cosine_rank = {mid: i + 1 for i, mid in enumerate(cosine)}
     rows = []
     for h in hits:

@@ -458,3 +458,13 @@ def test_the_models_cosine_and_its_own_rank_stand_beside_the_blend(tune_bank, em
 def caption(at: AppTest, needle: str) -> str:
     [line] = [c.value for c in at.caption if needle in c.value]
     return line
+
+
+def test_the_cosine_ranks_follow_a_memory_added_while_the_page_is_open(tune_bank, embedder):
+    """The cosine order is kept across slider moves, but not past a change to the namespace."""
+    at = open_tune()
+    with MemoryBank.open(tune_bank, embedder=embedder) as bank:
+        new = bank.add("Loves vegetarian lasagne for dinner", namespace="alice")
+    set_sliders(at, k=6)
+    table = frames(at)[0]
+    assert new in set(table["id"]) and sorted(table["cosine rank"]) == [1, 2, 3, 4, 5]
