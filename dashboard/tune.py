@@ -1,7 +1,8 @@
 """Tune: move the ranking weights and watch which memories get in or out, before any agent sees it.
 
 Every recall here is a what-if (record=False): tuning never changes access counts or the retrieval
-log. The bars only split Hit.score into its weighted parts (no scoring formula of its own).
+log. The bars only split Hit.score into its weighted parts (no scoring formula of its own). Beside
+the blend stand the model's cosine and its own rank, so the operator sees what the other parts add.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import html
 from datetime import date, datetime, time, timedelta, timezone
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -109,6 +111,49 @@ OBJECTIVES = ["f0.5", "f1", "precision", "recall"]
 def query_vectors(path: str, model: str) -> dict:
     """Query text → embedding, shared by the page's reruns: after a new label only new queries are embedded."""
     return {}
+
+
+def query_vector(text: str):
+    """The query's embedding, from the page's cache (the same one the label set's queries use)."""
+    vectors = query_vectors(str(bank.path), bank.model)
+    if text not in vectors:
+        vectors[text] = bank.embedder.encode([text], kind="query")[0]
+    return vectors[text]
+
+
+def cosine_order(text: str, now: datetime, shown: list[int]) -> list[int]:
+    """The namespace's memories that existed at ``now``, by the model's cosine with the query alone
+    (best first): what the blend starts from, before lexical match, lifts, recency and the rest.
+
+    Kept across slider moves (no slider changes it; capturing it costs about a recall): made again
+    when the query, the day or the namespace's size changes, or a shown candidate is not in it."""
+    key = (str(bank.path), namespace, text, day, bank.count(namespace=namespace))
+    kept = st.session_state.get("tune_cosine")
+    if kept is not None and kept[0] == key and set(shown) <= set(kept[1]):
+        return kept[1]
+    cands = bank.candidates([text], namespace, now=now, vectors=query_vector(text)[None, :])
+    alive = cands.created <= cands.now[0]
+    sim = np.where(alive, cands.similarity[0], -np.inf) if cands.ids.size else np.zeros(0)
+    order = [int(cands.ids[r]) for r in np.argsort(-sim, kind="stable") if alive[r]]
+    st.session_state["tune_cosine"] = (key, order)
+    return order
+
+
+def agreement(blend: list[int], cosine: list[int], blend_rank: dict[int, int], cosine_rank: dict[int, int],
+              k: int) -> str:
+    """One line saying how many of the top k the blend and the cosine alone share, and which differ."""
+    mine, theirs = blend[:k], cosine[:k]
+    shared = len(set(mine) & set(theirs))
+    text = (f"Of the top {k}, the blend and the model's cosine alone agree on {shared}"
+            + (" (order aside)." if shared == min(len(mine), len(theirs)) and mine != theirs else "."))
+    brought = [f"#{i} (cosine rank {cosine_rank.get(i, '-')})" for i in mine if i not in theirs]
+    dropped = [f"#{i} (blend rank {blend_rank[i] if i in blend_rank else f'beyond {len(blend_rank)}'})"
+               for i in theirs if i not in mine]
+    if brought:
+        text += " The blend brings in " + ", ".join(brought) + "."
+    if dropped:
+        text += " The cosine alone would return " + ", ".join(dropped) + "."
+    return text
 
 
 def label_moment(day: date) -> datetime | None:
@@ -248,11 +293,14 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
         st.write(f"No memory of {namespace} existed on {day}.")
         return
     held = bank.calibrated(p, query).threshold  # the threshold the question's language holds it to
+    cosine = cosine_order(query, now, [h.memory.id for h in hits])
+    cosine_rank = {mid: i + 1 for i, mid in enumerate(cosine)}
     rows = []
     for h in hits:
         parts = score_parts(h, p)
         is_in = h.score >= held and h.rank <= p.k
-        rows.append({"in": is_in, "rank": h.rank, "id": h.memory.id, "open": memory_href(h.memory.id), "score": h.score,
+        rows.append({"in": is_in, "rank": h.rank, "cosine rank": cosine_rank.get(h.memory.id), "id": h.memory.id,
+                     "open": memory_href(h.memory.id), "score": h.score, "cosine": h.components["similarity"],
                      **parts, "total": sum(parts.values()), "tier ×": h.components["tier"], "text": h.memory.text})
     table = pd.DataFrame(rows)
     n_in = int(table["in"].sum())
@@ -268,7 +316,13 @@ def show_ranking(p: ScoringParams, now: datetime) -> None:
                       xaxis={"title": "score", "range": [0.0, top]}, legend_orientation="h",
                       margin={"l": 10, "r": 10, "t": 10 + THRESHOLD_LABEL_ROOM, "b": 10})
     st.plotly_chart(fig, key="tune_chart", width="stretch")
+    st.caption(agreement([h.memory.id for h in hits], cosine, {h.memory.id: h.rank for h in hits}, cosine_rank, p.k)
+               + f" The cosine is {bank.model}'s alone, as the relevance part starts from it.")
     st.dataframe(table, hide_index=True, key="tune_table", column_config={
+        "cosine rank": st.column_config.NumberColumn("cosine rank", help="The memory's rank by the model's cosine "
+                                                     "with the query alone, among the namespace's memories"),
+        "cosine": st.column_config.NumberColumn("cosine", format="%.3f", help="The model's cosine with the query "
+                                                "(raw, before the blend stretches it into relevance)"),
         "open": st.column_config.LinkColumn("memory", display_text="open", width=60),
         "in": st.column_config.CheckboxColumn("in", help="in: returned to the agent (score ≥ threshold, rank ≤ k); "
                                                          "unticked: out"),

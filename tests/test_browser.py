@@ -378,6 +378,8 @@ def test_tune_ranking_reacts_to_sliders(tab):
     after_k = _tune_heading(main)
     assert after_k.startswith("1 of ") and "k=1," in after_k and "threshold=0.00" in after_k, after_k
     expect(main.get_by_text("➖ leaves:", exact=False).first).to_be_visible()
+    # beside the blend, the model's cosine: a line on how far they agree at this k
+    expect(main.get_by_text("Of the top 1, the blend and the model's cosine alone agree on", exact=False)).to_be_visible()
     tab.check_clean("tune")
     tab.screenshot("tune-moved")
 

@@ -45,6 +45,18 @@ def test_a_text_gets_the_same_vector_alone_or_among_others(e5):
     assert np.allclose(e5.encode_one(TEXTS[1], kind="query"), e5.encode([TEXTS[1]], kind="query")[0], atol=1e-6)
 
 
+def test_a_long_text_among_short_ones_changes_no_vector_by_a_bit():
+    """Several texts run in the pool, each tokenized and run by one worker: every vector, a long
+    text's windows' mean too, is exactly the one the text gets alone."""
+    encoder = embed_e5.build_encoder()
+    long = "The quarterly planning meeting moved to Thursday at 10, room B. " * 60  # over 512 tokens
+    texts = [TEXTS[0], long, *TEXTS[1:]]
+    together = encoder.encode(texts, embed_e5.PASSAGE_PREFIX, 2)
+    alone = np.vstack([encoder.encode([t], embed_e5.PASSAGE_PREFIX, 2) for t in texts])
+    assert np.array_equal(together, alone)
+    assert np.array_equal(encoder.encode(texts, embed_e5.PASSAGE_PREFIX, 1), alone)
+
+
 def test_questions_and_memories_get_their_own_prefixes(e5):
     memory, query = e5.encode(["Where does Anna live?"]), e5.encode(["Where does Anna live?"], kind="query")
     assert not np.allclose(memory, query, atol=1e-3)

@@ -429,3 +429,42 @@ def test_a_preset_saved_on_another_model_is_flagged(tune_bank, embedder):
     at = open_tune(query=None)
     at.selectbox(key="tune_preset").set_value("mine").run()
     assert any("was set on multilingual-e5-small" in w.value for w in at.warning)
+
+
+def test_the_models_cosine_and_its_own_rank_stand_beside_the_blend(tune_bank, embedder):
+    """Item 5 of issue 38: the operator sees the cosine each candidate starts from, its rank by cosine
+    alone, and how many of the top k the blend and the cosine agree on."""
+    at = open_tune()
+    table = frames(at)[0]
+    query = embedder.encode([QUERY], kind="query")[0]
+    for mid, text, cosine in zip(table["id"], table["text"], table["cosine"]):
+        assert cosine == pytest.approx(float(embedder.encode([text])[0] @ query), abs=1e-5)
+    by_cosine = table.sort_values("cosine", ascending=False)
+    assert list(by_cosine["cosine rank"]) == [1, 2, 3, 4]
+    assert "agree on 4" in caption(at, "the model's cosine alone")  # k 5 holds all four memories
+
+    set_sliders(at, alpha=0.0, beta=0.0, gamma=1.0, delta=0.0, k=1)  # importance alone: Mia first
+    table = frames(at)[0]
+    blend_top, cosine_top = int(table[table["rank"] == 1]["id"].iloc[0]), int(by_cosine["id"].iloc[0])
+    assert (blend_top, cosine_top) == (2, 1)
+    line = caption(at, "the model's cosine alone")
+    mia_cosine_rank = int(table[table["id"] == 2]["cosine rank"].iloc[0])
+    assert "Of the top 1, the blend and the model's cosine alone agree on 0." in line
+    assert f"brings in #2 (cosine rank {mia_cosine_rank})" in line
+    blend_rank_1 = int(table[table["id"] == 1]["rank"].iloc[0])
+    assert f"would return #1 (blend rank {blend_rank_1})" in line
+
+
+def caption(at: AppTest, needle: str) -> str:
+    [line] = [c.value for c in at.caption if needle in c.value]
+    return line
+
+
+def test_the_cosine_ranks_follow_a_memory_added_while_the_page_is_open(tune_bank, embedder):
+    """The cosine order is kept across slider moves, but not past a change to the namespace."""
+    at = open_tune()
+    with MemoryBank.open(tune_bank, embedder=embedder) as bank:
+        new = bank.add("Loves vegetarian lasagne for dinner", namespace="alice")
+    set_sliders(at, k=6)
+    table = frames(at)[0]
+    assert new in set(table["id"]) and sorted(table["cosine rank"]) == [1, 2, 3, 4, 5]

@@ -369,26 +369,30 @@ class E5Encoder:
         self._pools_lock = threading.Lock()
 
     def encode(self, texts: list[str], prefix: str, threads: int = 1) -> np.ndarray:
-        tok = self.tokenizer
-        windows: list[list[int]] = []
-        owner: list[int] = []
-        for i, text in enumerate(texts):
-            content = tok.content(prefix + text)
-            for a in range(0, max(len(content), 1), self.window):
-                windows.append(content[a:a + self.window])
-                owner.append(i)
-        pooled = self._pooled(windows, threads)
-        if len(windows) == len(texts):
-            out = pooled.astype(np.float64)
-        else:  # a long text: its windows' means, weighted by their lengths
-            out = np.zeros((len(texts), pooled.shape[1]))
-            weight = np.zeros(len(texts))
-            for r, i in enumerate(owner):
-                out[i] += max(len(windows[r]), 1) * pooled[r]
-                weight[i] += max(len(windows[r]), 1)
-            out = out / weight[:, None]
+        if len(texts) > 1 and threads > 1:
+            # Each text tokenized and run by one worker: one worker's tokenizing (Python, under the
+            # GIL) overlaps the other's model run (which releases it), where tokenizing every text
+            # first left the second core idle meanwhile. The same runs, so the same vectors.
+            session = self._session(1)
+            parts = list(self._pool(threads).map(lambda t: self._text(session, prefix + t), texts))
+        else:
+            each = [self._windows(prefix + t) for t in texts]
+            pooled = self._pooled([w for windows in each for w in windows], threads)
+            ends = list(accumulate(len(windows) for windows in each))
+            parts = [(pooled[end - len(windows):end], [len(w) for w in windows]) for windows, end in zip(each, ends)]
+        out = np.vstack([_mean(rows, sizes) for rows, sizes in parts])
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return (out / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    def _windows(self, text: str) -> list[list[int]]:
+        """The piece ids of ``text`` (prefix included) in windows of the model's positions."""
+        content = self.tokenizer.content(text)
+        return [content[a:a + self.window] for a in range(0, max(len(content), 1), self.window)]
+
+    def _text(self, session: Any, text: str) -> tuple[np.ndarray, list[int]]:
+        """One text's windows, each run alone on ``session``, and their lengths."""
+        windows = self._windows(text)
+        return np.vstack([self._run(session, w) for w in windows]), [len(w) for w in windows]
 
     def _pooled(self, windows: list[list[int]], threads: int) -> np.ndarray:
         """Each window's mean-pooled hidden states, each run on its own.
@@ -418,6 +422,19 @@ class E5Encoder:
         words = dequantize(self._words[ids]).reshape(1, ids.shape[1], -1)
         mask = np.ones_like(ids)
         return session.run(None, {"words": words, "attention_mask": mask})[0]
+
+
+def _mean(rows: np.ndarray, sizes: list[int]) -> np.ndarray:
+    """A text's vector (float64, not normalised) from its windows' pooled rows: the row itself for
+    one window, else the windows' means weighted by their lengths (a long text, as the reference
+    engine does), summed in window order."""
+    if len(rows) == 1:
+        return rows[0].astype(np.float64)
+    out, weight = np.zeros(rows.shape[1]), 0
+    for row, n in zip(rows, sizes):
+        out += max(n, 1) * row
+        weight += max(n, 1)
+    return out / weight
 
 
 def _fingerprint(path: Path) -> str:
