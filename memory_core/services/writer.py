@@ -367,20 +367,15 @@ class Writer:
         fresh = [i for i, r in enumerate(batch) if r["id"] is None]
         synced = self.core.synced_seq
         wanted = {"next_group_id": 1, "change_seq": 1, "next_id": len(fresh), "next_event_id": len(batch)}
-        if len(fresh) == len(batch) <= tables.SMALL_INSERT and tables.knows_counters(con, wanted):
-            # A few new rows on a bank file's lease: the counters, the rows and their events in
-            # one statement, its own transaction (tables.run_as_one).
-            pending: list[tables.Statement] = []
+        # A few new rows on a bank file's lease: the counters, the rows and their events in one
+        # statement, its own transaction (tables.run_as_one); else one transaction of several.
+        one = len(fresh) == len(batch) <= tables.SMALL_INSERT and tables.knows_counters(con, wanted)
+        pending: list[tables.Statement] | None = [] if one else None
+        with contextlib.nullcontext() if one else con.transaction():
             first = tables.take_counters(con, wanted, pending)
             seq = first["change_seq"] + 1
             ids = self.insert_rows(con, batch, vectors, seq, first["next_group_id"], fresh, first.get("next_id", 0),
                                    first["next_event_id"], pending)
-        else:
-            with con.transaction():
-                first = tables.take_counters(con, wanted)
-                seq = first["change_seq"] + 1
-                ids = self.insert_rows(con, batch, vectors, seq, first["next_group_id"], fresh,
-                                       first.get("next_id", 0), first["next_event_id"])
         self.after_insert(batch, vectors, ids, seq)
         if first["change_seq"] == synced:
             # The bank was current when it wrote, and has taken its own write: until its next
