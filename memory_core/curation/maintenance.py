@@ -435,10 +435,10 @@ def _plan_cleanup(source: MaintenanceSource, work: MaintenanceWork, ns: str, gon
         ids, vectors = _live_except(*source.live_vectors(ns), gone)
         scale = model_defaults(source.model)
         everyone = source.get_many(ids.tolist())  # a scan reads every text: the slots of all
-        slots = {m: conflicts.slots(mem.text) for m, mem in everyone.items()}
-        languages = {m: conflicts.language_of(everyone[m].text) for m, filled in slots.items() if filled}
-        pairs = conflicts.pairs_to_judge(ids, vectors, band=conflicts.candidate_band(scale.on_model), slots=slots,
-                                         languages=languages)
+        index = conflicts.SlotIndex()  # the slots (and languages) an add's check reads, by the same rule
+        index.add({m: mem.text for m, mem in everyone.items()})
+        pairs = conflicts.pairs_to_judge(ids, vectors, band=conflicts.candidate_band(scale.on_model),
+                                         slots=index.slots_of, languages=index.languages)
         if pairs:
             memories = {m: everyone[m] for m in sorted({i for p in pairs for i in p})}
             across = conflicts.across_language_pairs(pairs, ids, vectors, _texts(source, memories)) \
