@@ -279,16 +279,16 @@ def read_cost(rounds: int = 20) -> dict[str, Any]:
     its detected language alone, alternating in one process; language detection is cached in both."""
     texts = [m["text"] for m in demo.memories()]
     for t in texts:
-        subject._language(t)
+        subject.language_of(t)
 
     def one_language(text: str) -> None:
-        lang, low = subject._language(text), text.casefold()
+        lang, low = subject.language_of(text), text.casefold()
         _ = [slot for slot, rx in subject._slots().items() if rx[lang].search(low)]
         _ = [name for name, rx in subject._signal_table()[lang] if rx.search(low)]
 
     def readings(text: str) -> None:
         subject.slots(text)
-        subject._signals(text, subject._language(text))
+        subject._signals(text, subject.language_of(text))
 
     times: dict[str, list[float]] = {"one_language": [], "readings": []}
     for r in range(rounds):

@@ -101,15 +101,11 @@ def _signal_table() -> dict[str, tuple[tuple[str, re.Pattern[str]], ...]]:
 
 
 @functools.lru_cache(maxsize=8192)
-def _language(text: str) -> str:
-    # Cached: a scan or an add's slot pairs read the same few texts' language many times over.
+def language_of(text: str) -> str:
+    """The language a memory's slots and signals are read in first: English, Swedish or Chinese
+    (cached: a scan or an add's slot pairs read the same few texts' language many times over)."""
     language = detect_language(text)
     return language if language in _LANGUAGES else "en"
-
-
-def language_of(text: str) -> str:
-    """The language a memory's slots and signals are read in first: English, Swedish or Chinese."""
-    return _language(text)
 
 
 @dataclass(frozen=True)
@@ -123,7 +119,7 @@ class Subject:
     @functools.lru_cache(maxsize=8192)
     def of(cls, text: str) -> Subject:
         """The subject of ``text``, read in its own language (cached: a memory is in several pairs)."""
-        language = _language(text)
+        language = language_of(text)
         tokens = tokenize(text, language)
         if language == "zh":
             words = frozenset(t for t in tokens if len(t) >= 2)
@@ -160,7 +156,7 @@ def _stops_another_thing(a: str, b: str) -> bool:
     kind, so "Likes green tea" and "Stopped drinking coffee" share a slot but not a subject. A move
     or a switch replaces whatever filled the slot and keeps it; across two languages no word can be
     shared, and the slot stands."""
-    if _language(a) != _language(b):
+    if language_of(a) != language_of(b):
         return False
     return "stop" in _new_signals(a, b) or "stop" in _new_signals(b, a)
 
@@ -172,7 +168,7 @@ def _readings(text: str, language: str | None = None) -> set[str]:
     """The languages whose patterns read ``text``: ``language`` (a pair's reading), its own detected
     language, and Chinese wherever it has Chinese characters (a Chinese memory that names a product,
     "换成了 MacBook", is often detected as English by its Latin letters)."""
-    found = {_language(text)} if language is None else {language, _language(text)}
+    found = {language_of(text)} if language is None else {language, language_of(text)}
     if _HAN.search(text):
         found.add("zh")
     return found
@@ -195,7 +191,7 @@ def _signals(text: str, language: str) -> set[str]:
 def _pair_languages(older: str, newer: str) -> tuple[str, str]:
     # A short Swedish memory often reads as English on its own ("Springer igen"): beside a memory
     # that is clearly Swedish, a Latin-script memory is read as Swedish too.
-    lo, ln = _language(older), _language(newer)
+    lo, ln = language_of(older), language_of(newer)
     if "sv" in (lo, ln) and "zh" not in (lo, ln):
         return "sv", "sv"
     return lo, ln
