@@ -114,6 +114,7 @@ def neighbour_pairs(mat: np.ndarray, rank: int, languages: Sequence[str] | None 
                 pairs[(i, j)] = max(r, place[j][i])
     return pairs, best
 
+
 class Pool:
     """One namespace's memories as the classifier reads them: texts, unit vectors, their languages,
     the centre the centred cosine takes out (the namespace's mean, drawn toward ``prior`` as if it
