@@ -42,8 +42,8 @@ from typing import Final
 from ..errors import ValidationError
 from ..models import DEFAULT_IMPORTANCE, DURABILITIES
 from .rules.durability_patterns import (
-    DATE, DAY, DURABLE_CATEGORIES, FROM_NOW, HABIT, HOLIDAY, LASTING, LOG, MILESTONE, NOW, PAST_DAY, STATE, WEEK, YEAR,
-    YEARLY,
+    DATE, DAY, DURABLE_CATEGORIES, FROM_NOW, HABIT, HOLIDAY, LASTING, LOG, MILESTONE, NOW, PAST_DAY, STATE, TRADITION,
+    WEEK, YEAR, YEARLY,
 )
 from .text import fold_chinese, normalise
 
@@ -67,8 +67,8 @@ def _compile(table: _Table) -> tuple[tuple[str, re.Pattern[str]], ...]:
 
 
 (_FROM_NOW, _HABIT, _YEARLY, _DAY, _NOW, _DATE, _WEEK, _HOLIDAY, _LOG, _YEAR, _STATE, _PAST_DAY, _LASTING,
- _MILESTONE) = (_compile(t) for t in (FROM_NOW, HABIT, YEARLY, DAY, NOW, DATE, WEEK, HOLIDAY, LOG, YEAR, STATE, PAST_DAY,
-                                      LASTING, MILESTONE))
+ _MILESTONE, _TRADITION) = (_compile(t) for t in (FROM_NOW, HABIT, YEARLY, DAY, NOW, DATE, WEEK, HOLIDAY, LOG, YEAR,
+                                                  STATE, PAST_DAY, LASTING, MILESTONE, TRADITION))
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,8 @@ def infer(text: str | None, category: str = "other", kind: str = "explicit",
         return Reading("transient", "week", f"names a week or a weekday ({hit[1]!r})")
     if hit := _first(_MILESTONE, t):
         return Reading("durable", None, f"a milestone ({hit[1]!r})")
+    if _first(_PAST_DAY, t) is None and (hit := _first(_TRADITION, t)):
+        return Reading("durable", None, f"a tradition: a yearly holiday celebrated ({hit[1]!r})")
     lasting = category in DURABLE_CATEGORIES
     if not (lasting or lasts) and (hit := _first(_HOLIDAY, t)):
         return Reading("transient", "age", f"a plan for a holiday ({hit[1]!r})")
