@@ -15,7 +15,10 @@ English, Swedish and Chinese, in order (tables in :mod:`memory_core.language.rul
    word or a weekday named as one day ("this week", "on Friday", "nästa onsdag", "下周三") for a
    couple of weeks ("Saturday runs" is not one day);
 3. a milestone told as an event (someone's own first of something, "ran her first marathon",
-   "sitt första maraton", "人生第一个"; a home bought, "köpte en lägenhet") is durable; a log of
+   "sitt första maraton", "人生第一个"; a home bought, "köpte en lägenhet"; a thing done for a new
+   home, job, pet or baby, "till nya valpen", "给新家") is durable, and so is a yearly holiday
+   celebrated with no past day named (a tradition: "celebrated Eid with", "firade jul hos",
+   "和家人一起过了中秋节"); a log of
    the chat, small talk, a one-off event told by its verb ("Asked how...", "Frågade",
    "问了"), a support ticket's log ("a customer reported..."), or a state of the moment ("is in a
    bad mood", "väntar på", "发烧"), is transient, unless the writer filed it under a lasting
