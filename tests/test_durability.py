@@ -124,33 +124,25 @@ def test_a_milestone_told_as_an_event_lasts_where_a_one_off_event_does_not(miles
     assert infer(event, "fact").durability == "transient"
 
 
-@pytest.mark.parametrize("life_change, event", [
-    ("Bought a rug for the new apartment.", "Bought a new rug."),
-    ("Ordered a bed for the new puppy.", "Ordered a new phone case."),
-    ("Köpte en matta till nya lägenheten.", "Köpte en ny matta."),
-    ("给新公寓买了一块地毯。", "买了一块新地毯。"),
+@pytest.mark.parametrize("lasting, one_off, cue", [
+    ("Bought a rug for the new apartment.", "Bought a new rug.", "milestone"),
+    ("Ordered a bed for the new puppy.", "Ordered a new phone case.", "milestone"),
+    ("Köpte en matta till nya lägenheten.", "Köpte en ny matta.", "milestone"),
+    ("给新公寓买了一块地毯。", "买了一块新地毯。", "milestone"),
+    ("Celebrated Hanukkah with her grandparents.", "Celebrated Hanukkah with her grandparents last night.", "tradition"),
+    ("Baked lussekatter for Lucia.", "Baking lussekatter for Christmas.", "tradition"),
+    ("Firade midsommar på Gotland med vännerna.", "Firade midsommar på Gotland med vännerna igår.", "tradition"),
+    ("Åt semlor på fettisdagen.", "Fick ett julkort från banken.", "tradition"),
+    ("和奶奶一起过了端午节。", "昨晚和奶奶一起过了端午节。", "tradition"),
+    ("冬至和家人一起包了饺子。", "国庆假期去云南。", "tradition"),
 ])
-def test_a_thing_done_for_a_new_home_pet_or_baby_lasts_where_a_new_thing_does_not(life_change, event):
-    """A life change told in passing (a new home, job, pet or baby) says who someone is now, at a
-    low rating filed as other too; a new thing bought is still a one-off event."""
-    reading = infer(life_change, "other", importance=0.2)
-    assert reading.durability == "durable" and "milestone" in reading.reason, reading
-    assert infer(event, "other", importance=0.2).durability == "transient"
-
-
-@pytest.mark.parametrize("tradition, one_off", [
-    ("Celebrated Hanukkah with her grandparents.", "Celebrated Hanukkah with her grandparents last night."),
-    ("Baked lussekatter for Lucia.", "Baking lussekatter for Christmas."),
-    ("Firade midsommar på Gotland med vännerna.", "Firade midsommar på Gotland med vännerna igår."),
-    ("Åt semlor på fettisdagen.", "Fick ett julkort från banken."),
-    ("和奶奶一起过了端午节。", "昨晚和奶奶一起过了端午节。"),
-    ("冬至和家人一起包了饺子。", "国庆假期去云南。"),
-])
-def test_a_yearly_holiday_celebrated_is_a_tradition_unless_a_past_day_bounds_it(tradition, one_off):
-    """A holiday celebrated, with no bounded time, tells a tradition and lasts; the same with a past
-    day, a plan for a holiday or a card received on one is transient."""
-    reading = infer(tradition, "other", importance=0.2)
-    assert reading.durability == "durable" and "tradition" in reading.reason, reading
+def test_a_life_change_or_a_tradition_told_as_an_event_lasts_where_its_one_off_twin_does_not(lasting, one_off, cue):
+    """A thing done for a new home, job, pet or baby says who someone is now, and a yearly holiday
+    celebrated with no bounded time tells a tradition: both last, at a low rating filed as other
+    too. A new thing bought, the same holiday with a past day, a plan for a holiday or a card
+    received on one stays transient."""
+    reading = infer(lasting, "other", importance=0.2)
+    assert reading.durability == "durable" and cue in reading.reason, reading
     assert infer(one_off, "other", importance=0.2).durability == "transient"
 
 
