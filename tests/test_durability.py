@@ -133,6 +133,7 @@ def test_a_milestone_told_as_an_event_lasts_where_a_one_off_event_does_not(miles
     ("Baked lussekatter for Lucia.", "Baking lussekatter for Christmas.", "tradition"),
     ("Firade midsommar på Gotland med vännerna.", "Firade midsommar på Gotland med vännerna igår.", "tradition"),
     ("Åt semlor på fettisdagen.", "Fick ett julkort från banken.", "tradition"),
+    ("Lagade mat till nationaldagen.", "Lagade middagen till grannarna.", "tradition"),
     ("和奶奶一起过了端午节。", "昨晚和奶奶一起过了端午节。", "tradition"),
     ("冬至和家人一起包了饺子。", "国庆假期去云南。", "tradition"),
 ])

@@ -160,8 +160,9 @@ MILESTONE: Final[dict[str, list[tuple[str, str]]]] = {
 _HOLIDAYS_EN = (r"christmas|xmas|easter|thanksgiving|eid|diwali|hanukkah|passover|midsummer|(?:lunar |chinese )?new year|"
                 r"halloween|lucia|shrove tuesday|(?:mother|father|valentine)'?s day|(?:pancake|waffle|boxing) day")
 _HOLIDAYS_SV = (r"jul|julen|julafton|påsk|påsken|midsommar|midsommarafton|nyår|nyåret|nyårsafton|lucia|valborg|"
-                r"allhelgona|kräftskiva|kräftskivan|eid|diwali|halloween|\w+s dag"
-                r"|(?!(?:mån|tis|ons|tors|fre|lör|sön)dagen\b)\w+dagen")
+                r"allhelgona|kräftskiva|kräftskivan|eid|diwali|halloween|nationaldagen|juldagen|trettondagen|"
+                r"fettisdagen|våffeldagen|morsdag|farsdag|mors dag|fars dag|alla hjärtans dag"
+                r"|(?!(?:hans|hennes|deras|dens|dets|sin|sitt)\b)\w+(?:ens|ans|s) dag")
 _HOLIDAYS_ZH = r"中秋|端午|春节|除夕|元宵|圣诞|感恩节|过年|七夕|重阳|平安夜|跨年|腊八|冬至|母亲节|父亲节|情人节"
 TRADITION: Final[dict[str, list[tuple[str, str]]]] = {
     # English and Swedish alike: "Baked semlor for fettisdagen" is told in one with the other's holiday.
