@@ -140,7 +140,7 @@ MILESTONE: Final[dict[str, list[tuple[str, str]]]] = {
                       r"cottage)\b"),
            ("gained", r"^(?:got|landed|earned|received)\s+(?:a |an |the |his |her |their )?(?:new |permanent )?"
                       r"(?:job|position|place|promotion|degree|phd|doctorate|master'?s)\b|^got promoted\b"),
-           ("a new home", r"\b(?:for|to|in|into|at)\s+(?:the|our|their|his|her|my)\s+new\s+(?:house|flat|apartment|home|"
+           ("a new home", r"\b(?:for|to|in|into)\s+(?:the|our|their|his|her|my)\s+new\s+(?:house|flat|apartment|home|"
                           r"job|puppy|dog|kitten|cat|baby)\b")],
     "sv": [("sitt första", r"\b(?:sitt|sin|sina|hans|hennes|deras|mitt|min) första\b"),
            ("ett hem", r"^(?:köpte|fick)\s+(?:ett|en|sitt|sin|deras)\s+(?:nytt?\s+)?(?:hus|lägenhet|bostadsrätt|villa|"
