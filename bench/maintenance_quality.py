@@ -20,7 +20,8 @@ Two sets, per language (each memory's own, :func:`memory_core.language.text.dete
   conflict resolutions that are not a planted contradiction (goal 0), and the on-topic turns with a relevant memory in
   their recall (goal: within one point of before), over all of them and over those with a relevant
   memory outside the three sets (a turn about a log only loses it once the log is due: that loss
-  is the run doing its job). A hit on a merged memory counts for its members.
+  is the run doing its job). A hit on a merged memory counts for its members. The turns lost are
+  split into those about the sets only and those whose memory was merged into one dated after the turn.
 * the demo under the default schedule (:func:`schedule`): one run replayed against every earlier
   turn counts as lost a memory no run could have archived by the turn's time (a log asked about two
   days after it was written). So the history is also replayed in time order, each memory written at
@@ -93,25 +94,36 @@ def durability_set(path: Path = DURABILITY_SET, after_days: float = 60.0) -> dic
 
 
 def _on_topic(bank: MemoryBank, queries: list[dict], truth: list[dict], merged_into: dict[int, int],
-              namespaces: set[str], expendable: set[int]) -> dict[str, int]:
+              namespaces: set[str], expendable: set[int], before: dict[int, bool] | None = None) -> dict[str, Any]:
     """On-topic turns of ``namespaces`` and those with a relevant memory (or a merge of one) in their
     recall; and the same for the turns with a relevant memory outside the stale, trivia and log
-    sets (``expendable``): what should last once a run has done its job."""
+    sets (``expendable``): what should last once a run has done its job. With ``before`` (each
+    turn's hit before the run), the turns lost, and of them those about the sets only and those
+    whose relevant memory was merged into one dated after the turn (a merge carries its newest
+    member's time, so a turn replayed at its own time cannot see it)."""
     n = hit = lasting = lasting_hit = 0
+    found_at: dict[int, bool] = {}
+    lost = {"lost": 0, "lost_sets_only": 0, "lost_later_merge": 0}
     params = ScoringParams()
-    for q, t in zip(queries, truth):
+    for turn, (q, t) in enumerate(zip(queries, truth)):
         if t["off_topic"] or q["namespace"] not in namespaces:
             continue
         relevant = set(t["relevant_lines"])
         keeps = bool(relevant - expendable)
-        relevant |= {merged_into[i] for i in relevant if i in merged_into}
+        merges = {merged_into[i] for i in relevant if i in merged_into}
         hits = bank.recall(q["query"], namespace=q["namespace"], params=params, now=q["at"], record=False)
-        found = bool({h.memory.id for h in hits} & relevant)
+        found = found_at[turn] = bool({h.memory.id for h in hits} & (relevant | merges))
         n += 1
         hit += found
         lasting += keeps
         lasting_hit += keeps and found
-    return {"on_topic": n, "relevant_hit": hit, "lasting": lasting, "lasting_hit": lasting_hit}
+        if before is not None and before[turn] and not found:
+            lost["lost"] += 1
+            lost["lost_sets_only"] += not keeps
+            later = merges and max(m.created_at for m in bank.get_many(sorted(merges)).values()) > parse_time(q["at"])
+            lost["lost_later_merge"] += keeps and bool(later)
+    return {"on_topic": n, "relevant_hit": hit, "lasting": lasting, "lasting_hit": lasting_hit, "found": found_at,
+            **(lost if before is not None else {})}
 
 
 VARIANTS = {"default": MaintenancePlan(), "no_auto_resolve": MaintenancePlan(resolve_conflicts=False),
@@ -144,7 +156,8 @@ def demo_key() -> dict[str, Any]:
             with MemoryBank.open(path) as bank:
                 report = bank.maintain(now=now, plan=plan)
                 merged_into = {i: m.merged_into for i, m in bank.get_many(ids).items() if m.merged_into}
-                after = {h: _on_topic(bank, queries, truth, merged_into, ns, expendable) for h, ns in halves.items()}
+                after = {h: _on_topic(bank, queries, truth, merged_into, ns, expendable, before[h]['found'])
+                         for h, ns in halves.items()}
             out["variants"][name] = _figures(report, memories, halves, before, after, expendable, planted, plan, now)
     return out
 
@@ -262,6 +275,7 @@ def _figures(report: Any, memories: dict[int, Any], halves: dict[str, set[str]],
             "lasting_before": _share(before[half]["lasting_hit"], before[half]["lasting"]),
             "lasting_after": _share(after[half]["lasting_hit"], after[half]["lasting"]),
             "lasting_turns": before[half]["lasting"],
+            **{k: after[half][k] for k in ("lost", "lost_sets_only", "lost_later_merge")},
         }
     return out
 

@@ -124,6 +124,29 @@ def test_a_milestone_told_as_an_event_lasts_where_a_one_off_event_does_not(miles
     assert infer(event, "fact").durability == "transient"
 
 
+@pytest.mark.parametrize("lasting, one_off, cue", [
+    ("Bought a rug for the new apartment.", "Bought a new rug.", "milestone"),
+    ("Ordered a bed for the new puppy.", "Ordered a new phone case.", "milestone"),
+    ("Köpte en matta till nya lägenheten.", "Köpte en ny matta.", "milestone"),
+    ("给新公寓买了一块地毯。", "买了一块新地毯。", "milestone"),
+    ("Celebrated Hanukkah with her grandparents.", "Celebrated Hanukkah with her grandparents last night.", "tradition"),
+    ("Baked lussekatter for Lucia.", "Baking lussekatter for Christmas.", "tradition"),
+    ("Firade midsommar på Gotland med vännerna.", "Firade midsommar på Gotland med vännerna igår.", "tradition"),
+    ("Åt semlor på fettisdagen.", "Fick ett julkort från banken.", "tradition"),
+    ("Lagade mat till nationaldagen.", "Lagade middagen till grannarna.", "tradition"),
+    ("和奶奶一起过了端午节。", "昨晚和奶奶一起过了端午节。", "tradition"),
+    ("冬至和家人一起包了饺子。", "国庆假期去云南。", "tradition"),
+])
+def test_a_life_change_or_a_tradition_told_as_an_event_lasts_where_its_one_off_twin_does_not(lasting, one_off, cue):
+    """A thing done for a new home, job, pet or baby says who someone is now, and a yearly holiday
+    celebrated with no bounded time tells a tradition: both last, at a low rating filed as other
+    too. A new thing bought, the same holiday with a past day, a plan for a holiday or a card
+    received on one stays transient."""
+    reading = infer(lasting, "other", importance=0.2)
+    assert reading.durability == "durable" and cue in reading.reason, reading
+    assert infer(one_off, "other", importance=0.2).durability == "transient"
+
+
 @pytest.mark.parametrize("small_talk, lasting", [
     ("The new café downstairs sells decent croissants.", "Thinks open-plan offices are overrated."),
     ("Nya fiket på hörnet har bra croissanter.", "Tycker att öppna kontorslandskap är överskattade."),

@@ -15,7 +15,10 @@ English, Swedish and Chinese, in order (tables in :mod:`memory_core.language.rul
    word or a weekday named as one day ("this week", "on Friday", "nästa onsdag", "下周三") for a
    couple of weeks ("Saturday runs" is not one day);
 3. a milestone told as an event (someone's own first of something, "ran her first marathon",
-   "sitt första maraton", "人生第一个"; a home bought, "köpte en lägenhet") is durable; a log of
+   "sitt första maraton", "人生第一个"; a home bought, "köpte en lägenhet"; a thing done for a new
+   home, job, pet or baby, "till nya valpen", "给新家") is durable, and so is a yearly holiday
+   celebrated with no past day named (a tradition: "celebrated Eid with", "firade jul hos",
+   "和家人一起过了中秋节"); a log of
    the chat, small talk, a one-off event told by its verb ("Asked how...", "Frågade",
    "问了"), a support ticket's log ("a customer reported..."), or a state of the moment ("is in a
    bad mood", "väntar på", "发烧"), is transient, unless the writer filed it under a lasting
@@ -42,8 +45,8 @@ from typing import Final
 from ..errors import ValidationError
 from ..models import DEFAULT_IMPORTANCE, DURABILITIES
 from .rules.durability_patterns import (
-    DATE, DAY, DURABLE_CATEGORIES, FROM_NOW, HABIT, HOLIDAY, LASTING, LOG, MILESTONE, NOW, PAST_DAY, STATE, WEEK, YEAR,
-    YEARLY,
+    DATE, DAY, DURABLE_CATEGORIES, FROM_NOW, HABIT, HOLIDAY, LASTING, LOG, MILESTONE, NOW, PAST_DAY, STATE, TRADITION,
+    WEEK, YEAR, YEARLY,
 )
 from .text import fold_chinese, normalise
 
@@ -67,8 +70,8 @@ def _compile(table: _Table) -> tuple[tuple[str, re.Pattern[str]], ...]:
 
 
 (_FROM_NOW, _HABIT, _YEARLY, _DAY, _NOW, _DATE, _WEEK, _HOLIDAY, _LOG, _YEAR, _STATE, _PAST_DAY, _LASTING,
- _MILESTONE) = (_compile(t) for t in (FROM_NOW, HABIT, YEARLY, DAY, NOW, DATE, WEEK, HOLIDAY, LOG, YEAR, STATE, PAST_DAY,
-                                      LASTING, MILESTONE))
+ _MILESTONE, _TRADITION) = (_compile(t) for t in (FROM_NOW, HABIT, YEARLY, DAY, NOW, DATE, WEEK, HOLIDAY, LOG, YEAR,
+                                                  STATE, PAST_DAY, LASTING, MILESTONE, TRADITION))
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,8 @@ def infer(text: str | None, category: str = "other", kind: str = "explicit",
         return Reading("transient", "week", f"names a week or a weekday ({hit[1]!r})")
     if hit := _first(_MILESTONE, t):
         return Reading("durable", None, f"a milestone ({hit[1]!r})")
+    if _first(_PAST_DAY, t) is None and (hit := _first(_TRADITION, t)):
+        return Reading("durable", None, f"a tradition: a yearly holiday celebrated ({hit[1]!r})")
     lasting = category in DURABLE_CATEGORIES
     if not (lasting or lasts) and (hit := _first(_HOLIDAY, t)):
         return Reading("transient", "age", f"a plan for a holiday ({hit[1]!r})")

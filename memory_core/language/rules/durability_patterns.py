@@ -125,7 +125,7 @@ LOG: Final[dict[str, list[tuple[str, str]]]] = {
            ("ärende", r"^(?:support)?ärende\b|^(?:en |kunden|kund|användaren|någon)\b.{0,80}?\b(?:frågade|"
                       r"rapporterade|klagade|skrev|ringde|undrade|bad om)\b")],
     "zh": [("对话", r"^(?:问了|说了|说|提到|贴了|让助手|跟助手|抱怨|吐槽)|^[^，。]{0,4}(?:问了|提到|说了)|^被.*逗"),
-           ("事件", r"^(?:排查了|跑了|中午吃了|晚上吃了|看了|做了|试了|买了)|修好了|已退款|退款了|取消了|到货了"),
+           ("事件", r"^(?:排查了|跑了|中午吃了|晚上吃了|看了|做了|试了)|^[^，。]{0,6}?买了|修好了|已退款|退款了|取消了|到货了"),
            ("日志", r"^[^：:。]{1,12}[：:]\s*(?:加了|做了|写了|修了|跑了|种了|完成了)"),
            ("工单", r"^工单|客户.{0,30}?(?:问|咨询|投诉|反馈|报告|来信)")],
 }
@@ -139,14 +139,38 @@ MILESTONE: Final[dict[str, list[tuple[str, str]]]] = {
            ("a home", r"^(?:bought|got)\s+(?:a|an|the|his|her|their|our)\s+(?:new\s+)?(?:house|flat|apartment|home|"
                       r"cottage)\b"),
            ("gained", r"^(?:got|landed|earned|received)\s+(?:a |an |the |his |her |their )?(?:new |permanent )?"
-                      r"(?:job|position|place|promotion|degree|phd|doctorate|master'?s)\b|^got promoted\b")],
+                      r"(?:job|position|place|promotion|degree|phd|doctorate|master'?s)\b|^got promoted\b"),
+           ("a new home", r"\b(?:for|to|in|into)\s+(?:the|our|their|his|her|my)\s+new\s+(?:house|flat|apartment|home|"
+                          r"job|puppy|dog|kitten|cat|baby)\b")],
     "sv": [("sitt första", r"\b(?:sitt|sin|sina|hans|hennes|deras|mitt|min) första\b"),
            ("ett hem", r"^(?:köpte|fick)\s+(?:ett|en|sitt|sin|deras)\s+(?:nytt?\s+)?(?:hus|lägenhet|bostadsrätt|villa|"
                        r"radhus|hem|sommarstuga)\b"),
            ("fick jobb", r"^(?:fick|tog|landade)\s+(?:en |ett |sin |sitt )?(?:ny |nytt |fast |fasta )?(?:jobb|anställning|"
-                         r"tjänst|plats|befordran|examen|doktorsexamen|masterexamen)\b")],
+                         r"tjänst|plats|befordran|examen|doktorsexamen|masterexamen)\b"),
+           ("nya hemmet", r"\b(?:till|för|i|åt|på)\s+(?:den |det )?nya\s+(?:huset|lägenheten|hemmet|bostaden|jobbet|"
+                          r"valpen|hunden|kattungen|katten|bebisen)\b")],
     "zh": [("人生第一", r"人生(?:中的)?第一|(?:他|她|我|他们)的第一(?:个|本|次|场|份)"),
-           ("买房", r"买了?(?:一套|一栋|一间)?[^，。]{0,8}?(?:房子|公寓|住宅|别墅)")],
+           ("买房", r"买了?(?:一套|一栋|一间)?[^，。]{0,8}?(?:房子|公寓|住宅|别墅)"),
+           ("新家", r"新(?:家|房子|公寓|公司|工作|学校)|新(?:来|养|领养)的小?(?:狗|猫)|(?:刚出生|新生)的(?:宝宝|孩子|女儿|儿子)")],
+}
+
+# A yearly holiday celebrated, told as done ("celebrated Eid with", "firade jul hos", "和家人一起过了中秋节"):
+# a tradition, who someone is and with whom, as a birthday is; read only where no past day bounds it
+# ("last night"). A plan for one is a holiday plan, a card or a sale on one an event.
+_HOLIDAYS_EN = (r"christmas|xmas|easter|thanksgiving|eid|diwali|hanukkah|passover|midsummer|(?:lunar |chinese )?new year|"
+                r"halloween|lucia|shrove tuesday|(?:mother|father|valentine)'?s day|(?:pancake|waffle|boxing) day")
+_HOLIDAYS_SV = (r"jul|julen|julafton|påsk|påsken|midsommar|midsommarafton|nyår|nyåret|nyårsafton|lucia|valborg|"
+                r"allhelgona|kräftskiva|kräftskivan|eid|diwali|halloween|nationaldagen|juldagen|trettondagen|"
+                r"fettisdagen|våffeldagen|morsdag|farsdag|mors dag|fars dag|alla hjärtans dag"
+                r"|(?!(?:hans|hennes|deras|dens|dets|sin|sitt)\b)\w+(?:ens|ans|s) dag")
+_HOLIDAYS_ZH = r"中秋|端午|春节|除夕|元宵|圣诞|感恩节|过年|七夕|重阳|平安夜|跨年|腊八|冬至|母亲节|父亲节|情人节"
+TRADITION: Final[dict[str, list[tuple[str, str]]]] = {
+    # English and Swedish alike: "Baked semlor for fettisdagen" is told in one with the other's holiday.
+    "en, sv": [("a holiday celebrated", rf"^(?:celebrated|spent|baked|cooked|made|lit|decorated|hosted|firade|bakade|"
+                                        rf"lagade|gjorde|tände|pyntade|åt|tillbringade)\b.{{0,60}}?"
+                                        rf"\b(?:{_HOLIDAYS_EN}|{_HOLIDAYS_SV})\b")],
+    "zh": [("过节", rf"(?:{_HOLIDAYS_ZH}).{{0,12}}?(?:过了|一起过|庆祝|包了|做了|吃了|贴了)"
+                  rf"|(?:过了|庆祝了?).{{0,6}}?(?:{_HOLIDAYS_ZH})")],
 }
 
 # A year ("in 2019") dates a lasting fact: an event told with one is kept ("Bought a flat in 2021").
