@@ -190,6 +190,8 @@ def test_the_confidence_table_is_the_one_fitted_on_the_dev_halves() -> None:
     ("Dricker kaffe varje morgon", "Har slutat dricka kaffe", True),
     ("Lives in Uppsala", "Moved to Gothenburg last month", True),  # a move replaces whatever filled the slot
     ("Drinks coffee every morning", "不再喝咖啡了", True),  # across languages the slot stands
+    ("Spelar schack varje kväll", "Har gett upp schacket", True),  # a definite form names the same thing
+    ("每天骑自行车", "不再开车了", False),  # a shared last character names a kind, not the thing
 ])
 def test_a_stop_is_about_the_thing_it_names(older: str, newer: str, same: bool) -> None:
     assert (conflicts.same_subject(older, newer) is not None) is same

@@ -145,7 +145,7 @@ def same_subject(a: str, b: str, category_a: str | None = None, category_b: str 
     slots, words = sa.slots & sb.slots, sa.words & sb.words
     if not slots and not words:
         return None
-    if not words and _stops_another_thing(a, b):
+    if not words and _stops_another_thing(a, b) and not _name_alike(sa.words, sb.words):
         return None
     return SameSubject(slots, words)
 
@@ -159,6 +159,18 @@ def _stops_another_thing(a: str, b: str) -> bool:
     if language_of(a) != language_of(b):
         return False
     return "stop" in _new_signals(a, b) or "stop" in _new_signals(b, a)
+
+
+def _name_alike(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two sets of content words name one thing in forms the stemmer leaves apart: a word
+    that begins another ("spansk" / "spanskan", a definite form). Not a shared last character in
+    Chinese: it names a kind ("网球" / "足球"), and stopping one of a kind says nothing of another."""
+    return any(len(x) >= _PREFIX_LEN and len(y) >= _PREFIX_LEN and (y.startswith(x) or x.startswith(y))
+               for x in a for y in b)
+
+
+_PREFIX_LEN: Final = 5
+"""The shortest word whose longer form counts as the same word (shorter stems begin too many words)."""
 
 
 _HAN = re.compile(r"[\u3400-\u9fff]")
