@@ -436,7 +436,7 @@ def test_dry_run_previews_the_conflict_resolutions_the_run_makes(bank: MemoryBan
         ("drinks", "alice", "Drinks tea every morning", 0.8, 300, None, 0, False),
         ("stopped", "alice", "Stopped drinking tea", 0.8, 10, None, 0, False),
     ])
-    plan = MaintenancePlan(conflict_min_confidence=0.85)  # an operator's bar, below the default
+    plan = MaintenancePlan(conflict_min_confidence=0.8)  # an operator's bar, below the default
     dry = bank.maintain(now=NOW, steps=["cleanup"], dry_run=True, plan=plan)
     real = bank.maintain(now=NOW, steps=["cleanup"], plan=plan)
     assert changes_of(real, "resolve_conflict")  # the real run supersedes the older habit
