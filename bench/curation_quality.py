@@ -317,9 +317,23 @@ def _cell_rows_set(split: str) -> list[tuple[subject.Evidence, bool]]:
     pairs = [p for p in json.loads((DATA / "conflicts.json").read_text(encoding="utf-8"))["pairs"]
              if p["split"] == split]
     t0 = datetime(2026, 1, 1)
-    cells = (_evidence_row(_memory(1, p["older"], t0), _memory(2, p["newer"], t0 + timedelta(days=60)),
-                   p["kind"] == "contradiction") for p in pairs)
+    cells = []
+    for p in pairs:
+        older, newer = _memory(1, p["older"], t0), _memory(2, p["newer"], t0 + timedelta(days=60))
+        right = p["kind"] == "contradiction"
+        across = _across_negation(older, newer) if "-" in p["lang"] else False
+        cells.append((subject.ACROSS_NEGATION, right) if across else _evidence_row(older, newer, right))
     return [cell for cell in cells if cell is not None]
+
+
+def _across_negation(older: Memory, newer: Memory) -> bool:
+    """Whether a pair in two languages the gate vouches for is judged by the rules' ``cross_language``
+    verdict alone (one side negated, no supersede signal about a shared slot), as ``conflicts.find`` does."""
+    view = conflicts.MemoryView.from_memory
+    if conflicts.judge_rules(view(older), view(newer), across_languages=True).kind != "cross_language":
+        return False
+    shared = subject.same_subject(older.text, newer.text, older.category, newer.category)
+    return shared is None or subject.signal_verdict(older.text, newer.text, shared) is None
 
 
 def _evidence_row(older: Memory, newer: Memory, right: bool) -> tuple[subject.Evidence, bool] | None:
@@ -404,17 +418,21 @@ def choose_fit(rows: list[tuple[subject.Evidence, bool]]) -> Fit:
 def fit_confidence(model: str = DEFAULT_MODEL) -> dict[subject.Evidence, float]:
     """The ``subject.CONFIDENCE`` table from the dev halves: per evidence cell, the share right,
     smoothed towards its coarser cell (the key without its last part; the root towards 0.5) in the
-    order and with the weight :func:`choose_fit` picks, and capped at ``subject.CONFIDENCE_CAP``."""
+    order and with the weight :func:`choose_fit` picks, and capped at ``subject.CONFIDENCE_CAP``; and the
+    cell of the rules' negation across two languages (``subject.ACROSS_NEGATION``), fitted with the rest."""
     rows = _cell_rows_set("dev") + _cell_rows_demo(model, DEV_NAMESPACES)
     order, smoothing = choose_fit(rows)
     counts = _counts(rows, order)
     table = {}
-    for cell in itertools.product((True, False), ("strong", "stop", "now", "-"), (True, False), (True, False)):
+    for cell in itertools.product((True, False), ("strong", "stop", "move", "now", "-"), (True, False),
+                                  (True, False)):
         rule, backing, slot, _words = cell
-        if not (rule or backing in ("strong", "stop") or (backing == "now" and slot)):
+        if not (rule or backing in ("strong", "stop", "move") or (backing == "now" and slot)):
             continue  # no verdict to trust (subject.signal_verdict): confidence 0
         estimate = _estimate(counts, tuple(cell[i] for i in order), smoothing)
         table[cell] = round(min(estimate, subject.CONFIDENCE_CAP), 2)
+    across = subject.ACROSS_NEGATION
+    table[across] = round(min(_estimate(counts, tuple(across[i] for i in order), smoothing), subject.CONFIDENCE_CAP), 2)
     return table
 
 

@@ -21,6 +21,7 @@ import pytest
 from memory_core import MemoryBank
 from memory_core.curation import conflicts
 from memory_core.curation.conflicts import MemoryView, judge_rules, negated_across_languages
+from memory_core.curation.conflicts.subject import ACROSS_NEGATION, CONFIDENCE
 from memory_core.embedding.embedder import E5_MODEL, MINILM_MODEL, get_embedder, model_defaults
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
@@ -76,7 +77,7 @@ def test_the_swedish_english_pair_is_flagged_for_review_on_add(e5_bank) -> None:
     assert [(c.a.id, c.b.id) for c in found] == [(sv, en)]
     conflict = found[0]
     assert conflict.kind == "cross_language"
-    assert conflict.confidence == 0.5
+    assert conflict.confidence == CONFIDENCE[ACROSS_NEGATION]  # the fitted cell of a negation across languages
     assert conflict.suggestion == "review"
     assert conflict.path == "rules"
     assert "in different languages (Swedish / English), one negated" in conflict.evidence

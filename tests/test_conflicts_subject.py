@@ -82,6 +82,26 @@ def test_a_move_that_carries_out_a_plan_is_no_signal() -> None:
     assert "move" in conflicts.supersede_signals("Bor i Malmö", "去年搬到了哥本哈根")
 
 
+@pytest.mark.parametrize("older, newer, counts", [
+    ("Lives in Umeå", "Moved the company's servers to a data centre in Luleå", False),  # a thing moved
+    ("Bor i Umeå", "Flyttade hästen till ett stall i Luleå", False),
+    ("住在于默奥", "把钢琴搬到了吕勒奥的新家", False),
+    ("Lives in Umeå", "His daughter moved to Luleå", False),  # someone else moved
+    ("Bor i Umeå", "Dottern flyttade till Luleå", False),
+    ("住在于默奥", "女儿搬到了吕勒奥", False),
+    ("Grew up in Umeå", "Moved to Luleå", False),  # a home in the past
+    ("Växte upp i Umeå", "Flyttade till Luleå", False),
+    ("在于默奥长大", "搬到了吕勒奥", False),
+    ("The shop's warehouse is in Umeå", "Moved the shop's warehouse to Luleå", True),  # the thing it names
+    ("Lageret ligger i Umeå", "Flyttade lageret till Luleå", True),
+    ("Lives in Umeå", "Moved to Luleå with the kids", True),  # the person's own move
+    ("Bor i Umeå", "Flyttade hem till Luleå", True),
+    ("住在于默奥", "搬回吕勒奥了", True),
+])
+def test_a_move_counts_when_it_replaces_what_the_older_says(older: str, newer: str, counts: bool) -> None:
+    assert ("move" in conflicts.supersede_signals(older, newer)) is counts
+
+
 @pytest.mark.parametrize("older,newer,slot", [
     ("Föredrar kaffe på morgonen", "现在更喜欢喝绿茶，不喝咖啡了", "drink"),
     ("每周上两次钢琴课", "Gave up the piano lessons last autumn", "music"),

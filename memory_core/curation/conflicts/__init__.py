@@ -30,8 +30,9 @@ Two judges produce the same :class:`Verdict`:
     kött" / "I eat meat again" would pass unseen. When the caller vouches for the pair
     (``judge_rules(across_languages=True)``) and exactly one side is negated by its own language's
     negators (an English "never" inside a Swedish memory does not count; a cancelled negator,
-    "ogillar inte", does not either), it is flagged at confidence 0.5, so :func:`suggest` says
-    ``review`` and no automatic policy ever applies it. The caller (:func:`find`, from
+    "ogillar inte", does not either), it is flagged at the confidence of its fitted cell
+    (``subject.ACROSS_NEGATION``), so :func:`suggest` says ``review`` and no automatic policy ever
+    applies it. The caller (:func:`find`, from
     :func:`across_language_pairs`) vouches only on a model whose vectors are comparable across
     languages (``ModelDefaults.across_languages``; never MiniLM) and only when each memory is the
     other's nearest memory of the namespace in the other's language (mutual nearest neighbours):

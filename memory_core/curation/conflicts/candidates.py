@@ -15,7 +15,7 @@ from ...embedding.vectors import products
 from .llm_judge import judge
 from .records import MemoryView, Verdict
 from .rule_judge import auto_resolution, negated_across_languages, suggest
-from .subject import AUTO_BAR, OFFER_FLOOR, SLOT_NEIGHBOURS, SUBJECT_NEIGHBOURS, confidence as subject_confidence, \
+from .subject import ACROSS_NEGATION, AUTO_BAR, CONFIDENCE, OFFER_FLOOR, SLOT_NEIGHBOURS, SUBJECT_NEIGHBOURS, confidence as subject_confidence, \
     language_of, same_subject, signal_verdict, slots as slots_of_text
 
 
@@ -62,10 +62,10 @@ def candidate_pairs(ids: np.ndarray, vectors: np.ndarray, rows: Sequence[int] | 
 
 
 # How close in meaning (on MiniLM's scale, where it was measured) a pair in two languages must be
-# for the rules' cross_language verdict, which is only ever offered for review. Pairs in one
-# language are trusted by the same-subject rule's evidence instead (subject.confidence).
+# for the rules' cross_language verdict, and the most it is trusted there: its fitted cell
+# (subject.ACROSS_NEGATION). Pairs in one language are trusted by the same-subject rule's evidence.
 _TOPIC_CONFIDENCE: Final = {
-    "cross_language": ((CANDIDATE_BAND[0], 0.5),),
+    "cross_language": ((CANDIDATE_BAND[0], CONFIDENCE[ACROSS_NEGATION]),),
 }
 
 

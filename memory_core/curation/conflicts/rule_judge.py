@@ -19,6 +19,7 @@ from ...language.rules.conflict_patterns import (
 )
 from ...language.text import CJK_CHAR, JOINED_WORD, LANGUAGE_NAMES, PUNCT_MAP, UNIT, detect_language, fold_chinese, tokenize
 from .compiled import rules
+from .subject import ACROSS_NEGATION, CONFIDENCE
 from .records import (AUTO_RULES, CONFLICT_KINDS, MUCH_NEWER, MemoryView, REVIEW_BELOW, SAME_DAY, Verdict, _is_number,
                       _utc)
 
@@ -31,7 +32,6 @@ _CONF_PAST: Final = 0.8        # the newer memory puts the older statement in th
 _CONF_NUMBER: Final = 0.75     # a number next to the same words changed
 _CONF_SWITCH: Final = 0.7      # change words plus a replaced topic, attribute not identified
 _CONF_WEAK: Final = 0.6        # something may have changed, but the rules cannot tell: review
-_CONF_ACROSS: Final = 0.5      # two languages, one side negated: no shared word to read the topic by
 
 _WS = re.compile(r"\s+")
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
@@ -851,7 +851,8 @@ def _cross_language_rule(p: _Pair) -> Verdict | None:
     meat again")."""
     older, newer = _order(p.a, p.b)
     evidence = negated_across_languages(older.text, newer.text)
-    return None if evidence is None else _verdict(p.a, p.b, "cross_language", evidence, _CONF_ACROSS)
+    return None if evidence is None else _verdict(p.a, p.b, "cross_language", evidence,
+                                                         CONFIDENCE[ACROSS_NEGATION])
 
 
 def negated_across_languages(older: str, newer: str) -> str | None:

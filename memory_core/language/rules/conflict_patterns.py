@@ -421,8 +421,8 @@ _SUBJECT: Final = re.compile(r"([A-ZÅÄÖÆØÉ][\w-]*(?: [A-ZÅÄÖÆØÉ][\w-
 # subject in three languages: across two, the memories share no word, only the slot ("Föredrar kaffe"
 # / "不喝咖啡了"). Patterns run on casefolded text with simplified Chinese.
 SUBJECT_SLOTS: dict[str, dict[str, str]] = {
-    "residence": {"en": r"\b(?:lives?|living|moved|moving|relocat\w*|home is|flat|apartment|house)\b",
-                  "sv": r"\b(?:bor|bodde|flytta\w*|lägenhet\w*|hus(?:et)?|hem(?:ma)?)\b",
+    "residence": {"en": r"\b(?:lives?|lived|living|moved|moving|relocat\w*|home is|flat|apartment|house)\b",
+                  "sv": r"\b(?:bor|bodde|bott|flytta\w*|lägenhet\w*|hus(?:et)?|hem(?:ma)?)\b",
                   "zh": r"住|搬|公寓|房子"},  # not 老家: a hometown is where someone is from, another subject
     "diet": {"en": r"\b(?:vegetarian|vegan|meat|pescatarian|eats?|diet)\b",
              "sv": r"\b(?:vegetarian|vegan|kött|äter|kost)\b", "zh": r"素|吃肉|肉|饮食"},
@@ -495,7 +495,7 @@ SUPERSEDE_SIGNALS: dict[str, list[tuple[str, str]]] = {
            ("again", r"\b(?:igen|tillbaka)\b"),
            ("now", r"\b(?:nu|numera|sedan)\b")],
     "zh": [("stop", r"不再|放弃|戒|退了|退订|离婚|去世|不\S{0,3}了|没有"),
-           ("move", r"搬到|搬出|搬去"),
+           ("move", r"搬到|搬出|搬去|搬回|搬进"),
            ("switch", r"换成|换到|换了|改成|改\S|转\S|现在更喜欢"),
            ("again", r"又|重新|回到"),
            ("now", r"现在|如今|开始")],
@@ -510,4 +510,25 @@ PLAN_CUES: dict[str, str] = {
     "sv": r"\b(?:funderar|överväger|planerar|hoppas|söker till|letar efter|tittar på|plugga\w* inför|träna\w* inför|"
           r"väntar på|sparar till|tänker|vill|mål|håller på att)\b",
     "zh": r"考虑|打算|计划|希望|在找|准备|在等|在攒|申请|想|目标|正在",
+}
+
+# A move that is not the person's own move to a new home: someone or something else moves (a named
+# mover before the verb, "The company moved", "Sonen flyttade", "儿子搬到"; or a thing moved,
+# "Moved the server to", "Flyttade båten till", "把船搬到"). It says nothing of where the person lives,
+# so it counts against an older memory only when that memory names the same thing.
+MOVED_OTHER: dict[str, str] = {
+    "en": r"\b(?:the|his|her|their|its|our|my)\b(?: (?!and\b|then\b|but\b|so\b)[\w']+){1,4} (?:has |have |was |were )?"
+          r"(?:moved|relocated)\b|\b(?:moved|relocated) (?:the|his|her|their|its|our|my|a|an|some|all)\b",
+    "sv": r"^(?:(?:hennes|hans|deras|sin|sitt|sina) \w+|(?!sedan\b|igen\b|nyligen\b)\w+(?:en|et|na|rn))"
+          r"(?: \w+){0,2} (?:har )?(?:flyttade|flyttat)\b|"
+          r"\b(?:flyttade|flyttat) (?!igen\b|sedan\b|nyligen\b|sen\b)"
+          r"(?:sin|sitt|sina|hans|hennes|deras|de|den|det|\w+(?:en|et|na|rn))\b",
+    "zh": r"把\S+?搬|^[她他我]?的?(?:儿子|女儿|孩子|父母|爸爸|妈妈|母亲|父亲|哥哥|姐姐|弟弟|妹妹|朋友|同事|邻居|公司|团队)\S{0,6}搬",
+}
+# An older memory about a home in the past ("Grew up in Kiruna", "Bodde i London", "以前在伦敦住"): a
+# move beside it replaces nothing that still holds.
+FORMER_HOME: dict[str, str] = {
+    "en": r"\b(?:grew up|was born|used to live)\b|(?<!has )(?<!have )\blived\b",
+    "sv": r"\b(?:växte upp|föddes|bodde|brukade bo)\b",
+    "zh": r"以前|曾经|过去|长大|出生",
 }
