@@ -117,7 +117,7 @@ MODEL_DEFAULTS: dict[str, ModelDefaults] = {
                             # multilingual default"; python -m bench.calibrate --languages): Swedish
                             # questions read further from every memory. English's offset chosen there
                             # costs more of the answers than it is worth (the figures are BENCHMARKS.md's).
-                            language_threshold={"sv": -0.02},
+                            language_threshold={"sv": -0.05},
                             scale=((-1.0, -1.0), (0.05, -0.006), (0.138, 0.077), (0.212, 0.129), (0.3, 0.168),
                                    (0.41, 0.203), (0.5, 0.248), (0.6, 0.333), (0.7, 0.453), (0.85, 0.692),
                                    (0.9, 0.738), (0.985, 0.908), (1.0, 1.0))),
