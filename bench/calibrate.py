@@ -20,6 +20,12 @@ LoCoMo's R@10 (threshold 0) cannot change.
     python -m bench.calibrate --model multilingual-e5-small --locomo-data DATASET
     python -m bench.calibrate --languages
     python -m bench.calibrate --preset generative-agents --model MODEL [--read en zh]
+    python -m bench.calibrate --lexical-floor --locomo-data DATASET
+
+``--lexical-floor`` chooses the share of its lexical match a memory whose cosine is below the
+similarity floor keeps (``lexical_below_floor``, :data:`FLOOR_SHARES`), the lexical weight kept at
+the preset's (LoCoMo's choice): the best mean same-language hit@1 (top hit, threshold 0) over both
+multilingual sets' dev halves; each share's dev and test figures and LoCoMo R@10 are printed.
 
 ``--preset NAME`` puts a built-in preset's threshold on a model's scale: the lowest at which general
 questions come back empty at least ``--empty`` of the time in every language the model reads
@@ -56,6 +62,7 @@ THRESHOLDS = [round(t, 3) for t in np.arange(0.20, 0.651, 0.01)]
 PRESET_THRESHOLDS = [round(t, 3) for t in np.arange(0.20, 0.901, 0.01)]  # a preset's own scale may sit higher
 OFFSETS = [round(t, 3) + 0.0 for t in np.arange(-0.1, 0.1001, 0.01)]
 SECOND = multilingual.DATA.parent / "multilingual_second.json"
+FLOOR_SHARES = [0.0, 0.25, 0.5, 0.75, 1.0]
 
 
 def _top(cand: Any, params: ScoringParams, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -216,6 +223,24 @@ def preset_threshold(sets: list[dict[str, Any]], params: ScoringParams, empty: f
     return {"chosen": chosen, "rows": [{"threshold": t, "sets": [by[t] for by in by_set]} for t in PRESET_THRESHOLDS]}
 
 
+def lexical_floor(sets: list[dict[str, Any]], lc: dict[str, Any], base: ScoringParams) -> dict[str, Any]:
+    """Per share of :data:`FLOOR_SHARES`: same-language hit@1 (and at the threshold) per set, split and
+    language, and LoCoMo R@10; the chosen share (best mean dev hit@1, the smaller share on a tie)."""
+    rows = []
+    for share in FLOOR_SHARES:
+        p = base.replace(lexical_below_floor=share)
+        row: dict[str, Any] = {"lexical_below_floor": share, "locomo_r10": locomo_r10(lc, p)}
+        for i, cases in enumerate(sets):
+            by = multilingual_metrics(cases, p, [0.0, p.threshold])
+            row[f"set_{i}"] = {split: {lang: (by[0.0][split][lang], by[p.threshold][split][lang])
+                                       for lang in multilingual.LANGS} for split in ("dev", "test")}
+        row["dev_mean"] = float(np.mean([row[f"set_{i}"]["dev"][lang][0] for i in range(len(sets))
+                                         for lang in multilingual.LANGS]))
+        rows.append(row)
+    best = max(rows, key=lambda r: (r["dev_mean"], -r["lexical_below_floor"]))
+    return {"chosen": best["lexical_below_floor"], "rows": rows}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None)
@@ -229,8 +254,17 @@ def main() -> None:
                         help="choose this built-in preset's threshold on the model (both multilingual sets)")
     parser.add_argument("--read", nargs="+", default=list(multilingual.LANGS), choices=multilingual.LANGS,
                         help="--preset: the languages the model reads (use-multilingual-v3: en zh)")
+    parser.add_argument("--lexical-floor", action="store_true",
+                        help="choose lexical_below_floor (both multilingual sets, LoCoMo: --locomo-data)")
     parser.add_argument("--json", dest="json_out", default=None)
     args = parser.parse_args()
+    if args.lexical_floor:
+        sets = [multilingual_cases(args.model), multilingual_cases(args.model, path=SECOND)]
+        result = lexical_floor(sets, locomo_cases(args.locomo_data, args.model), sets[0]["bank"].active_preset()[1])
+        print(json.dumps({**result, "load_average": os.getloadavg()[0]}, indent=1))
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps(result) + "\n")
+        return
     if args.preset:
         sets = [multilingual_cases(args.model), multilingual_cases(args.model, path=SECOND)]
         params = sets[0]["bank"].presets()[args.preset]

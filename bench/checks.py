@@ -149,8 +149,9 @@ def _neighbour_relevance(p: ScoringParams, sim: np.ndarray, lexical: np.ndarray,
     those created after ``now`` as 0: one memory at a time."""
     own = []
     for i, (s, x, c) in enumerate(zip(sim, lexical, created)):
+        kept = 1.0 if float(s) >= p.similarity_floor else p.lexical_below_floor  # below the floor: a share
         rel = (1 - p.lexical_weight) * min(1.0, max(0.0, (float(s) - p.similarity_floor) / (
-            p.similarity_ceiling - p.similarity_floor))) + p.lexical_weight * float(x)
+            p.similarity_ceiling - p.similarity_floor))) + p.lexical_weight * float(x) * kept
         if match is not None:
             rel += p.date_weight * match[i] * (1 - rel)
         own.append(0.0 if c > now else rel)

@@ -90,7 +90,8 @@ def modes(k: int, default: ScoringParams | None = None) -> dict[str, ScoringPara
     default = ScoringParams() if default is None else default
     return {
         "dense": default.replace(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=0, date_weight=0, **base),
-        "lexical": default.replace(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, date_weight=0, **base),
+        "lexical": default.replace(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, lexical_below_floor=1,
+                                   date_weight=0, **base),
         "hybrid": default.replace(**base),
         "no_lifts": default.replace(neighbour_weight=0, date_weight=0, **base),
     }

@@ -36,7 +36,8 @@ def test_a_reply_is_found_by_the_words_of_the_turn_it_answers(bank):
     """"It was so powerful" says nothing about a support group; its context does. Recall finds
     it for a question about the support group, and shows the reply's own text only."""
     ids = _add(bank)
-    lexical_only = ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, threshold=0, k=5)
+    lexical_only = ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, lexical_below_floor=1,
+                                 threshold=0, k=5)
     hits = bank.recall("How did Caroline feel at the support group?", namespace="conv", params=lexical_only,
                        now=NOW, record=False)
     assert hits[0].memory.id == ids[1]
@@ -124,7 +125,8 @@ def test_rows_added_to_a_loaded_index_are_found_by_their_context(bank):
     """A bank that already serves recall (its index loaded) indexes new rows' context at once."""
     bank.add("Likes hiking", namespace="conv", detect_conflicts=False)
     assert bank.recall("hiking", namespace="conv", record=False)  # the namespace index is loaded now
-    lexical_only = ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, threshold=0, k=5)
+    lexical_only = ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, lexical_below_floor=1,
+                                 threshold=0, k=5)
     ids = bank.add_many([{"text": t, "context": c, "namespace": "conv", "created_at": T} for t, c in TURNS])
     hits = bank.recall("How did Caroline feel at the support group?", namespace="conv", params=lexical_only,
                        now=NOW, record=False)

@@ -18,7 +18,8 @@ from memory_core.cli import cli
 from memory_core.embedding.embedder import MINILM_MODEL, model_defaults
 from memory_core.errors import ModelMismatchError
 
-LEXICAL_ONLY = ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, k=3, threshold=0.0)
+LEXICAL_ONLY = ScoringParams(alpha=1, beta=0, gamma=0, delta=0, lexical_weight=1, lexical_below_floor=1, k=3,
+                             threshold=0.0)
 NOW = datetime(2026, 2, 1, tzinfo=timezone.utc)
 
 

@@ -87,7 +87,9 @@ def brute_force(bank: MemoryBank, query: str, namespace: str, p: ScoringParams, 
         sims.append(sim)
         dense = min(1.0, max(0.0, (sim - floor) / (ceiling - floor)))
         created = r["created_at"].replace(tzinfo=timezone.utc).timestamp()
-        rel = (1 - p.lexical_weight) * dense + p.lexical_weight * lex[i]
+        # Below the similarity floor a memory keeps lexical_below_floor of its lexical match.
+        kept = 1.0 if sim >= floor else p.lexical_below_floor
+        rel = (1 - p.lexical_weight) * dense + p.lexical_weight * lex[i] * kept
         eligible.append(rel >= p.min_relevance)
         match = 0.0
         for start, end in periods:
@@ -146,7 +148,8 @@ def assert_exact(bank: MemoryBank, query: str, namespace: str, p: ScoringParams,
 params_strategy = st.builds(
     ScoringParams,
     alpha=st.floats(0, 1), beta=st.floats(0, 1), gamma=st.floats(0, 1), delta=st.floats(0.01, 1),
-    lexical_weight=st.floats(0, 1), neighbour_weight=st.floats(0, 1), date_weight=st.floats(0, 1),
+    lexical_weight=st.floats(0, 1), lexical_below_floor=st.floats(0, 1), neighbour_weight=st.floats(0, 1),
+    date_weight=st.floats(0, 1),
     lexical_min_terms=st.floats(0, 4), similarity_floor=st.floats(0, 0.4), similarity_ceiling=st.floats(0.5, 1),
     half_life_days=st.floats(0.5, 400), decay=st.sampled_from(["exponential", "linear"]),
     linear_horizon_days=st.floats(1, 400), recency_floor=st.floats(0, 0.5),

@@ -96,7 +96,8 @@ MODEL_DEFAULTS: dict[str, ModelDefaults] = {
     # model rates unrelated Chinese or Swedish sentences close, so a pair must share words.
     # Figures: BENCHMARKS.md, "Figures behind the code" (embed.MODEL_DEFAULTS).
     MINILM_MODEL: ModelDefaults(merge_threshold=0.88, related_threshold=0.60, across_languages=False,
-                                recall={"similarity_ceiling": 0.75, "lexical_weight": 0.6, "threshold": 0.40}),
+                                recall={"similarity_ceiling": 0.75, "lexical_weight": 0.6, "threshold": 0.40,
+                                        "lexical_below_floor": 1.0}),
     # USE rates paraphrases and translations lower than MiniLM: its own merge bar; it reads both
     # languages, so a pair in two needs no shared word (the number and negation checks still apply).
     # Its recall default weighs lexical match less, since a question in another language shares no
@@ -116,12 +117,13 @@ MODEL_DEFAULTS: dict[str, ModelDefaults] = {
                             # multilingual default"; python -m bench.calibrate --languages): Swedish
                             # questions read further from every memory. English's offset chosen there
                             # costs more of the answers than it is worth (the figures are BENCHMARKS.md's).
-                            language_threshold={"sv": -0.02},
+                            language_threshold={"sv": -0.05},
                             scale=((-1.0, -1.0), (0.05, -0.006), (0.138, 0.077), (0.212, 0.129), (0.3, 0.168),
                                    (0.41, 0.203), (0.5, 0.248), (0.6, 0.333), (0.7, 0.453), (0.85, 0.692),
                                    (0.9, 0.738), (0.985, 0.908), (1.0, 1.0))),
     MULTILINGUAL_MODEL: ModelDefaults(merge_threshold=0.50, related_threshold=0.45, across_languages=True,
-                                      recall={"similarity_ceiling": 0.75, "lexical_weight": 0.2, "threshold": 0.50},
+                                      recall={"similarity_ceiling": 0.75, "lexical_weight": 0.2, "threshold": 0.50,
+                                              "lexical_below_floor": 1.0},
                                       # The lowest threshold at which general questions come back empty in
                                       # English and Chinese (Swedish is not among USE's languages) on both
                                       # multilingual sets' dev halves: python -m bench.calibrate --preset

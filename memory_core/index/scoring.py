@@ -13,6 +13,8 @@ The blended score of a memory for a query is::
   holding every query term once would score, clipped to [0, 1] (:func:`lexical_relevance`). A query
   carrying less than ``lexical_min_terms`` rare words' worth of idf is normalized as if it carried
   that much, so one common word ("dream", "thanks") cannot reach full lexical relevance on its own.
+  A memory whose cosine is below the floor keeps ``lexical_below_floor`` of its lexical match: a
+  word shared with an unrelated text is mostly chance.
   BM25 uses k1 1.5 and b 0.4 (less length normalization than Lucene's 0.75: a turn stored with its
   context is long, and the answer).
 * dates (:func:`date_lift`): when the query names periods of time (``memory_core.language.periods``: "in May
@@ -140,6 +142,10 @@ class ScoringParams:
     delta: float = 0.05  # usage frequency
     # The share of relevance that is lexical match (BM25 in the memory's language); the rest is dense.
     lexical_weight: float = 0.4
+    # The share of its lexical match a memory keeps when its cosine is below similarity_floor: a word
+    # shared with an unrelated text ("love" asked of films, in a fact about steak) is mostly chance.
+    # 1: lexical match counts whatever the cosine. See BENCHMARKS.md, "A multilingual default".
+    lexical_below_floor: float = 0.25
     # A query must carry this many rarest-word idfs before one memory matching all its words
     # reaches full lexical relevance: "do you dream?" shares one word with many chatty memories.
     lexical_min_terms: float = 2.0
@@ -205,8 +211,8 @@ class ScoringParams:
             object.__setattr__(self, f.name, value)
         if self.alpha + self.beta + self.gamma + self.delta <= 0:
             raise ValidationError("at least one of alpha, beta, gamma, delta must be above 0")
-        for name in ("lexical_weight", "neighbour_weight", "date_weight", "similarity_floor", "recency_floor",
-                     "frequency_base", "min_relevance"):
+        for name in ("lexical_weight", "lexical_below_floor", "neighbour_weight", "date_weight", "similarity_floor",
+                     "recency_floor", "frequency_base", "min_relevance"):
             if getattr(self, name) > 1:
                 raise ValidationError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
         if not self.similarity_floor < self.similarity_ceiling <= 1:
@@ -391,11 +397,15 @@ def relevant(params: ScoringParams, relevance: np.ndarray) -> np.ndarray:
 
 def relevance_of(params: ScoringParams, similarity: np.ndarray, lexical: np.ndarray) -> np.ndarray:
     """A memory's own relevance: raw cosine stretched over [floor, ceiling], blended with lexical
-    match (already in [0, 1]) by ``lexical_weight``. Non-decreasing in both."""
+    match (already in [0, 1]; ``lexical_below_floor`` of it for a cosine below the floor) by
+    ``lexical_weight``. Non-decreasing in both (the share kept is at most 1)."""
     p = params
-    dense = np.clip((np.asarray(similarity, dtype=np.float64) - p.similarity_floor)
-                    / (p.similarity_ceiling - p.similarity_floor), 0.0, 1.0)
-    return (1.0 - p.lexical_weight) * dense + p.lexical_weight * np.asarray(lexical, dtype=np.float64)
+    sim = np.asarray(similarity, dtype=np.float64)
+    dense = np.clip((sim - p.similarity_floor) / (p.similarity_ceiling - p.similarity_floor), 0.0, 1.0)
+    lex = np.asarray(lexical, dtype=np.float64)
+    if p.lexical_below_floor < 1:
+        lex = np.where(sim >= p.similarity_floor, lex, p.lexical_below_floor * lex)
+    return (1.0 - p.lexical_weight) * dense + p.lexical_weight * lex
 
 
 def for_language(params: ScoringParams, offset: float) -> ScoringParams:
