@@ -248,6 +248,23 @@ def test_a_saved_preset_is_flagged_once_the_banks_model_changes(bank_path, embed
         assert bank.presets_from_other_models() == {}
 
 
+def test_a_parameter_added_since_a_preset_was_saved_takes_the_models_default(bank, alice):
+    """A preset saved before a parameter existed reads it at the bank's model's calibrated value,
+    as the default preset does, not at the reference scale's."""
+    import json
+
+    bank.save_preset("older", ScoringParams().replace(threshold=0.3))
+    older = ScoringParams().replace(threshold=0.3).to_dict()
+    del older["lexical_below_floor"]  # as saved before the parameter existed
+    with bank._core.session() as con:
+        con.execute("UPDATE presets SET params = ? WHERE name = 'older'", [json.dumps(older)])
+    bank.set_active_preset("older")
+    model_value = bank.presets()["default"].lexical_below_floor
+    assert bank.presets()["older"].lexical_below_floor == model_value
+    assert bank.active_preset()[1].lexical_below_floor == model_value
+    assert bank.presets()["older"].threshold == 0.3
+
+
 def test_reopen_keeps_everything(bank_path, embedder):
     with MemoryBank.open(bank_path, embedder=embedder) as bank:
         mid = bank.add("Has a dog called Pixel", namespace="alice")
