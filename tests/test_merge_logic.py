@@ -790,6 +790,18 @@ def test_different_months_weekdays_or_holidays_are_two_events(a: str, b: str) ->
     assert [cl.ids for cl in find_clusters(same, threshold=0.9)] == [(1, 2)]
 
 
+@pytest.mark.parametrize("a, b", [
+    ("Spelar fotboll varje lördag", "Plays football every Saturday"),
+    ("Dansar tango på fredagar", "Goes tango dancing on Fridays"),
+    ("Flyttar i maj", "Moves in May"),
+    ("Flyttar i oktober", "每年十月搬家"),
+])
+def test_one_weekday_or_month_in_two_languages_is_one_value(a: str, b: str) -> None:
+    # A translation must not look like two events: a Swedish day or month name reads as its English twin.
+    assert merge._numbers(a) == merge._numbers(b) != set()
+    assert merge._numbers("Äter majs") == set()  # maize is no month
+
+
 
 def test_a_maintenance_run_merges_unattended_only_above_the_automatic_bar(tmp_path) -> None:
     from memory_core import MemoryBank

@@ -622,7 +622,7 @@ def _numbers(text: str) -> set[str]:
         out.add(str(int(head)) + "".join("." if p == "," else p for p in rest))
     # Months, weekdays and holidays are values too: "move in March" and "move in April" are an
     # update, "visited at Christmas" and "at Easter" two visits, 周一 and 周四 two days.
-    out.update(f"@{m.lower()[:3]}" for m in _CALENDAR.findall(normalized))
+    out.update(f"@{_CALENDAR_KEY.get(m.lower()[:3], m.lower()[:3])}" for m in _CALENDAR.findall(normalized))
     out.update(f"@{_MONTHS[_cn_number(m) - 1]}" for m in _CN_MONTH.findall(normalized) if 1 <= _cn_number(m) <= 12)
     out.update(f"@{_WEEKDAYS[min('一二三四五六日天'.index(d), 6)]}" for d in _CN_WEEKDAY.findall(normalized))
     out.update(f"@{_HOLIDAYS[h.group(0).lower()]}" for h in _HOLIDAY.finditer(normalized))
@@ -632,8 +632,11 @@ def _numbers(text: str) -> set[str]:
 _CALENDAR = re.compile(
     r"\b(january|february|march|april|may|june|july|august|september|october|november|december|"
     r"januari|februari|mars|maj|juni|juli|augusti|oktober|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
-    r"måndag|tisdag|onsdag|torsdag|fredag|lördag|söndag)\b", re.IGNORECASE)
+    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    r"måndag|tisdag|onsdag|torsdag|fredag|lördag|söndag)(?:s|ar|arna|en)?)\b", re.IGNORECASE)
+# Swedish names whose first three letters are not the English key: "lördag" and "Saturday" are one day.
+_CALENDAR_KEY = {"maj": "may", "okt": "oct", "mån": "mon", "tis": "tue", "ons": "wed", "tor": "thu", "fre": "fri",
+                 "lör": "sat", "sön": "sun"}
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 # Chinese months written in numerals (八月, 十一月; 5月 is read as the number 5) and weekdays (周四, 星期天).
