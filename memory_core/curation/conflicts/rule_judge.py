@@ -17,9 +17,9 @@ from ...language.rules.conflict_patterns import (
     CUE_WINDOW, FORWARD_ONLY, GENERIC_VALUES, SUBJECT_VERBS, SWITCH_LABELS, _CJK_PARTICLES,
     _GENERIC_TOPIC, _NOT_NAMES, _SUBJECT, _SV_MARKERS, _SV_SUFFIXES, _TOPIC_FILLER, _VALUE_FILLER
 )
-from ...language.text import CJK_CHAR, JOINED_WORD, LANGUAGE_NAMES, PUNCT_MAP, UNIT, detect_language, fold_chinese, tokenize
+from ...language.text import CJK_CHAR, JOINED_WORD, LANGUAGE_NAMES, PUNCT_MAP, UNIT, fold_chinese, tokenize
 from .compiled import rules
-from .subject import ACROSS_NEGATION, CONFIDENCE
+from .subject import ACROSS_NEGATION, CONFIDENCE, language_of
 from .records import (AUTO_RULES, CONFLICT_KINDS, MUCH_NEWER, MemoryView, REVIEW_BELOW, SAME_DAY, Verdict, _is_number,
                       _utc)
 
@@ -856,10 +856,10 @@ def _cross_language_rule(p: _Pair) -> Verdict | None:
 
 
 def negated_across_languages(older: str, newer: str) -> str | None:
-    """The evidence when the two texts are in different languages (:func:`memory_core.language.text.detect_language`)
+    """The evidence when the two texts are in different languages (:func:`.subject.language_of`)
     and exactly one is negated by its own language's negators (a negator that a negative word
     cancels, "doesn't mind", does not count); None otherwise."""
-    lang_o, lang_n = detect_language(older), detect_language(newer)
+    lang_o, lang_n = language_of(older), language_of(newer)  # cached: a text is judged in many pairs
     if lang_o == lang_n:
         return None
     neg_o, neg_n = _negated(_parse(older), lang_o), _negated(_parse(newer), lang_n)
