@@ -687,6 +687,12 @@ def test_demo_set_thresholds_trade_precision_for_recall(demo):
     ("想学滑雪", "上周学会了滑雪"),
     ("正在装修卧室", "卧室装修好了"),
     ("目标是减重五公斤", "减重五公斤了"),
+    ("Is expecting a child, due in March", "Had a son in March"),     # an expectation, then its outcome
+    ("Has applied for a mortgage", "Got the mortgage"),
+    ("Väntar på besked om lägenheten", "Fick lägenheten"),
+    ("Är gravid, beräknad i mars", "Fick en son i mars"),
+    ("怀孕了，预产期在三月", "三月生了一个儿子"),
+    ("Drinks tea", "Drinks coffee instead of tea"),                   # "instead of" what the other names
 ])
 def test_a_subject_that_moved_on_is_not_merged(a: str, b: str) -> None:
     # Identical vectors: only the wording can tell a step forward from a paraphrase.
@@ -695,6 +701,19 @@ def test_a_subject_that_moved_on_is_not_merged(a: str, b: str) -> None:
     assert find_clusters(pair, threshold=0.9) == []
     same = [cand(1, a, vector=vector), cand(2, a + ".", vector=vector)]
     assert [sorted(c.ids) for c in find_clusters(same, threshold=0.9)] == [[1, 2]]
+
+
+@pytest.mark.parametrize("a, b", [
+    ("Takes the tram to work", "Goes to work by tram instead of by car"),   # a standing choice, not a switch
+    ("Reser med tåg", "Tar tåget istället för flyget"),
+    ("Prefers films with subtitles", "Wants films shown with subtitles"),     # a want beside a preference
+    ("Föredrar mejl framför telefon", "Vill bli kontaktad via mejl"),
+    ("喜欢安静的餐厅", "希望去安静的餐厅"),
+])
+def test_a_preference_told_two_ways_is_not_vetoed(a: str, b: str) -> None:
+    from memory_core.curation.conflicts.subject import moved_on
+
+    assert not moved_on(a, b) and not moved_on(b, a)
 
 
 # --------------------------------------------------------------------------- the default: the pair classifier

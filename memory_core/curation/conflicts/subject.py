@@ -38,8 +38,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from ...language.text import detect_language, tokenize
-from ...language.rules.conflict_patterns import (FORMER_HOME, MOVED_OTHER, PLAN_CUES, SUBJECT_LIGHT_WORDS, SUBJECT_SLOTS,
-                                                 SUPERSEDE_SIGNALS)
+from ...language.rules.conflict_patterns import (EXPECTATION_CUES, FORMER_HOME, INSTEAD_OF, MOVED_OTHER, PLAN_CUES,
+                                                 PREFER_CUES, SUBJECT_LIGHT_WORDS, SUBJECT_SLOTS, SUPERSEDE_SIGNALS,
+                                                 WANT_CUES)
 
 SUBJECT_NEIGHBOURS: Final = 2
 """Each memory is judged against its this many nearest memories of the namespace only."""
@@ -307,10 +308,51 @@ def confidence(rule_conflict: bool, older: str, newer: str, shared: SameSubject)
 
 
 def moved_on(a: str, b: str) -> bool:
-    """Whether one of two memories states a plan the other does not ("Considering a trip to Peru" /
-    "Booked flights to Lima"), or carries a supersede signal the other does not: the subject moved
-    on, an update or a contradiction, never a duplicate to merge."""
+    """Whether one of two memories states a plan or an expectation the other does not ("Considering a
+    trip to Peru" / "Booked flights to Lima", "Is pregnant" / "Had a baby girl"), a want beside a habit or
+    a deed, or a supersede signal the other does not carry: the subject moved on, an update or a
+    contradiction, never a duplicate to merge. "X instead of Y" counts as a switch only beside a memory
+    naming Y, and a want ("vill", "希望") is a preference beside a stated preference."""
     la, lb = _pair_languages(a, b)
-    if bool(_plans()[la].search(a.casefold())) != bool(_plans()[lb].search(b.casefold())):
+    a, b = _unnamed_instead_dropped(a, b, la), _unnamed_instead_dropped(b, a, lb)
+    ra, rb = _readings(a, la), _readings(b, lb)
+    ahead_a = _plans_in(a, ra) or (_cue("want", a, ra) and not _cue("prefer", b, rb))
+    ahead_b = _plans_in(b, rb) or (_cue("want", b, rb) and not _cue("prefer", a, ra))
+    if ahead_a != ahead_b:
         return True
     return bool((_new_signals(a, b) | _new_signals(b, a)) & STRONG_SIGNALS)
+
+
+@functools.cache
+def _merge_cues() -> dict[str, dict[str, re.Pattern[str]]]:
+    """The cues only merges read (``WANT_CUES``, ``PREFER_CUES``, ``EXPECTATION_CUES``, ``INSTEAD_OF``), compiled."""
+    tables = {"want": WANT_CUES, "prefer": PREFER_CUES, "expect": EXPECTATION_CUES, "instead": INSTEAD_OF}
+    return {name: {lang: re.compile(rx) for lang, rx in rows.items()} for name, rows in tables.items()}
+
+
+def _cue(name: str, text: str, languages: set[str]) -> bool:
+    low = text.casefold()
+    return any(_merge_cues()[name][lang].search(low) for lang in languages)
+
+
+def _plans_in(text: str, languages: set[str]) -> bool:
+    """A plan not carried out (``PLAN_CUES`` less its wants) or a state awaiting an outcome."""
+    low = text.casefold()
+    for lang in languages:
+        rest = _merge_cues()["want"][lang].sub(" ", low)
+        if _plans()[lang].search(rest) or _merge_cues()["expect"][lang].search(low):
+            return True
+    return False
+
+
+def _unnamed_instead_dropped(text: str, other: str, language: str) -> str:
+    """``text`` without an "instead of Y" tail that ``other`` does not name: "Uses contact lenses instead
+    of glasses" beside "Wears contact lenses" is the same choice, not a switch away from it."""
+    low = text.casefold()
+    for lang in _readings(text, language):
+        found = _merge_cues()["instead"][lang].search(low)
+        if found and low[:found.start()].strip():
+            head, tail = Subject.of(low[:found.start()]).words, Subject.of(low[found.end():].strip()).words
+            if not (tail - head) & Subject.of(other).words:
+                return low[:found.start()]
+    return text

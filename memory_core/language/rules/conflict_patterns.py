@@ -532,3 +532,31 @@ FORMER_HOME: dict[str, str] = {
     "sv": r"\b(?:växte upp|föddes|bodde|brukade bo)\b",
     "zh": r"以前|曾经|过去|长大|出生",
 }
+
+# For merges only (``subject.moved_on``). A want ("wants", "vill", "希望") is a plan beside a deed or a
+# habit ("Wants to learn the piano" / "Takes piano lessons"), but a preference beside a stated
+# preference ("Vill ha korta svar" / "Föredrar korta svar"): ``PREFER_CUES``.
+WANT_CUES: dict[str, str] = {
+    "en": r"\b(?:wants?|would like|hop(?:es|ing))\b",
+    "sv": r"\b(?:vill|hoppas|önskar)\b",
+    "zh": r"希望|想要|想",
+}
+PREFER_CUES: dict[str, str] = {
+    "en": r"\b(?:prefers?|likes?|loves?|enjoys?|favou?rite)\b",
+    "sv": r"\b(?:föredrar|gillar|tycker om|älskar|favorit\w*)\b",
+    "zh": r"喜欢|偏好|爱|更愿意",
+}
+# A state that waits for an outcome ("is pregnant", "applied for", "waiting for", "engaged"): beside a
+# memory of the outcome without it, the subject moved on ("Had a baby girl", "Got the visa").
+EXPECTATION_CUES: dict[str, str] = {
+    "en": r"\b(?:pregnant|expecting (?:a|twins)|due (?:in|on|date)|engaged|appl(?:y|ied|ies|ying)|"
+          r"waiting (?:for|on|list)|in (?:the|a) queue)\b",
+    "sv": r"\b(?:gravid|väntar (?:barn|tvillingar|på)|beräknad|förlovad|förlovade|ansökt|sökt till|söker|\w*kö)\b",
+    "zh": r"怀孕|怀了|预产期|订婚|申请|排队|在等|等待",
+}
+# "X instead of Y" states a standing choice; it moves on only beside a memory that names Y.
+INSTEAD_OF: dict[str, str] = {
+    "en": r"\binstead of\b",
+    "sv": r"\bi ?stället för\b",
+    "zh": r"而不是|代替|取代",
+}
