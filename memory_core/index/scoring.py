@@ -261,11 +261,13 @@ class ScoringParams:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ScoringParams":
-        """Build from :meth:`to_dict` output; unknown keys are an error, missing ones default."""
+    def from_dict(cls, data: dict[str, Any], base: "ScoringParams | None" = None) -> "ScoringParams":
+        """Build from :meth:`to_dict` output; unknown keys are an error, missing ones take ``base``'s
+        values (a bank's model's default, for a preset saved before a parameter existed), else the
+        reference defaults."""
         if not isinstance(data, dict):
             raise ValidationError(f"scoring parameters must be a mapping, got {type(data).__name__}")
-        return cls().replace(**data)
+        return (base or cls()).replace(**data)
 
     def to_json(self) -> str:
         return _params_json(self)

@@ -44,16 +44,9 @@ class Settings:
         with self.core.session(write=False) as con:
             saved = con.execute("SELECT name, params FROM presets ORDER BY name").fetchall()
         out = self.builtin()
-        out.update({name: self.saved(params) for name, params in saved})
+        # A parameter a saved preset lacks (added since) takes the model's calibrated default.
+        out.update({name: ScoringParams.from_dict(json.loads(params), base=out["default"]) for name, params in saved})
         return out
-
-    def saved(self, params_json: str) -> ScoringParams:
-        """A saved preset's parameters; a parameter it lacks (one added since it was saved) takes
-        the bank's model's calibrated default, not the reference scale's."""
-        data = json.loads(params_json)
-        if not isinstance(data, dict):
-            raise ValidationError(f"saved scoring parameters must be a mapping, got {type(data).__name__}")
-        return self.builtin()["default"].replace(**data)
 
     def preset(self, name: str) -> ScoringParams:
         """One preset by name (built-in or saved)."""
@@ -105,7 +98,9 @@ class Settings:
         if self.core.active_params is None:
             name = tables.meta(con).get("active_preset", "default")
             row = con.execute("SELECT params FROM presets WHERE name = ?", [name]).fetchone()
-            params = self.saved(row[0]) if row else self.builtin().get(name, ScoringParams())
+            builtin = self.builtin()
+            params = ScoringParams.from_dict(json.loads(row[0]), base=builtin["default"]) if row \
+                else builtin.get(name, ScoringParams())
             self.core.active_params = (name, params)
         return self.core.active_params
 
