@@ -15,8 +15,9 @@ from ...embedding.vectors import products
 from .llm_judge import judge
 from .records import MemoryView, Verdict
 from .rule_judge import auto_resolution, negated_across_languages, suggest
-from .subject import ACROSS_NEGATION, AUTO_BAR, CONFIDENCE, OFFER_FLOOR, SLOT_NEIGHBOURS, SUBJECT_NEIGHBOURS, confidence as subject_confidence, \
-    language_of, same_subject, signal_verdict, slots as slots_of_text
+from .subject import (ACROSS_NEGATION, AUTO_BAR, CONFIDENCE, OFFER_FLOOR, SLOT_NEIGHBOURS, SUBJECT_NEIGHBOURS,
+                      confidence as subject_confidence, language_of, same_subject, signal_verdict,
+                      slots as slots_of_text)
 
 
 # --------------------------------------------------------------------------- from the bank's data

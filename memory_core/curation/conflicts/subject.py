@@ -121,9 +121,18 @@ def _plans() -> dict[str, re.Pattern[str]]:
 
 
 @functools.cache
-def _move_readers() -> dict[str, tuple[re.Pattern[str], re.Pattern[str]]]:
-    """``MOVED_OTHER`` and ``FORMER_HOME`` compiled, on first use."""
-    return {lang: (re.compile(MOVED_OTHER[lang]), re.compile(FORMER_HOME[lang])) for lang in _LANGUAGES}
+def _cues() -> dict[str, dict[str, re.Pattern[str]]]:
+    """The per-language cue tables a move or a merge's veto reads (``MOVED_OTHER``, ``FORMER_HOME``,
+    ``WANT_CUES``, ``PREFER_CUES``, ``EXPECTATION_CUES``, ``INSTEAD_OF``), compiled on first use."""
+    tables = {"moved_other": MOVED_OTHER, "former_home": FORMER_HOME, "want": WANT_CUES, "prefer": PREFER_CUES,
+              "expect": EXPECTATION_CUES, "instead": INSTEAD_OF}
+    return {name: {lang: re.compile(rx) for lang, rx in rows.items()} for name, rows in tables.items()}
+
+
+def _cue(name: str, text: str, languages: set[str]) -> bool:
+    """Whether ``text`` carries the cue ``name`` of :func:`_cues` in any of ``languages``."""
+    low = text.casefold()
+    return any(_cues()[name][lang].search(low) for lang in languages)
 
 
 @functools.cache
@@ -268,11 +277,10 @@ def _move_replaces(older: str, newer: str) -> bool:
     moved its office") and ``older`` names neither it (a shared content word) nor a slot other than
     where the person lives."""
     lo, ln = _pair_languages(older, newer)
-    old_low, new_low = older.casefold(), newer.casefold()
-    old_langs, new_langs = _readings(older, lo), _readings(newer, ln)
-    if any(_plans()[lang].search(old_low) or _move_readers()[lang][1].search(old_low) for lang in old_langs):
+    old_langs = _readings(older, lo)
+    if any(_plans()[lang].search(older.casefold()) for lang in old_langs) or _cue("former_home", older, old_langs):
         return False
-    if not any(_move_readers()[lang][0].search(new_low) for lang in new_langs):
+    if not _cue("moved_other", newer, _readings(newer, ln)):
         return True
     so, sn = Subject.of(older), Subject.of(newer)
     return bool(so.words & sn.words) or bool((so.slots & sn.slots) - {"residence"})
@@ -323,24 +331,12 @@ def moved_on(a: str, b: str) -> bool:
     return bool((_new_signals(a, b) | _new_signals(b, a)) & STRONG_SIGNALS)
 
 
-@functools.cache
-def _merge_cues() -> dict[str, dict[str, re.Pattern[str]]]:
-    """The cues only merges read (``WANT_CUES``, ``PREFER_CUES``, ``EXPECTATION_CUES``, ``INSTEAD_OF``), compiled."""
-    tables = {"want": WANT_CUES, "prefer": PREFER_CUES, "expect": EXPECTATION_CUES, "instead": INSTEAD_OF}
-    return {name: {lang: re.compile(rx) for lang, rx in rows.items()} for name, rows in tables.items()}
-
-
-def _cue(name: str, text: str, languages: set[str]) -> bool:
-    low = text.casefold()
-    return any(_merge_cues()[name][lang].search(low) for lang in languages)
-
-
 def _plans_in(text: str, languages: set[str]) -> bool:
     """A plan not carried out (``PLAN_CUES`` less its wants) or a state awaiting an outcome."""
     low = text.casefold()
     for lang in languages:
-        rest = _merge_cues()["want"][lang].sub(" ", low)
-        if _plans()[lang].search(rest) or _merge_cues()["expect"][lang].search(low):
+        rest = _cues()["want"][lang].sub(" ", low)
+        if _plans()[lang].search(rest) or _cues()["expect"][lang].search(low):
             return True
     return False
 
@@ -350,7 +346,7 @@ def _unnamed_instead_dropped(text: str, other: str, language: str) -> str:
     of glasses" beside "Wears contact lenses" is the same choice, not a switch away from it."""
     low = text.casefold()
     for lang in _readings(text, language):
-        found = _merge_cues()["instead"][lang].search(low)
+        found = _cues()["instead"][lang].search(low)
         if found and low[:found.start()].strip():
             head, tail = Subject.of(low[:found.start()]).words, Subject.of(low[found.end():].strip()).words
             if not (tail - head) & Subject.of(other).words:
